@@ -1,0 +1,39 @@
+# The two commands: `make bench` and `make test`. Both create .venv and install on first use.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+
+.PHONY: install bench test check fmt lab validate clean-results
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q --no-deps $$($(PY) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml','rb'))['tool']['orchbench']['no_deps']))")
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+## the main job: every strategy on the embedded local model, then the report and the notebooks
+bench: install
+	$(PY) -m kit run experiments/default.yaml
+	$(PY) -m kit report results/default
+	$(PY) -m kit notebooks results/default
+
+## the whole suite (offline; starts the embedded model for the live tests)
+test: install
+	$(PY) -m kit tasks validate --all
+	$(PY) -m pytest -q
+
+check: install
+	$(PY) -m ruff check kit tests
+	$(PY) -m ruff format --check kit tests
+
+fmt: install
+	$(PY) -m ruff check --fix kit tests
+	$(PY) -m ruff format kit tests
+
+lab: install
+	$(VENV)/bin/jupyter lab notebooks

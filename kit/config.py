@@ -1,0 +1,187 @@
+"""Price sheets, profiles and experiments: pydantic models loaded from YAML with clear errors.
+
+* a **price sheet** (``datasets/prices/<name>.yaml``) gives USD per 1M tokens per price key;
+* a **profile** (``datasets/profiles/<name>.yaml``) maps the tiers cheap / medium / strong to a
+  litellm model string (plus api_base, key variable, action mode ...) and names its price sheet;
+* an **experiment** (``experiments/<name>.yaml``) is the matrix the runner expands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from kit.errors import ConfigError
+from kit.paths import EXPERIMENTS_DIR, PRICES_DIR, PROFILES_DIR
+from kit.usage import ModelPrice
+
+Tier = Literal["cheap", "medium", "strong"]
+TIERS: tuple[Tier, ...] = ("cheap", "medium", "strong")
+ActionMode = Literal["native", "json", "text"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PriceSheet(_Strict):
+    """USD per 1M tokens for each price key (normally a litellm model string)."""
+
+    name: str
+    description: str = ""
+    illustrative: bool = Field(False, description="True when the prices are made up for show.")
+    source: str = Field("", description="Where the prices come from (URL, date).")
+    prices: dict[str, ModelPrice]
+
+    def get(self, key: str) -> ModelPrice:
+        try:
+            return self.prices[key]
+        except KeyError:
+            raise ConfigError(
+                f"price sheet {self.name!r} has no entry {key!r}",
+                f"add it under `prices:` (known: {', '.join(sorted(self.prices))})",
+            ) from None
+
+
+class ModelSpec(_Strict):
+    """One tier's model."""
+
+    model: str = Field(description="litellm model string, or embedded/<alias> or scripted/<name>.")
+    price: str | None = Field(None, description="Key in the price sheet; defaults to `model`.")
+    api_base: str | None = None
+    api_key_env: str | None = Field(None, description="Env variable holding the key, if any.")
+    action_mode: ActionMode | None = Field(
+        None, description="How the agent asks for tools; None = the kit's default for this model."
+    )
+    context_window: int = Field(128_000, description="Tokens; old tool outputs are shortened to fit.")
+    max_output_tokens: int = 4096
+    temperature: float | None = None
+    timeout_s: float = Field(300.0, description="Per-call timeout.")
+    cache_breakpoints: bool | None = Field(
+        None, description="Mark system prompt + newest message cacheable; None = auto (Claude)."
+    )
+    extra: dict[str, Any] = Field(default_factory=dict, description="Passed to litellm as is.")
+
+    @property
+    def price_key(self) -> str:
+        return self.price or self.model
+
+
+class Profile(_Strict):
+    """Tier -> model, plus the price sheet used to cost every call."""
+
+    name: str
+    description: str = ""
+    price_sheet: str
+    tiers: dict[Tier, ModelSpec]
+    roles: dict[str, Tier] = Field(
+        default_factory=dict, description="Override a role's tier, e.g. {executor: medium}."
+    )
+
+    @model_validator(mode="after")
+    def _all_tiers(self) -> Profile:
+        missing = [t for t in TIERS if t not in self.tiers]
+        if missing:
+            raise ValueError(f"tiers: missing {', '.join(missing)} (need cheap, medium and strong)")
+        return self
+
+    def tier_for(self, role: str, default: Tier) -> Tier:
+        return self.roles.get(role, default)
+
+
+class Limits(_Strict):
+    """Caps every run shares; strategies read what applies to them."""
+
+    max_steps: int = Field(60, description="Tool-loop steps per agent (vibe: the whole run).")
+    max_usd: float | None = Field(None, description="Stop a run once it has spent this much.")
+    max_tokens: int | None = Field(None, description="Stop a run after this many tokens in total.")
+    command_timeout_s: float = 120.0
+    max_format_errors: int = Field(3, description="Invalid actions in a row before an agent stops.")
+    run_timeout_s: float | None = Field(None, description="Wall-clock cap per run (soft).")
+
+
+class Experiment(_Strict):
+    """What to run: tasks x strategies x repeats on one profile."""
+
+    name: str
+    description: str = ""
+    tasks: list[str]
+    strategies: list[str]
+    profile: str
+    repeats: int = Field(1, ge=1)
+    limits: Limits = Field(default_factory=Limits)
+    concurrency: int = Field(1, ge=1)
+    strategy_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Per-strategy knobs, e.g. {pdca: {max_attempts: 3}}."
+    )
+    prompt_overrides: dict[str, str] = Field(
+        default_factory=dict, description="'<strategy>/<role>' -> prompt text replacing the file."
+    )
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _format_validation(err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        where = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        lines.append(f"  field `{where}`: {e['msg']}")
+    return "\n".join(lines)
+
+
+def load_yaml_model(path: Path, model: type[M], what: str) -> M:
+    """Read ``path`` and validate it as ``model``; any problem -> one ConfigError naming file+field."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{what} file not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level of this {what} file")
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(f"{path}: invalid {what}:\n{_format_validation(e)}") from None
+
+
+def _resolve(name_or_path: str | Path, folder: Path, what: str) -> Path:
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml") or p.is_file():
+        return p
+    candidate = folder / f"{name_or_path}.yaml"
+    if candidate.is_file():
+        return candidate
+    known = sorted(f.stem for f in folder.glob("*.yaml"))
+    raise ConfigError(f"unknown {what} {str(name_or_path)!r}", f"pick one of: {', '.join(known)}")
+
+
+def load_price_sheet(name_or_path: str | Path) -> PriceSheet:
+    return load_yaml_model(_resolve(name_or_path, PRICES_DIR, "price sheet"), PriceSheet, "price sheet")
+
+
+def load_profile(name_or_path: str | Path) -> tuple[Profile, PriceSheet]:
+    """The profile and its price sheet; every tier's price key must exist in the sheet."""
+    path = _resolve(name_or_path, PROFILES_DIR, "profile")
+    profile = load_yaml_model(path, Profile, "profile")
+    sheet_path = _resolve(profile.price_sheet, path.parent.parent / "prices", "price sheet")
+    sheet = load_price_sheet(sheet_path)
+    for tier, spec in profile.tiers.items():
+        if spec.price_key not in sheet.prices:
+            raise ConfigError(
+                f"{path}: field `tiers.{tier}.price`: {spec.price_key!r} is not in price sheet "
+                f"{sheet.name!r}",
+                f"add it to {sheet_path} or set `price:` to one of {', '.join(sorted(sheet.prices))}",
+            )
+    return profile, sheet
+
+
+def load_experiment(name_or_path: str | Path) -> Experiment:
+    return load_yaml_model(_resolve(name_or_path, EXPERIMENTS_DIR, "experiment"), Experiment, "experiment")

@@ -1,0 +1,439 @@
+"""The gateway: the only module that imports litellm.
+
+One call = role + tier + messages + either tools (native tool calls) or a response schema (a
+pydantic model, sent as a JSON-schema ``response_format``). It returns the text, the tool calls or
+the parsed object, and a :class:`~kit.usage.Usage`, and appends one line per attempt to the run's
+``calls.jsonl`` as it happens. Cost comes from the profile's price sheet; where litellm knows the
+model, litellm's own figure is recorded beside it and a disagreement over 1 % is flagged.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the cost map at import
+
+import litellm  # noqa: E402
+from litellm import CustomLLM  # noqa: E402
+from litellm.types.utils import ModelResponse  # noqa: E402
+from pydantic import BaseModel, ValidationError  # noqa: E402
+
+from kit.config import ActionMode, ModelSpec, PriceSheet, Profile, Tier  # noqa: E402
+from kit.errors import MissingKeyError, ModelError  # noqa: E402
+from kit.models import scripted  # noqa: E402
+from kit.records import CallRecord, RunRecorder, utc_now  # noqa: E402
+from kit.usage import Usage, normalise, priced  # noqa: E402
+
+litellm.suppress_debug_info = True
+litellm.drop_params = True  # e.g. temperature on models that refuse it
+
+TRANSIENT = (
+    litellm.RateLimitError,
+    litellm.InternalServerError,
+    litellm.ServiceUnavailableError,
+    litellm.APIConnectionError,
+    litellm.Timeout,
+    litellm.BadGatewayError,
+)
+COST_TOLERANCE = 0.01
+EMBEDDED_PREFIX = "embedded/"
+SCRIPTED_PREFIX = "scripted/"
+# What the embedded model does best (measured with tests/benchmarks/action_modes.py; see README).
+EMBEDDED_ACTION_MODE: ActionMode = "text"
+
+
+# --------------------------------------------------------------------------- scripted provider
+
+
+class _ScriptedHandler(CustomLLM):
+    """litellm custom provider ``scripted/<name>`` backed by :mod:`kit.models.scripted`."""
+
+    def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
+        optional = dict(kwargs.get("optional_params") or {})
+        out = scripted.complete(model, messages, optional)
+        message: dict[str, Any] = {"role": "assistant", "content": out["content"]}
+        if out["tool_calls"]:
+            message["tool_calls"] = out["tool_calls"]
+        return ModelResponse(
+            id=f"scripted-{uuid.uuid4().hex[:8]}",
+            model=model,
+            choices=[
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls" if out["tool_calls"] else "stop",
+                    "message": message,
+                }
+            ],
+            usage=out["usage"],
+        )
+
+
+litellm.custom_provider_map = [
+    p for p in litellm.custom_provider_map if p.get("provider") != "scripted"
+] + [{"provider": "scripted", "custom_handler": _ScriptedHandler()}]
+litellm.utils.custom_llm_setup()
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    error: str | None = None  # arguments were not a JSON object
+
+
+@dataclass
+class Reply:
+    content: str | None
+    tool_calls: list[ToolCall]
+    usage: Usage
+    latency_s: float
+    model: str
+    parsed: BaseModel | None = None
+    parse_error: str | None = None
+    raw_usage: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def message(self) -> dict[str, Any]:
+        """The assistant message to append to a conversation (OpenAI shape)."""
+        msg: dict[str, Any] = {"role": "assistant", "content": self.content or ""}
+        if self.tool_calls:
+            msg["tool_calls"] = [
+                {
+                    "id": tc.id,
+                    "type": "function",
+                    "function": {"name": tc.name, "arguments": json.dumps(tc.arguments)},
+                }
+                for tc in self.tool_calls
+            ]
+        return msg
+
+
+@dataclass
+class _Target:
+    """Where a tier's calls really go."""
+
+    model: str  # as passed to litellm
+    kwargs: dict[str, Any]
+    known_to_litellm: bool
+
+
+# --------------------------------------------------------------------------- the gateway
+
+
+class Gateway:
+    """Calls models for one run and records every attempt."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        price_sheet: PriceSheet,
+        recorder: RunRecorder | None = None,
+        *,
+        context: dict[str, Any] | None = None,
+        max_retries: int = 3,
+        backoff_s: float = 1.0,
+        sleep: Any = time.sleep,
+    ) -> None:
+        self.profile = profile
+        self.price_sheet = price_sheet
+        self.recorder = recorder
+        self.context = dict(context or {})
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self._sleep = sleep
+        self._targets: dict[str, _Target] = {}
+
+    # -- per-tier facts --------------------------------------------------------------------
+    def spec(self, tier: Tier) -> ModelSpec:
+        return self.profile.tiers[tier]
+
+    def action_mode(self, tier: Tier) -> ActionMode:
+        spec = self.spec(tier)
+        if spec.action_mode:
+            return spec.action_mode
+        return EMBEDDED_ACTION_MODE if spec.model.startswith(EMBEDDED_PREFIX) else "native"
+
+    def context_window(self, tier: Tier) -> int:
+        spec = self.spec(tier)
+        if spec.model.startswith(EMBEDDED_PREFIX):
+            from kit.models.local import DEFAULT_CTX
+
+            return min(spec.context_window, DEFAULT_CTX)
+        return spec.context_window
+
+    def _target(self, spec: ModelSpec) -> _Target:
+        if spec.model in self._targets:
+            return self._targets[spec.model]
+        kwargs: dict[str, Any] = dict(spec.extra)
+        if spec.api_base:
+            kwargs["api_base"] = spec.api_base
+        if spec.model.startswith(EMBEDDED_PREFIX):
+            from kit.models.local import ensure_server
+
+            server = ensure_server()
+            target = _Target(f"openai/{server.alias}", {**kwargs, "api_base": server.api_base, "api_key": "local"}, False)
+        elif spec.model.startswith(SCRIPTED_PREFIX):
+            target = _Target(spec.model, kwargs, False)
+        else:
+            if spec.api_key_env:
+                key = os.environ.get(spec.api_key_env)
+                if not key:
+                    raise MissingKeyError(
+                        f"model {spec.model!r} needs {spec.api_key_env}, which is not set",
+                        f"export {spec.api_key_env}=... or pick --profile local",
+                    )
+                kwargs["api_key"] = key
+            elif "api_key" not in kwargs and not spec.api_base:
+                env = litellm.validate_environment(model=spec.model)
+                if not env.get("keys_in_environment", True):
+                    missing = ", ".join(env.get("missing_keys") or []) or "its API key"
+                    raise MissingKeyError(
+                        f"model {spec.model!r} needs {missing}, which is not set",
+                        f"export {missing.split(',')[0]}=... or pick --profile local",
+                    )
+            target = _Target(spec.model, kwargs, spec.model in litellm.model_cost or _known(spec.model))
+        self._targets[spec.model] = target
+        return target
+
+    # -- the call ----------------------------------------------------------------------------
+    def call(
+        self,
+        *,
+        role: str,
+        tier: Tier,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        schema: type[BaseModel] | None = None,
+        conversation: str | None = None,
+        max_tokens: int | None = None,
+        action_mode: str | None = None,
+    ) -> Reply:
+        spec = self.spec(tier)
+        target = self._target(spec)
+        kwargs: dict[str, Any] = dict(target.kwargs)
+        kwargs["timeout"] = spec.timeout_s
+        kwargs["max_tokens"] = max_tokens or spec.max_output_tokens
+        if spec.temperature is not None:
+            kwargs["temperature"] = spec.temperature
+        if tools:
+            kwargs["tools"] = tools
+        if schema is not None:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()},
+            }
+        if _wants_cache_breakpoints(spec):
+            messages = mark_cache_breakpoints(messages)
+
+        token = scripted.CALL_CONTEXT.set(
+            {
+                **self.context,
+                "role": role,
+                "tier": tier,
+                "conversation": conversation or role,
+                "action_mode": action_mode,
+                "schema": schema,
+            }
+        )
+        try:
+            return self._call_with_retries(role, tier, spec, target, messages, kwargs, schema, conversation, action_mode)
+        finally:
+            scripted.CALL_CONTEXT.reset(token)
+
+    def _call_with_retries(self, role, tier, spec, target, messages, kwargs, schema, conversation, action_mode) -> Reply:
+        attempts = self.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            started_at = utc_now()
+            t0 = time.monotonic()
+            try:
+                response = litellm.completion(model=target.model, messages=messages, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - every failure is recorded, then classified
+                latency = time.monotonic() - t0
+                self._record(
+                    CallRecord(
+                        run_id="",
+                        role=role,
+                        tier=tier,
+                        model=spec.model,
+                        attempt=attempt,
+                        ok=False,
+                        error=f"{type(exc).__name__}: {_short(exc)}",
+                        latency_s=latency,
+                        started_at=started_at,
+                        action_mode=action_mode,
+                        conversation=conversation,
+                    )
+                )
+                transient = isinstance(exc, TRANSIENT)
+                if transient and attempt < attempts:
+                    self._sleep(self.backoff_s * 2 ** (attempt - 1))
+                    continue
+                raise _model_error(exc, spec, attempt, transient) from exc
+            latency = time.monotonic() - t0
+            return self._finish(response, role, tier, spec, target, attempt, latency, started_at, schema, conversation, action_mode)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _finish(self, response, role, tier, spec, target, attempt, latency, started_at, schema, conversation, action_mode) -> Reply:
+        raw = _usage_dict(response)
+        usage = priced(normalise(raw), self.price_sheet.get(spec.price_key))
+        litellm_cost = None
+        mismatch = False
+        if target.known_to_litellm:
+            try:
+                litellm_cost = float(litellm.completion_cost(completion_response=response, model=target.model))
+            except Exception:  # noqa: BLE001 - litellm may not price every model
+                litellm_cost = None
+            if litellm_cost is not None:
+                mismatch = _disagrees(usage.cost_usd, litellm_cost)
+        self._record(
+            CallRecord(
+                run_id="",
+                role=role,
+                tier=tier,
+                model=spec.model,
+                attempt=attempt,
+                ok=True,
+                input_uncached=usage.input_uncached,
+                cache_read=usage.cache_read,
+                cache_write=usage.cache_write,
+                output=usage.output,
+                reasoning=usage.reasoning,
+                cost_usd=usage.cost_usd,
+                litellm_cost_usd=litellm_cost,
+                cost_mismatch=mismatch,
+                latency_s=latency,
+                started_at=started_at,
+                raw_usage=raw,
+                action_mode=action_mode,
+                conversation=conversation,
+            )
+        )
+        choice = response.choices[0] if response.choices else None
+        message = getattr(choice, "message", None)
+        content = getattr(message, "content", None) if message is not None else None
+        tool_calls = [_tool_call(tc) for tc in (getattr(message, "tool_calls", None) or [])]
+        reply = Reply(
+            content=content,
+            tool_calls=tool_calls,
+            usage=usage,
+            latency_s=latency,
+            model=spec.model,
+            raw_usage=raw,
+        )
+        if schema is not None:
+            reply.parsed, reply.parse_error = parse_structured(content, schema)
+        return reply
+
+    def _record(self, record: CallRecord) -> None:
+        if self.recorder is not None:
+            self.recorder.call(record)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def parse_structured(content: str | None, schema: type[BaseModel]) -> tuple[BaseModel | None, str | None]:
+    """Validate a model's JSON answer against ``schema``; tolerate a fenced ```json block."""
+    text = (content or "").strip()
+    if text.startswith("```"):
+        text = text.strip("`")
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+    try:
+        return schema.model_validate_json(text), None
+    except ValidationError as e:
+        return None, _short(e, 600)
+
+
+def mark_cache_breakpoints(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Anthropic-style explicit caching: the system prompt and the newest message are cacheable."""
+    out = copy.deepcopy(messages)
+    targets = [i for i, m in enumerate(out) if m.get("role") == "system"][:1]
+    if out:
+        targets.append(len(out) - 1)
+    for i in set(targets):
+        msg = out[i]
+        content = msg.get("content")
+        if isinstance(content, str):
+            msg["content"] = [{"type": "text", "text": content, "cache_control": {"type": "ephemeral"}}]
+        elif isinstance(content, list) and content:
+            content[-1] = {**content[-1], "cache_control": {"type": "ephemeral"}}
+    return out
+
+
+def _wants_cache_breakpoints(spec: ModelSpec) -> bool:
+    if spec.cache_breakpoints is not None:
+        return spec.cache_breakpoints
+    m = spec.model.lower()
+    return "claude" in m or m.startswith("anthropic/")
+
+
+def _known(model: str) -> bool:
+    try:
+        litellm.get_model_info(model)
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _usage_dict(response: Any) -> dict[str, Any]:
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return {}
+    if hasattr(usage, "model_dump"):
+        data = usage.model_dump()
+    else:
+        data = dict(usage)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def _tool_call(tc: Any) -> ToolCall:
+    fn = getattr(tc, "function", None) or tc.get("function", {})
+    name = getattr(fn, "name", None) or (fn.get("name") if isinstance(fn, dict) else "") or ""
+    raw_args = getattr(fn, "arguments", None) if not isinstance(fn, dict) else fn.get("arguments")
+    tc_id = getattr(tc, "id", None) or (tc.get("id") if isinstance(tc, dict) else None) or uuid.uuid4().hex[:8]
+    try:
+        args = json.loads(raw_args) if isinstance(raw_args, str) and raw_args.strip() else (raw_args or {})
+        if not isinstance(args, dict):
+            return ToolCall(tc_id, name, {}, error="arguments must be a JSON object")
+        return ToolCall(tc_id, name, args)
+    except json.JSONDecodeError as e:
+        return ToolCall(tc_id, name, {}, error=f"arguments are not valid JSON: {e}")
+
+
+def _disagrees(ours: float, theirs: float) -> bool:
+    scale = max(abs(ours), abs(theirs))
+    return scale > 0 and abs(ours - theirs) / scale > COST_TOLERANCE
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _model_error(exc: BaseException, spec: ModelSpec, attempts: int, transient: bool) -> ModelError:
+    if isinstance(exc, ModelError):
+        return exc
+    if isinstance(exc, litellm.AuthenticationError):
+        return MissingKeyError(
+            f"{spec.model}: the provider rejected the API key ({_short(exc, 160)})",
+            f"check {spec.api_key_env or 'the provider key'} or pick --profile local",
+        )
+    if transient:
+        return ModelError(
+            f"{spec.model}: gave up after {attempts} attempts: {type(exc).__name__}: {_short(exc, 200)}",
+            "the provider is failing or rate-limiting; rerun later -- finished runs are kept and skipped",
+        )
+    return ModelError(
+        f"{spec.model}: {type(exc).__name__}: {_short(exc, 300)}",
+        "check the model string and options in the profile",
+    )

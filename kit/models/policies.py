@@ -1,0 +1,3 @@
+"""Built-in named scripted policies (filled in with the agent loop)."""
+
+POLICIES: dict = {}

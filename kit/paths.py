@@ -1,0 +1,22 @@
+"""Where things live. The results folder can be moved with ORCHBENCH_RESULTS_DIR (tests do)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+KIT_DIR = Path(__file__).resolve().parent
+REPO_ROOT = KIT_DIR.parent
+DATASETS = REPO_ROOT / "datasets"
+TASKS_DIR = DATASETS / "tasks"
+PROFILES_DIR = DATASETS / "profiles"
+PRICES_DIR = DATASETS / "prices"
+REFERENCE_DIR = DATASETS / "reference"
+EXPERIMENTS_DIR = REPO_ROOT / "experiments"
+PROMPTS_DIR = KIT_DIR / "prompts"
+NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+
+
+def results_root() -> Path:
+    """The folder experiments write into (``results/`` unless ORCHBENCH_RESULTS_DIR is set)."""
+    return Path(os.environ.get("ORCHBENCH_RESULTS_DIR") or REPO_ROOT / "results")

@@ -1,0 +1,148 @@
+"""The one usage value type, provider-payload normalisation and pricing.
+
+Token accounting convention (the whole kit relies on it):
+
+* ``input_uncached`` -- prompt tokens billed at the plain input price,
+* ``cache_read``     -- prompt tokens served from the provider's prompt cache,
+* ``cache_write``    -- prompt tokens written to the cache (Anthropic-style explicit caching),
+* ``output``         -- completion tokens (``reasoning`` is the part of them spent thinking; it is
+  *included* in ``output`` and only reported separately).
+
+The three input buckets are disjoint: total prompt tokens = uncached + read + write.
+How litellm 1.110.2 reports each provider was established from recorded raw payloads run through
+litellm itself (tests/test_usage_payloads.py); see :func:`normalise`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+PER_MILLION = 1_000_000
+
+
+class Usage(BaseModel):
+    """Tokens and cost of one or more model calls. Adds with ``+``; ``sum()`` works too."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_uncached: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    output: int = 0
+    reasoning: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            input_uncached=self.input_uncached + other.input_uncached,
+            cache_read=self.cache_read + other.cache_read,
+            cache_write=self.cache_write + other.cache_write,
+            output=self.output + other.output,
+            reasoning=self.reasoning + other.reasoning,
+            cost_usd=self.cost_usd + other.cost_usd,
+        )
+
+    def __radd__(self, other: Any) -> Usage:  # lets sum([...]) start from 0
+        if other == 0:
+            return self
+        return self.__add__(other)
+
+    @property
+    def input_total(self) -> int:
+        return self.input_uncached + self.cache_read + self.cache_write
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_total + self.output
+
+    @property
+    def cache_hit_ratio(self) -> float:
+        """Share of prompt tokens served from cache (0 when there were none)."""
+        return self.cache_read / self.input_total if self.input_total else 0.0
+
+
+def _get(obj: Any, key: str, default: Any = None) -> Any:
+    if obj is None:
+        return default
+    if isinstance(obj, dict):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def normalise(raw: dict[str, Any] | Any) -> Usage:
+    """Turn a litellm ``usage`` payload (as a dict) into a token-only :class:`Usage`.
+
+    Shapes handled (as litellm 1.110.2 exposes them, verified on recorded payloads):
+
+    * OpenAI / llama.cpp / any OpenAI-compatible server: ``prompt_tokens`` *includes* the
+      cached part, given in ``prompt_tokens_details.cached_tokens``.
+    * Anthropic (and Claude on Bedrock/Vertex): litellm folds ``cache_read_input_tokens`` and
+      ``cache_creation_input_tokens`` *into* ``prompt_tokens`` and keeps both fields on the usage
+      object; ``prompt_tokens_details.cached_tokens`` repeats the read count (do not add it twice).
+    * DeepSeek: ``prompt_cache_hit_tokens`` / ``prompt_cache_miss_tokens``; ``prompt_tokens`` is
+      their sum.
+    """
+    prompt = _int(_get(raw, "prompt_tokens"))
+    output = _int(_get(raw, "completion_tokens"))
+    details = _get(raw, "prompt_tokens_details") or {}
+    out_details = _get(raw, "completion_tokens_details") or {}
+
+    anthropic_read = _get(raw, "cache_read_input_tokens")
+    anthropic_write = _get(raw, "cache_creation_input_tokens")
+    deepseek_hit = _get(raw, "prompt_cache_hit_tokens")
+
+    if anthropic_read is not None or anthropic_write is not None:
+        read = _int(anthropic_read) or _int(_get(details, "cached_tokens"))
+        write = _int(anthropic_write) or _int(_get(details, "cache_creation_tokens"))
+    elif deepseek_hit is not None:
+        read, write = _int(deepseek_hit), 0
+    else:
+        read = _int(_get(details, "cached_tokens"))
+        write = _int(_get(details, "cache_creation_tokens"))
+
+    uncached = max(prompt - read - write, 0)
+    reasoning = _int(_get(out_details, "reasoning_tokens"))
+    return Usage(
+        input_uncached=uncached,
+        cache_read=read,
+        cache_write=write,
+        output=output,
+        reasoning=reasoning,
+    )
+
+
+class ModelPrice(BaseModel):
+    """USD per one million tokens. Cache write is its own price: it is never billed at the read rate."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+
+
+def price(usage: Usage, sheet: ModelPrice) -> float:
+    """Cost in USD of ``usage`` under ``sheet`` (each token bucket at its own rate)."""
+    return (
+        usage.input_uncached * sheet.input
+        + usage.cache_read * sheet.cache_read
+        + usage.cache_write * sheet.cache_write
+        + usage.output * sheet.output
+    ) / PER_MILLION
+
+
+def priced(usage: Usage, sheet: ModelPrice) -> Usage:
+    """A copy of ``usage`` with ``cost_usd`` computed from ``sheet``."""
+    return usage.model_copy(update={"cost_usd": price(usage, sheet)})
