@@ -74,9 +74,9 @@ class _ScriptedHandler(CustomLLM):
         )
 
 
-litellm.custom_provider_map = [
-    p for p in litellm.custom_provider_map if p.get("provider") != "scripted"
-] + [{"provider": "scripted", "custom_handler": _ScriptedHandler()}]
+litellm.custom_provider_map = [p for p in litellm.custom_provider_map if p.get("provider") != "scripted"] + [
+    {"provider": "scripted", "custom_handler": _ScriptedHandler()}
+]
 litellm.utils.custom_llm_setup()
 
 
@@ -181,7 +181,9 @@ class Gateway:
             from kit.models.local import ensure_server
 
             server = ensure_server()
-            target = _Target(f"openai/{server.alias}", {**kwargs, "api_base": server.api_base, "api_key": "local"}, False)
+            target = _Target(
+                f"openai/{server.alias}", {**kwargs, "api_base": server.api_base, "api_key": "local"}, False
+            )
         elif spec.model.startswith(SCRIPTED_PREFIX):
             target = _Target(spec.model, kwargs, False)
         else:
@@ -217,7 +219,10 @@ class Gateway:
         conversation: str | None = None,
         max_tokens: int | None = None,
         action_mode: str | None = None,
+        json_schema: dict[str, Any] | None = None,
     ) -> Reply:
+        """One model call. ``schema`` (pydantic) is validated into ``Reply.parsed``; ``json_schema``
+        (a raw JSON schema, e.g. the JSON-action schema) only constrains the output."""
         spec = self.spec(tier)
         target = self._target(spec)
         kwargs: dict[str, Any] = dict(target.kwargs)
@@ -231,6 +236,11 @@ class Gateway:
             kwargs["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()},
+            }
+        elif json_schema is not None:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "action", "schema": json_schema},
             }
         if _wants_cache_breakpoints(spec):
             messages = mark_cache_breakpoints(messages)
@@ -246,11 +256,15 @@ class Gateway:
             }
         )
         try:
-            return self._call_with_retries(role, tier, spec, target, messages, kwargs, schema, conversation, action_mode)
+            return self._call_with_retries(
+                role, tier, spec, target, messages, kwargs, schema, conversation, action_mode
+            )
         finally:
             scripted.CALL_CONTEXT.reset(token)
 
-    def _call_with_retries(self, role, tier, spec, target, messages, kwargs, schema, conversation, action_mode) -> Reply:
+    def _call_with_retries(
+        self, role, tier, spec, target, messages, kwargs, schema, conversation, action_mode
+    ) -> Reply:
         attempts = self.max_retries + 1
         for attempt in range(1, attempts + 1):
             started_at = utc_now()
@@ -280,17 +294,44 @@ class Gateway:
                     continue
                 raise _model_error(exc, spec, attempt, transient) from exc
             latency = time.monotonic() - t0
-            return self._finish(response, role, tier, spec, target, attempt, latency, started_at, schema, conversation, action_mode)
+            return self._finish(
+                response,
+                role,
+                tier,
+                spec,
+                target,
+                attempt,
+                latency,
+                started_at,
+                schema,
+                conversation,
+                action_mode,
+            )
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _finish(self, response, role, tier, spec, target, attempt, latency, started_at, schema, conversation, action_mode) -> Reply:
+    def _finish(
+        self,
+        response,
+        role,
+        tier,
+        spec,
+        target,
+        attempt,
+        latency,
+        started_at,
+        schema,
+        conversation,
+        action_mode,
+    ) -> Reply:
         raw = _usage_dict(response)
         usage = priced(normalise(raw), self.price_sheet.get(spec.price_key))
         litellm_cost = None
         mismatch = False
         if target.known_to_litellm:
             try:
-                litellm_cost = float(litellm.completion_cost(completion_response=response, model=target.model))
+                litellm_cost = float(
+                    litellm.completion_cost(completion_response=response, model=target.model)
+                )
             except Exception:  # noqa: BLE001 - litellm may not price every model
                 litellm_cost = None
             if litellm_cost is not None:
@@ -389,10 +430,7 @@ def _usage_dict(response: Any) -> dict[str, Any]:
     usage = getattr(response, "usage", None)
     if usage is None:
         return {}
-    if hasattr(usage, "model_dump"):
-        data = usage.model_dump()
-    else:
-        data = dict(usage)
+    data = usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
     return {k: v for k, v in data.items() if v is not None}
 
 
@@ -400,7 +438,9 @@ def _tool_call(tc: Any) -> ToolCall:
     fn = getattr(tc, "function", None) or tc.get("function", {})
     name = getattr(fn, "name", None) or (fn.get("name") if isinstance(fn, dict) else "") or ""
     raw_args = getattr(fn, "arguments", None) if not isinstance(fn, dict) else fn.get("arguments")
-    tc_id = getattr(tc, "id", None) or (tc.get("id") if isinstance(tc, dict) else None) or uuid.uuid4().hex[:8]
+    tc_id = (
+        getattr(tc, "id", None) or (tc.get("id") if isinstance(tc, dict) else None) or uuid.uuid4().hex[:8]
+    )
     try:
         args = json.loads(raw_args) if isinstance(raw_args, str) and raw_args.strip() else (raw_args or {})
         if not isinstance(args, dict):

@@ -112,9 +112,7 @@ class Score(BaseModel):
 
     requirements_total: int = 0
     requirements_failed: int = 0
-    defects: dict[Severity, int] = Field(
-        default_factory=lambda: {"critical": 0, "major": 0, "minor": 0}
-    )
+    defects: dict[Severity, int] = Field(default_factory=lambda: {"critical": 0, "major": 0, "minor": 0})
     failed: list[FailedRequirement] = Field(default_factory=list)
     own_tests_total: int = 0
     regressions: int = 0
@@ -200,7 +198,7 @@ class RunRecorder:
         self.run_id = run_id
         self._lock = threading.Lock()
         self._seq = {CALLS: 0, EVENTS: 0, TRANSCRIPT: 0}
-        self._files = {name: open(self.run_dir / name, "a", encoding="utf-8") for name in self._seq}
+        self._files = {name: open(self.run_dir / name, "a", encoding="utf-8") for name in self._seq}  # noqa: SIM115 - closed in close()
         self.totals = Usage()
         self.calls = 0
         self.model_s = 0.0

@@ -1,0 +1,192 @@
+"""The three ways an agent can ask for a tool, parsed and rendered in one place.
+
+* ``native`` -- the provider's tool calls (function calling); ``finish`` is a tool too.
+* ``json``   -- one action per turn as a JSON object obeying a response-format schema:
+  ``{"thought": str, "tool": <name>|"finish", "args": {...}}`` (for models without tool calls).
+* ``text``   -- one fenced block per turn, parsed by the kit (as mini-swe-agent does):
+  ```` ```bash ```` runs a command, ```` ```python path/to/file.py ```` writes that file,
+  ```` ```tool NAME ```` with a JSON body calls any tool, and ``DONE`` on its own line finishes.
+
+``render`` produces what a model would say for a given action in each mode (the scripted policies
+use it, so tests exercise the same parser in all modes).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+FINISH = "finish"
+Mode = Literal["native", "json", "text"]
+
+
+@dataclass
+class Action:
+    tool: str
+    args: dict[str, Any] = field(default_factory=dict)
+    call_id: str | None = None
+
+
+class FormatError(ValueError):
+    """The model's reply is not a valid action; the message is the correction sent back."""
+
+
+# --------------------------------------------------------------------------- JSON actions
+
+
+class JsonAction(BaseModel):
+    """One action per turn (schema sent as the response format)."""
+
+    model_config = ConfigDict(extra="forbid")
+    thought: str = Field("", description="One or two sentences of reasoning.")
+    tool: str = Field(description="The tool to call, or 'finish' when the work is done.")
+    args: dict[str, Any] = Field(default_factory=dict, description="The tool's arguments.")
+
+
+def json_action_schema(tool_names: list[str]) -> dict[str, Any]:
+    """JSON schema restricting ``tool`` to the allowed names (grammar-constrained servers obey it)."""
+    return {
+        "type": "object",
+        "properties": {
+            "thought": {"type": "string"},
+            "tool": {"type": "string", "enum": [*tool_names, FINISH]},
+            "args": {"type": "object"},
+        },
+        "required": ["thought", "tool", "args"],
+        "additionalProperties": False,
+    }
+
+
+def parse_json_action(content: str | None, allowed: list[str]) -> Action:
+    text = (content or "").strip()
+    if text.startswith("```"):
+        text = re.sub(r"^```[a-zA-Z]*\n?|```\s*$", "", text).strip()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        raise FormatError(
+            'Reply with exactly one JSON object: {"thought": "...", "tool": "<name>", "args": {...}}.'
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("tool"), str):
+        raise FormatError('The JSON object needs a "tool" field naming one tool or "finish".')
+    args = data.get("args") or {}
+    if not isinstance(args, dict):
+        raise FormatError('"args" must be a JSON object.')
+    tool = data["tool"].strip()
+    if not tool:
+        raise FormatError(f'"tool" is empty. Use one of: {", ".join([*allowed, FINISH])}.')
+    return Action(tool, args)
+
+
+# --------------------------------------------------------------------------- text actions
+
+_BLOCK = re.compile(r"```([^\n`]*)\n(.*?)```", re.DOTALL)
+_SHELL = {"bash", "sh", "shell", "console", "zsh"}
+_DONE = re.compile(r"^\s*(DONE|FINISHED|TASK COMPLETE)\b", re.MULTILINE | re.IGNORECASE)
+
+
+def _looks_like_path(token: str) -> bool:
+    return bool(re.fullmatch(r"[\w./-]+\.\w+", token)) or "/" in token
+
+
+def parse_text_action(content: str | None, allowed: list[str]) -> Action:
+    text = content or ""
+    blocks = _BLOCK.findall(text)
+    if not blocks:
+        if _DONE.search(text):
+            return Action(FINISH, {"summary": text.strip()})
+        raise FormatError(
+            "No action found. Reply with exactly one fenced block: ```bash for a command, "
+            "```python PATH to write a file, ```tool NAME with JSON args, or the word DONE when finished."
+        )
+    info, body = blocks[0]
+    words = info.strip().split()
+    lang = words[0].lower() if words else ""
+    if lang == "tool":
+        if len(words) < 2:
+            raise FormatError("```tool needs a tool name: ```tool read_file")
+        try:
+            args = json.loads(body) if body.strip() else {}
+        except json.JSONDecodeError:
+            raise FormatError("The body of a ```tool block must be a JSON object of arguments.") from None
+        if not isinstance(args, dict):
+            raise FormatError("The body of a ```tool block must be a JSON object of arguments.")
+        return Action(words[1], args)
+    if lang in _SHELL:
+        return Action("run", {"command": body.strip()})
+    paths = [w for w in words[1:] if _looks_like_path(w)] or (
+        [words[0]] if words and _looks_like_path(words[0]) else []
+    )
+    if paths:
+        return Action("write_file", {"path": paths[0].removeprefix("path="), "content": body})
+    if lang == "json":
+        try:
+            data = json.loads(body)
+        except json.JSONDecodeError:
+            data = None
+        if isinstance(data, dict):
+            return Action(FINISH, data)
+    raise FormatError(
+        f"A ```{info.strip() or '(no language)'} block is not an action. To write a file put its path "
+        "after the language: ```python src/module.py -- to run a command use ```bash."
+    )
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def render(mode: Mode, tool: str, args: dict[str, Any] | None = None, thought: str = "") -> dict[str, Any]:
+    """What a model would reply to perform ``tool(args)`` in ``mode`` (a scripted-reply dict)."""
+    args = args or {}
+    if mode == "native":
+        if tool == FINISH:
+            return (
+                {"content": args.get("summary", thought or "Done.")}
+                if set(args) <= {"summary"}
+                else {"tool_calls": [{"name": FINISH, "arguments": args}]}
+            )
+        return {"content": thought, "tool_calls": [{"name": tool, "arguments": args}]}
+    if mode == "json":
+        return {"content": json.dumps({"thought": thought, "tool": tool, "args": args})}
+    # text
+    if tool == FINISH:
+        if set(args) <= {"summary"}:
+            return {"content": f"{thought}\nDONE"}
+        return {"content": f"{thought}\n```json\n{json.dumps(args)}\n```"}
+    if tool == "run":
+        return {"content": f"{thought}\n```bash\n{args['command']}\n```"}
+    if tool == "write_file":
+        body = args["content"] if args["content"].endswith("\n") else args["content"] + "\n"
+        return {"content": f"{thought}\n```text {args['path']}\n{body}```"}
+    return {"content": f"{thought}\n```tool {tool}\n{json.dumps(args)}\n```"}
+
+
+def text_mode_help(allowed: list[str]) -> str:
+    """The part of the system prompt that teaches the text action format."""
+    lines = ["Reply with a short thought and then exactly ONE fenced block, which is your action:"]
+    if "run" in allowed:
+        lines.append("- run a shell command:\n```bash\npython -m pytest -q\n```")
+    if "write_file" in allowed:
+        lines.append(
+            "- write a whole file (path after the language):\n```python src/example.py\ndef f():\n    return 1\n```"
+        )
+    others = [t for t in allowed if t not in ("run", "write_file")]
+    if others:
+        lines.append(
+            '- call another tool with JSON arguments:\n```tool read_file\n{"path": "README.md"}\n```'
+            f"\n  tools: {', '.join(others)}"
+        )
+    lines.append("When the task is complete, reply with the word DONE and no block.")
+    return "\n".join(lines)
+
+
+def json_mode_help(allowed: list[str]) -> str:
+    return (
+        'Reply with one JSON object per turn: {"thought": "...", "tool": "<name>", "args": {...}}. '
+        f"Tools: {', '.join(allowed)}. When the work is complete use "
+        '{"thought": "...", "tool": "finish", "args": {"summary": "..."}}.'
+    )

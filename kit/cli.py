@@ -1,0 +1,85 @@
+"""`python -m kit run | report | tasks | models | notebooks`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+from kit.errors import KitError
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from kit.runner import run_experiment
+
+    overrides = {"profile": args.profile} if args.profile else None
+    out = run_experiment(
+        args.experiment, results_dir=args.results, progress=not args.quiet, overrides=overrides
+    )
+    print(f"results: {out}")
+    if not args.no_report:
+        from kit.analysis import report_text
+
+        print(report_text(out))
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from kit.analysis import report_text
+
+    print(report_text(Path(args.results_dir)))
+    return 0
+
+
+def _cmd_models_check(args: argparse.Namespace) -> int:
+    from kit.config import load_profile
+    from kit.models.check import check_profile, format_rows
+
+    _, sheet = load_profile(args.profile)
+    print(format_rows(check_profile(args.profile), sheet.illustrative))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m kit", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="run an experiment (resumes: finished runs are skipped)")
+    p.add_argument("experiment", help="experiments/NAME.yaml or NAME")
+    p.add_argument("--profile", help="override the experiment's profile (e.g. local, scripted, tiered)")
+    p.add_argument("--results", type=Path, default=None, help="results folder (default results/)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--no-report", action="store_true", help="do not print the report at the end")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("report", help="print the per-strategy and per-role x tier tables")
+    p.add_argument("results_dir", help="results/NAME")
+    p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("models", help="check the models of a profile")
+    msub = p.add_subparsers(dest="models_command", required=True)
+    c = msub.add_parser("check", help="call each tier twice with a shared prefix; show tokens and cost")
+    c.add_argument("--profile", default="local")
+    c.set_defaults(func=_cmd_models_check)
+
+    from kit import tasks
+
+    tasks.add_cli(sub)
+    if importlib.util.find_spec("kit.notebooks") is not None:
+        from kit import notebooks
+
+        notebooks.add_cli(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KitError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: finished runs are kept; run the same command again to resume", file=sys.stderr)
+        return 130

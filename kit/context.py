@@ -1,0 +1,87 @@
+"""What a strategy gets for one run: the task, its clone, the gateway, the recorder, the limits,
+its options and prompts -- plus small factories for toolboxes and agents."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from kit.agent import Agent, AgentConfig, Budget
+from kit.config import Limits, Profile, Tier
+from kit.gateway import Gateway
+from kit.prompts import PromptBook
+from kit.records import RunRecorder
+from kit.tasks import Task
+from kit.tools import Toolbox
+from kit.workspace import Workspace
+
+Guard = Callable[[str, dict], "str | None"]
+
+
+@dataclass
+class RunContext:
+    task: Task
+    workspace: Workspace
+    gateway: Gateway
+    recorder: RunRecorder
+    profile: Profile
+    prompts: PromptBook
+    limits: Limits = field(default_factory=Limits)
+    options: dict[str, Any] = field(default_factory=dict)
+    budget: Budget | None = None
+
+    def option(self, name: str, default: Any) -> Any:
+        """A strategy knob from the experiment's ``strategy_options`` (the default otherwise)."""
+        return self.options.get(name, default)
+
+    def tier(self, role: str, default: Tier) -> Tier:
+        """The tier a role runs on: the strategy's default unless the profile reassigns it."""
+        return self.profile.tier_for(role, default)
+
+    def toolbox(
+        self, role: str, permissions: set[str] | frozenset[str], guard: Guard | None = None
+    ) -> Toolbox:
+        return Toolbox(
+            self.workspace.root,
+            permissions,
+            recorder=self.recorder,
+            role=role,
+            timeout_s=self.limits.command_timeout_s,
+            guard=guard,
+        )
+
+    def agent(
+        self,
+        role: str,
+        *,
+        tier: Tier,
+        permissions: set[str] | frozenset[str],
+        system_prompt: str,
+        max_steps: int | None = None,
+        result_schema: type[BaseModel] | None = None,
+        conversation: str | None = None,
+        guard: Guard | None = None,
+    ) -> Agent:
+        """A fresh conversation for ``role`` on its tier (profile reassignments applied)."""
+        config = AgentConfig(
+            role=role,
+            tier=self.tier(role, tier),
+            system_prompt=system_prompt,
+            max_steps=max_steps if max_steps is not None else self.limits.max_steps,
+            max_format_errors=self.limits.max_format_errors,
+            result_schema=result_schema,
+        )
+        return Agent(
+            config,
+            self.gateway,
+            self.toolbox(role, permissions, guard),
+            self.recorder,
+            conversation=conversation,
+            budget=self.budget,
+        )
+
+    def phase(self, name: str, detail: str = "") -> None:
+        self.recorder.event("phase", "", name, detail)

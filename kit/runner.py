@@ -1,0 +1,220 @@
+"""The experiment runner: expand the matrix, run each (task, strategy, profile, repeat) in its own
+clone, score it, and write its records. A run whose run.json exists is skipped, so an interrupted
+experiment resumes where it stopped; a run folder without run.json is a torn run and is redone from
+scratch (no partial or duplicate records survive).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from tqdm.auto import tqdm
+
+from kit import scoring, strategies
+from kit.agent import Budget
+from kit.config import Experiment, PriceSheet, Profile, load_experiment, load_profile
+from kit.context import RunContext
+from kit.gateway import Gateway
+from kit.paths import REPO_ROOT, results_root
+from kit.prompts import PromptBook
+from kit.records import RunRecord, RunRecorder, load_run, utc_now
+from kit.tasks import Task, load_task
+from kit.tools import run_command
+from kit.workspace import create_workspace, diff
+
+EXPERIMENT_COPY = "experiment.yaml"
+PRICE_SHEET_COPY = "price_sheet.yaml"
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    task: Task
+    strategy: str
+    repeat: int
+
+    def run_id(self, profile: str) -> str:
+        return f"{self.task.id}__{self.strategy}__{profile}__r{self.repeat}"
+
+
+def kit_commit() -> str:
+    """The kit's git commit (``+dirty`` when the work tree has changes), or '' outside git."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return f"{head}+dirty" if head and dirty else head
+
+
+def plan(experiment: Experiment) -> list[RunSpec]:
+    """The matrix, validated up front: unknown tasks or strategies fail before anything runs."""
+    tasks = [load_task(t) for t in experiment.tasks]
+    for name in experiment.strategies:
+        strategies.get(name)
+    return [
+        RunSpec(task, strategy, repeat)
+        for task in tasks
+        for strategy in experiment.strategies
+        for repeat in range(1, experiment.repeats + 1)
+    ]
+
+
+def run_experiment(
+    experiment: Experiment | str | Path,
+    *,
+    results_dir: Path | None = None,
+    progress: bool = True,
+    overrides: dict[str, Any] | None = None,
+) -> Path:
+    """Run every run of ``experiment`` not yet done; returns ``<results>/<experiment name>``."""
+    if not isinstance(experiment, Experiment):
+        experiment = load_experiment(experiment)
+    if overrides:
+        experiment = Experiment.model_validate({**experiment.model_dump(), **overrides})
+    profile, sheet = load_profile(experiment.profile)
+    specs = plan(experiment)
+    out = Path(results_dir or results_root()) / experiment.name
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    (out / EXPERIMENT_COPY).write_text(yaml.safe_dump(experiment.model_dump(mode="json"), sort_keys=False))
+    (out / PRICE_SHEET_COPY).write_text(yaml.safe_dump(sheet.model_dump(mode="json"), sort_keys=False))
+
+    todo = [s for s in specs if load_run(out / "runs" / s.run_id(profile.name)) is None]
+    commit = kit_commit()
+    spent = _Spend()
+    bar = tqdm(
+        total=len(specs),
+        initial=len(specs) - len(todo),
+        desc=experiment.name,
+        unit="run",
+        disable=not progress,
+        dynamic_ncols=True,
+    )
+    bar.set_postfix_str(f"${spent.usd:.4f}")
+
+    def one(spec: RunSpec) -> RunRecord:
+        return run_one(spec, experiment, profile, sheet, out, commit)
+
+    with ThreadPoolExecutor(max_workers=experiment.concurrency) as pool:
+        futures = [pool.submit(one, s) for s in todo]
+        for fut in as_completed(futures):
+            record = fut.result()
+            spent.add(record.totals.cost_usd)
+            bar.update(1)
+            bar.set_postfix_str(f"${spent.usd:.4f} last: {record.strategy}/{record.task} {record.outcome}")
+    bar.close()
+    return out
+
+
+class _Spend:
+    def __init__(self) -> None:
+        self.usd = 0.0
+        self._lock = threading.Lock()
+
+    def add(self, usd: float) -> None:
+        with self._lock:
+            self.usd += usd
+
+
+def run_one(
+    spec: RunSpec,
+    experiment: Experiment,
+    profile: Profile,
+    sheet: PriceSheet,
+    out: Path,
+    commit: str = "",
+) -> RunRecord:
+    """Run one (task, strategy, repeat): clone, strategy, scoring, records. Never raises for a
+    failure inside the run: that becomes outcome ``error`` with its message."""
+    run_id = spec.run_id(profile.name)
+    run_dir = out / "runs" / run_id
+    if run_dir.exists():  # a torn run from an interrupted experiment: start it again from scratch
+        shutil.rmtree(run_dir)
+    recorder = RunRecorder(run_dir, run_id)
+    started_at, t0 = utc_now(), time.monotonic()
+    options = experiment.strategy_options.get(spec.strategy, {})
+    record = RunRecord(
+        run_id=run_id,
+        experiment=experiment.name,
+        task=spec.task.id,
+        strategy=spec.strategy,
+        profile=profile.name,
+        repeat=spec.repeat,
+        kit_commit=commit,
+        price_sheet=sheet.model_dump(mode="json"),
+        profile_spec=profile.model_dump(mode="json"),
+        options=options,
+        started_at=started_at,
+    )
+    workspace = None
+    try:
+        workspace = create_workspace(spec.task, run_dir / "repo")
+        record.base_commit = workspace.base_commit
+        for command in spec.task.setup:
+            res = run_command(command, workspace.root, timeout_s=experiment.limits.command_timeout_s)
+            recorder.event("note", "", "setup", f"{command} -> exit {res.exit_code}", ok=res.exit_code == 0)
+        gateway = Gateway(
+            profile,
+            sheet,
+            recorder,
+            context={
+                "run_id": run_id,
+                "task": spec.task.id,
+                "task_path": str(spec.task.path),
+                "test_command": spec.task.test_command,
+                "workspace": str(workspace.root),
+                "strategy": spec.strategy,
+            },
+        )
+        ctx = RunContext(
+            task=spec.task,
+            workspace=workspace,
+            gateway=gateway,
+            recorder=recorder,
+            profile=profile,
+            prompts=PromptBook(spec.strategy, experiment.prompt_overrides),
+            limits=experiment.limits,
+            options=options,
+            budget=Budget(recorder, experiment.limits.max_usd, experiment.limits.max_tokens),
+        )
+        result = strategies.get(spec.strategy)(ctx)
+        record.outcome = result.outcome
+        record.claimed_done = result.claimed_done
+        record.counters = {**result.counters, "permission_denials": recorder.denials}
+    except Exception as exc:  # noqa: BLE001 - one broken run must not stop the experiment
+        record.outcome = "error"
+        record.error = f"{type(exc).__name__}: {exc}"
+        recorder.event("note", "", "error", traceback.format_exc()[-2000:], ok=False)
+        record.counters = {"permission_denials": recorder.denials}
+    if workspace is not None:
+        try:
+            record.score = scoring.score(spec.task, workspace, record.claimed_done)
+            recorder.write_diff(diff(workspace))
+        except Exception as exc:  # noqa: BLE001
+            record.error = (record.error + "; " if record.error else "") + f"scoring failed: {exc}"
+            if record.outcome != "error":
+                record.outcome = "error"
+    record.finished_at = utc_now()
+    record.wall_s = round(time.monotonic() - t0, 3)
+    record.model_s = round(recorder.model_s, 3)
+    record.tool_s = round(recorder.tool_s, 3)
+    record.totals = recorder.totals
+    record.calls = recorder.calls
+    recorder.finalize(record)
+    return record
