@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -32,6 +33,7 @@ class RunContext:
     limits: Limits = field(default_factory=Limits)
     options: dict[str, Any] = field(default_factory=dict)
     budget: Budget | None = None
+    journal_dir: Path | None = None  # survives a torn run (the run folder does not); workflow uses it
 
     def option(self, name: str, default: Any) -> Any:
         """A strategy knob from the experiment's ``strategy_options`` (the default otherwise)."""

@@ -192,6 +192,7 @@ def run_one(
             limits=experiment.limits,
             options=options,
             budget=Budget(recorder, experiment.limits.max_usd, experiment.limits.max_tokens),
+            journal_dir=out / "journals",
         )
         result = strategies.get(spec.strategy)(ctx)
         record.outcome = result.outcome
