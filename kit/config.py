@@ -102,7 +102,6 @@ class Limits(_Strict):
     max_tokens: int | None = Field(None, description="Stop a run after this many tokens in total.")
     command_timeout_s: float = 120.0
     max_format_errors: int = Field(3, description="Invalid actions in a row before an agent stops.")
-    run_timeout_s: float | None = Field(None, description="Wall-clock cap per run (soft).")
 
 
 class Experiment(_Strict):
@@ -171,7 +170,9 @@ def load_profile(name_or_path: str | Path) -> tuple[Profile, PriceSheet]:
     """The profile and its price sheet; every tier's price key must exist in the sheet."""
     path = _resolve(name_or_path, PROFILES_DIR, "profile")
     profile = load_yaml_model(path, Profile, "profile")
-    sheet_path = _resolve(profile.price_sheet, path.parent.parent / "prices", "price sheet")
+    sibling = path.parent.parent / "prices"  # a profile folder may ship its own price sheets
+    folder = sibling if (sibling / f"{profile.price_sheet}.yaml").is_file() else PRICES_DIR
+    sheet_path = _resolve(profile.price_sheet, folder, "price sheet")
     sheet = load_price_sheet(sheet_path)
     for tier, spec in profile.tiers.items():
         if spec.price_key not in sheet.prices:

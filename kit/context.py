@@ -39,6 +39,11 @@ class RunContext:
         """A strategy knob from the experiment's ``strategy_options`` (the default otherwise)."""
         return self.options.get(name, default)
 
+    def step_cap(self) -> int:
+        """Steps per agent: the experiment's cap, tightened by the task's own limit if it has one."""
+        task_cap = self.task.limits.max_steps
+        return min(self.limits.max_steps, task_cap) if task_cap else self.limits.max_steps
+
     def tier(self, role: str, default: Tier) -> Tier:
         """The tier a role runs on: the strategy's default unless the profile reassigns it."""
         return self.profile.tier_for(role, default)

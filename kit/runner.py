@@ -28,7 +28,6 @@ from kit.paths import REPO_ROOT, results_root
 from kit.prompts import PromptBook
 from kit.records import RunRecord, RunRecorder, load_run, utc_now
 from kit.tasks import Task, load_task
-from kit.tools import run_command
 from kit.workspace import create_workspace, diff
 
 EXPERIMENT_COPY = "experiment.yaml"
@@ -166,9 +165,6 @@ def run_one(
     try:
         workspace = create_workspace(spec.task, run_dir / "repo")
         record.base_commit = workspace.base_commit
-        for command in spec.task.setup:
-            res = run_command(command, workspace.root, timeout_s=experiment.limits.command_timeout_s)
-            recorder.event("note", "", "setup", f"{command} -> exit {res.exit_code}", ok=res.exit_code == 0)
         gateway = Gateway(
             profile,
             sheet,

@@ -16,7 +16,7 @@ PERMISSIONS = {"read", "write", "exec"}
 
 
 def run(ctx: RunContext) -> StrategyResult:
-    max_steps = ctx.option("max_steps", ctx.task.limits.max_steps or ctx.limits.max_steps)
+    max_steps = ctx.option("max_steps", ctx.step_cap())
     coder = ctx.agent(
         ROLE,
         tier=TIER,

@@ -1,0 +1,609 @@
+"""The agent's tools: list/read/search/write/edit/delete files and run commands, inside one clone.
+
+A :class:`Toolbox` is bound to a folder (the clone) and a role's permissions (read, write, exec).
+Every call goes through :meth:`Toolbox.execute`, which
+
+* refuses tools the role may not use (a "denied" event, counted by the recorder);
+* refuses paths that leave the clone -- absolute paths, ``..`` escapes, symlinks pointing outside --
+  and writes under ``.git`` (also "denied" events);
+* records every executed call as a "tool" event with a short summary of its arguments;
+* runs commands in a new process group with a timeout (the whole group is killed with SIGKILL), an
+  environment scrubbed of secrets, and the kit's interpreter first on PATH.
+
+Results are plain text for the model; ``ok=False`` results say what to do instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import os
+import pwd
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kit.records import RunRecorder
+
+PERMISSIONS = ("read", "write", "exec")
+TOOL_PERMISSION = {
+    "list_files": "read",
+    "read_file": "read",
+    "search": "read",
+    "write_file": "write",
+    "edit_file": "write",
+    "delete_file": "write",
+    "run": "exec",
+}
+
+#: Environment variables matching any of these (case-insensitive glob on the name) never reach a
+#: command the agent runs.
+SECRET_ENV_PATTERNS = [
+    "*API_KEY*",
+    "*APIKEY*",
+    "*_KEY",
+    "*TOKEN*",
+    "*SECRET*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*CREDENTIAL*",
+    "AWS_*",
+    "AZURE_*",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "ANTHROPIC_*",
+    "OPENAI_*",
+    "GEMINI_*",
+    "DEEPSEEK_*",
+    "LITELLM_*",
+    "HF_*",
+    "HUGGING_FACE_*",
+    "GH_*",
+    "GITHUB_*",
+]
+
+_SUMMARY_CHARS = 200
+
+
+def is_secret_env(name: str) -> bool:
+    upper = name.upper()
+    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in SECRET_ENV_PATTERNS)
+
+
+def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """os.environ without secrets; the kit's interpreter first on PATH; no bytecode files; real HOME."""
+    env = {k: v for k, v in os.environ.items() if not is_secret_env(k)}
+    bin_dir = str(Path(sys.executable).parent)
+    path = [p for p in env.get("PATH", os.defpath).split(os.pathsep) if p and p != bin_dir]
+    env["PATH"] = os.pathsep.join([bin_dir, *path])
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    try:
+        env["HOME"] = pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:  # pragma: no cover - uid without a passwd entry
+        env.setdefault("HOME", str(Path.home()))
+    env.pop("PYTHONPATH", None)
+    if extra:
+        env.update(extra)
+    return env
+
+
+# --------------------------------------------------------------------------- running commands
+
+
+@dataclass
+class CommandResult:
+    exit_code: int | None  # None when killed on timeout
+    output: str  # combined stdout+stderr, head and tail kept
+    timed_out: bool
+    duration_s: float
+    truncated_chars: int = 0
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def run_command(
+    command: str | list[str],
+    cwd: Path,
+    timeout_s: float,
+    *,
+    env: dict[str, str] | None = None,
+    max_output_chars: int = 10_000,
+) -> CommandResult:
+    """Run ``command`` (a shell string or an argv list) in its own process group.
+
+    Output is read as it comes, keeping only the first and last ``max_output_chars // 2`` bytes, so a
+    chatty command cannot fill memory. On timeout -- and in any case once the command has ended --
+    the whole process group is killed with SIGKILL, so no child outlives the call.
+    """
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        command,
+        shell=isinstance(command, str),
+        cwd=str(cwd),
+        env=env if env is not None else scrubbed_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    half = max(max_output_chars // 2, 1)
+    head = bytearray()
+    tail = bytearray()
+    total = [0]
+
+    def reader() -> None:
+        assert proc.stdout is not None
+        while True:
+            chunk = proc.stdout.read1(65536)
+            if not chunk:
+                break
+            total[0] += len(chunk)
+            room = half - len(head)
+            if room > 0:
+                head.extend(chunk[:room])
+                chunk = chunk[room:]
+            if chunk:
+                tail.extend(chunk)
+                if len(tail) > half:
+                    del tail[: len(tail) - half]
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        _kill_group(proc.pid)
+        proc.wait()
+    thread.join(timeout=5)
+    with contextlib.suppress(Exception):
+        proc.stdout.close()  # type: ignore[union-attr]
+    truncated = total[0] - len(head) - len(tail)
+    text = head.decode("utf-8", "replace")
+    if truncated > 0:
+        text += f"\n[... {truncated} chars truncated ...]\n"
+    text += tail.decode("utf-8", "replace")
+    return CommandResult(
+        exit_code=None if timed_out else proc.returncode,
+        output=text,
+        timed_out=timed_out,
+        duration_s=time.monotonic() - started,
+        truncated_chars=max(truncated, 0),
+    )
+
+
+# --------------------------------------------------------------------------- the toolbox
+
+
+@dataclass
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict  # JSON schema of the args object
+
+
+@dataclass
+class ToolResult:
+    ok: bool
+    output: str
+    denied: bool = False
+
+
+class _Refused(Exception):
+    """A containment refusal (path outside the clone, write under .git): counted as denied."""
+
+
+class _BadArgs(Exception):
+    pass
+
+
+def _obj(props: dict[str, dict], required: list[str]) -> dict:
+    return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+
+
+_STR = {"type": "string"}
+_TOOLS: dict[str, tuple[str, dict]] = {
+    "list_files": (
+        "List files under a folder of the repository, recursively (skips .git), one relative path a line.",
+        _obj(
+            {
+                "path": {**_STR, "description": "Folder relative to the repository root.", "default": "."},
+                "max_entries": {"type": "integer", "description": "Cap on lines listed.", "default": 500},
+            },
+            [],
+        ),
+    ),
+    "read_file": (
+        "Read a text file with numbered lines; optionally only lines start_line..end_line (1-based, "
+        "inclusive). Large files are truncated with a marker.",
+        _obj(
+            {
+                "path": {**_STR, "description": "File path relative to the repository root."},
+                "start_line": {"type": ["integer", "null"], "description": "First line (1-based)."},
+                "end_line": {"type": ["integer", "null"], "description": "Last line, inclusive."},
+            },
+            ["path"],
+        ),
+    ),
+    "search": (
+        "Search text files for a string (or a Python regex when regex=true); prints file:line: text.",
+        _obj(
+            {
+                "pattern": {**_STR, "description": "Text (or regex) to look for."},
+                "path": {**_STR, "description": "Folder or file to search in.", "default": "."},
+                "regex": {"type": "boolean", "description": "Treat pattern as a regex.", "default": False},
+            },
+            ["pattern"],
+        ),
+    ),
+    "write_file": (
+        "Create or overwrite a file with the given content (parent folders are created).",
+        _obj(
+            {
+                "path": {**_STR, "description": "File path relative to the repository root."},
+                "content": {**_STR, "description": "The complete new content of the file."},
+            },
+            ["path", "content"],
+        ),
+    ),
+    "edit_file": (
+        "Replace one exact occurrence of `old` with `new` in a file. `old` must match exactly "
+        "(whitespace included) and be unique in the file.",
+        _obj(
+            {
+                "path": {**_STR, "description": "File path relative to the repository root."},
+                "old": {**_STR, "description": "Exact text to replace (must occur exactly once)."},
+                "new": {**_STR, "description": "Replacement text."},
+            },
+            ["path", "old", "new"],
+        ),
+    ),
+    "delete_file": (
+        "Delete a file.",
+        _obj({"path": {**_STR, "description": "File path relative to the repository root."}}, ["path"]),
+    ),
+    "run": (
+        "Run a shell command in the repository root (e.g. `python -m pytest -q`); returns its combined "
+        "output and exit code. Commands are killed after the timeout.",
+        _obj(
+            {
+                "command": {**_STR, "description": "Shell command."},
+                "timeout_s": {"type": ["number", "null"], "description": "Seconds before it is killed."},
+            },
+            ["command"],
+        ),
+    ),
+}
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "null": (type(None),),
+}
+
+
+def _summary(name: str, args: dict) -> str:
+    parts = []
+    for key, value in args.items():
+        if key in ("content", "old", "new") and isinstance(value, str):
+            parts.append(f"{key}=<{len(value)} chars>")
+        else:
+            parts.append(f"{key}={value!r}")
+    text = ", ".join(parts)
+    return text if len(text) <= _SUMMARY_CHARS else text[: _SUMMARY_CHARS - 3] + "..."
+
+
+class Toolbox:
+    """The tools one role may use on one clone. See the module docstring for the rules."""
+
+    def __init__(
+        self,
+        root: Path,
+        permissions: Iterable[str],
+        *,
+        recorder: RunRecorder | None = None,
+        role: str = "",
+        timeout_s: float = 120.0,
+        max_read_bytes: int = 200_000,
+        max_output_chars: int = 10_000,
+        guard: Callable[[str, dict], str | None] | None = None,
+    ) -> None:
+        self.root = Path(root).resolve()
+        self.permissions = frozenset(permissions)
+        unknown = self.permissions - set(PERMISSIONS)
+        if unknown:
+            raise ValueError(f"unknown permissions {sorted(unknown)}; valid: {', '.join(PERMISSIONS)}")
+        self.recorder = recorder
+        self.role = role
+        self.timeout_s = timeout_s
+        self.max_read_bytes = max_read_bytes
+        self.max_output_chars = max_output_chars
+        self.guard = guard
+
+    # -- description -------------------------------------------------------------------------
+    def specs(self) -> list[ToolSpec]:
+        return [
+            ToolSpec(name, f"{desc} Needs the '{TOOL_PERMISSION[name]}' permission.", params)
+            for name, (desc, params) in _TOOLS.items()
+        ]
+
+    def allowed(self) -> list[str]:
+        return [name for name in _TOOLS if TOOL_PERMISSION[name] in self.permissions]
+
+    # -- dispatch ----------------------------------------------------------------------------
+    def execute(self, name: str, args: dict) -> ToolResult:
+        started = time.monotonic()
+        args = dict(args or {}) if isinstance(args, dict) else args
+        if name not in _TOOLS:
+            result = ToolResult(False, f"unknown tool {name!r}; valid tools: {', '.join(_TOOLS)}")
+            self._event("tool", name, str(args)[:_SUMMARY_CHARS], result.ok, started)
+            return result
+        needed = TOOL_PERMISSION[name]
+        if needed not in self.permissions:
+            has = ", ".join(p for p in PERMISSIONS if p in self.permissions) or "none"
+            msg = (
+                f"permission denied: role {self.role!r} may not call {name} (needs {needed!r}; "
+                f"this role has: {has})"
+            )
+            self._event("denied", name, msg, False, started)
+            return ToolResult(False, msg, denied=True)
+        if not isinstance(args, dict):
+            result = ToolResult(False, f"{name}: arguments must be an object; {self._expected(name)}")
+            self._event("tool", name, str(args)[:_SUMMARY_CHARS], False, started)
+            return result
+        detail = _summary(name, args)
+        try:
+            clean = self._check_args(name, args)
+            if self.guard is not None and needed == "write":
+                refusal = self.guard(name, clean)
+                if refusal:
+                    raise _Refused(refusal)
+            result = getattr(self, f"_{name}")(**clean)
+        except _Refused as e:
+            self._event("denied", name, f"{detail} -> {e}"[:_SUMMARY_CHARS], False, started)
+            return ToolResult(False, str(e), denied=True)
+        except _BadArgs as e:
+            result = ToolResult(False, str(e))
+        except OSError as e:
+            result = ToolResult(False, f"{name} failed: {e.strerror or e}")
+        self._event("tool", name, detail, result.ok, started)
+        return result
+
+    def _event(self, kind: str, name: str, detail: str, ok: bool, started: float) -> None:
+        if self.recorder is not None:
+            self.recorder.event(
+                kind,  # type: ignore[arg-type]
+                self.role,
+                name,
+                detail,
+                ok=ok,
+                duration_s=time.monotonic() - started,
+            )
+
+    @staticmethod
+    def _expected(name: str) -> str:
+        schema = _TOOLS[name][1]
+        req = schema["required"]
+        opt = [k for k in schema["properties"] if k not in req]
+        text = f"expected args: {', '.join(req) or '(none)'}"
+        return text + (f" (optional: {', '.join(opt)})" if opt else "")
+
+    def _check_args(self, name: str, args: dict) -> dict:
+        schema = _TOOLS[name][1]
+        props = schema["properties"]
+        missing = [k for k in schema["required"] if k not in args or args[k] is None]
+        extra = [k for k in args if k not in props]
+        if missing or extra:
+            what = []
+            if missing:
+                what.append(f"missing {', '.join(missing)}")
+            if extra:
+                what.append(f"unknown {', '.join(extra)}")
+            raise _BadArgs(f"{name}: bad arguments ({'; '.join(what)}); {self._expected(name)}")
+        clean = {}
+        for key, value in args.items():
+            types = props[key]["type"]
+            types = [types] if isinstance(types, str) else types
+            if value is None and "null" not in types:
+                continue  # an optional argument given as null: use the default
+            if "integer" in types and isinstance(value, str) and value.strip().lstrip("-").isdigit():
+                value = int(value)
+            elif "number" in types and isinstance(value, str):
+                with contextlib.suppress(ValueError):
+                    value = float(value)
+            elif "boolean" in types and isinstance(value, str) and value.lower() in ("true", "false"):
+                value = value.lower() == "true"
+            ok = any(
+                isinstance(value, _JSON_TYPES[t]) and not (t != "boolean" and isinstance(value, bool))
+                for t in types
+            )
+            if not ok:
+                raise _BadArgs(
+                    f"{name}: argument {key!r} must be {' or '.join(types)}, got {type(value).__name__}; "
+                    f"{self._expected(name)}"
+                )
+            clean[key] = value
+        return clean
+
+    # -- containment -------------------------------------------------------------------------
+    def _resolve(self, path: str, *, write: bool = False) -> Path:
+        if not isinstance(path, str) or path.strip() == "":
+            raise _BadArgs("path must be a non-empty relative path")
+        if os.path.isabs(path) or path.startswith("~"):
+            raise _Refused(f"refused: {path!r} is an absolute path; use a path relative to the repository")
+        target = (self.root / path).resolve()
+        if not target.is_relative_to(self.root):
+            raise _Refused(f"refused: {path!r} resolves outside the repository")
+        rel = target.relative_to(self.root)
+        if write:
+            if rel.parts and rel.parts[0] == ".git":
+                raise _Refused(f"refused: {path!r} is inside .git; the kit manages the git history")
+            if rel == Path("."):
+                raise _Refused("refused: cannot write to the repository root itself")
+        return target
+
+    def _rel(self, p: Path) -> str:
+        return p.relative_to(self.root).as_posix()
+
+    def _walk(self, base: Path) -> Iterable[Path]:
+        if base.is_file():
+            yield base
+            return
+        for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if d != ".git")
+            for fn in sorted(filenames):
+                yield Path(dirpath) / fn
+
+    # -- the tools ---------------------------------------------------------------------------
+    def _list_files(self, path: str = ".", max_entries: int = 500) -> ToolResult:
+        base = self._resolve(path)
+        if not base.exists():
+            return ToolResult(False, f"no such folder: {path}")
+        lines, more = [], 0
+        for p in self._walk(base):
+            if len(lines) < max(max_entries, 1):
+                lines.append(self._rel(p))
+            else:
+                more += 1
+        if more:
+            lines.append(f"[... {more} more entries not shown; list a subfolder ...]")
+        return ToolResult(True, "\n".join(lines) if lines else "(no files)")
+
+    def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ToolResult:
+        target = self._resolve(path)
+        if not target.is_file():
+            return ToolResult(
+                False, f"no such file: {path}" + (" (it is a folder)" if target.is_dir() else "")
+            )
+        size = target.stat().st_size
+        start = max(start_line or 1, 1)
+        out: list[str] = []
+        used = 0
+        truncated = False
+        with open(target, "rb") as fh:
+            if b"\0" in fh.read(8192):
+                return ToolResult(False, f"{path} is a binary file ({size} bytes); not shown")
+            fh.seek(0)
+            lineno = 0
+            while True:
+                raw = fh.readline(self.max_read_bytes + 1)
+                if not raw:
+                    break
+                lineno += 1
+                if lineno < start:
+                    continue
+                if end_line is not None and lineno > end_line:
+                    break
+                if used + len(raw) > self.max_read_bytes:
+                    truncated = True
+                    break
+                used += len(raw)
+                out.append(f"{lineno:>6}| {raw.decode('utf-8', 'replace').rstrip(chr(10)).rstrip(chr(13))}")
+        if truncated:
+            out.append(
+                f"[... truncated: {path} is {size} bytes; shown up to {self.max_read_bytes} bytes; "
+                f"read further with start_line={lineno} ...]"
+            )
+        if not out:
+            return ToolResult(True, f"(no lines in range; {path} has {lineno} lines)")
+        return ToolResult(True, "\n".join(out))
+
+    def _search(self, pattern: str, path: str = ".", regex: bool = False) -> ToolResult:
+        base = self._resolve(path)
+        if not base.exists():
+            return ToolResult(False, f"no such file or folder: {path}")
+        if regex:
+            try:
+                rx = re.compile(pattern)
+            except re.error as e:
+                return ToolResult(False, f"invalid regex {pattern!r}: {e}")
+            match = rx.search
+        else:
+            match = lambda line: pattern in line  # noqa: E731
+        hits: list[str] = []
+        size = 0
+        dropped = 0
+        for p in self._walk(base):
+            if p.is_symlink() and not p.resolve().is_relative_to(self.root):
+                continue
+            try:
+                with open(p, "rb") as fh:
+                    if b"\0" in fh.read(8192):
+                        continue
+                    fh.seek(0)
+                    for i, raw in enumerate(fh, 1):
+                        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                        if match(line):
+                            entry = f"{self._rel(p)}:{i}: {line[:300]}"
+                            if size + len(entry) > self.max_output_chars:
+                                dropped += 1
+                            else:
+                                hits.append(entry)
+                                size += len(entry) + 1
+            except OSError:
+                continue
+        if dropped:
+            hits.append(f"[... {dropped} more matches not shown; narrow the pattern or path ...]")
+        return ToolResult(True, "\n".join(hits) if hits else "no matches")
+
+    def _write_file(self, path: str, content: str) -> ToolResult:
+        target = self._resolve(path, write=True)
+        if target.is_dir():
+            return ToolResult(False, f"{path} is a folder")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        existed = target.exists()
+        target.write_text(content, encoding="utf-8")
+        return ToolResult(True, f"{'overwrote' if existed else 'created'} {path} ({len(content)} chars)")
+
+    def _edit_file(self, path: str, old: str, new: str) -> ToolResult:
+        target = self._resolve(path, write=True)
+        if not target.is_file():
+            return ToolResult(False, f"no such file: {path}; use write_file to create it")
+        if old == "":
+            return ToolResult(False, "`old` is empty; give the exact text to replace")
+        text = target.read_text(encoding="utf-8", errors="replace")
+        n = text.count(old)
+        if n == 0:
+            return ToolResult(
+                False,
+                f"`old` not found in {path} (0 matches); read the file and copy the exact text, "
+                "whitespace included",
+            )
+        if n > 1:
+            return ToolResult(
+                False, f"`old` matches {n} times in {path}; include more surrounding lines to make it unique"
+            )
+        target.write_text(text.replace(old, new, 1), encoding="utf-8")
+        return ToolResult(True, f"edited {path}: replaced 1 occurrence")
+
+    def _delete_file(self, path: str) -> ToolResult:
+        unresolved = self.root / path
+        target = self._resolve(path, write=True)
+        if unresolved.is_symlink():
+            unresolved.unlink()
+            return ToolResult(True, f"deleted {path}")
+        if target.is_dir():
+            return ToolResult(False, f"{path} is a folder; delete the files in it")
+        if not target.exists():
+            return ToolResult(False, f"no such file: {path}")
+        target.unlink()
+        return ToolResult(True, f"deleted {path}")
+
+    def _run(self, command: str, timeout_s: float | None = None) -> ToolResult:
+        timeout = float(timeout_s) if timeout_s else self.timeout_s
+        res = run_command(command, self.root, timeout, max_output_chars=self.max_output_chars)
+        tail = f"killed after {timeout:g} s (timeout)" if res.timed_out else f"exit code: {res.exit_code}"
+        out = res.output.rstrip("\n")
+        return ToolResult(not res.timed_out and res.exit_code == 0, f"{out}\n{tail}" if out else tail)

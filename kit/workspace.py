@@ -1,0 +1,126 @@
+"""A fresh git repository per run: the task's ``repo/`` committed as the base commit.
+
+Only ``repo/`` is copied: the acceptance tests and the reference solution never enter the clone.
+The base commit is built with a fixed author, committer and date, so the same task always gives the
+same base commit id. :func:`diff` compares the working tree (new untracked files included) with the
+base commit through a temporary index, so it never touches the clone's own index or history.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kit.errors import TaskError
+from kit.tools import run_command
+
+if TYPE_CHECKING:
+    from kit.tasks import Task
+
+#: Never copied into a clone (build litter of the task folder itself).
+COPY_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".git")
+#: Written to .git/info/exclude: litter that running the tests creates must not show up in diffs.
+GIT_EXCLUDE = "__pycache__/\n*.pyc\n.pytest_cache/\n.ruff_cache/\n*.egg-info/\n"
+
+_FIXED_DATE = "2024-01-01T00:00:00+0000"
+
+
+def git_env() -> dict[str, str]:
+    """An environment for the kit's own git calls: no user/system config, fixed identity and dates."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_AUTHOR_NAME="orchbench",
+        GIT_AUTHOR_EMAIL="orchbench@localhost",
+        GIT_COMMITTER_NAME="orchbench",
+        GIT_COMMITTER_EMAIL="orchbench@localhost",
+        GIT_AUTHOR_DATE=_FIXED_DATE,
+        GIT_COMMITTER_DATE=_FIXED_DATE,
+        GIT_TERMINAL_PROMPT="0",
+    )
+    return env
+
+
+_GIT_OPTS = ["-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", "-c", "core.hooksPath=/dev/null"]
+
+
+def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run(
+        ["git", *_GIT_OPTS, *args],
+        cwd=root,
+        env=env or git_env(),
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise TaskError(f"git {' '.join(args)} failed in {root}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+@dataclass
+class Workspace:
+    root: Path
+    base_commit: str
+
+
+def create_workspace(task: Task, dest: Path) -> Workspace:
+    """Copy ``task.repo_dir`` to ``dest`` (missing or empty), run ``task.setup`` there, and commit the
+    result as the base commit (so whatever setup produced is not part of the run's diff)."""
+    dest = Path(dest)
+    if dest.exists():
+        if not dest.is_dir() or any(dest.iterdir()):
+            raise TaskError(f"workspace folder {dest} already exists and is not empty")
+        dest.rmdir()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(task.repo_dir, dest, symlinks=True, ignore=COPY_IGNORE)
+    for command in task.setup:
+        res = run_command(command, dest, task.limits.command_timeout_s)
+        if res.timed_out or res.exit_code != 0:
+            raise TaskError(f"task {task.id!r}: setup command {command!r} failed:\n{res.output[-2000:]}")
+    env = git_env()
+    _git(dest, "init", "-q", "-b", "main", env=env)
+    (dest / ".git" / "info").mkdir(exist_ok=True)
+    (dest / ".git" / "info" / "exclude").write_text(GIT_EXCLUDE, encoding="utf-8")
+    _git(dest, "add", "-A", env=env)
+    _git(dest, "commit", "-q", "--allow-empty", "--no-verify", "-m", f"base: task {task.id}", env=env)
+    base = _git(dest, "rev-parse", "HEAD", env=env).strip()
+    return Workspace(root=dest, base_commit=base)
+
+
+def _with_temp_index(ws: Workspace, *diff_args: str) -> str:
+    env = git_env()
+    with tempfile.TemporaryDirectory(prefix="orchbench-index-") as tmp:
+        index = Path(tmp) / "index"
+        real = ws.root / ".git" / "index"
+        if real.exists():
+            shutil.copyfile(real, index)  # a head start: only changed files get re-hashed
+        env["GIT_INDEX_FILE"] = str(index)
+        _git(ws.root, "add", "-A", env=env)
+        return _git(
+            ws.root, "diff", "--cached", "--no-color", "--no-ext-diff", *diff_args, ws.base_commit, env=env
+        )
+
+
+def diff(ws: Workspace) -> str:
+    """Unified diff from the base commit to the working tree, new untracked files included."""
+    return _with_temp_index(ws, "--binary")
+
+
+def diff_stats(ws: Workspace) -> tuple[int, int, int]:
+    """(files touched, lines added, lines removed) since the base commit; binary files count 0 lines."""
+    out = _with_temp_index(ws, "--numstat")
+    files = added = removed = 0
+    for line in out.splitlines():
+        parts = line.split("\t", 2)
+        if len(parts) < 3:
+            continue
+        files += 1
+        added += int(parts[0]) if parts[0].isdigit() else 0
+        removed += int(parts[1]) if parts[1].isdigit() else 0
+    return files, added, removed

@@ -1,0 +1,74 @@
+import subprocess
+
+import pytest
+
+from kit.errors import TaskError
+from kit.tasks import load_task
+from kit.workspace import create_workspace, diff, diff_stats
+
+
+def _git(root, *args):
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
+
+
+def test_base_commit_recorded_and_deterministic(tmp_path):
+    task = load_task("micro-slugify")
+    ws = create_workspace(task, tmp_path / "a")
+    assert len(ws.base_commit) == 40
+    assert _git(ws.root, "rev-parse", "HEAD").strip() == ws.base_commit
+    assert _git(ws.root, "status", "--porcelain") == ""
+    again = create_workspace(task, tmp_path / "b")
+    assert again.base_commit == ws.base_commit
+
+
+def test_hidden_folders_never_copied(tmp_path):
+    task = load_task("table-computed-columns")
+    ws = create_workspace(task, tmp_path / "ws")
+    names = {p.name for p in ws.root.rglob("*")}
+    assert "acceptance" not in names and "solution" not in names
+    assert "test_computed_columns.py" not in names
+    assert (ws.root / "tablekit" / "table.py").is_file()
+    tracked = _git(ws.root, "ls-files").split()
+    assert "task.yaml" not in tracked and "tablekit/table.py" in tracked
+
+
+def test_diff_includes_untracked_files_and_leaves_index_alone(tmp_path):
+    ws = create_workspace(load_task("micro-slugify"), tmp_path / "ws")
+    assert diff(ws) == ""
+    assert diff_stats(ws) == (0, 0, 0)
+    (ws.root / "new_module.py").write_text("A = 1\nB = 2\n")
+    text = (
+        (ws.root / "textkit.py")
+        .read_text()
+        .replace('raise NotImplementedError("slugify is not implemented yet")', "return text")
+    )
+    (ws.root / "textkit.py").write_text(text)
+    (ws.root / "__pycache__").mkdir()
+    (ws.root / "__pycache__" / "x.pyc").write_bytes(b"\0junk")
+    patch = diff(ws)
+    assert "new_module.py" in patch and "+B = 2" in patch
+    assert "+    return text" in patch and "-    raise NotImplementedError" in patch
+    assert "__pycache__" not in patch
+    assert diff_stats(ws) == (2, 3, 1)
+    status = _git(ws.root, "status", "--porcelain")
+    assert "?? new_module.py" in status  # still untracked: the user's index was not touched
+    assert _git(ws.root, "rev-parse", "HEAD").strip() == ws.base_commit
+
+
+def test_dest_must_be_empty(tmp_path):
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "x").write_text("x")
+    with pytest.raises(TaskError):
+        create_workspace(load_task("micro-slugify"), tmp_path / "ws")
+    (tmp_path / "empty").mkdir()
+    assert create_workspace(load_task("micro-slugify"), tmp_path / "empty").root.is_dir()
+
+
+def test_setup_commands_are_part_of_the_base(tmp_path):
+    task = load_task("micro-slugify").model_copy(update={"setup": ["echo generated > setup_output.txt"]})
+    ws = create_workspace(task, tmp_path / "ws")
+    assert (ws.root / "setup_output.txt").read_text().strip() == "generated"
+    assert diff(ws) == ""
+    bad = task.model_copy(update={"setup": ["exit 3"]})
+    with pytest.raises(TaskError, match="setup command"):
+        create_workspace(bad, tmp_path / "ws2")
