@@ -1,0 +1,651 @@
+"""Records -> pandas tables: per strategy, per role x tier, cache economics, re-pricing, the CLI report.
+
+Everything here reads only the run folders written by :mod:`kit.records` (``run.json``,
+``calls.jsonl``, ``events.jsonl``), through its models. A run folder without ``run.json`` is an
+incomplete run: it is listed in :attr:`Records.incomplete` and left out of every table.
+
+Column conventions (one place, so notebooks and tests agree):
+
+* ``runs``  -- one row per ``run.json``: identity (run_key = ``<experiment folder>/<run folder>``, unique
+  under a results root; run_id, experiment, task, strategy, profile, repeat),
+  outcome, times (wall_s, model_s, tool_s), ``calls``; the score flattened (requirements_total,
+  tests_added, files_touched, ... , ``defects_critical`` / ``_major`` / ``_minor`` / ``defects_total``,
+  ``claimed_done_but_failed``); loop counters as ``counter_<name>``; the usage totals under the
+  token names of the call records (input_uncached, cache_read, cache_write, output, reasoning, cost_usd).
+* ``calls`` -- one row per call attempt (every :class:`~kit.records.CallRecord` field but raw_usage),
+  plus the run's identity columns, ``price_key`` (the tier's ``price`` or ``model`` in the run's
+  profile), the four prices of that key in the run's price sheet (``price_input`` ... USD per 1M tokens,
+  NaN when the sheet lacks the key) and ``t_s`` (seconds since the run started).
+* ``events`` -- one row per event, plus identity columns and ``t_s``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import ValidationError
+
+from kit.config import TIERS, PriceSheet, Profile, load_price_sheet, load_profile
+from kit.errors import ConfigError, KitError
+from kit.paths import REPO_ROOT
+from kit.records import CALLS, EVENTS, SEVERITIES, CallRecord, EventRecord, RunRecord, load_run, read_jsonl
+
+TOKENS = ("input_uncached", "cache_read", "cache_write", "output")
+BUCKETS = {  # token column -> (price column, cost column)
+    "input_uncached": ("price_input", "cost_uncached"),
+    "cache_read": ("price_cache_read", "cost_cache_read"),
+    "cache_write": ("price_cache_write", "cost_cache_write"),
+    "output": ("price_output", "cost_output"),
+}
+PRICE_COLUMNS = {  # price column -> ModelPrice field
+    "price_input": "input",
+    "price_output": "output",
+    "price_cache_read": "cache_read",
+    "price_cache_write": "cache_write",
+}
+RUN_IDENTITY = ("run_key", "run_id", "experiment", "task", "strategy", "profile", "repeat")
+SCRIPTED_LABEL = "scripted model — pipeline validation, not a benchmark"
+EMBEDDED_LABEL = "embedded SmolLM2-135M — real but tiny model"
+
+# Two-sided 95 % critical values of Student's t by degrees of freedom; between two entries the
+# smaller df is used (a slightly wider, conservative interval).
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
+        10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
+        18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060,
+        26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}  # fmt: skip
+
+
+def repo_path(path: str | Path) -> Path:
+    """``path`` as is when absolute, else relative to the repository root (notebooks run elsewhere)."""
+    path = Path(path)
+    return path if path.is_absolute() else REPO_ROOT / path
+
+
+# --------------------------------------------------------------------------- loading
+
+
+@dataclass
+class Records:
+    """The record files of one experiment folder (or of every experiment under a results root)."""
+
+    root: Path
+    runs: pd.DataFrame
+    calls: pd.DataFrame
+    events: pd.DataFrame
+    incomplete: list[Path] = field(default_factory=list)
+    price_sheets: dict[str, dict[str, Any]] = field(default_factory=dict)  # run_key -> PriceSheet dict
+    profile_specs: dict[str, dict[str, Any]] = field(default_factory=dict)  # run_key -> Profile dict
+
+
+def _run_dirs(root: Path) -> list[Path]:
+    """Run folders of ``root``: an experiment folder (has ``runs/``) or a results root of several."""
+    if (root / "runs").is_dir():
+        parents = [root / "runs"]
+    else:
+        parents = sorted(p for p in root.glob("*/runs") if p.is_dir())
+    return [d for parent in parents for d in sorted(parent.iterdir()) if d.is_dir()]
+
+
+def _seconds(stamps: pd.Series) -> pd.Series:
+    return pd.to_datetime(stamps, utc=True, errors="coerce", format="ISO8601")
+
+
+def _price_key(profile_spec: dict[str, Any], tier: str, model: str) -> str:
+    spec = (profile_spec.get("tiers") or {}).get(tier) or {}
+    return spec.get("price") or spec.get("model") or model
+
+
+def _run_key(run_dir: Path) -> str:
+    """``<experiment folder>/<run folder>``: unique under a results root (run ids repeat across experiments)."""
+    return f"{run_dir.parent.parent.name}/{run_dir.name}"
+
+
+def _identity(run: RunRecord, run_dir: Path) -> dict[str, Any]:
+    return {"run_key": _run_key(run_dir), **{k: getattr(run, k) for k in RUN_IDENTITY[1:]}}
+
+
+def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
+    row = _identity(run, run_dir)
+    row.update(
+        outcome=run.outcome,
+        claimed_done=run.claimed_done,
+        error=run.error,
+        started_at=run.started_at,
+        wall_s=run.wall_s,
+        model_s=run.model_s,
+        tool_s=run.tool_s,
+        calls=run.calls,
+        price_sheet=run.price_sheet.get("name", ""),
+        illustrative_prices=bool(run.price_sheet.get("illustrative", False)),
+        models=",".join(sorted({t.get("model", "") for t in (run.profile_spec.get("tiers") or {}).values()})),
+        scored=run.score is not None,
+    )
+    score = run.score.model_dump() if run.score is not None else {}
+    for name in (
+        "requirements_total",
+        "requirements_failed",
+        "own_tests_total",
+        "regressions",
+        "tests_added",
+        "files_touched",
+        "lines_added",
+        "lines_removed",
+        "scoring_s",
+    ):
+        row[name] = score.get(name, math.nan)
+    row["claimed_done_but_failed"] = bool(score.get("claimed_done_but_failed", False))
+    defects = score.get("defects") or {}
+    for sev in SEVERITIES:
+        row[f"defects_{sev}"] = defects.get(sev, 0) if score else math.nan
+    row["defects_total"] = sum(defects.values()) if score else math.nan
+    for name, value in run.counters.items():
+        scalar = value is None or isinstance(value, bool | int | float | str)
+        row[f"counter_{name}"] = value if scalar else json.dumps(value, default=str)
+    totals = run.totals.model_dump()
+    for name in (*TOKENS, "reasoning", "cost_usd"):
+        row[name] = totals[name]
+    row["run_dir"] = str(run_dir)
+    return row
+
+
+def load(results_dir: str | Path, missing_ok: bool = False) -> Records:
+    """Read every complete run under ``results_dir`` (an experiment folder or a results root).
+
+    A folder that does not exist is an error, or with ``missing_ok`` an empty :class:`Records`.
+    """
+    root = repo_path(results_dir)
+    if not root.is_dir() and not missing_ok:
+        raise KitError(f"no results folder {root}", "run an experiment first: python -m kit run <exp>")
+    runs, calls, events, incomplete = [], [], [], []
+    sheets: dict[str, dict[str, Any]] = {}
+    specs: dict[str, dict[str, Any]] = {}
+    for run_dir in _run_dirs(root) if root.is_dir() else []:
+        run = load_run(run_dir)
+        if run is None:
+            incomplete.append(run_dir)
+            continue
+        runs.append(_run_row(run, run_dir))
+        ident = _identity(run, run_dir)
+        sheets[ident["run_key"]] = run.price_sheet
+        specs[ident["run_key"]] = run.profile_spec
+        prices = run.price_sheet.get("prices") or {}
+        for raw in read_jsonl(run_dir / CALLS):
+            rec = CallRecord.model_validate(raw).model_dump(exclude={"raw_usage"})
+            key = _price_key(run.profile_spec, rec["tier"], rec["model"])
+            price = prices.get(key) or {}
+            rec.update(ident, price_key=key, run_started_at=run.started_at)
+            rec.update({col: price.get(k, math.nan) for col, k in PRICE_COLUMNS.items()})
+            calls.append(rec)
+        for raw in read_jsonl(run_dir / EVENTS):
+            events.append(
+                EventRecord.model_validate(raw).model_dump() | ident | {"run_started_at": run.started_at}
+            )
+    call_cols = [f for f in CallRecord.model_fields if f != "raw_usage"]
+    call_cols += [*RUN_IDENTITY, "price_key", *PRICE_COLUMNS, "run_started_at"]
+    event_cols = [*EventRecord.model_fields, *RUN_IDENTITY, "run_started_at"]
+    return Records(
+        root=root,
+        runs=pd.DataFrame(runs),
+        calls=_with_offsets(pd.DataFrame(calls, columns=list(dict.fromkeys(call_cols))), "started_at"),
+        events=_with_offsets(pd.DataFrame(events, columns=list(dict.fromkeys(event_cols))), "at"),
+        incomplete=incomplete,
+        price_sheets=sheets,
+        profile_specs=specs,
+    )
+
+
+def _with_offsets(df: pd.DataFrame, stamp: str) -> pd.DataFrame:
+    """Add ``t_s``: seconds since the run started (run.json started_at, else its first record)."""
+    if df.empty:
+        return df.drop(columns=["run_started_at"]).assign(t_s=pd.Series(dtype=float))
+    at = _seconds(df[stamp])
+    start = _seconds(df["run_started_at"].replace("", None))
+    start = start.fillna(at.groupby(df["run_key"]).transform("min"))
+    return df.drop(columns=["run_started_at"]).assign(t_s=(at - start).dt.total_seconds())
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def t_critical_95(df: int) -> float:
+    """Two-sided 95 % Student-t critical value for ``df`` degrees of freedom (NaN for df < 1)."""
+    if df < 1:
+        return math.nan
+    return _T95[max(k for k in _T95 if k <= df)] if df <= 120 else 1.960
+
+
+def ci95_halfwidth(values: Sequence[float] | pd.Series) -> float:
+    """Half-width of the 95 % t-interval of the mean; NaN with fewer than two values."""
+    s = pd.Series(values, dtype=float).dropna()
+    if len(s) < 2:
+        return math.nan
+    return t_critical_95(len(s) - 1) * float(s.std(ddof=1)) / math.sqrt(len(s))
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def strategy_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.DataFrame:
+    """One row per strategy (or per ``by`` group) over its repeats.
+
+    ``runs`` and ``claimed_done_but_failed`` are counts; every other column is a mean per run;
+    ``*_ci95`` is the half-width of the 95 % t-interval of the mean over repeats (NaN with one run).
+    """
+    runs = records.runs
+    columns = [
+        "runs",
+        *[c for sev in (*SEVERITIES, "total") for c in (sev, f"{sev}_ci95")],
+        "claimed_done_but_failed",
+        "tests_added",
+        "files_touched",
+        "wall_s",
+        "wall_s_ci95",
+        "calls",
+        *TOKENS,
+        "cost_usd",
+        "cost_usd_ci95",
+    ]
+    if runs.empty:
+        return pd.DataFrame(columns=columns, index=pd.Index([], name=by[0]))
+    rows = {}
+    for key, g in runs.groupby(list(by), sort=True):
+        row: dict[str, float] = {"runs": len(g)}
+        for sev in (*SEVERITIES, "total"):
+            row[sev] = g[f"defects_{sev}"].mean()
+            row[f"{sev}_ci95"] = ci95_halfwidth(g[f"defects_{sev}"])
+        row["claimed_done_but_failed"] = int(g["claimed_done_but_failed"].sum())
+        for name in ("tests_added", "files_touched", "wall_s", "calls", *TOKENS, "cost_usd"):
+            row[name] = g[name].mean()
+        row["wall_s_ci95"] = ci95_halfwidth(g["wall_s"])
+        row["cost_usd_ci95"] = ci95_halfwidth(g["cost_usd"])
+        rows[key if len(by) > 1 else key[0]] = row
+    table = pd.DataFrame.from_dict(rows, orient="index")[columns]
+    table.index.names = list(by)
+    return table
+
+
+def role_tier_table(records: Records) -> pd.DataFrame:
+    """Per (strategy, role, tier), summed over all runs: calls, tokens, cost and its share of the strategy."""
+    calls = records.calls
+    cols = ["runs", "calls", "failed", *TOKENS, "cost_usd", "cost_share"]
+    if calls.empty:
+        return pd.DataFrame(
+            columns=cols, index=pd.MultiIndex.from_tuples([], names=["strategy", "role", "tier"])
+        )
+    g = calls.groupby(["strategy", "role", "tier"], sort=True)
+    table = g[list(TOKENS) + ["cost_usd"]].sum()
+    table.insert(0, "runs", g["run_key"].nunique())
+    table.insert(1, "calls", g.size())
+    table.insert(2, "failed", g["ok"].apply(lambda s: int((~s.astype(bool)).sum())))
+    strategy_cost = table.groupby(level="strategy")["cost_usd"].transform("sum")
+    table["cost_share"] = (table["cost_usd"] / strategy_cost.where(strategy_cost > 0)).fillna(0.0)
+    return table[cols]
+
+
+def _order_tiers(index: pd.Index) -> list[str]:
+    return [t for t in TIERS if t in index] + sorted(t for t in index if t not in TIERS)
+
+
+def tier_cost_shares(records: Records, strategy: str | None = None) -> pd.Series:
+    """Share (0..1) of the cost spent on each tier, over all runs or those of ``strategy``; empty if none."""
+    calls = records.calls if strategy is None else records.calls[records.calls["strategy"] == strategy]
+    cost = calls.groupby("tier")["cost_usd"].sum() if not calls.empty else pd.Series(dtype=float)
+    cost = cost.reindex(_order_tiers(cost.index))
+    total = cost.sum()
+    return (cost / total if total > 0 else cost * math.nan).rename("share")
+
+
+def runs_note(records: Records, strategy: str) -> str:
+    """One line: how many runs of ``strategy`` there are to measure (or that there are none)."""
+    n = int((records.runs["strategy"] == strategy).sum()) if not records.runs.empty else 0
+    if n == 0:
+        return f"no {strategy} runs in {records.root}: nothing measured to compare"
+    return f"measured: {n} {strategy} run(s) in {records.root}"
+
+
+def bucket_costs(calls: pd.DataFrame) -> pd.DataFrame:
+    """``calls`` plus ``cost_uncached``, ``cost_cache_read``, ``cost_cache_write``, ``cost_output``.
+
+    Each bucket is its tokens times the call's own price (``price_*`` columns, USD per 1M tokens).
+    """
+    out = calls.copy()
+    for tokens, (price, cost) in BUCKETS.items():
+        out[cost] = out[tokens].astype(float) * out[price].astype(float) / 1_000_000
+    return out
+
+
+def _conversation_key(calls: pd.DataFrame) -> pd.Series:
+    conv = calls["conversation"].astype(object).where(calls["conversation"].notna(), calls["role"])
+    return calls["run_key"].astype(str) + "/" + conv.astype(str)
+
+
+def cache_economics(records: Records | pd.DataFrame) -> pd.DataFrame:
+    """Per tier: what reading, writing, uncached input and output each cost, and warm vs cold turns.
+
+    * ``hit_ratio`` -- cache_read / (input_uncached + cache_read + cache_write);
+    * ``warm_turn_usd`` -- median cost of the calls that read from the cache (cache_read > 0);
+    * ``cold_turn_usd`` -- median cost of the first call of each conversation (conversation id, else
+      the role, within a run) when it read nothing from the cache: the turn that pays for the prompt;
+    * ``cold_warm_ratio`` -- cold / warm (NaN when either is missing).
+    """
+    calls = records.calls if isinstance(records, Records) else records
+    cols = [
+        "calls",
+        *TOKENS,
+        "cost_uncached",
+        "cost_cache_read",
+        "cost_cache_write",
+        "cost_output",
+        "cost_usd",
+        "hit_ratio",
+        "warm_turn_usd",
+        "cold_turn_usd",
+        "cold_warm_ratio",
+    ]
+    if calls.empty:
+        return pd.DataFrame(columns=cols, index=pd.Index([], name="tier"))
+    c = bucket_costs(calls)
+    c["_conv"] = _conversation_key(c)
+    first = c.groupby("_conv")["seq"].transform("min") == c["seq"]
+    cold = c[first & (c["cache_read"] == 0)].groupby("tier")["cost_usd"].median()
+    warm = c[c["cache_read"] > 0].groupby("tier")["cost_usd"].median()
+    g = c.groupby("tier")
+    table = g[
+        [*TOKENS, "cost_uncached", "cost_cache_read", "cost_cache_write", "cost_output", "cost_usd"]
+    ].sum()
+    table.insert(0, "calls", g.size())
+    prompt = table["input_uncached"] + table["cache_read"] + table["cache_write"]
+    table["hit_ratio"] = (table["cache_read"] / prompt.where(prompt > 0)).fillna(0.0)
+    table["warm_turn_usd"] = warm.reindex(table.index)
+    table["cold_turn_usd"] = cold.reindex(table.index)
+    table["cold_warm_ratio"] = table["cold_turn_usd"] / table["warm_turn_usd"].where(
+        table["warm_turn_usd"] > 0
+    )
+    return table.reindex(_order_tiers(table.index))[cols]
+
+
+# --------------------------------------------------------------------------- re-pricing
+
+
+def _validate(model: type[PriceSheet] | type[Profile], data: Mapping[str, Any], what: str) -> Any:
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as e:
+        raise ConfigError(
+            f"not a usable {what}: {e.error_count()} problem(s), first: {e.errors()[0]['msg']}",
+            f"runs record their {what} in run.json; pass one explicitly (a name under datasets/)",
+        ) from None
+
+
+def _as_sheet(price_sheet: PriceSheet | Mapping[str, Any] | str | Path) -> PriceSheet:
+    if isinstance(price_sheet, PriceSheet):
+        return price_sheet
+    if isinstance(price_sheet, Mapping):
+        return _validate(PriceSheet, price_sheet, "price sheet")
+    return load_price_sheet(repo_path(price_sheet) if Path(price_sheet).suffix else price_sheet)
+
+
+def _as_profile(profile: Profile | Mapping[str, Any] | str | Path) -> Profile:
+    if isinstance(profile, Profile):
+        return profile
+    if isinstance(profile, Mapping):
+        return _validate(Profile, profile, "profile")
+    return load_profile(repo_path(profile) if Path(profile).suffix else profile)[0]
+
+
+def _priced(calls: pd.DataFrame, keys: pd.Series, sheet: PriceSheet) -> pd.DataFrame:
+    missing = sorted(set(keys) - set(sheet.prices))
+    if missing:
+        raise ConfigError(
+            f"price sheet {sheet.name!r} has no price for {', '.join(map(repr, missing))}",
+            f"add them to the sheet, or pass a profile whose tiers use keys from: {', '.join(sorted(sheet.prices))}",
+        )
+    out = calls.copy()
+    out["price_key"] = keys
+    for col, attr in PRICE_COLUMNS.items():
+        out[col] = keys.map(lambda k, a=attr: getattr(sheet.prices[k], a)).astype(float)
+    if "cost_usd_recorded" not in out:
+        out["cost_usd_recorded"] = out["cost_usd"]
+    # Same order of operations as kit.usage.price, so a re-pricing under the recorded sheet is exact.
+    out["cost_usd"] = (
+        out["input_uncached"] * out["price_input"]
+        + out["cache_read"] * out["price_cache_read"]
+        + out["cache_write"] * out["price_cache_write"]
+        + out["output"] * out["price_output"]
+    ) / 1_000_000
+    return out
+
+
+def reprice(
+    calls: pd.DataFrame,
+    price_sheet: PriceSheet | Mapping[str, Any] | str | Path,
+    profile: Profile | Mapping[str, Any] | str | Path | None = None,
+) -> pd.DataFrame:
+    """``calls`` with ``cost_usd`` recomputed from the recorded tokens under another price sheet.
+
+    The price key of a call is its tier's key in ``profile`` when given, else the recorded
+    ``price_key``. The cost before re-pricing is kept in ``cost_usd_recorded``.
+    """
+    sheet = _as_sheet(price_sheet)
+    if calls.empty:
+        return calls.assign(cost_usd_recorded=calls["cost_usd"]) if "cost_usd" in calls else calls.copy()
+    if profile is None:
+        keys = calls["price_key"]
+    else:
+        prof = _as_profile(profile)
+        unknown = sorted(set(calls["tier"]) - set(prof.tiers))
+        if unknown:
+            raise ConfigError(f"profile {prof.name!r} has no tier {', '.join(unknown)}")
+        keys = calls["tier"].map(lambda t: prof.tiers[t].price_key)
+    return _priced(calls, keys, sheet)
+
+
+def reassign(
+    calls: pd.DataFrame,
+    roles: Mapping[str, str],
+    profile: Profile | Mapping[str, Any] | str | Path,
+    price_sheet: PriceSheet | Mapping[str, Any] | str | Path,
+) -> pd.DataFrame:
+    """What if ``role`` had run on another tier: that role's calls get the new tier, its model and its
+    price (tokens unchanged); every other call is left exactly as recorded."""
+    bad = {r: t for r, t in roles.items() if t not in TIERS}
+    if bad:
+        raise ConfigError(f"unknown tier(s) {bad}", f"pick one of {', '.join(TIERS)}")
+    prof, sheet = _as_profile(profile), _as_sheet(price_sheet)
+    moved = calls["role"].isin(list(roles))
+    out = calls.copy()
+    if "cost_usd_recorded" not in out:
+        out["cost_usd_recorded"] = out["cost_usd"]
+    if not moved.any():
+        return out
+    part = calls[moved].copy()
+    part["tier"] = part["role"].map(roles)
+    part["model"] = part["tier"].map(lambda t: prof.tiers[t].model)
+    part = _priced(part, part["tier"].map(lambda t: prof.tiers[t].price_key), sheet)
+    for col in part.columns:
+        out.loc[moved, col] = part[col]
+    return out
+
+
+def cost_before_after(before: pd.DataFrame, after: pd.DataFrame, by: str = "tier") -> pd.DataFrame:
+    """Cost and tokens per ``by`` group before and after a re-pricing or reassignment, with a total row."""
+
+    def sums(df: pd.DataFrame) -> pd.DataFrame:
+        if df.empty:
+            return pd.DataFrame(columns=["cost", "tokens"], dtype=float)
+        tokens = df[list(TOKENS)].sum(axis=1)
+        return pd.DataFrame({"cost": df["cost_usd"], "tokens": tokens, by: df[by]}).groupby(by).sum()
+
+    b, a = sums(before), sums(after)
+    index = _order_tiers(b.index.union(a.index)) if by == "tier" else sorted(b.index.union(a.index))
+    table = pd.DataFrame(
+        {
+            "cost_before": b["cost"].reindex(index, fill_value=0.0),
+            "cost_after": a["cost"].reindex(index, fill_value=0.0),
+            "tokens_before": b["tokens"].reindex(index, fill_value=0).astype("int64"),
+            "tokens_after": a["tokens"].reindex(index, fill_value=0).astype("int64"),
+        },
+        index=pd.Index(index, name=by),
+    )
+    table.loc["total"] = table.sum()
+    table["delta_usd"] = table["cost_after"] - table["cost_before"]
+    return table
+
+
+@dataclass
+class WhatIf:
+    """A what-if on recorded calls: the table of totals before/after and one line saying what was done."""
+
+    note: str
+    table: pd.DataFrame
+    calls: pd.DataFrame
+
+
+def whatif_price_sheet(records: Records, price_sheet: PriceSheet | str | Path | None = None) -> WhatIf:
+    """Re-price every call under ``price_sheet``; ``None`` re-prices under each run's own recorded sheet
+    (a check: the after column must equal the before column)."""
+    calls = records.calls
+    if calls.empty:
+        return WhatIf(
+            f"no calls in {records.root}: nothing to re-price", cost_before_after(calls, calls), calls
+        )
+    if price_sheet is not None:
+        after = reprice(calls, price_sheet)
+        note = f"re-priced {len(calls)} calls under price sheet {_as_sheet(price_sheet).name!r}"
+    else:
+        after = pd.concat(
+            [reprice(g, records.price_sheets[key]) for key, g in calls.groupby("run_key", sort=False)]
+        ).loc[calls.index]
+        note = "re-priced under each run's recorded price sheet (price_sheet=None): after must equal before"
+    return WhatIf(note, cost_before_after(calls, after), after)
+
+
+def whatif_reassign(records: Records, roles: Mapping[str, str]) -> WhatIf:
+    """Move ``roles`` (role -> tier) to other tiers, each run under its own recorded profile and sheet."""
+    calls = records.calls
+    present = sorted(set(roles) & set(calls["role"])) if not calls.empty else []
+    if not present:
+        note = f"no calls by role(s) {', '.join(roles)} in {records.root}: nothing to reassign"
+        return WhatIf(note, cost_before_after(calls, calls), calls)
+    after = pd.concat(
+        [
+            reassign(g, roles, records.profile_specs[key], records.price_sheets[key])
+            for key, g in calls.groupby("run_key", sort=False)
+        ]
+    ).loc[calls.index]
+    moved = calls["role"].isin(present)
+    note = (
+        f"moved {int(moved.sum())} calls of {', '.join(f'{r} -> {roles[r]}' for r in present)} "
+        f"(tokens unchanged, priced at the new tier's recorded price)"
+    )
+    return WhatIf(note, cost_before_after(calls, after), after)
+
+
+# --------------------------------------------------------------------------- text report
+
+
+def labels(records: Records) -> list[str]:
+    """Caveats a reader must see next to the numbers (illustrative prices, scripted or tiny models)."""
+    runs, calls = records.runs, records.calls
+    out = []
+    models = set(calls["model"]) if not calls.empty else set()
+    if not runs.empty:
+        models |= {m for ms in runs["models"] for m in ms.split(",") if m}
+        illustrative = sorted(set(runs.loc[runs["illustrative_prices"], "price_sheet"]))
+        if illustrative:
+            out.append(f"illustrative prices (price sheet {', '.join(illustrative)})")
+    if any(m.startswith("scripted/") for m in models):
+        out.append(SCRIPTED_LABEL)
+    if any(m.startswith("embedded/") for m in models) or (
+        not runs.empty and (runs["profile"] == "local").any()
+    ):
+        out.append(EMBEDDED_LABEL)
+    return out
+
+
+def describe(records: Records) -> str:
+    """A few lines: what was loaded, what was skipped, and the caveats."""
+    runs = records.runs
+    if runs.empty:
+        lines = [f"{records.root}: no complete runs"]
+    else:
+        lines = [
+            f"{records.root}: {len(runs)} complete runs; tasks: {', '.join(sorted(set(runs['task'])))}; "
+            f"strategies: {', '.join(sorted(set(runs['strategy'])))}; "
+            f"profiles: {', '.join(sorted(set(runs['profile'])))}"
+        ]
+    if records.incomplete:
+        lines.append(f"{len(records.incomplete)} incomplete run(s) ignored (no run.json)")
+    lines += [f"NOTE: {label}" for label in labels(records)]
+    return "\n".join(lines)
+
+
+def _tokens(n: float) -> str:
+    if pd.isna(n):
+        return "-"
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= size:
+            return f"{n / size:.2f}{suffix}"
+    return f"{n:.0f}"
+
+
+def _mean_ci(mean: float, ci: float, digits: int = 2) -> str:
+    if pd.isna(mean):
+        return "-"
+    return f"{mean:.{digits}f}" if pd.isna(ci) else f"{mean:.{digits}f} ± {ci:.{digits}f}"
+
+
+def format_strategy_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The per-strategy table as readable strings (means per run; ± the 95 % interval)."""
+    out = pd.DataFrame(index=table.index)
+    out["runs"] = table["runs"].map("{:.0f}".format)
+    out["defects ± 95%"] = [_mean_ci(m, c) for m, c in zip(table["total"], table["total_ci95"], strict=True)]
+    out["crit/maj/min"] = [f"{a:.1f}/{b:.1f}/{c:.1f}" for a, b, c in table[list(SEVERITIES)].to_numpy()]
+    out["done✗"] = table["claimed_done_but_failed"].map("{:.0f}".format)
+    out["tests"] = table["tests_added"].map("{:.1f}".format)
+    out["files"] = table["files_touched"].map("{:.1f}".format)
+    out["wall s"] = [_mean_ci(m, c, 0) for m, c in zip(table["wall_s"], table["wall_s_ci95"], strict=True)]
+    out["calls"] = table["calls"].map("{:.1f}".format)
+    for col, name in zip(TOKENS, ("uncached", "cache rd", "cache wr", "output"), strict=True):
+        out[name] = table[col].map(_tokens)
+    out["cost $"] = [
+        _mean_ci(m, c, 4) for m, c in zip(table["cost_usd"], table["cost_usd_ci95"], strict=True)
+    ]
+    return out
+
+
+def format_role_tier_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The per-role x tier table as readable strings."""
+    out = pd.DataFrame(index=table.index)
+    out["runs"] = table["runs"].map("{:.0f}".format)
+    out["calls"] = table["calls"].map("{:.0f}".format)
+    out["failed"] = table["failed"].map("{:.0f}".format)
+    for col, name in zip(TOKENS, ("uncached", "cache rd", "cache wr", "output"), strict=True):
+        out[name] = table[col].map(_tokens)
+    out["cost $"] = table["cost_usd"].map("{:.4f}".format)
+    out["share"] = table["cost_share"].map("{:.0%}".format)
+    return out
+
+
+def report_text(results_dir: str | Path) -> str:
+    """The per-strategy and per-role x tier tables as plain text (``python -m kit report``)."""
+    records = load(results_dir)
+    parts = [describe(records)]
+    if records.runs.empty:
+        return parts[0] + "\n"
+    by = ("task", "strategy") if records.runs["task"].nunique() > 1 else ("strategy",)
+    parts += [
+        "",
+        "Per strategy (means per run; ± = 95 % t-interval over repeats; done✗ = claimed done but failed)",
+        format_strategy_table(strategy_table(records, by=by)).to_string(),
+        "",
+        "Per role × tier (sums over all runs; share = of the strategy's cost)",
+        format_role_tier_table(role_tier_table(records)).to_string(),
+    ]
+    return "\n".join(parts) + "\n"
