@@ -1,0 +1,15 @@
+"""Test setup: offline, and every run writes under a temporary results folder."""
+
+from __future__ import annotations
+
+import os
+
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before anything imports litellm
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _results_in_tmp(tmp_path, monkeypatch):
+    """Point ORCHBENCH_RESULTS_DIR at a temp folder so no test writes into the repo's results/."""
+    monkeypatch.setenv("ORCHBENCH_RESULTS_DIR", str(tmp_path / "results"))

@@ -1,0 +1,47 @@
+"""Shared test helpers: scripted profiles written to a temp folder, experiments, record readers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kit.config import Experiment, Limits, ModelSpec, PriceSheet, Profile
+from kit.records import read_jsonl
+from kit.usage import ModelPrice
+
+PRICE = ModelPrice(input=1.0, output=5.0, cache_read=0.1, cache_write=1.25)
+
+
+def scripted_profile(model: str, action_mode: str | None = None, name: str = "scripted-test") -> tuple[Profile, PriceSheet]:
+    spec = ModelSpec(model=model, price="p", action_mode=action_mode)
+    profile = Profile(name=name, price_sheet="test", tiers={t: spec for t in ("cheap", "medium", "strong")})
+    return profile, PriceSheet(name="test", illustrative=True, prices={"p": PRICE})
+
+
+def write_profile(folder: Path, model: str, action_mode: str | None = None, name: str = "scripted-test") -> Path:
+    """Write a profile + its price sheet as YAML (profiles/<name>.yaml, prices/test.yaml)."""
+    profile, sheet = scripted_profile(model, action_mode, name)
+    (folder / "profiles").mkdir(parents=True, exist_ok=True)
+    (folder / "prices").mkdir(parents=True, exist_ok=True)
+    (folder / "prices" / "test.yaml").write_text(yaml.safe_dump(sheet.model_dump(mode="json")))
+    path = folder / "profiles" / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(profile.model_dump(mode="json", exclude_none=True)))
+    return path
+
+
+def experiment(name: str, profile: Path | str, tasks: list[str], strategies: list[str], **kw: Any) -> Experiment:
+    limits = kw.pop("limits", Limits(max_steps=12))
+    return Experiment(
+        name=name, tasks=tasks, strategies=strategies, profile=str(profile), limits=limits, **kw
+    )
+
+
+def run_json(run_dir: Path) -> dict:
+    return json.loads((run_dir / "run.json").read_text())
+
+
+def rows(run_dir: Path, name: str) -> list[dict]:
+    return read_jsonl(run_dir / name)

@@ -1,0 +1,93 @@
+"""Profiles, price sheets and experiments: shipped files load, bad files fail naming file and field."""
+
+from __future__ import annotations
+
+import pytest
+
+from kit.config import load_experiment, load_price_sheet, load_profile
+from kit.errors import ConfigError
+from kit.paths import EXPERIMENTS_DIR
+
+
+@pytest.mark.parametrize("name", ["local", "scripted", "single", "tiered"])
+def test_shipped_profiles_load_with_a_price_for_every_tier(name):
+    profile, sheet = load_profile(name)
+    for spec in profile.tiers.values():
+        assert sheet.get(spec.price_key).output > 0
+
+
+def test_local_profile_is_labelled_illustrative():
+    profile, sheet = load_profile("local")
+    assert sheet.illustrative and "ILLUSTRATIVE" in sheet.description
+    assert {s.model for s in profile.tiers.values()} == {"embedded/smollm2-135m"}
+    # illustrative prices still differ per tier so the tier economics have something to show
+    assert len({sheet.get(s.price_key).input for s in profile.tiers.values()}) == 3
+
+
+def test_tiered_profile_uses_three_models():
+    profile, _ = load_profile("tiered")
+    assert len({s.model for s in profile.tiers.values()}) == 3
+
+
+def test_shipped_experiments_load():
+    names = [p.stem for p in EXPERIMENTS_DIR.glob("*.yaml")]
+    assert "default" in names
+    for name in names:
+        assert load_experiment(name).tasks
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_unknown_tier_is_named(tmp_path):
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "prices").mkdir()
+    write(tmp_path / "prices", "p.yaml", "name: p\nprices:\n  m: {input: 1, output: 1, cache_read: 1, cache_write: 1}\n")
+    path = write(
+        tmp_path / "profiles",
+        "x.yaml",
+        "name: x\nprice_sheet: p\ntiers:\n  cheap: {model: m}\n  medium: {model: m}\n  strong: {model: m}\n"
+        "  huge: {model: m}\n",
+    )
+    with pytest.raises(ConfigError) as info:
+        load_profile(path)
+    assert str(path) in str(info.value) and "tiers.huge" in str(info.value)
+
+
+def test_unknown_field_and_missing_price_are_named(tmp_path):
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "prices").mkdir()
+    write(tmp_path / "prices", "p.yaml", "name: p\nprices:\n  m: {input: 1, output: 1, cache_read: 1, cache_wrte: 1}\n")
+    with pytest.raises(ConfigError) as info:
+        load_price_sheet(tmp_path / "prices" / "p.yaml")
+    assert "prices.m.cache_wrte" in str(info.value)
+
+    write(tmp_path / "prices", "p.yaml", "name: p\nprices:\n  m: {input: 1, output: 1, cache_read: 1, cache_write: 1}\n")
+    path = write(
+        tmp_path / "profiles",
+        "x.yaml",
+        "name: x\nprice_sheet: p\ntiers:\n  cheap: {model: m}\n  medium: {model: other}\n  strong: {model: m}\n",
+    )
+    with pytest.raises(ConfigError) as info:
+        load_profile(path)
+    assert "tiers.medium.price" in str(info.value) and "'other'" in str(info.value)
+
+
+def test_unknown_profile_lists_the_valid_ones():
+    with pytest.raises(ConfigError) as info:
+        load_profile("nope")
+    assert "local" in str(info.value) and "tiered" in str(info.value)
+
+
+def test_malformed_experiment_yaml(tmp_path):
+    path = write(tmp_path, "e.yaml", "name: e\ntasks: [a\n")
+    with pytest.raises(ConfigError) as info:
+        load_experiment(path)
+    assert "not valid YAML" in str(info.value)
+    path = write(tmp_path, "e.yaml", "name: e\ntasks: [a]\nstrategies: [vibe]\nprofile: local\nrepeats: 0\n")
+    with pytest.raises(ConfigError) as info:
+        load_experiment(path)
+    assert "field `repeats`" in str(info.value)
