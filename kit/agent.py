@@ -98,6 +98,7 @@ class Agent:
         self.window_chars = int(gateway.context_window(config.tier) * 4 * 0.7)
         self.messages: list[dict[str, Any]] = []
         self._shortened: set[int] = set()
+        self._native_tools: list[dict[str, Any]] | None = None
         self._add({"role": "system", "content": self._system_prompt()})
 
     # -- the loop ------------------------------------------------------------------------------
@@ -147,11 +148,13 @@ class Agent:
     def _ask(self) -> Reply:
         tools = None
         schema = None
-        if self.mode == "native" and (self.allowed or not self.config.result_schema):
-            tools = [spec_to_openai(s) for s in self.toolbox.specs() if s.name in self.allowed]
-            tools.append(finish_tool(self.config.result_schema))
-        elif self.mode == "native" or not self.allowed:
-            schema = self.config.result_schema  # no tools at all: a structured answer
+        if not self.allowed:
+            schema = self.config.result_schema  # no tools at all: a (structured) answer
+        elif self.mode == "native":
+            if self._native_tools is None:
+                self._native_tools = [spec_to_openai(s) for s in self.toolbox.specs() if s.name in self.allowed]
+                self._native_tools.append(finish_tool(self.config.result_schema))
+            tools = self._native_tools
         self._fit_window()
         json_schema = (
             actions.json_action_schema(self.allowed) if self.mode == "json" and self.allowed else None

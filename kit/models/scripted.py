@@ -97,11 +97,14 @@ class Script:
         with self._lock:
             previous = self._previous.get(conversation, "")
             self._previous[conversation] = prompt_text
-        shared = 0
-        for a, b in zip(previous, prompt_text, strict=False):
-            if a != b:
-                break
-            shared += 1
+        lo, hi = 0, min(len(previous), len(prompt_text))
+        while lo < hi:  # longest shared prefix by bisection (slice compares run in C)
+            mid = (lo + hi + 1) // 2
+            if previous[:mid] == prompt_text[:mid]:
+                lo = mid
+            else:
+                hi = mid - 1
+        shared = lo
         return shared // 4
 
 
