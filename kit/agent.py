@@ -152,7 +152,9 @@ class Agent:
             schema = self.config.result_schema  # no tools at all: a (structured) answer
         elif self.mode == "native":
             if self._native_tools is None:
-                self._native_tools = [spec_to_openai(s) for s in self.toolbox.specs() if s.name in self.allowed]
+                self._native_tools = [
+                    spec_to_openai(s) for s in self.toolbox.specs() if s.name in self.allowed
+                ]
                 self._native_tools.append(finish_tool(self.config.result_schema))
             tools = self._native_tools
         self._fit_window()

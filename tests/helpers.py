@@ -15,13 +15,17 @@ from kit.usage import ModelPrice
 PRICE = ModelPrice(input=1.0, output=5.0, cache_read=0.1, cache_write=1.25)
 
 
-def scripted_profile(model: str, action_mode: str | None = None, name: str = "scripted-test") -> tuple[Profile, PriceSheet]:
+def scripted_profile(
+    model: str, action_mode: str | None = None, name: str = "scripted-test"
+) -> tuple[Profile, PriceSheet]:
     spec = ModelSpec(model=model, price="p", action_mode=action_mode)
     profile = Profile(name=name, price_sheet="test", tiers={t: spec for t in ("cheap", "medium", "strong")})
     return profile, PriceSheet(name="test", illustrative=True, prices={"p": PRICE})
 
 
-def write_profile(folder: Path, model: str, action_mode: str | None = None, name: str = "scripted-test") -> Path:
+def write_profile(
+    folder: Path, model: str, action_mode: str | None = None, name: str = "scripted-test"
+) -> Path:
     """Write a profile + its price sheet as YAML (profiles/<name>.yaml, prices/test.yaml)."""
     profile, sheet = scripted_profile(model, action_mode, name)
     (folder / "profiles").mkdir(parents=True, exist_ok=True)
@@ -32,7 +36,9 @@ def write_profile(folder: Path, model: str, action_mode: str | None = None, name
     return path
 
 
-def experiment(name: str, profile: Path | str, tasks: list[str], strategies: list[str], **kw: Any) -> Experiment:
+def experiment(
+    name: str, profile: Path | str, tasks: list[str], strategies: list[str], **kw: Any
+) -> Experiment:
     limits = kw.pop("limits", Limits(max_steps=12))
     return Experiment(
         name=name, tasks=tasks, strategies=strategies, profile=str(profile), limits=limits, **kw

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from helpers import scripted_profile
 from pydantic import BaseModel
 
-from helpers import scripted_profile
 from kit.actions import FINISH, FormatError, parse_text_action, render
 from kit.agent import SHORTENED, Agent, AgentConfig, Budget
 from kit.gateway import Gateway
@@ -98,7 +98,9 @@ def test_result_schema_is_validated_and_a_bad_result_is_corrected(tmp_path, ws, 
 
 
 def test_a_role_without_tools_answers_with_the_schema_as_response_format(tmp_path, ws):
-    agent, _ = make_agent(tmp_path, ws, [Report(changed=[], done=False)], "native", permissions=set(), result_schema=Report)
+    agent, _ = make_agent(
+        tmp_path, ws, [Report(changed=[], done=False)], "native", permissions=set(), result_schema=Report
+    )
     res = agent.run("Judge")
     assert res.result == Report(changed=[], done=False)
     request = scripted.get_script(agent.gateway.spec("cheap").model).requests[0]
@@ -123,7 +125,9 @@ def test_the_budget_stops_the_agent(tmp_path, ws):
 
 def test_old_tool_outputs_are_shortened_but_the_prefix_stays_identical(tmp_path, ws):
     (ws.root / "big.txt").write_text("x" * 6000)
-    agent, _ = make_agent(tmp_path, ws, lambda req: render("native", "read_file", {"path": "big.txt"}), "native")
+    agent, _ = make_agent(
+        tmp_path, ws, lambda req: render("native", "read_file", {"path": "big.txt"}), "native"
+    )
     agent.window_chars = 20_000
     agent.run("Read it many times", max_steps=8)
     prefix = agent.messages[:2]

@@ -45,7 +45,11 @@ def write(tmp_path, name, text):
 def test_unknown_tier_is_named(tmp_path):
     (tmp_path / "profiles").mkdir()
     (tmp_path / "prices").mkdir()
-    write(tmp_path / "prices", "p.yaml", "name: p\nprices:\n  m: {input: 1, output: 1, cache_read: 1, cache_write: 1}\n")
+    write(
+        tmp_path / "prices",
+        "p.yaml",
+        "name: p\nprices:\n  m: {input: 1, output: 1, cache_read: 1, cache_write: 1}\n",
+    )
     path = write(
         tmp_path / "profiles",
         "x.yaml",
@@ -60,12 +64,20 @@ def test_unknown_tier_is_named(tmp_path):
 def test_unknown_field_and_missing_price_are_named(tmp_path):
     (tmp_path / "profiles").mkdir()
     (tmp_path / "prices").mkdir()
-    write(tmp_path / "prices", "p.yaml", "name: p\nprices:\n  m: {input: 1, output: 1, cache_read: 1, cache_wrte: 1}\n")
+    write(
+        tmp_path / "prices",
+        "p.yaml",
+        "name: p\nprices:\n  m: {input: 1, output: 1, cache_read: 1, cache_wrte: 1}\n",
+    )
     with pytest.raises(ConfigError) as info:
         load_price_sheet(tmp_path / "prices" / "p.yaml")
     assert "prices.m.cache_wrte" in str(info.value)
 
-    write(tmp_path / "prices", "p.yaml", "name: p\nprices:\n  m: {input: 1, output: 1, cache_read: 1, cache_write: 1}\n")
+    write(
+        tmp_path / "prices",
+        "p.yaml",
+        "name: p\nprices:\n  m: {input: 1, output: 1, cache_read: 1, cache_write: 1}\n",
+    )
     path = write(
         tmp_path / "profiles",
         "x.yaml",

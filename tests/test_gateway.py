@@ -40,7 +40,9 @@ class Capture:
 
 
 def one_tier_profile(spec: ModelSpec, sheet_name: str = "test") -> Profile:
-    return Profile(name="test", price_sheet=sheet_name, tiers={t: spec for t in ("cheap", "medium", "strong")})
+    return Profile(
+        name="test", price_sheet=sheet_name, tiers={t: spec for t in ("cheap", "medium", "strong")}
+    )
 
 
 def gateway_for(model: str, client, sheet: PriceSheet, tmp_path: Path, **spec) -> tuple[Gateway, RunRecorder]:
@@ -73,7 +75,9 @@ def test_anthropic_payload_normalised_and_priced_like_litellm(tmp_path):
 
 def test_openai_payload_counts_cached_tokens_once(tmp_path):
     capture = Capture(payload("openai"))
-    client = openai.OpenAI(api_key="sk-test", http_client=httpx.Client(transport=httpx.MockTransport(capture)))
+    client = openai.OpenAI(
+        api_key="sk-test", http_client=httpx.Client(transport=httpx.MockTransport(capture))
+    )
     sheet = PriceSheet(
         name="openai",
         prices={"openai/gpt-4o-mini": ModelPrice(input=0.15, output=0.6, cache_read=0.075, cache_write=0.15)},
@@ -82,7 +86,13 @@ def test_openai_payload_counts_cached_tokens_once(tmp_path):
 
     u = gw.call(role="coder", tier="cheap", messages=MESSAGES).usage
 
-    assert (u.input_uncached, u.cache_read, u.cache_write, u.output, u.reasoning) == (2_000, 10_000, 0, 500, 128)
+    assert (u.input_uncached, u.cache_read, u.cache_write, u.output, u.reasoning) == (
+        2_000,
+        10_000,
+        0,
+        500,
+        128,
+    )
     assert u.cost_usd == pytest.approx((2_000 * 0.15 + 10_000 * 0.075 + 500 * 0.6) / 1e6)
     row = read_jsonl(rec.run_dir / "calls.jsonl")[0]
     assert row["litellm_cost_usd"] == pytest.approx(u.cost_usd, rel=0.01)
@@ -94,7 +104,9 @@ def test_deepseek_payload_uses_hit_and_miss_counts(tmp_path):
     client = HTTPHandler(client=httpx.Client(transport=httpx.MockTransport(capture)))
     sheet = PriceSheet(
         name="deepseek",
-        prices={"deepseek/deepseek-chat": ModelPrice(input=0.28, output=0.42, cache_read=0.028, cache_write=0.28)},
+        prices={
+            "deepseek/deepseek-chat": ModelPrice(input=0.28, output=0.42, cache_read=0.028, cache_write=0.28)
+        },
     )
     gw, rec = gateway_for("deepseek/deepseek-chat", client, sheet, tmp_path)
 
@@ -109,8 +121,12 @@ def test_deepseek_payload_uses_hit_and_miss_counts(tmp_path):
 def test_llamacpp_payload_recorded_from_the_embedded_server(tmp_path):
     capture = Capture(payload("llamacpp"))
     client = openai.OpenAI(api_key="none", http_client=httpx.Client(transport=httpx.MockTransport(capture)))
-    sheet = PriceSheet(name="l", prices={"p": ModelPrice(input=1, output=5, cache_read=0.1, cache_write=1.25)})
-    gw, _ = gateway_for("openai/smollm2", client, sheet, tmp_path, price="p", api_base="http://127.0.0.1:9/v1")
+    sheet = PriceSheet(
+        name="l", prices={"p": ModelPrice(input=1, output=5, cache_read=0.1, cache_write=1.25)}
+    )
+    gw, _ = gateway_for(
+        "openai/smollm2", client, sheet, tmp_path, price="p", api_base="http://127.0.0.1:9/v1"
+    )
 
     u = gw.call(role="coder", tier="cheap", messages=MESSAGES).usage
 
@@ -122,7 +138,9 @@ def test_disagreement_with_litellm_over_one_percent_is_flagged(tmp_path):
     client = HTTPHandler(client=httpx.Client(transport=httpx.MockTransport(capture)))
     wrong = PriceSheet(
         name="wrong",  # bills cache writes at the read price: the classic harness bug
-        prices={"anthropic/claude-sonnet-4-5": ModelPrice(input=3, output=15, cache_read=0.3, cache_write=0.3)},
+        prices={
+            "anthropic/claude-sonnet-4-5": ModelPrice(input=3, output=15, cache_read=0.3, cache_write=0.3)
+        },
     )
     gw, rec = gateway_for("anthropic/claude-sonnet-4-5", client, wrong, tmp_path)
     gw.call(role="coder", tier="cheap", messages=MESSAGES)
@@ -136,7 +154,9 @@ def test_cache_write_is_never_priced_at_the_read_rate():
     assert price(writes_only, sheet) == pytest.approx(3.75)
     assert price(reads_only, sheet) == pytest.approx(0.3)
     # and normalisation keeps the two buckets apart for every provider shape that has writes
-    u = normalise({"prompt_tokens": 2_000, "cache_read_input_tokens": 500, "cache_creation_input_tokens": 1_000})
+    u = normalise(
+        {"prompt_tokens": 2_000, "cache_read_input_tokens": 500, "cache_creation_input_tokens": 1_000}
+    )
     assert (u.input_uncached, u.cache_read, u.cache_write) == (500, 500, 1_000)
 
 
@@ -144,14 +164,18 @@ def test_usage_adds_and_sums():
     a = Usage(input_uncached=1, cache_read=2, cache_write=3, output=4, reasoning=1, cost_usd=0.5)
     b = Usage(input_uncached=10, cache_read=20, cache_write=30, output=40, reasoning=2, cost_usd=1.0)
     total = sum([a, b])
-    assert total == Usage(input_uncached=11, cache_read=22, cache_write=33, output=44, reasoning=3, cost_usd=1.5)
+    assert total == Usage(
+        input_uncached=11, cache_read=22, cache_write=33, output=44, reasoning=3, cost_usd=1.5
+    )
     assert total.input_total == 66
     assert total.cache_hit_ratio == pytest.approx(22 / 66)
 
 
 def scripted_gateway(source, tmp_path: Path, **kwargs) -> tuple[Gateway, RunRecorder]:
     model = scripted.register(source)
-    sheet = PriceSheet(name="s", prices={model: ModelPrice(input=1, output=2, cache_read=0.1, cache_write=1.25)})
+    sheet = PriceSheet(
+        name="s", prices={model: ModelPrice(input=1, output=2, cache_read=0.1, cache_write=1.25)}
+    )
     recorder = RunRecorder(tmp_path / "run", "r1")
     gw = Gateway(one_tier_profile(ModelSpec(model=model)), sheet, recorder, sleep=lambda s: None, **kwargs)
     return gw, recorder
@@ -195,8 +219,15 @@ def test_scripted_structured_output_tool_calls_and_settable_usage(tmp_path):
         [
             Verdict(verdict="clean", issues=[]),
             {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]},
-            {"content": "x", "usage": {"prompt_tokens": 100, "completion_tokens": 7, "cached_tokens": 60,
-                                       "cache_write_tokens": 30}},
+            {
+                "content": "x",
+                "usage": {
+                    "prompt_tokens": 100,
+                    "completion_tokens": 7,
+                    "cached_tokens": 60,
+                    "cache_write_tokens": 30,
+                },
+            },
         ],
         tmp_path,
     )

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from pydantic import BaseModel
 
 from kit.config import load_profile
 from kit.gateway import Gateway
 from kit.models.check import PREFIX
 from kit.records import RunRecorder, read_jsonl
-
-import pytest
 
 pytestmark = pytest.mark.live
 
@@ -45,7 +44,9 @@ def test_a_json_schema_call_returns_an_object_that_validates(tmp_path):
     reply = gw.call(
         role="check",
         tier="medium",
-        messages=[{"role": "user", "content": "Describe a Python hello-world: language and number of lines."}],
+        messages=[
+            {"role": "user", "content": "Describe a Python hello-world: language and number of lines."}
+        ],
         schema=Answer,
         max_tokens=48,
     )

@@ -7,12 +7,11 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import yaml
-
 from helpers import experiment, rows, run_json, write_profile
+
 from kit.config import Limits
 from kit.errors import ConfigError
 from kit.paths import REPO_ROOT
@@ -52,7 +51,9 @@ def test_oracle_applies_the_reference_solution_and_scores_zero_defects(tmp_path,
 def test_saying_done_scores_every_requirement_as_a_defect(tmp_path, mode):
     profile = write_profile(tmp_path, "scripted/done", mode)
     out = run_experiment(
-        experiment("done", profile, ["micro-slugify"], ["vibe"]), results_dir=tmp_path / "results", progress=False
+        experiment("done", profile, ["micro-slugify"], ["vibe"]),
+        results_dir=tmp_path / "results",
+        progress=False,
     )
     (run_dir,) = (out / "runs").iterdir()
     run = run_json(run_dir)
@@ -67,7 +68,9 @@ def test_saying_done_scores_every_requirement_as_a_defect(tmp_path, mode):
 def test_step_cap_gives_outcome_capped(tmp_path):
     from kit.models import scripted
 
-    model = scripted.register(lambda req: {"tool_calls": [{"name": "list_files", "arguments": {}}]}, name="looper")
+    model = scripted.register(
+        lambda req: {"tool_calls": [{"name": "list_files", "arguments": {}}]}, name="looper"
+    )
     profile = write_profile(tmp_path, model, "native")
     out = run_experiment(
         experiment("cap", profile, ["micro-slugify"], ["vibe"], limits=Limits(max_steps=5)),
@@ -103,7 +106,9 @@ def test_an_exception_inside_a_run_is_recorded_and_the_experiment_goes_on(tmp_pa
 def test_unknown_names_fail_up_front_with_the_valid_ones(tmp_path):
     profile = write_profile(tmp_path, "scripted/oracle")
     with pytest.raises(ConfigError) as info:
-        run_experiment(experiment("x", profile, ["micro-slugify"], ["vibes"]), results_dir=tmp_path, progress=False)
+        run_experiment(
+            experiment("x", profile, ["micro-slugify"], ["vibes"]), results_dir=tmp_path, progress=False
+        )
     assert "vibe" in str(info.value)
     with pytest.raises(ConfigError) as info:
         run_experiment(experiment("x", profile, ["nope"], ["vibe"]), results_dir=tmp_path, progress=False)
@@ -125,7 +130,11 @@ def test_sigkill_in_the_middle_then_rerun_finishes_every_run_exactly_once(tmp_pa
     exp_path = tmp_path / "kill.yaml"
     exp = experiment("kill", profile, ["micro-slugify"], ["vibe"], repeats=4)
     exp_path.write_text(yaml.safe_dump(exp.model_dump(mode="json")))
-    env = {**os.environ, "ORCHBENCH_SCRIPTED_LATENCY_S": "0.4", "ORCHBENCH_RESULTS_DIR": str(tmp_path / "results")}
+    env = {
+        **os.environ,
+        "ORCHBENCH_SCRIPTED_LATENCY_S": "0.4",
+        "ORCHBENCH_RESULTS_DIR": str(tmp_path / "results"),
+    }
     cmd = [sys.executable, "-m", "kit", "run", str(exp_path), "--quiet", "--no-report"]
     runs = tmp_path / "results" / "kill" / "runs"
 
@@ -145,7 +154,9 @@ def test_sigkill_in_the_middle_then_rerun_finishes_every_run_exactly_once(tmp_pa
     assert torn, "the kill should have left a torn run behind"
     mtimes = {name: (runs / name / "run.json").stat().st_mtime_ns for name in finished_before}
 
-    subprocess.run(cmd, cwd=REPO_ROOT, env={**env, "ORCHBENCH_SCRIPTED_LATENCY_S": "0"}, check=True, timeout=300)
+    subprocess.run(
+        cmd, cwd=REPO_ROOT, env={**env, "ORCHBENCH_SCRIPTED_LATENCY_S": "0"}, check=True, timeout=300
+    )
 
     dirs = sorted(runs.iterdir())
     assert [d.name for d in dirs] == [f"micro-slugify__vibe__scripted-test__r{i}" for i in range(1, 5)]

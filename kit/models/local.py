@@ -73,7 +73,9 @@ def _start(n_ctx: int) -> LocalServer:
     params.cache_prompt = True
     params.warmup = False
     params.verbosity = -1
-    params.cpuparams.n_threads = int(os.environ.get("ORCHBENCH_LLAMA_THREADS") or max(1, min(4, os.cpu_count() or 2)))
+    params.cpuparams.n_threads = int(
+        os.environ.get("ORCHBENCH_LLAMA_THREADS") or max(1, min(4, os.cpu_count() or 2))
+    )
     params.cpuparams_batch.n_threads = params.cpuparams.n_threads
     server = xllamacpp.Server(params)
     address = server.listening_address

@@ -38,7 +38,10 @@ def main() -> None:
         tiers = {t: s.model_copy(update={"action_mode": mode}) for t, s in profile.tiers.items()}
         prof = profile.model_copy(update={"name": f"local-{mode}", "tiers": tiers})
         exp = Experiment(
-            name=f"modes-{mode}", tasks=[task.id], strategies=["vibe"], profile=prof.name,
+            name=f"modes-{mode}",
+            tasks=[task.id],
+            strategies=["vibe"],
+            profile=prof.name,
             limits=Limits(max_steps=args.steps),
         )
         for r in range(1, args.repeats + 1):
@@ -48,16 +51,25 @@ def main() -> None:
             calls = read_jsonl(run_dir / "calls.jsonl")
             tools = [e for e in events if e["kind"] == "tool"]
             score = rec.score
-            rows.append({
-                "mode": mode, "repeat": r, "outcome": rec.outcome, "calls": len(calls),
-                "format_errors": sum(e["kind"] == "format_error" for e in events),
-                "tool_calls": len(tools), "writes": sum(e["name"] == "write_file" and e["ok"] for e in tools),
-                "passed": (score.requirements_total - score.requirements_failed) if score else 0,
-                "requirements": score.requirements_total if score else 0, "wall_s": rec.wall_s,
-                "error": rec.error,
-            })
+            rows.append(
+                {
+                    "mode": mode,
+                    "repeat": r,
+                    "outcome": rec.outcome,
+                    "calls": len(calls),
+                    "format_errors": sum(e["kind"] == "format_error" for e in events),
+                    "tool_calls": len(tools),
+                    "writes": sum(e["name"] == "write_file" and e["ok"] for e in tools),
+                    "passed": (score.requirements_total - score.requirements_failed) if score else 0,
+                    "requirements": score.requirements_total if score else 0,
+                    "wall_s": rec.wall_s,
+                    "error": rec.error,
+                }
+            )
             print(json.dumps(rows[-1]), flush=True)
-    print(f"\n{'mode':<7} {'runs':>4} {'valid%':>7} {'fmt err':>7} {'tools':>5} {'writes':>6} {'passed':>9} {'wall s':>7}")
+    print(
+        f"\n{'mode':<7} {'runs':>4} {'valid%':>7} {'fmt err':>7} {'tools':>5} {'writes':>6} {'passed':>9} {'wall s':>7}"
+    )
     for mode in args.modes.split(","):
         rs = [r for r in rows if r["mode"] == mode]
         calls = sum(r["calls"] for r in rs) or 1

@@ -35,12 +35,19 @@ def measure(mode: str, steps: int, folder: Path) -> dict[str, float]:
     model = scripted.register(lambda req: reply)
     spec = ModelSpec(model=model, price="p", action_mode=mode)
     profile = Profile(name="bench", price_sheet="s", tiers={t: spec for t in ("cheap", "medium", "strong")})
-    sheet = PriceSheet(name="s", prices={"p": ModelPrice(input=1, output=5, cache_read=0.1, cache_write=1.25)})
+    sheet = PriceSheet(
+        name="s", prices={"p": ModelPrice(input=1, output=5, cache_read=0.1, cache_write=1.25)}
+    )
     ws = create_workspace(load_task("micro-slugify"), folder / mode / "repo")
     recorder = RunRecorder(folder / mode / "run", f"bench-{mode}")
     gateway = Gateway(profile, sheet, recorder)
     toolbox = Toolbox(ws.root, {"read", "write", "exec"}, recorder=recorder, role="coder")
-    agent = Agent(AgentConfig(role="coder", tier="cheap", system_prompt="Bench.", max_steps=steps), gateway, toolbox, recorder)
+    agent = Agent(
+        AgentConfig(role="coder", tier="cheap", system_prompt="Bench.", max_steps=steps),
+        gateway,
+        toolbox,
+        recorder,
+    )
     t0 = time.perf_counter()
     result = agent.run("Explore.")
     wall = time.perf_counter() - t0
@@ -64,7 +71,9 @@ def main() -> None:
     print(f"{'mode':<7} {'wall':>8} {'tools':>8} {'litellm':>8} {'kit':>8}")
     for mode in ("native", "json", "text"):
         m = measure(mode, args.steps, folder)
-        print(f"{mode:<7} {m['wall_ms']:>8.2f} {m['tool_ms']:>8.2f} {m['litellm_ms']:>8.2f} {m['kit_ms']:>8.2f}")
+        print(
+            f"{mode:<7} {m['wall_ms']:>8.2f} {m['tool_ms']:>8.2f} {m['litellm_ms']:>8.2f} {m['kit_ms']:>8.2f}"
+        )
     print("target: kit < 2 ms per step (excluding tool execution; litellm's own call is shown apart)")
 
 
