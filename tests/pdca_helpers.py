@@ -1,0 +1,193 @@
+"""A scripted PDCA cast for tests: one callable policy that plays every role (dispatching on the
+call's role), driven by lists of plans, verdicts, executor reports and expert decisions, in any
+action mode. It records each role's briefs so tests can check what a role was told."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kit.actions import FINISH, render
+from kit.config import TIERS, Limits, ModelSpec, PriceSheet, Profile
+from kit.context import RunContext
+from kit.gateway import Gateway
+from kit.models import scripted
+from kit.models.policies import solution_files
+from kit.prompts import PromptBook
+from kit.records import CALLS, EVENTS, RunRecorder, read_jsonl
+from kit.strategies import pdca
+from kit.strategies.pdca_model import LOG_LINE
+from kit.tasks import load_task
+from kit.usage import ModelPrice
+from kit.workspace import create_workspace
+
+TEST_CMD = "python -m pytest -q"
+CRITERIA = [
+    {"id": "C1", "text": "slugify follows the specification", "how_verified": TEST_CMD},
+    {"id": "C2", "text": "word_count is unchanged", "how_verified": TEST_CMD},
+]
+
+
+def plan(units: list[dict] | None = None, **changes: Any) -> dict[str, Any]:
+    """A complete plan (one unit covering both criteria unless ``units`` is given)."""
+    data = {
+        "expected_result": "slugify implemented in textkit.py",
+        "constraints": ["do not change word_count"],
+        "assumptions": ["ASCII only"],
+        "acceptance_criteria": copy.deepcopy(CRITERIA),
+        "units": units
+        if units is not None
+        else [{"id": "U1", "expected_result": "slugify written", "criteria": ["C1", "C2"]}],
+        "means_and_access": "textkit.py; python -m pytest -q",
+        "risks": ["regex edge cases"],
+        "stop_conditions": ["tests cannot run"],
+    }
+    data.update(changes)
+    return data
+
+
+def verdict(met: tuple[str, ...] = ("C1", "C2"), defects: tuple[str, ...] = (), route: str = "DO") -> dict:
+    """An auditor verdict: ``met`` criteria with evidence, the others unmet, one defect per key."""
+    return {
+        "criteria": [
+            {
+                "id": c["id"],
+                "status": "met" if c["id"] in met else "unmet",
+                "evidence": f"{TEST_CMD} -> 4 passed",
+            }
+            for c in CRITERIA
+        ],
+        "defects": [
+            {"key": k, "severity": "major", "route": route, "description": f"problem {k}"} for k in defects
+        ],
+    }
+
+
+PASS = verdict()
+
+
+@dataclass
+class Cast:
+    plans: list[Any] = field(default_factory=lambda: [plan()])
+    verdicts: list[Any] = field(default_factory=lambda: [PASS])
+    decisions: list[dict] = field(default_factory=lambda: [{"decision": "stop", "reasons": ["no way"]}])
+    reports: list[dict | None] = field(default_factory=list)  # executor report overrides, per session
+    first_action: dict[str, tuple[str, dict]] = field(default_factory=dict)  # role -> tool call first
+    briefs: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+    def __call__(self, req: scripted.Request) -> Any:
+        role, mode = req.context["role"], req.context.get("action_mode") or "native"
+        step = sum(1 for m in req.messages if m["role"] == "assistant")
+        if step == 0:
+            self.briefs[role].append(req.last_user)
+        if role in self.first_action and step == 0:
+            tool, args = self.first_action[role]
+            return render(mode, tool, args, f"{role} tries {tool}")
+        step -= role in self.first_action
+        return getattr(self, role)(req, mode, step)
+
+    @staticmethod
+    def _next(items: list[Any]) -> Any:
+        return items.pop(0) if len(items) > 1 else items[0]
+
+    def orchestrator(self, req, mode, step):
+        return f"Brief {len(self.briefs['orchestrator'])}: act on the reference below."
+
+    def scout(self, req, mode, step):
+        if step == 0:
+            return render(mode, "read_file", {"path": "textkit.py"}, "Look.")
+        facts = {"facts": [{"pointer": "textkit.py:9", "fact": "slugify raises NotImplementedError"}]}
+        return render(mode, FINISH, facts, "Facts.")
+
+    def analyst(self, req, mode, step):
+        item = self._next(self.plans)
+        return {"content": item if isinstance(item, str) else json.dumps(item)}
+
+    def auditor(self, req, mode, step):
+        return {"content": json.dumps(self._next(self.verdicts))}
+
+    def expert(self, req, mode, step):
+        return render(mode, FINISH, {"confidence": 0.8, **self._next(self.decisions)}, "Decide.")
+
+    def executor(self, req, mode, step):
+        files = solution_files(req.context["task_path"])
+        if step < len(files):
+            path, content = files[step]
+            return render(mode, "write_file", {"path": path, "content": content}, f"Write {path}.")
+        if step == len(files):
+            return render(mode, "run", {"command": TEST_CMD}, "Test.")
+        session = len(self.briefs["executor"]) - 1
+        override = self.reports[session] if session < len(self.reports) else None
+        report = {
+            "unit": "",
+            "changed": [p for p, _ in files],
+            "done": True,
+            "evidence": [{"command": TEST_CMD, "exit_code": 0, "numbers": "4 passed"}],
+            **(override or {}),
+        }
+        return render(mode, FINISH, report, "Report.")
+
+
+def scripted_profile(policy: Any, mode: str = "native") -> tuple[Profile, PriceSheet]:
+    model = scripted.register(policy)
+    sheet = PriceSheet(
+        name="t", prices={"p": ModelPrice(input=1, output=2, cache_read=0.1, cache_write=1.25)}
+    )
+    tiers = {t: ModelSpec(model=model, price="p", action_mode=mode) for t in TIERS}
+    return Profile(name="t", price_sheet="t", tiers=tiers), sheet
+
+
+@dataclass
+class Outcome:
+    result: Any
+    ctx: RunContext
+    cast: Cast
+
+    @property
+    def root(self) -> Path:
+        return self.ctx.workspace.root
+
+    @property
+    def status_text(self) -> str:
+        return (self.root / ".pdca" / "status" / "micro-slugify-1.md").read_text()
+
+    @property
+    def log(self) -> list[tuple[str, ...]]:
+        """Progress-log rows: (time, phase, r, n, max, event, evidence)."""
+        return [m.groups() for line in self.status_text.splitlines() if (m := LOG_LINE.match(line))]
+
+    def events(self, kind: str | None = None) -> list[dict]:
+        rows = read_jsonl(self.ctx.recorder.run_dir / EVENTS)
+        return [e for e in rows if kind is None or e["kind"] == kind]
+
+    @property
+    def calls(self) -> list[dict]:
+        return read_jsonl(self.ctx.recorder.run_dir / CALLS)
+
+    def sessions(self, role: str) -> int:
+        return len(self.cast.briefs[role])
+
+
+def run_cast(tmp_path: Path, cast: Cast, mode: str = "native", **options: Any) -> Outcome:
+    task = load_task("micro-slugify")
+    ws = create_workspace(task, tmp_path / "repo")
+    recorder = RunRecorder(tmp_path / "run", "r1")
+    profile, sheet = scripted_profile(cast, mode)
+    context = {"task_path": str(task.path), "test_command": task.test_command, "workspace": str(ws.root)}
+    ctx = RunContext(
+        task=task,
+        workspace=ws,
+        gateway=Gateway(profile, sheet, recorder, context=context),
+        recorder=recorder,
+        profile=profile,
+        prompts=PromptBook("pdca"),
+        limits=Limits(max_steps=10),
+        options=options,
+    )
+    result = pdca.run(ctx)
+    recorder.close()
+    return Outcome(result, ctx, cast)
