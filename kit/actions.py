@@ -85,6 +85,8 @@ def parse_json_action(content: str | None, allowed: list[str]) -> Action:
 # --------------------------------------------------------------------------- text actions
 
 _BLOCK = re.compile(r"```([^\n`]*)\n(.*?)```", re.DOTALL)
+_OPEN_BLOCK = re.compile(r"```([^\n`]*)\n(.*)\Z", re.DOTALL)  # cut off by the output-token cap
+_PYTHON = {"python", "py", "python3"}
 _SHELL = {"bash", "sh", "shell", "console", "zsh"}
 _DONE = re.compile(r"^\s*(DONE|FINISHED|TASK COMPLETE)\b", re.MULTILINE | re.IGNORECASE)
 
@@ -95,7 +97,7 @@ def _looks_like_path(token: str) -> bool:
 
 def parse_text_action(content: str | None, allowed: list[str]) -> Action:
     text = content or ""
-    blocks = _BLOCK.findall(text)
+    blocks = _BLOCK.findall(text) or _OPEN_BLOCK.findall(text)
     if not blocks:
         if _DONE.search(text):
             return Action(FINISH, {"summary": text.strip()})
@@ -123,6 +125,8 @@ def parse_text_action(content: str | None, allowed: list[str]) -> Action:
     )
     if paths:
         return Action("write_file", {"path": paths[0].removeprefix("path="), "content": body})
+    if lang in _PYTHON:  # no path: replace the definitions it holds wherever they are defined
+        return Action("replace_definitions", {"code": body})
     if lang == "json":
         try:
             data = json.loads(body)
@@ -174,7 +178,12 @@ def text_mode_help(allowed: list[str]) -> str:
         lines.append(
             "- write a whole file (path after the language):\n```python src/example.py\ndef f():\n    return 1\n```"
         )
-    others = [t for t in allowed if t not in ("run", "write_file")]
+    if "replace_definitions" in allowed:
+        lines.append(
+            "- replace a function or class where it is defined (no path needed):\n"
+            "```python\ndef existing_function(x):\n    return x\n```"
+        )
+    others = [t for t in allowed if t not in ("run", "write_file", "replace_definitions")]
     if others:
         lines.append(
             '- call another tool with JSON arguments:\n```tool read_file\n{"path": "README.md"}\n```'

@@ -15,6 +15,7 @@ Results are plain text for the model; ``ok=False`` results say what to do instea
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import fnmatch
 import os
@@ -39,6 +40,7 @@ TOOL_PERMISSION = {
     "write_file": "write",
     "edit_file": "write",
     "delete_file": "write",
+    "replace_definitions": "write",
     "run": "exec",
 }
 
@@ -207,6 +209,32 @@ class _BadArgs(Exception):
     pass
 
 
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _first_line(node: ast.stmt) -> int:
+    """A definition's first line, decorators included."""
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+
+
+def _import_slot(lines: list[str]) -> int:
+    """Where new imports go: after the module docstring and the existing top-level imports."""
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return 0
+    slot = 0
+    for i, node in enumerate(tree.body):
+        is_doc = (
+            i == 0 and isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant)
+        )
+        if is_doc or isinstance(node, ast.Import | ast.ImportFrom):
+            slot = node.end_lineno or node.lineno
+        else:
+            break
+    return slot
+
+
 def _obj(props: dict[str, dict], required: list[str]) -> dict:
     return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
 
@@ -268,6 +296,18 @@ _TOOLS: dict[str, tuple[str, dict]] = {
             ["path", "old", "new"],
         ),
     ),
+    "replace_definitions": (
+        "Replace top-level Python functions or classes by name: `code` holds complete `def`/`class` "
+        "definitions; each replaces the definition of the same name in the one .py file that defines it "
+        "(or in `path`). Imports at the top of `code` are added to that file when missing.",
+        _obj(
+            {
+                "code": {**_STR, "description": "Python code with complete top-level definitions."},
+                "path": {"type": ["string", "null"], "description": "Only look in this .py file."},
+            },
+            ["code"],
+        ),
+    ),
     "delete_file": (
         "Delete a file.",
         _obj({"path": {**_STR, "description": "File path relative to the repository root."}}, ["path"]),
@@ -297,7 +337,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 def _summary(name: str, args: dict) -> str:
     parts = []
     for key, value in args.items():
-        if key in ("content", "old", "new") and isinstance(value, str):
+        if key in ("content", "old", "new", "code") and isinstance(value, str):
             parts.append(f"{key}=<{len(value)} chars>")
         else:
             parts.append(f"{key}={value!r}")
@@ -587,6 +627,72 @@ class Toolbox:
             )
         target.write_text(text.replace(old, new, 1), encoding="utf-8")
         return ToolResult(True, f"edited {path}: replaced 1 occurrence")
+
+    def _replace_definitions(self, code: str, path: str | None = None) -> ToolResult:
+        try:
+            new = ast.parse(code)
+        except SyntaxError as e:
+            return ToolResult(
+                False, f"the code does not parse: {e.msg} (line {e.lineno}); send complete definitions"
+            )
+        defs = [n for n in new.body if isinstance(n, _DEFS)]
+        if not defs:
+            return ToolResult(
+                False, "no top-level def or class in the code; to write a whole file, give its path"
+            )
+        files = (
+            [self._resolve(path, write=True)]
+            if path
+            else [
+                p
+                for p in self._walk(self.root)
+                if p.suffix == ".py" and not p.is_symlink() and p.resolve().is_relative_to(self.root)
+            ]
+        )
+        where: dict[str, list[tuple[Path, ast.stmt]]] = {}
+        for file in files:
+            try:
+                tree = ast.parse(file.read_text(encoding="utf-8", errors="replace"))
+            except (SyntaxError, OSError, ValueError):
+                continue
+            for node in tree.body:
+                if isinstance(node, _DEFS):
+                    where.setdefault(node.name, []).append((file, node))
+        code_lines = code.splitlines()
+        edits: dict[Path, list[tuple[int, int, list[str]]]] = {}
+        for node in defs:
+            found = where.get(node.name, [])
+            if len(found) != 1:
+                places = ", ".join(sorted({self._rel(f) for f, _ in found})) or "no file"
+                return ToolResult(
+                    False,
+                    f"`{node.name}` is defined in {places}; replace_definitions needs exactly one. "
+                    "Give `path`, or write the whole file.",
+                )
+            file, old = found[0]
+            edits.setdefault(file, []).append(
+                (
+                    _first_line(old),
+                    old.end_lineno or old.lineno,
+                    code_lines[_first_line(node) - 1 : node.end_lineno],
+                )
+            )
+        imports = [
+            ast.get_source_segment(code, n) or ""
+            for n in new.body
+            if isinstance(n, ast.Import | ast.ImportFrom)
+        ]
+        for file, changes in edits.items():
+            lines = file.read_text(encoding="utf-8").splitlines()
+            for start, end, replacement in sorted(changes, reverse=True):
+                lines[start - 1 : end] = replacement
+            missing = [imp for imp in imports if imp and imp not in lines]
+            if missing:
+                at = _import_slot(lines)
+                lines[at:at] = missing
+            file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        names = ", ".join(n.name for n in defs)
+        return ToolResult(True, f"replaced {names} in {', '.join(self._rel(f) for f in edits)}")
 
     def _delete_file(self, path: str) -> ToolResult:
         unresolved = self.root / path

@@ -144,5 +144,30 @@ def test_text_action_parsing():
     a = parse_text_action("Here:\n```python textkit.py\ndef f():\n    pass\n```", ["write_file"])
     assert a.tool == "write_file" and a.args["path"] == "textkit.py" and "def f" in a.args["content"]
     assert parse_text_action("All good.\nDONE", []).tool == FINISH
+    # a python block without a path replaces the definitions it holds (small models write these)
+    a = parse_text_action("```python\ndef slugify(t):\n    return t\n```", ["replace_definitions"])
+    assert a.tool == "replace_definitions" and a.args["code"].startswith("def slugify")
+    # a block cut off by the output-token cap still parses
+    assert parse_text_action("```bash\nls", ["run"]).args == {"command": "ls"}
     with pytest.raises(FormatError):
-        parse_text_action("```python\nprint(1)\n```", ["write_file"])  # no path: not an action
+        parse_text_action("```ruby\nputs 1\n```", ["write_file"])
+
+
+def test_replace_definitions_edits_the_file_that_defines_the_name(tmp_path, ws):
+    toolbox = Toolbox(ws.root, {"read", "write"}, role="coder")
+    code = "import re\n\n\ndef slugify(text):\n    return re.sub('[^a-z0-9]+', '-', text.lower()).strip('-')\n"
+    res = toolbox.execute("replace_definitions", {"code": code})
+    assert res.ok, res.output
+    source = (ws.root / "textkit.py").read_text()
+    assert "import re" in source and "NotImplementedError" not in source
+    assert "def word_count" in source  # the other definition is untouched
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("textkit_under_test", ws.root / "textkit.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.slugify("Hello World") == "hello-world" and module.word_count("a b") == 2
+    missing = toolbox.execute("replace_definitions", {"code": "def nowhere():\n    pass\n"})
+    assert not missing.ok and "no file" in missing.output
+    broken = toolbox.execute("replace_definitions", {"code": "def f(:\n"})
+    assert not broken.ok and "does not parse" in broken.output
