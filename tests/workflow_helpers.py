@@ -1,0 +1,170 @@
+"""Shared helpers for the workflow tests: an in-memory scripted profile, a RunContext on a fresh clone
+of micro-slugify, and a scripted policy that plays every workflow role.
+
+The policy is stateless per conversation (the step is read from the conversation) and reads the
+review round and seat from the analyzer/refuter prompt ("Review round 3, reviewer 2 of 3"), so it is
+safe under the runtime's thread pool; it counts the requests it answers per role (thread-safe).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kit.actions import FINISH, render
+from kit.agent import Budget
+from kit.config import Limits, ModelSpec, PriceSheet, Profile
+from kit.context import RunContext
+from kit.gateway import Gateway
+from kit.models import scripted
+from kit.models.policies import solution_files
+from kit.prompts import PromptBook
+from kit.records import RunRecorder
+from kit.tasks import Task, load_task
+from kit.usage import ModelPrice
+from kit.workspace import create_workspace
+
+ROUND = re.compile(r"Review round (\d+), (?:reviewer|refuter) (\d+) of (\d+)")
+FINDING_ID = re.compile(r"^\[(\d+)\]", re.MULTILINE)
+SHEET = PriceSheet(name="wf", prices={"p": ModelPrice(input=1, output=2, cache_read=0.1, cache_write=1.25)})
+
+
+class Interrupt(BaseException):
+    """Stands for the process being killed: not an Exception, so nothing swallows it."""
+
+
+def profile(model: str, action_mode: str | None = None) -> Profile:
+    return Profile(
+        name="wf-scripted",
+        price_sheet=SHEET.name,
+        tiers={
+            t: ModelSpec(model=model, price="p", action_mode=action_mode)
+            for t in ("cheap", "medium", "strong")
+        },
+    )
+
+
+def make_ctx(
+    tmp_path: Path,
+    model: str,
+    *,
+    options: dict[str, Any] | None = None,
+    task: Task | None = None,
+    journal_dir: Path | None = None,
+    run_id: str = "r1",
+    action_mode: str | None = None,
+    name: str = "run",
+) -> RunContext:
+    """A RunContext on a fresh clone (``tmp_path/<name>``); the gateway never sleeps between retries."""
+    task = task or load_task("micro-slugify")
+    workspace = create_workspace(task, tmp_path / name / "repo")
+    recorder = RunRecorder(tmp_path / name / "records", run_id)
+    prof = profile(model, action_mode)
+    gateway = Gateway(
+        prof,
+        SHEET,
+        recorder,
+        context={"task_path": str(task.path), "test_command": task.test_command, "run_id": run_id},
+        max_retries=0,
+        sleep=lambda s: None,
+    )
+    return RunContext(
+        task=task,
+        workspace=workspace,
+        gateway=gateway,
+        recorder=recorder,
+        profile=prof,
+        prompts=PromptBook("workflow"),
+        limits=Limits(max_steps=8),
+        options=dict(options or {}),
+        budget=Budget(recorder),
+        journal_dir=journal_dir,
+    )
+
+
+def _mode(request: scripted.Request) -> str:
+    return request.context.get("action_mode") or "native"
+
+
+def _steps(request: scripted.Request) -> int:
+    return sum(m.get("role") == "assistant" for m in request.messages)
+
+
+def _first_user(request: scripted.Request) -> str:
+    return next((str(m.get("content") or "") for m in request.messages if m.get("role") == "user"), "")
+
+
+@dataclass
+class WorkflowPolicy:
+    """Plays implementer, analyzer, refuter and editor.
+
+    verdicts: the analyzers' verdict per review round ("clean" / "issues"); the last one repeats.
+    failing:  analyzer seat -> "garbage" (answers that are no action) or "raise" (provider error).
+    confirm:  whether refuters confirm the findings.
+    interrupt_round: raise :class:`Interrupt` when an analyzer of that round is asked.
+    """
+
+    verdicts: list[str]
+    failing: dict[int, str] = field(default_factory=dict)
+    confirm: bool = True
+    interrupt_round: int | None = None
+    counts: Counter = field(default_factory=Counter)
+    rounds: Counter = field(default_factory=Counter)  # (role, round) -> requests
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, request: scripted.Request) -> Any:
+        role = request.context.get("role", "")
+        match = ROUND.search(_first_user(request))
+        rnd = int(match.group(1)) if match else 0
+        with self._lock:
+            self.counts[role] += 1
+            self.rounds[(role, rnd)] += 1
+        handler: Callable[[scripted.Request, int], Any] = getattr(self, f"_{role}")
+        return handler(request, rnd)
+
+    def _implementer(self, request: scripted.Request, rnd: int) -> Any:
+        files = solution_files(request.context.get("task_path"))
+        step = _steps(request)
+        if step < len(files):
+            path, content = files[step]
+            return render(_mode(request), "write_file", {"path": path, "content": content}, f"Write {path}.")
+        return render(_mode(request), FINISH, {"summary": "Implemented."}, "Done.")
+
+    def _analyzer(self, request: scripted.Request, rnd: int) -> Any:
+        if self.interrupt_round is not None and rnd >= self.interrupt_round:
+            raise Interrupt(f"killed in round {rnd}")
+        seat = int(ROUND.search(_first_user(request)).group(2))
+        failure = self.failing.get(seat)
+        if failure == "raise":
+            raise ValueError(f"analyzer {seat} is down")
+        if failure == "garbage":
+            return {"content": "I am not sure what to say."}
+        verdict = self.verdicts[min(rnd, len(self.verdicts)) - 1]
+        issues = []
+        if verdict == "issues":
+            issues = [
+                {
+                    "file": "./textkit.py",
+                    "problem": f"Round {rnd} bug: slugify mishandles input",
+                    "suggested_fix": f"fix round {rnd}",
+                    "severity": "MAJOR" if seat % 2 else "major",
+                }
+            ]
+        return render(_mode(request), FINISH, {"verdict": verdict, "issues": issues}, "Reviewed.")
+
+    def _refuter(self, request: scripted.Request, rnd: int) -> Any:
+        ids = [int(i) for i in FINDING_ID.findall(_first_user(request))]
+        verdicts = [{"id": i, "confirmed": self.confirm, "reason": "checked"} for i in ids]
+        return render(_mode(request), FINISH, {"verdicts": verdicts}, "Checked.")
+
+    def _editor(self, request: scripted.Request, rnd: int) -> Any:
+        found = re.search(r"Round (\d+) bug", _first_user(request))
+        name = f"edits/round-{found.group(1) if found else 0}.txt"
+        if _steps(request) == 0:
+            return render(_mode(request), "write_file", {"path": name, "content": "fixed\n"}, "Fix.")
+        return render(_mode(request), FINISH, {"summary": "Fixed."}, "Done.")
