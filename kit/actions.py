@@ -169,8 +169,9 @@ def render(mode: Mode, tool: str, args: dict[str, Any] | None = None, thought: s
     return {"content": f"{thought}\n```tool {tool}\n{json.dumps(args)}\n```"}
 
 
-def text_mode_help(allowed: list[str]) -> str:
-    """The part of the system prompt that teaches the text action format."""
+def text_mode_help(allowed: list[str], result_fields: list[str] | None = None) -> str:
+    """The part of the system prompt that teaches the text action format. With ``result_fields``
+    the agent finishes by giving its result as a ```json block instead of saying DONE."""
     lines = ["Reply with a short thought and then exactly ONE fenced block, which is your action:"]
     if "run" in allowed:
         lines.append("- run a shell command:\n```bash\npython -m pytest -q\n```")
@@ -189,13 +190,18 @@ def text_mode_help(allowed: list[str]) -> str:
             '- call another tool with JSON arguments:\n```tool read_file\n{"path": "README.md"}\n```'
             f"\n  tools: {', '.join(others)}"
         )
-    lines.append("When the task is complete, reply with the word DONE and no block.")
+    if result_fields:
+        example = ", ".join(f'"{f}": ...' for f in result_fields)
+        lines.append(f"When you are finished, reply with your result as one ```json block: {{{example}}}")
+    else:
+        lines.append("When the task is complete, reply with the word DONE and no block.")
     return "\n".join(lines)
 
 
-def json_mode_help(allowed: list[str]) -> str:
+def json_mode_help(allowed: list[str], result_fields: list[str] | None = None) -> str:
+    finish_args = ", ".join(f'"{f}": ...' for f in result_fields) if result_fields else '"summary": "..."'
     return (
         'Reply with one JSON object per turn: {"thought": "...", "tool": "<name>", "args": {...}}. '
         f"Tools: {', '.join(allowed)}. When the work is complete use "
-        '{"thought": "...", "tool": "finish", "args": {"summary": "..."}}.'
+        '{"thought": "...", "tool": "finish", "args": {' + finish_args + "}}."
     )

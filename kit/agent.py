@@ -228,10 +228,12 @@ class Agent:
         if not self.allowed or self.mode == "native":
             return prompt
         tools = "\n".join(f"- {describe(s)}" for s in self.toolbox.specs() if s.name in self.allowed)
+        schema = self.config.result_schema
+        fields = list(schema.model_fields) if schema is not None else None
         how = (
-            actions.text_mode_help(self.allowed)
+            actions.text_mode_help(self.allowed, fields)
             if self.mode == "text"
-            else actions.json_mode_help(self.allowed)
+            else actions.json_mode_help(self.allowed, fields)
         )
         return f"{prompt}\n\nTools:\n{tools}\n\n{how}"
 

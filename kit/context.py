@@ -71,6 +71,7 @@ class RunContext:
         result_schema: type[BaseModel] | None = None,
         conversation: str | None = None,
         guard: Guard | None = None,
+        max_output_tokens: int | None = None,
     ) -> Agent:
         """A fresh conversation for ``role`` on its tier (profile reassignments applied)."""
         config = AgentConfig(
@@ -80,6 +81,7 @@ class RunContext:
             max_steps=max_steps if max_steps is not None else self.limits.max_steps,
             max_format_errors=self.limits.max_format_errors,
             result_schema=result_schema,
+            max_output_tokens=max_output_tokens,
         )
         return Agent(
             config,

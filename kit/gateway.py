@@ -20,6 +20,7 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the cost map at import
 
 import litellm  # noqa: E402
+import openai  # noqa: E402
 from litellm import CustomLLM  # noqa: E402
 from litellm.types.utils import ModelResponse  # noqa: E402
 from pydantic import BaseModel, ValidationError  # noqa: E402
@@ -56,7 +57,16 @@ class _ScriptedHandler(CustomLLM):
 
     def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         optional = dict(kwargs.get("optional_params") or {})
-        out = scripted.complete(model, messages, optional)
+        try:
+            out = scripted.complete(model, messages, optional)
+        except openai.OpenAIError:
+            raise  # an injected provider error: retried (or not) like the real one
+        except Exception as exc:  # a bug in the policy is not a provider outage: fail once, clearly
+            raise litellm.BadRequestError(
+                message=f"scripted policy failed: {type(exc).__name__}: {exc}",
+                model=model,
+                llm_provider="scripted",
+            ) from exc
         message: dict[str, Any] = {"role": "assistant", "content": out["content"]}
         if out["tool_calls"]:
             message["tool_calls"] = out["tool_calls"]

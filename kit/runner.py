@@ -198,7 +198,7 @@ def run_one(
         record.outcome = "error"
         record.error = f"{type(exc).__name__}: {exc}"
         recorder.event("note", "", "error", traceback.format_exc()[-2000:], ok=False)
-        record.counters = {"permission_denials": recorder.denials}
+        record.counters = {**getattr(exc, "counters", {}), "permission_denials": recorder.denials}
     if workspace is not None:
         try:
             record.score = scoring.score(spec.task, workspace, record.claimed_done)

@@ -248,3 +248,14 @@ def test_missing_api_key_says_what_to_do(tmp_path, monkeypatch):
     with pytest.raises(MissingKeyError) as info:
         gw.call(role="coder", tier="cheap", messages=MESSAGES)
     assert "ANTHROPIC_API_KEY" in str(info.value) and "--profile local" in str(info.value)
+
+
+def test_a_broken_scripted_policy_fails_once_not_like_an_outage(tmp_path):
+    def policy(request):
+        raise KeyError("no such step")
+
+    gw, rec = scripted_gateway(policy, tmp_path)
+    with pytest.raises(ModelError) as info:
+        gw.call(role="coder", tier="cheap", messages=MESSAGES)
+    assert "scripted policy failed" in str(info.value) and "no such step" in str(info.value)
+    assert len(read_jsonl(rec.run_dir / "calls.jsonl")) == 1
