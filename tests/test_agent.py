@@ -155,7 +155,9 @@ def test_text_action_parsing():
 
 def test_replace_definitions_edits_the_file_that_defines_the_name(tmp_path, ws):
     toolbox = Toolbox(ws.root, {"read", "write"}, role="coder")
-    code = "import re\n\n\ndef slugify(text):\n    return re.sub('[^a-z0-9]+', '-', text.lower()).strip('-')\n"
+    code = (
+        "import re\n\n\ndef slugify(text):\n    return re.sub('[^a-z0-9]+', '-', text.lower()).strip('-')\n"
+    )
     res = toolbox.execute("replace_definitions", {"code": code})
     assert res.ok, res.output
     source = (ws.root / "textkit.py").read_text()
