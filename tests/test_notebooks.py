@@ -20,7 +20,7 @@ FIGURES = ("pareto.png", "timeline.png", "tier_cost_bars.png", "tier_shares_vs_r
 PARAMETERS = {
     "benchmark": {"results_dir", "experiment", "figures_dir"},
     "tier_economics": {"results_dir", "price_sheet", "reassign", "reference", "figures_dir"},
-    "prompt_lab": {"strategy", "role", "prompt_override", "task", "profile", "results_dir"},
+    "prompt_lab": {"strategy", "role", "prompt_override", "task", "profile", "results_dir", "limits"},
 }
 
 
