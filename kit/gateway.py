@@ -129,6 +129,37 @@ class Reply:
 
 
 @dataclass
+class _Call:
+    """The fixed facts of one gateway call (shared by its attempts)."""
+
+    role: str
+    tier: str
+    spec: ModelSpec
+    target: _Target
+    schema: type[BaseModel] | None
+    conversation: str | None
+    action_mode: str | None
+
+    def record(
+        self, attempt: int, started_at: str, latency: float, *, usage: Usage | None = None, **fields: Any
+    ) -> CallRecord:
+        tokens = usage.model_dump() if usage is not None else {}
+        return CallRecord(
+            run_id="",
+            role=self.role,
+            tier=self.tier,
+            model=self.spec.model,
+            attempt=attempt,
+            latency_s=latency,
+            started_at=started_at,
+            action_mode=self.action_mode,
+            conversation=self.conversation,
+            **tokens,
+            **fields,
+        )
+
+
+@dataclass
 class _Target:
     """Where a tier's calls really go."""
 
@@ -255,6 +286,7 @@ class Gateway:
         if _wants_cache_breakpoints(spec):
             messages = mark_cache_breakpoints(messages)
 
+        call = _Call(role, tier, spec, target, schema, conversation, action_mode)
         token = scripted.CALL_CONTEXT.set(
             {
                 **self.context,
@@ -266,107 +298,55 @@ class Gateway:
             }
         )
         try:
-            return self._call_with_retries(
-                role, tier, spec, target, messages, kwargs, schema, conversation, action_mode
-            )
+            return self._call_with_retries(call, messages, kwargs)
         finally:
             scripted.CALL_CONTEXT.reset(token)
 
     def _call_with_retries(
-        self, role, tier, spec, target, messages, kwargs, schema, conversation, action_mode
+        self, call: _Call, messages: list[dict[str, Any]], kwargs: dict[str, Any]
     ) -> Reply:
         attempts = self.max_retries + 1
         for attempt in range(1, attempts + 1):
             started_at = utc_now()
             t0 = time.monotonic()
             try:
-                response = litellm.completion(model=target.model, messages=messages, **kwargs)
+                response = litellm.completion(model=call.target.model, messages=messages, **kwargs)
             except Exception as exc:  # noqa: BLE001 - every failure is recorded, then classified
                 latency = time.monotonic() - t0
                 self._record(
-                    CallRecord(
-                        run_id="",
-                        role=role,
-                        tier=tier,
-                        model=spec.model,
-                        attempt=attempt,
-                        ok=False,
-                        error=f"{type(exc).__name__}: {_short(exc)}",
-                        latency_s=latency,
-                        started_at=started_at,
-                        action_mode=action_mode,
-                        conversation=conversation,
+                    call.record(
+                        attempt, started_at, latency, ok=False, error=f"{type(exc).__name__}: {_short(exc)}"
                     )
                 )
                 transient = isinstance(exc, TRANSIENT)
                 if transient and attempt < attempts:
                     self._sleep(self.backoff_s * 2 ** (attempt - 1))
                     continue
-                raise _model_error(exc, spec, attempt, transient) from exc
-            latency = time.monotonic() - t0
-            return self._finish(
-                response,
-                role,
-                tier,
-                spec,
-                target,
-                attempt,
-                latency,
-                started_at,
-                schema,
-                conversation,
-                action_mode,
-            )
+                raise _model_error(exc, call.spec, attempt, transient) from exc
+            return self._finish(call, response, attempt, time.monotonic() - t0, started_at)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _finish(
-        self,
-        response,
-        role,
-        tier,
-        spec,
-        target,
-        attempt,
-        latency,
-        started_at,
-        schema,
-        conversation,
-        action_mode,
-    ) -> Reply:
+    def _finish(self, call: _Call, response: Any, attempt: int, latency: float, started_at: str) -> Reply:
         raw = _usage_dict(response)
-        usage = priced(normalise(raw), self.price_sheet.get(spec.price_key))
+        usage = priced(normalise(raw), self.price_sheet.get(call.spec.price_key))
         litellm_cost = None
-        mismatch = False
-        if target.known_to_litellm:
+        if call.target.known_to_litellm:
             try:
                 litellm_cost = float(
-                    litellm.completion_cost(completion_response=response, model=target.model)
+                    litellm.completion_cost(completion_response=response, model=call.target.model)
                 )
             except Exception:  # noqa: BLE001 - litellm may not price every model
                 litellm_cost = None
-            if litellm_cost is not None:
-                mismatch = _disagrees(usage.cost_usd, litellm_cost)
         self._record(
-            CallRecord(
-                run_id="",
-                role=role,
-                tier=tier,
-                model=spec.model,
-                attempt=attempt,
+            call.record(
+                attempt,
+                started_at,
+                latency,
                 ok=True,
-                input_uncached=usage.input_uncached,
-                cache_read=usage.cache_read,
-                cache_write=usage.cache_write,
-                output=usage.output,
-                reasoning=usage.reasoning,
-                cost_usd=usage.cost_usd,
+                usage=usage,
                 litellm_cost_usd=litellm_cost,
-                cost_mismatch=mismatch,
-                latency_s=latency,
-                started_at=started_at,
+                cost_mismatch=litellm_cost is not None and _disagrees(usage.cost_usd, litellm_cost),
                 raw_usage=raw,
-                action_mode=action_mode,
-                conversation=conversation,
             )
         )
         choice = response.choices[0] if response.choices else None
@@ -378,11 +358,11 @@ class Gateway:
             tool_calls=tool_calls,
             usage=usage,
             latency_s=latency,
-            model=spec.model,
+            model=call.spec.model,
             raw_usage=raw,
         )
-        if schema is not None:
-            reply.parsed, reply.parse_error = parse_structured(content, schema)
+        if call.schema is not None:
+            reply.parsed, reply.parse_error = parse_structured(content, call.schema)
         return reply
 
     def _record(self, record: CallRecord) -> None:
