@@ -175,3 +175,31 @@ def test_prompt_lab_compares_the_two_runs(prompts, tmp_path, monkeypatch):
     assert "+I ran the tests." in result.transcript_diff
     assert "+-> run(pytest)" in result.transcript_diff
     assert result.transcript_diff.startswith("--- lab-vibe-coder-baseline-")
+
+
+def test_all_three_notebooks_on_records_the_scripted_model_produced(tmp_path):
+    """The CI check of issue #7: a real (scripted) experiment through the runner, then every notebook."""
+    from kit.config import Experiment, Limits
+    from kit.runner import run_experiment
+
+    exp = run_experiment(
+        Experiment(
+            name="ci-scripted",
+            tasks=["micro-slugify"],
+            strategies=["vibe", "linear", "harness"],
+            profile="scripted",
+            limits=Limits(max_steps=6),
+            strategy_options={"linear": {"max_steps_per_step": 2}, "harness": {"max_sessions": 1}},
+        ),
+        results_dir=tmp_path / "results",
+        progress=False,
+    )
+    out = notebooks.execute_all(exp, only=["01", "02"], progress=False)
+    out += notebooks.execute_all(
+        exp, only="03", params={"profile": "scripted", "results_dir": str(tmp_path / "lab")}, progress=False
+    )
+    assert [p.name for p in out] == ["01_benchmark.ipynb", "02_tier_economics.ipynb", "03_prompt_lab.ipynb"]
+    for name in FIGURES:
+        assert (exp / "notebooks" / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+    bench = json.dumps(nbformat.read(out[0], as_version=4).cells)
+    assert "scripted model" in bench and "linear" in bench and "harness" in bench
