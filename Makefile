@@ -18,7 +18,7 @@ install: $(STAMP)
 
 ## the main job: every strategy on the embedded local model, then the report and the notebooks
 bench: install
-	$(PY) -m kit run experiments/default.yaml
+	$(PY) -m kit run experiments/default.yaml --no-report
 	$(PY) -m kit report results/default
 	$(PY) -m kit notebooks results/default
 
