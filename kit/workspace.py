@@ -8,15 +8,19 @@ base commit through a temporary index, so it never touches the clone's own index
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kit.errors import TaskError
+from kit.paths import results_root
 from kit.tools import run_command
 
 if TYPE_CHECKING:
@@ -28,6 +32,7 @@ COPY_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".
 GIT_EXCLUDE = "__pycache__/\n*.pyc\n.pytest_cache/\n.ruff_cache/\n*.egg-info/\n"
 
 _FIXED_DATE = "2024-01-01T00:00:00+0000"
+READY = ".orchbench-base-ready"  # marks a finished cached base (never committed)
 
 
 def git_env() -> dict[str, str]:
@@ -70,13 +75,61 @@ class Workspace:
 
 
 def create_workspace(task: Task, dest: Path) -> Workspace:
-    """Copy ``task.repo_dir`` to ``dest`` (missing or empty), run ``task.setup`` there, and commit the
-    result as the base commit (so whatever setup produced is not part of the run's diff)."""
+    """A fresh clone of the task's base repository at ``dest`` (missing or empty).
+
+    The base (``repo/`` copied, ``task.setup`` run, committed) is built once per task content and
+    kept under ``<results>/.cache/bases/``; each workspace is a local clone of it (git objects are
+    hard-linked, which is safe: they are immutable), with no remote left behind.
+    """
     dest = Path(dest)
     if dest.exists():
         if not dest.is_dir() or any(dest.iterdir()):
             raise TaskError(f"workspace folder {dest} already exists and is not empty")
         dest.rmdir()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    base = base_repository(task)
+    env = git_env()
+    _git(dest.parent, "clone", "-q", "--local", "--template=", str(base), str(dest), env=env)
+    _git(dest, "remote", "remove", "origin", env=env)
+    (dest / ".git" / "info").mkdir(exist_ok=True)
+    (dest / ".git" / "info" / "exclude").write_text(GIT_EXCLUDE, encoding="utf-8")
+    commit = (base / ".git" / "refs" / "heads" / "main").read_text(encoding="utf-8").strip()
+    return Workspace(root=dest, base_commit=commit)
+
+
+_bases_lock = threading.Lock()
+
+
+def base_repository(task: Task) -> Path:
+    """The cached base repository of ``task``, built on first use (keyed by the repo's content)."""
+    digest = hashlib.sha256(json.dumps(task.setup).encode())
+    for path in sorted(p for p in task.repo_dir.rglob("*") if p.is_file()):
+        rel = path.relative_to(task.repo_dir)
+        if any(part in ("__pycache__", ".pytest_cache", ".git") for part in rel.parts):
+            continue
+        st = path.stat()  # size + mtime: an edited task file gives a new base
+        digest.update(f"{rel.as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    folder = results_root() / ".cache" / "bases" / f"{task.id}-{digest.hexdigest()[:16]}"
+    if (folder / READY).exists():
+        return folder
+    with _bases_lock:
+        if (folder / READY).exists():
+            return folder
+        tmp = folder.with_name(f"{folder.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        _build_base(task, tmp)
+        (tmp / READY).write_text("ok\n", encoding="utf-8")
+        try:
+            os.replace(tmp, folder)
+        except OSError:  # another process built it first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+def _build_base(task: Task, dest: Path) -> None:
+    """Copy ``task.repo_dir`` to ``dest``, run ``task.setup`` there, and commit it (fixed identity
+    and date, so the same content always gives the same commit id)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(task.repo_dir, dest, symlinks=True, ignore=COPY_IGNORE)
     for command in task.setup:
@@ -84,13 +137,11 @@ def create_workspace(task: Task, dest: Path) -> Workspace:
         if res.timed_out or res.exit_code != 0:
             raise TaskError(f"task {task.id!r}: setup command {command!r} failed:\n{res.output[-2000:]}")
     env = git_env()
-    _git(dest, "init", "-q", "-b", "main", env=env)
+    _git(dest, "init", "-q", "-b", "main", "--template=", env=env)
     (dest / ".git" / "info").mkdir(exist_ok=True)
-    (dest / ".git" / "info" / "exclude").write_text(GIT_EXCLUDE, encoding="utf-8")
+    (dest / ".git" / "info" / "exclude").write_text(GIT_EXCLUDE + READY + "\n", encoding="utf-8")
     _git(dest, "add", "-A", env=env)
     _git(dest, "commit", "-q", "--allow-empty", "--no-verify", "-m", f"base: task {task.id}", env=env)
-    base = _git(dest, "rev-parse", "HEAD", env=env).strip()
-    return Workspace(root=dest, base_commit=base)
 
 
 def _with_temp_index(ws: Workspace, *diff_args: str) -> str:
