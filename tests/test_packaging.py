@@ -34,7 +34,9 @@ def test_environment_yml_mirrors_pyproject():
 def test_fixed_top_level_layout():
     for name in ("kit", "notebooks", "datasets", "results", "environment.yml", "README.md", "Makefile"):
         assert (REPO_ROOT / name).exists(), name
-    commands = [line for line in (REPO_ROOT / ".ci" / "run").read_text().splitlines() if not line.startswith("#")]
+    commands = [
+        line for line in (REPO_ROOT / ".ci" / "run").read_text().splitlines() if not line.startswith("#")
+    ]
     assert "make test" in commands
     readme = (REPO_ROOT / "README.md").read_text()
     assert "make bench" in readme and "make test" in readme

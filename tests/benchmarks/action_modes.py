@@ -59,7 +59,10 @@ def main() -> None:
                     "calls": len(calls),
                     "format_errors": sum(e["kind"] == "format_error" for e in events),
                     "tool_calls": len(tools),
-                    "writes": sum(e["name"] in ("write_file", "edit_file", "replace_definitions") and e["ok"] for e in tools),
+                    "writes": sum(
+                        e["name"] in ("write_file", "edit_file", "replace_definitions") and e["ok"]
+                        for e in tools
+                    ),
                     "passed": (score.requirements_total - score.requirements_failed) if score else 0,
                     "requirements": score.requirements_total if score else 0,
                     "wall_s": rec.wall_s,
