@@ -28,6 +28,7 @@ from kit.paths import REPO_ROOT, results_root
 from kit.prompts import PromptBook
 from kit.records import RunRecord, RunRecorder, load_run, utc_now
 from kit.tasks import Task, load_task
+from kit.tools import is_secret_env
 from kit.workspace import create_workspace, diff
 
 EXPERIMENT_COPY = "experiment.yaml"
@@ -60,6 +61,19 @@ def kit_commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return ""
     return f"{head}+dirty" if head and dirty else head
+
+
+def redacted(profile: Profile) -> dict[str, Any]:
+    """The profile as stored in run.json: secrets a user put under a tier's ``extra`` are masked."""
+    data = profile.model_dump(mode="json", exclude={"tiers": {t: {"extra"} for t in profile.tiers}})
+    for tier, spec in profile.tiers.items():
+        data["tiers"][tier]["extra"] = {
+            k: "***"
+            if is_secret_env(k)
+            else (v if isinstance(v, str | int | float | bool | None) else repr(v))
+            for k, v in spec.extra.items()
+        }
+    return data
 
 
 def plan(experiment: Experiment) -> list[RunSpec]:
@@ -157,7 +171,7 @@ def run_one(
         repeat=spec.repeat,
         kit_commit=commit,
         price_sheet=sheet.model_dump(mode="json"),
-        profile_spec=profile.model_dump(mode="json"),
+        profile_spec=redacted(profile),
         options=options,
         started_at=started_at,
     )

@@ -168,3 +168,15 @@ def test_sigkill_in_the_middle_then_rerun_finishes_every_run_exactly_once(tmp_pa
         assert run["score"]["requirements_failed"] == 0
     for name, mtime in mtimes.items():  # finished runs were skipped, not redone
         assert (runs / name / "run.json").stat().st_mtime_ns == mtime
+
+
+def test_secrets_in_a_profile_never_reach_run_json():
+    from kit.config import ModelSpec, Profile
+    from kit.runner import redacted
+
+    spec = ModelSpec(model="openai/x", extra={"api_key": "sk-live-123", "frequency_penalty": 0.8})
+    data = redacted(
+        Profile(name="p", price_sheet="s", tiers={t: spec for t in ("cheap", "medium", "strong")})
+    )
+    assert "sk-live-123" not in str(data)
+    assert data["tiers"]["cheap"]["extra"] == {"api_key": "***", "frequency_penalty": 0.8}
