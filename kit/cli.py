@@ -15,7 +15,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     overrides = {"profile": args.profile} if args.profile else None
     out = run_experiment(
-        args.experiment, results_dir=args.results, progress=not args.quiet, overrides=overrides
+        args.experiment,
+        results_dir=args.results,
+        progress=not args.quiet,
+        overrides=overrides,
+        retry_errors=args.retry_errors,
     )
     print(f"results: {out}")
     if not args.no_report:
@@ -51,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", type=Path, default=None, help="results folder (default results/)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--no-report", action="store_true", help="do not print the report at the end")
+    p.add_argument("--retry-errors", action="store_true", help="also rerun runs whose outcome was error")
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("report", help="print the per-strategy and per-role x tier tables")

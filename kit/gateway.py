@@ -212,6 +212,12 @@ class Gateway:
             return min(spec.context_window, DEFAULT_CTX)
         return spec.context_window
 
+    def preflight(self) -> None:
+        """Resolve every tier's model now (keys checked, embedded server started), so a missing key
+        fails once, before any run, instead of inside every run."""
+        for tier in self.profile.tiers:
+            self._target(self.spec(tier))
+
     def _target(self, spec: ModelSpec) -> _Target:
         if spec.model in self._targets:
             return self._targets[spec.model]

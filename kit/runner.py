@@ -95,8 +95,10 @@ def run_experiment(
     results_dir: Path | None = None,
     progress: bool = True,
     overrides: dict[str, Any] | None = None,
+    retry_errors: bool = False,
 ) -> Path:
-    """Run every run of ``experiment`` not yet done; returns ``<results>/<experiment name>``."""
+    """Run every run of ``experiment`` not yet done; returns ``<results>/<experiment name>``.
+    With ``retry_errors``, runs that ended with outcome ``error`` are run again too."""
     if not isinstance(experiment, Experiment):
         experiment = load_experiment(experiment)
     if overrides:
@@ -108,7 +110,9 @@ def run_experiment(
     (out / EXPERIMENT_COPY).write_text(yaml.safe_dump(experiment.model_dump(mode="json"), sort_keys=False))
     (out / PRICE_SHEET_COPY).write_text(yaml.safe_dump(sheet.model_dump(mode="json"), sort_keys=False))
 
-    todo = [s for s in specs if load_run(out / "runs" / s.run_id(profile.name)) is None]
+    todo = [s for s in specs if not _finished(out / "runs" / s.run_id(profile.name), retry_errors)]
+    if todo:
+        Gateway(profile, sheet).preflight()  # a missing key fails here, once, before any run
     commit = kit_commit()
     spent = _Spend()
     bar = tqdm(
@@ -133,6 +137,11 @@ def run_experiment(
             bar.set_postfix_str(f"${spent.usd:.4f} last: {record.strategy}/{record.task} {record.outcome}")
     bar.close()
     return out
+
+
+def _finished(run_dir: Path, retry_errors: bool) -> bool:
+    record = load_run(run_dir)
+    return record is not None and not (retry_errors and record.outcome == "error")
 
 
 class _Spend:

@@ -180,3 +180,41 @@ def test_secrets_in_a_profile_never_reach_run_json():
     )
     assert "sk-live-123" not in str(data)
     assert data["tiers"]["cheap"]["extra"] == {"api_key": "***", "frequency_penalty": 0.8}
+
+
+def test_a_missing_key_fails_once_before_any_run(tmp_path, monkeypatch):
+    from kit.errors import MissingKeyError
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    exp = experiment("nokey", "tiered", ["micro-slugify"], ["vibe"])
+    with pytest.raises(MissingKeyError) as info:
+        run_experiment(exp, results_dir=tmp_path / "results", progress=False)
+    assert "ANTHROPIC_API_KEY" in str(info.value) and "--profile local" in str(info.value)
+    assert not list((tmp_path / "results" / "nokey" / "runs").iterdir())  # nothing half-written
+
+
+def test_retry_errors_reruns_only_the_runs_that_failed(tmp_path):
+    from kit.models import scripted
+
+    state = {"broken": True}
+
+    def flaky(req):
+        if state["broken"]:
+            raise RuntimeError("policy exploded")
+        return render_done(req)
+
+    def render_done(req):
+        from kit.actions import render
+
+        return render(req.context.get("action_mode") or "native", "finish", {"summary": "ok"})
+
+    profile = write_profile(tmp_path, scripted.register(flaky, name="flaky"), "native")
+    exp = experiment("flaky", profile, ["micro-slugify"], ["vibe"])
+    out = run_experiment(exp, results_dir=tmp_path / "results", progress=False)
+    (run_dir,) = (out / "runs").iterdir()
+    assert run_json(run_dir)["outcome"] == "error"
+    state["broken"] = False
+    run_experiment(exp, results_dir=tmp_path / "results", progress=False)
+    assert run_json(run_dir)["outcome"] == "error"  # a plain rerun skips finished runs
+    run_experiment(exp, results_dir=tmp_path / "results", progress=False, retry_errors=True)
+    assert run_json(run_dir)["outcome"] == "done"
