@@ -99,7 +99,7 @@ class Params:
 
     @classmethod
     def from_ctx(cls, ctx: RunContext) -> Params:
-        steps = ctx.task.limits.max_steps or ctx.limits.max_steps
+        steps = ctx.step_cap()
         defaults = asdict(cls(executor_steps=steps, scout_steps=min(8, steps)))
         unknown = set(ctx.options) - set(defaults)
         if unknown:

@@ -136,7 +136,7 @@ class Params:
             max_cycles=int(ctx.option("max_cycles", MAX_CYCLES_LONG if long_task else MAX_CYCLES)),
             analyzers=int(ctx.option("analyzers", ANALYZERS)),
             clean_streak=int(ctx.option("clean_streak", CLEAN_STREAK)),
-            max_steps=int(ctx.option("max_steps", ctx.task.limits.max_steps or ctx.limits.max_steps)),
+            max_steps=int(ctx.option("max_steps", ctx.step_cap())),
             max_agent_calls=int(ctx.option("max_agent_calls", DEFAULT_MAX_CALLS)),
             max_output_tokens=ctx.option("max_output_tokens", None),
             concurrency=int(ctx.option("concurrency", default_concurrency())),
