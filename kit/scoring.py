@@ -254,6 +254,24 @@ def _copy_tree(src: Path, dest: Path) -> None:
     shutil.copytree(src, dest, symlinks=True, ignore=COPY_IGNORE)
 
 
+def restore_conftests(tree: Path, base: Path) -> list[str]:
+    """Put every conftest.py in ``tree`` back to its version in ``base`` (deleting ones the base does
+    not have), so the strategy cannot change how the hidden acceptance tests run or are reported.
+    Returns the relative paths that were restored or removed."""
+    changed = []
+    for path in sorted(tree.rglob("conftest.py")):
+        rel = path.relative_to(tree)
+        original = base / rel
+        if original.is_file():
+            if original.read_bytes() != path.read_bytes():
+                shutil.copyfile(original, path)
+                changed.append(rel.as_posix())
+        else:
+            path.unlink()
+            changed.append(rel.as_posix())
+    return changed
+
+
 def _extract_commit(root: Path, commit: str, dest: Path) -> None:
     data = subprocess.run(
         ["git", "archive", "--format=tar", commit], cwd=root, env=git_env(), capture_output=True, check=True
@@ -337,6 +355,7 @@ def evaluate(task: Task, tree: Path, ws: Workspace, timeout_s: float | None = No
         acc_dir, own_dir = tmp / "acc", tmp / "own"
         _copy_tree(tree, acc_dir)
         _copy_tree(tree, own_dir)
+        restore_conftests(acc_dir, task.repo_dir)  # the acceptance run ignores conftests the agent wrote
         shutil.copytree(task.acceptance_dir, acc_dir / ACCEPTANCE_DIRNAME, ignore=COPY_IGNORE)
         acc_cmd = (
             f"{shlex.quote(sys.executable)} -m pytest -q -o addopts= -o 'python_files=test_*.py *_test.py' "

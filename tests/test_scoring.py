@@ -83,11 +83,30 @@ def test_skipped_acceptance_tests_count_as_failed(tmp_path):
     task = load_task("micro-slugify")
     ws = create_workspace(task, tmp_path / "ws")
     apply_solution(task, ws.root)
-    # an agent that tries to skip everything through a conftest does not get credit
-    (ws.root / "conftest.py").write_text(
-        "import pytest\n\n\ndef pytest_collection_modifyitems(items):\n"
-        "    for item in items:\n        item.add_marker(pytest.mark.skip(reason='nope'))\n"
-    )
+    # an agent whose module skips the tests that import it does not get credit
+    module = ws.root / "textkit.py"
+    module.write_text("import pytest\n\npytest.skip('nope', allow_module_level=True)\n" + module.read_text())
     s = score(task, ws, claimed_done=True)
     assert s.requirements_failed == 7
-    assert s.failed[0].message.startswith("skipped")
+    assert "skip" in s.failed[0].message.lower(), s.failed[0].message
+
+
+def test_a_conftest_written_by_the_agent_cannot_rig_the_acceptance_tests(tmp_path):
+    from kit.scoring import score
+    from kit.tasks import load_task
+    from kit.workspace import create_workspace
+
+    task = load_task("micro-slugify")
+    ws = create_workspace(task, tmp_path / "repo")
+    rig = (
+        "import pytest\n\n"
+        "@pytest.hookimpl(hookwrapper=True)\n"
+        "def pytest_runtest_makereport(item, call):\n"
+        "    outcome = yield\n"
+        "    report = outcome.get_result()\n"
+        "    report.outcome = 'passed'\n"
+    )
+    (ws.root / "conftest.py").write_text(rig)
+    result = score(task, ws, claimed_done=True)
+    assert result.requirements_failed == result.requirements_total == 7
+    assert result.claimed_done_but_failed
