@@ -42,47 +42,32 @@ def write(tmp_path, name, text):
     return path
 
 
+SHEET = "name: p\nprices:\n  m: {input: 1, output: 1, cache_read: 1, %s: 1}\n"
+TIERS = "name: x\nprice_sheet: p\ntiers:\n  cheap: {model: m}\n  medium: {model: %s}\n  strong: {model: m}\n"
+
+
+def profile_folder(tmp_path, sheet_field="cache_write", medium="m", extra_tiers=""):
+    """profiles/x.yaml and prices/p.yaml under tmp_path; returns the profile's path."""
+    (tmp_path / "profiles").mkdir(exist_ok=True)
+    (tmp_path / "prices").mkdir(exist_ok=True)
+    write(tmp_path / "prices", "p.yaml", SHEET % sheet_field)
+    return write(tmp_path / "profiles", "x.yaml", TIERS % medium + extra_tiers)
+
+
 def test_unknown_tier_is_named(tmp_path):
-    (tmp_path / "profiles").mkdir()
-    (tmp_path / "prices").mkdir()
-    write(
-        tmp_path / "prices",
-        "p.yaml",
-        "name: p\nprices:\n  m: {input: 1, output: 1, cache_read: 1, cache_write: 1}\n",
-    )
-    path = write(
-        tmp_path / "profiles",
-        "x.yaml",
-        "name: x\nprice_sheet: p\ntiers:\n  cheap: {model: m}\n  medium: {model: m}\n  strong: {model: m}\n"
-        "  huge: {model: m}\n",
-    )
+    path = profile_folder(tmp_path, extra_tiers="  huge: {model: m}\n")
     with pytest.raises(ConfigError) as info:
         load_profile(path)
     assert str(path) in str(info.value) and "tiers.huge" in str(info.value)
 
 
 def test_unknown_field_and_missing_price_are_named(tmp_path):
-    (tmp_path / "profiles").mkdir()
-    (tmp_path / "prices").mkdir()
-    write(
-        tmp_path / "prices",
-        "p.yaml",
-        "name: p\nprices:\n  m: {input: 1, output: 1, cache_read: 1, cache_wrte: 1}\n",
-    )
+    profile_folder(tmp_path, sheet_field="cache_wrte")
     with pytest.raises(ConfigError) as info:
         load_price_sheet(tmp_path / "prices" / "p.yaml")
     assert "prices.m.cache_wrte" in str(info.value)
 
-    write(
-        tmp_path / "prices",
-        "p.yaml",
-        "name: p\nprices:\n  m: {input: 1, output: 1, cache_read: 1, cache_write: 1}\n",
-    )
-    path = write(
-        tmp_path / "profiles",
-        "x.yaml",
-        "name: x\nprice_sheet: p\ntiers:\n  cheap: {model: m}\n  medium: {model: other}\n  strong: {model: m}\n",
-    )
+    path = profile_folder(tmp_path, medium="other")
     with pytest.raises(ConfigError) as info:
         load_profile(path)
     assert "tiers.medium.price" in str(info.value) and "'other'" in str(info.value)
