@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 
 from kit import scoring, strategies
 from kit.agent import Budget
+from kit.commands import is_secret_env
 from kit.config import Experiment, PriceSheet, Profile, load_experiment, load_profile
 from kit.context import RunContext
 from kit.gateway import Gateway
@@ -28,7 +29,6 @@ from kit.paths import REPO_ROOT, results_root
 from kit.prompts import PromptBook
 from kit.records import RunRecord, RunRecorder, load_run, utc_now
 from kit.tasks import Task, load_task
-from kit.tools import is_secret_env
 from kit.workspace import create_workspace, diff
 
 EXPERIMENT_COPY = "experiment.yaml"

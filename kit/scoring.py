@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kit.commands import run_command, scrubbed_env
 from kit.records import SEVERITIES, FailedRequirement, Score
-from kit.tools import run_command, scrubbed_env
 from kit.workspace import COPY_IGNORE, Workspace, diff_stats, git_env
 
 if TYPE_CHECKING:

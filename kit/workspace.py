@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kit.commands import run_command
 from kit.errors import TaskError
 from kit.paths import results_root
-from kit.tools import run_command
 
 if TYPE_CHECKING:
     from kit.tasks import Task

@@ -4,8 +4,9 @@ import tracemalloc
 
 import pytest
 
+from kit.commands import is_secret_env, scrubbed_env
 from kit.records import EVENTS, RunRecorder, read_jsonl
-from kit.tools import PERMISSIONS, TOOL_PERMISSION, Toolbox, is_secret_env, scrubbed_env
+from kit.tools import PERMISSIONS, TOOL_PERMISSION, Toolbox
 
 
 @pytest.fixture

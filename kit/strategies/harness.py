@@ -66,9 +66,9 @@ from pydantic import (
     ValidationError,
 )
 
+from kit.commands import run_command
 from kit.context import RunContext
 from kit.strategies import StrategyResult
-from kit.tools import run_command
 from kit.workspace import git_env
 
 PERMISSIONS = {"read", "write", "exec"}

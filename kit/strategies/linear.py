@@ -52,11 +52,12 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from kit.commands import run_command
 from kit.context import RunContext
 from kit.errors import ConfigError
 from kit.prompts import PROMPTS_DIR
 from kit.strategies import StrategyResult
-from kit.tools import TOOL_PERMISSION, ToolResult, run_command
+from kit.tools import TOOL_PERMISSION, ToolResult
 from kit.workspace import diff
 
 ROLE = "coder"
