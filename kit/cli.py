@@ -23,14 +23,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     )
     print(f"results: {out}")
     if not args.no_report:
-        from kit.analysis import report_text
+        from kit.report import report_text
 
         print(report_text(out))
     return 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from kit.analysis import report_text
+    from kit.report import report_text
 
     print(report_text(Path(args.results_dir)))
     return 0

@@ -7,7 +7,7 @@ import math
 import pytest
 from records_fixture import write_experiment
 
-from kit import analysis
+from kit import analysis, report
 from kit.errors import KitError
 
 
@@ -132,12 +132,12 @@ def test_tier_cost_shares(records):
 
 
 def test_report_text_has_both_tables_and_caveats(exp):
-    text = analysis.report_text(exp)
+    text = report.report_text(exp)
     assert "Per strategy" in text and "Per role × tier" in text
     assert "2.50 ± 6.35" in text  # vibe defects
     assert "illustrative prices" in text
-    assert analysis.SCRIPTED_LABEL in text
-    assert analysis.EMBEDDED_LABEL not in text
+    assert report.SCRIPTED_LABEL in text
+    assert report.EMBEDDED_LABEL not in text
     assert "1 incomplete run(s) ignored" in text
 
 
@@ -145,7 +145,7 @@ def test_embedded_label(records):
     local = analysis.Records(
         records.root, records.runs.assign(profile="local"), records.calls, records.events
     )
-    assert analysis.EMBEDDED_LABEL in analysis.labels(local)
+    assert report.EMBEDDED_LABEL in report.labels(local)
 
 
 def test_results_root_and_missing_folders(exp, tmp_path):
@@ -156,7 +156,7 @@ def test_results_root_and_missing_folders(exp, tmp_path):
     assert empty.runs.empty and empty.calls.empty
     assert analysis.strategy_table(empty).empty and analysis.role_tier_table(empty).empty
     assert analysis.cache_economics(empty).empty
-    assert "no complete runs" in analysis.report_text(tmp_path)
+    assert "no complete runs" in report.report_text(tmp_path)
 
 
 def test_t_critical_values():

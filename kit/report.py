@@ -1,0 +1,115 @@
+"""The plain-text report (`python -m kit report results/NAME`): the caveats a reader must see, the
+per-strategy table and the per-role x tier table, formatted for a terminal or a notebook."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from kit.analysis import TOKENS, Records, load, role_tier_table, strategy_table
+from kit.records import SEVERITIES
+
+SCRIPTED_LABEL = "scripted model — pipeline validation, not a benchmark"
+EMBEDDED_LABEL = "embedded SmolLM2-135M — real but tiny model"
+
+
+def labels(records: Records) -> list[str]:
+    """Caveats a reader must see next to the numbers (illustrative prices, scripted or tiny models)."""
+    runs, calls = records.runs, records.calls
+    out = []
+    models = set(calls["model"]) if not calls.empty else set()
+    if not runs.empty:
+        models |= {m for ms in runs["models"] for m in ms.split(",") if m}
+        illustrative = sorted(set(runs.loc[runs["illustrative_prices"], "price_sheet"]))
+        if illustrative:
+            out.append(f"illustrative prices (price sheet {', '.join(illustrative)})")
+    if any(m.startswith("scripted/") for m in models):
+        out.append(SCRIPTED_LABEL)
+    if any(m.startswith("embedded/") for m in models) or (
+        not runs.empty and (runs["profile"] == "local").any()
+    ):
+        out.append(EMBEDDED_LABEL)
+    return out
+
+
+def describe(records: Records) -> str:
+    """A few lines: what was loaded, what was skipped, and the caveats."""
+    runs = records.runs
+    if runs.empty:
+        lines = [f"{records.root}: no complete runs"]
+    else:
+        lines = [
+            f"{records.root}: {len(runs)} complete runs; tasks: {', '.join(sorted(set(runs['task'])))}; "
+            f"strategies: {', '.join(sorted(set(runs['strategy'])))}; "
+            f"profiles: {', '.join(sorted(set(runs['profile'])))}"
+        ]
+    if records.incomplete:
+        lines.append(f"{len(records.incomplete)} incomplete run(s) ignored (no run.json)")
+    lines += [f"NOTE: {label}" for label in labels(records)]
+    return "\n".join(lines)
+
+
+def _tokens(n: float) -> str:
+    if pd.isna(n):
+        return "-"
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= size:
+            return f"{n / size:.2f}{suffix}"
+    return f"{n:.0f}"
+
+
+def _mean_ci(mean: float, ci: float, digits: int = 2) -> str:
+    if pd.isna(mean):
+        return "-"
+    return f"{mean:.{digits}f}" if pd.isna(ci) else f"{mean:.{digits}f} ± {ci:.{digits}f}"
+
+
+def format_strategy_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The per-strategy table as readable strings (means per run; ± the 95 % interval)."""
+    out = pd.DataFrame(index=table.index)
+    out["runs"] = table["runs"].map("{:.0f}".format)
+    out["defects ± 95%"] = [_mean_ci(m, c) for m, c in zip(table["total"], table["total_ci95"], strict=True)]
+    out["crit/maj/min"] = [f"{a:.1f}/{b:.1f}/{c:.1f}" for a, b, c in table[list(SEVERITIES)].to_numpy()]
+    out["done✗"] = table["claimed_done_but_failed"].map("{:.0f}".format)
+    out["tests"] = table["tests_added"].map("{:.1f}".format)
+    out["files"] = table["files_touched"].map("{:.1f}".format)
+    out["wall s"] = [_mean_ci(m, c, 0) for m, c in zip(table["wall_s"], table["wall_s_ci95"], strict=True)]
+    out["calls"] = table["calls"].map("{:.1f}".format)
+    for col, name in zip(TOKENS, ("uncached", "cache rd", "cache wr", "output"), strict=True):
+        out[name] = table[col].map(_tokens)
+    out["cost $"] = [
+        _mean_ci(m, c, 4) for m, c in zip(table["cost_usd"], table["cost_usd_ci95"], strict=True)
+    ]
+    return out
+
+
+def format_role_tier_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The per-role x tier table as readable strings."""
+    out = pd.DataFrame(index=table.index)
+    out["runs"] = table["runs"].map("{:.0f}".format)
+    out["calls"] = table["calls"].map("{:.0f}".format)
+    out["failed"] = table["failed"].map("{:.0f}".format)
+    for col, name in zip(TOKENS, ("uncached", "cache rd", "cache wr", "output"), strict=True):
+        out[name] = table[col].map(_tokens)
+    out["cost $"] = table["cost_usd"].map("{:.4f}".format)
+    out["share"] = table["cost_share"].map("{:.0%}".format)
+    return out
+
+
+def report_text(results_dir: str | Path) -> str:
+    """The per-strategy and per-role x tier tables as plain text (``python -m kit report``)."""
+    records = load(results_dir)
+    parts = [describe(records)]
+    if records.runs.empty:
+        return parts[0] + "\n"
+    by = ("task", "strategy") if records.runs["task"].nunique() > 1 else ("strategy",)
+    parts += [
+        "",
+        "Per strategy (means per run; ± = 95 % t-interval over repeats; done✗ = claimed done but failed)",
+        format_strategy_table(strategy_table(records, by=by)).to_string(),
+        "",
+        "Per role × tier (sums over all runs; share = of the strategy's cost)",
+        format_role_tier_table(role_tier_table(records)).to_string(),
+    ]
+    return "\n".join(parts) + "\n"
