@@ -1,4 +1,4 @@
-"""Records -> pandas tables: per strategy, per role x tier, cache economics, re-pricing, the CLI report.
+"""Records -> pandas tables: per strategy, per role x tier, cache economics, re-pricing (the text report is kit.report).
 
 Everything here reads only the run folders written by :mod:`kit.records` (``run.json``,
 ``calls.jsonl``, ``events.jsonl``), through its models. A run folder without ``run.json`` is an
