@@ -13,6 +13,7 @@ grows past ~70 % of the model's window, the oldest tool outputs are shortened (o
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from kit import actions
 from kit.actions import FINISH, Action, FormatError
 from kit.config import Tier
-from kit.errors import BudgetExceeded
+from kit.errors import BudgetExceeded, Interrupted
 from kit.gateway import Gateway, Reply
 from kit.records import RunRecorder
 from kit.tools import Toolbox
@@ -33,13 +34,19 @@ SHORTENED = "[... output shortened to keep the prompt within the model's window 
 
 @dataclass
 class Budget:
-    """Run-wide caps, checked against the recorder's running totals before each call."""
+    """Run-wide caps, checked against the recorder's running totals before each call. ``stop`` is the
+    runner's cooperative stop (Ctrl-C): once set, the next check raises :class:`Interrupted`."""
 
     recorder: RunRecorder | None = None
     max_usd: float | None = None
     max_tokens: int | None = None
+    stop: threading.Event | None = None
+    interrupted: bool = False  # a check raised Interrupted (even if a strategy swallowed it)
 
     def check(self) -> None:
+        if self.stop is not None and self.stop.is_set():
+            self.interrupted = True
+            raise Interrupted("the experiment was interrupted (Ctrl-C): this run stops here")
         if self.recorder is None:
             return
         t = self.recorder.totals

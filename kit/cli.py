@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
+import threading
 from pathlib import Path
 
 from kit.errors import KitError
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from kit.runner import run_experiment
+    from kit.runner import outcome_counts, run_experiment
 
     overrides = {"profile": args.profile} if args.profile else None
     out = run_experiment(
@@ -20,12 +22,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         overrides=overrides,
         retry_errors=args.retry_errors,
+        grace_s=args.grace,
     )
     print(f"results: {out}")
     if not args.no_report:
         from kit.report import report_text
 
         print(report_text(out))
+    errors = outcome_counts(out).get("error", 0)
+    if errors:
+        print(
+            f"error: {errors} run(s) ended in outcome `error` (their messages are in the report: "
+            f"python -m kit report {out})\n  -> fix the cause, then rerun just those: "
+            f"python -m kit run {args.experiment} --retry-errors",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
@@ -56,6 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--no-report", action="store_true", help="do not print the report at the end")
     p.add_argument("--retry-errors", action="store_true", help="also rerun runs whose outcome was error")
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="after Ctrl-C, how long runs in flight may go on before they stop (default 30)",
+    )
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("report", help="print the per-strategy and per-role x tier tables")
@@ -85,6 +104,26 @@ def main(argv: list[str] | None = None) -> int:
     except KitError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a file the kit had to read or write: one line, no traceback
+        where = f": {e.filename}" if e.filename else ""
+        print(f"error: {e.strerror or e}{where}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
-        print("interrupted: finished runs are kept; run the same command again to resume", file=sys.stderr)
+        print(
+            "interrupted: finished runs are kept; run the same command again to resume "
+            "(interrupted and torn runs are redone)",
+            file=sys.stderr,
+        )
+        if _runs_in_flight():  # the second Ctrl-C: do not wait for them (they are redone next time)
+            local = sys.modules.get("kit.models.local")
+            if local is not None:
+                local.stop_server()  # os._exit skips atexit, which would stop the embedded model
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
         return 130
+
+
+def _runs_in_flight() -> bool:
+    """Threads of the runner's pools (``run_*`` / ``score_*``) still alive."""
+    return any(t.name.startswith(("run_", "score_")) and t.is_alive() for t in threading.enumerate())

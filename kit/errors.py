@@ -33,3 +33,11 @@ class BudgetExceeded(KitError):
 
 class CallCapReached(KitError):
     """A workflow hit its cap on agent calls."""
+
+
+class Interrupted(KitError):
+    """The experiment was interrupted (Ctrl-C): the agent stops at its next step."""
+
+
+class ResultsError(KitError):
+    """The results folder cannot be used: not a folder, not writable, full, or held by another run."""

@@ -160,12 +160,16 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     """Write ``data`` to ``path`` so a reader sees either the old file or the whole new one."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, default=str)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, default=str)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # disk full, killed ...: no half-written file is left behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -174,7 +178,8 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.exists():
         return rows
-    for line in path.read_text(encoding="utf-8").splitlines():
+    # errors="replace": a kill in the middle of a multi-byte character tears the last line only
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         if not line.strip():
             continue
         try:
@@ -278,7 +283,10 @@ class RunRecorder:
 
 
 def load_run(run_dir: Path) -> RunRecord | None:
+    """The run's record, or None when the run is not done: no run.json, or one that cannot be read
+    (truncated, not UTF-8, not a RunRecord) -- such a run is torn, and the runner redoes it."""
     path = Path(run_dir) / RUN
-    if not path.exists():
+    try:
+        return RunRecord.model_validate_json(path.read_bytes())
+    except (OSError, ValueError):  # missing or unreadable; pydantic's ValidationError is a ValueError
         return None
-    return RunRecord.model_validate_json(path.read_text(encoding="utf-8"))

@@ -1,17 +1,29 @@
 """The experiment runner: expand the matrix, run each (task, strategy, profile, repeat) in its own
-clone, score it, and write its records. A run whose run.json exists is skipped, so an interrupted
-experiment resumes where it stopped; a run folder without run.json is a torn run and is redone from
-scratch (no partial or duplicate records survive).
+clone, score it, and write its records.
+
+Resume: a run whose run.json exists is skipped; a run folder without a readable run.json is a torn run
+and is redone from scratch (no partial or duplicate records survive), and so is a run recorded as
+``interrupted`` (Ctrl-C). ``retry_errors`` also redoes runs whose outcome was ``error``.
+
+One run is two phases: :func:`play_run` (clone + strategy: mostly waiting on models) and
+:func:`score_run` (hidden acceptance tests: CPU-bound; then run.json). :func:`run_one` does both in
+turn -- the unit any executor can run. The thread executor in :func:`run_experiment` plays up to
+``concurrency`` runs at once and scores finished ones on a separate pool sized to the cores, so
+agents waiting on models never hold back scoring and a burst of finished runs never oversubscribes
+the CPU. Around it: one writer per results folder (:class:`kit.control.ResultsLock`) and Ctrl-C
+(:class:`kit.control.Interrupts`).
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
 import subprocess
 import threading
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,15 +36,18 @@ from kit.agent import Budget
 from kit.commands import is_secret_env
 from kit.config import Experiment, PriceSheet, Profile, load_experiment, load_profile
 from kit.context import RunContext
+from kit.control import Interrupts, ResultsLock
+from kit.errors import Interrupted, ResultsError
 from kit.gateway import Gateway
 from kit.paths import REPO_ROOT, results_root
 from kit.prompts import PromptBook
 from kit.records import RunRecord, RunRecorder, load_run, utc_now
 from kit.tasks import Task, load_task
-from kit.workspace import create_workspace, diff
+from kit.workspace import Workspace, create_workspace, diff
 
 EXPERIMENT_COPY = "experiment.yaml"
 PRICE_SHEET_COPY = "price_sheet.yaml"
+INTERRUPTED = "interrupted"  # outcome of a run stopped by Ctrl-C: redone by the next run
 
 
 @dataclass(frozen=True)
@@ -89,6 +104,34 @@ def plan(experiment: Experiment) -> list[RunSpec]:
     ]
 
 
+def _cores() -> int:
+    """CPUs this process may use (the scoring pool's size)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def prepare_results(results_dir: str | Path | None, name: str) -> Path:
+    """``<results>/<name>`` as an absolute path (a relative ``results_dir`` is taken from the current
+    folder), created with its ``runs/`` folder; one ResultsError when it cannot be used."""
+    root = Path(results_dir or results_root()).expanduser().resolve()
+    out = root / name
+    for p in (*reversed(out.parents), out, out / "runs"):
+        if p.exists() and not p.is_dir():
+            raise ResultsError(
+                f"results path {p} is a file, not a folder", "pass --results a folder (or move the file away)"
+            )
+    try:
+        (out / "runs").mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ResultsError(
+            f"cannot create the results folder {out}: {e.strerror or e}",
+            "pick a writable folder with --results (or fix its permissions)",
+        ) from None
+    return out
+
+
 def run_experiment(
     experiment: Experiment | str | Path,
     *,
@@ -96,25 +139,63 @@ def run_experiment(
     progress: bool = True,
     overrides: dict[str, Any] | None = None,
     retry_errors: bool = False,
+    grace_s: float = 30.0,
 ) -> Path:
     """Run every run of ``experiment`` not yet done; returns ``<results>/<experiment name>``.
-    With ``retry_errors``, runs that ended with outcome ``error`` are run again too."""
+
+    With ``retry_errors``, runs that ended with outcome ``error`` are run again too. Ctrl-C: see
+    :mod:`kit.control` (``grace_s`` is the grace period of runs in flight); once the runs in flight
+    have stopped, KeyboardInterrupt is raised. A failure to write the records (disk full, folder
+    gone read-only) stops the experiment with one ResultsError.
+    """
     if not isinstance(experiment, Experiment):
         experiment = load_experiment(experiment)
     if overrides:
         experiment = Experiment.model_validate({**experiment.model_dump(), **overrides})
     profile, sheet = load_profile(experiment.profile)
     specs = plan(experiment)
-    out = Path(results_dir or results_root()) / experiment.name
-    (out / "runs").mkdir(parents=True, exist_ok=True)
-    (out / EXPERIMENT_COPY).write_text(yaml.safe_dump(experiment.model_dump(mode="json"), sort_keys=False))
-    (out / PRICE_SHEET_COPY).write_text(yaml.safe_dump(sheet.model_dump(mode="json"), sort_keys=False))
+    out = prepare_results(results_dir, experiment.name)
+    try:
+        lock = ResultsLock(out).__enter__()
+    except OSError as e:
+        raise ResultsError(
+            f"cannot write to the results folder {out}: {e.strerror or e}",
+            "pick a writable folder with --results (or fix its permissions)",
+        ) from None
+    try:
+        try:
+            (out / EXPERIMENT_COPY).write_text(
+                yaml.safe_dump(experiment.model_dump(mode="json"), sort_keys=False), encoding="utf-8"
+            )
+            (out / PRICE_SHEET_COPY).write_text(
+                yaml.safe_dump(sheet.model_dump(mode="json"), sort_keys=False), encoding="utf-8"
+            )
+        except OSError as e:
+            raise _storage_error(out, e) from None
+        todo = [s for s in specs if not _finished(out / "runs" / s.run_id(profile.name), retry_errors)]
+        if todo:
+            Gateway(profile, sheet).preflight()  # a missing key fails here, once, before any run
+        _execute(specs, todo, experiment, profile, sheet, out, progress, grace_s)
+    finally:
+        lock.__exit__(None, None, None)
+    return out
 
-    todo = [s for s in specs if not _finished(out / "runs" / s.run_id(profile.name), retry_errors)]
-    if todo:
-        Gateway(profile, sheet).preflight()  # a missing key fails here, once, before any run
+
+def _execute(
+    specs: list[RunSpec],
+    todo: list[RunSpec],
+    experiment: Experiment,
+    profile: Profile,
+    sheet: PriceSheet,
+    out: Path,
+    progress: bool,
+    grace_s: float,
+) -> None:
+    """The thread executor: play up to ``concurrency`` runs at once, score finished ones on a pool of
+    one worker per core, collect the records. Raises KeyboardInterrupt after a Ctrl-C and
+    ResultsError when records could not be written."""
     commit = kit_commit()
-    spent = _Spend()
+    spent = 0.0
     bar = tqdm(
         total=len(specs),
         initial=len(specs) - len(todo),
@@ -123,35 +204,97 @@ def run_experiment(
         disable=not progress,
         dynamic_ncols=True,
     )
-    bar.set_postfix_str(f"${spent.usd:.4f}")
+    bar.set_postfix_str(f"${spent:.4f}")
+    storage: list[tuple[str, OSError]] = []
+    agents = ThreadPoolExecutor(max_workers=experiment.concurrency, thread_name_prefix="run")
+    scorers = ThreadPoolExecutor(max_workers=_cores(), thread_name_prefix="score")
+    hard_stop = False
+    with Interrupts(grace_s) as ctl:
 
-    def one(spec: RunSpec) -> RunRecord:
-        return run_one(spec, experiment, profile, sheet, out, commit)
+        def play(spec: RunSpec) -> PlayedRun | None:
+            if ctl.draining.is_set():  # interrupted before this run could start: it never starts
+                return None
+            return play_run(spec, experiment, profile, sheet, out, commit, ctl.stop)
 
-    with ThreadPoolExecutor(max_workers=experiment.concurrency) as pool:
-        futures = [pool.submit(one, s) for s in todo]
-        for fut in as_completed(futures):
-            record = fut.result()
-            spent.add(record.totals.cost_usd)
-            bar.update(1)
-            bar.set_postfix_str(f"${spent.usd:.4f} last: {record.strategy}/{record.task} {record.outcome}")
-    bar.close()
-    return out
+        pending: dict[Future, RunSpec] = {agents.submit(play, s): s for s in todo}
+        try:
+            while pending:
+                done, _ = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                ctl.tick()
+                if ctl.draining.is_set():
+                    for fut in pending:
+                        fut.cancel()  # not started yet: never will
+                for fut in done:
+                    spec = pending.pop(fut)
+                    if fut.cancelled():
+                        continue
+                    try:
+                        result = fut.result()
+                    except OSError as e:  # the run's records could not be written
+                        storage.append((spec.run_id(profile.name), e))
+                        ctl.drain(f"\n{_storage_error(out, e)}\nstopping: no new runs start.", grace_s=0)
+                        continue
+                    if isinstance(result, PlayedRun):
+                        pending[scorers.submit(score_run, result)] = spec
+                    elif isinstance(result, RunRecord):
+                        spent += result.totals.cost_usd
+                        bar.update(1)
+                        bar.set_postfix_str(
+                            f"${spent:.4f} last: {result.strategy}/{result.task} {result.outcome}"
+                        )
+        except BaseException:  # the second Ctrl-C, or a bug in the runner: stop without waiting
+            ctl.stop.set()
+            hard_stop = True
+            raise
+        finally:
+            bar.close()
+            agents.shutdown(wait=not hard_stop, cancel_futures=True)
+            scorers.shutdown(wait=not hard_stop, cancel_futures=True)
+    if storage:
+        run_id, err = storage[0]
+        raise _storage_error(out, err, f"{len(storage)} run(s) could not be recorded (first: {run_id})")
+    if ctl.interrupted:
+        raise KeyboardInterrupt
+
+
+def _storage_error(out: Path, err: OSError, detail: str = "") -> ResultsError:
+    what = "the disk is full" if err.errno in (errno.ENOSPC, errno.EDQUOT) else (err.strerror or str(err))
+    where = f" ({err.filename})" if err.filename else ""
+    return ResultsError(
+        f"cannot write records under {out}: {what}{where}" + (f"; {detail}" if detail else ""),
+        "free space (or fix the folder's permissions), then run the same command again: finished runs "
+        "are kept, the others are redone",
+    )
 
 
 def _finished(run_dir: Path, retry_errors: bool) -> bool:
+    """A run to skip: its run.json is readable and it was not interrupted (nor an error being retried)."""
     record = load_run(run_dir)
-    return record is not None and not (retry_errors and record.outcome == "error")
+    if record is None or record.outcome == INTERRUPTED:
+        return False
+    return not (retry_errors and record.outcome == "error")
 
 
-class _Spend:
-    def __init__(self) -> None:
-        self.usd = 0.0
-        self._lock = threading.Lock()
+def outcome_counts(out: Path) -> dict[str, int]:
+    """How many runs of the experiment folder ``out`` ended in each outcome (readable run.json only)."""
+    counts: dict[str, int] = {}
+    runs = Path(out) / "runs"
+    for run_dir in sorted(runs.iterdir()) if runs.is_dir() else []:
+        record = load_run(run_dir)
+        if record is not None:
+            counts[record.outcome] = counts.get(record.outcome, 0) + 1
+    return counts
 
-    def add(self, usd: float) -> None:
-        with self._lock:
-            self.usd += usd
+
+@dataclass
+class PlayedRun:
+    """A run whose strategy phase has ended: what :func:`score_run` needs to finish it."""
+
+    spec: RunSpec
+    record: RunRecord
+    recorder: RunRecorder
+    workspace: Workspace | None
+    started: float  # time.monotonic() when the run started
 
 
 def run_one(
@@ -161,12 +304,28 @@ def run_one(
     sheet: PriceSheet,
     out: Path,
     commit: str = "",
+    stop: threading.Event | None = None,
 ) -> RunRecord:
-    """Run one (task, strategy, repeat): clone, strategy, scoring, records. Never raises for a
-    failure inside the run: that becomes outcome ``error`` with its message."""
+    """Run one (task, strategy, repeat) start to end: clone, strategy, scoring, records. Never raises
+    for a failure inside the run (that becomes outcome ``error`` with its message); an OSError means
+    its records could not be written."""
+    return score_run(play_run(spec, experiment, profile, sheet, out, commit, stop))
+
+
+def play_run(
+    spec: RunSpec,
+    experiment: Experiment,
+    profile: Profile,
+    sheet: PriceSheet,
+    out: Path,
+    commit: str = "",
+    stop: threading.Event | None = None,
+) -> PlayedRun:
+    """The strategy phase: a fresh clone and the strategy on it. ``stop`` (Ctrl-C) makes the agents
+    stop at their next step; the run is then ``interrupted``."""
     run_id = spec.run_id(profile.name)
     run_dir = out / "runs" / run_id
-    if run_dir.exists():  # a torn run from an interrupted experiment: start it again from scratch
+    if run_dir.exists():  # a torn or interrupted run: start it again from scratch
         shutil.rmtree(run_dir)
     recorder = RunRecorder(run_dir, run_id)
     started_at, t0 = utc_now(), time.monotonic()
@@ -184,6 +343,7 @@ def run_one(
         options=options,
         started_at=started_at,
     )
+    budget = Budget(recorder, experiment.limits.max_usd, experiment.limits.max_tokens, stop=stop)
     workspace = None
     try:
         workspace = create_workspace(spec.task, run_dir / "repo")
@@ -210,31 +370,53 @@ def run_one(
             prompts=PromptBook(spec.strategy, experiment.prompt_overrides),
             limits=experiment.limits,
             options=options,
-            budget=Budget(recorder, experiment.limits.max_usd, experiment.limits.max_tokens),
+            budget=budget,
             journal_dir=out / "journals",
         )
         result = strategies.get(spec.strategy)(ctx)
         record.outcome = result.outcome
         record.claimed_done = result.claimed_done
         record.counters = {**result.counters, "permission_denials": recorder.denials}
+    except Interrupted as exc:
+        record.outcome = INTERRUPTED
+        record.error = str(exc)
+        record.counters = {**getattr(exc, "counters", {}), "permission_denials": recorder.denials}
     except Exception as exc:  # noqa: BLE001 - one broken run must not stop the experiment
         record.outcome = "error"
         record.error = f"{type(exc).__name__}: {exc}"
         recorder.event("note", "", "error", traceback.format_exc()[-2000:], ok=False)
         record.counters = {**getattr(exc, "counters", {}), "permission_denials": recorder.denials}
+    if budget.interrupted and record.outcome != INTERRUPTED:  # a strategy swallowed the stop
+        record.error = f"interrupted (the strategy had reached outcome {record.outcome!r})"
+        record.outcome = INTERRUPTED
+    if record.outcome == INTERRUPTED:
+        recorder.event("note", "", "interrupted", "Ctrl-C: stopped at the next step", ok=False)
+    return PlayedRun(spec, record, recorder, workspace, t0)
+
+
+def score_run(played: PlayedRun) -> RunRecord:
+    """The scoring phase: hidden acceptance tests on the clone (not for an interrupted run), the diff,
+    then run.json -- written last, it marks the run done."""
+    record, recorder, workspace = played.record, played.recorder, played.workspace
     if workspace is not None:
         try:
-            record.score = scoring.score(spec.task, workspace, record.claimed_done)
             recorder.write_diff(diff(workspace))
+            if record.outcome != INTERRUPTED:
+                record.score = scoring.score(played.spec.task, workspace, record.claimed_done)
+        except OSError:
+            raise  # the records cannot be written: the runner stops
         except Exception as exc:  # noqa: BLE001
             record.error = (record.error + "; " if record.error else "") + f"scoring failed: {exc}"
             if record.outcome != "error":
                 record.outcome = "error"
     record.finished_at = utc_now()
-    record.wall_s = round(time.monotonic() - t0, 3)
+    record.wall_s = round(time.monotonic() - played.started, 3)
     record.model_s = round(recorder.model_s, 3)
     record.tool_s = round(recorder.tool_s, 3)
     record.totals = recorder.totals
     record.calls = recorder.calls
-    recorder.finalize(record)
+    try:
+        recorder.finalize(record)
+    finally:
+        recorder.close()
     return record
