@@ -35,5 +35,6 @@ fmt: install
 	$(PY) -m ruff check --fix kit tests
 	$(PY) -m ruff format kit tests
 
+## JupyterLab on notebooks/: --allow-root only when run as root, --no-browser on a headless machine
 lab: install
-	$(VENV)/bin/jupyter lab notebooks
+	$(PY) -m kit lab

@@ -122,7 +122,7 @@ def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
         price_sheet=run.price_sheet.get("name", ""),
         illustrative_prices=bool(run.price_sheet.get("illustrative", False)),
         models=",".join(sorted({t.get("model", "") for t in (run.profile_spec.get("tiers") or {}).values()})),
-        scored=run.score is not None,
+        scored=is_scored(run),
     )
     score = run.score.model_dump() if run.score is not None else {}
     for name in (
@@ -150,6 +150,33 @@ def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
         row[name] = totals[name]
     row["run_dir"] = str(run_dir)
     return row
+
+
+#: Outcomes whose score (if any) is not a measurement of the strategy: the run failed or was cut short.
+UNSCORED_OUTCOMES = ("error", "interrupted")
+#: The order outcomes are shown in; others follow alphabetically.
+OUTCOME_ORDER = (
+    "done",
+    "pass",
+    "all-pass",
+    "converged-clean",
+    "capped",
+    "incomplete",
+    "budget",
+    "tampered",
+    "error",
+    "interrupted",
+)
+
+
+def is_scored(run: RunRecord) -> bool:
+    """Does this run count in the defect means? A tampered run does (its score fails every
+    requirement); an errored or interrupted run, or one the scorer could not score, does not."""
+    if run.outcome == "tampered":
+        return run.score is not None
+    if run.score is None or run.outcome in UNSCORED_OUTCOMES:
+        return False
+    return not getattr(run.score, "unscored_reason", None)
 
 
 def load(results_dir: str | Path, missing_ok: bool = False) -> Records:
@@ -232,12 +259,16 @@ def ci95_halfwidth(values: Sequence[float] | pd.Series) -> float:
 def strategy_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.DataFrame:
     """One row per strategy (or per ``by`` group) over its repeats.
 
-    ``runs`` and ``claimed_done_but_failed`` are counts; every other column is a mean per run;
-    ``*_ci95`` is the half-width of the 95 % t-interval of the mean over repeats (NaN with one run).
+    ``runs``, ``scored``, ``excluded`` and ``claimed_done_but_failed`` are counts. The defect columns
+    are means over the *scored* runs only (``excluded`` = runs left out of them: error, interrupted,
+    unscored -- see :func:`outcome_table`); every other column is a mean over all runs. ``*_ci95``
+    is the half-width of the 95 % t-interval of the mean over repeats (NaN with one run).
     """
     runs = records.runs
     columns = [
         "runs",
+        "scored",
+        "excluded",
         *[c for sev in (*SEVERITIES, "total") for c in (sev, f"{sev}_ci95")],
         "claimed_done_but_failed",
         "tests_added",
@@ -253,11 +284,12 @@ def strategy_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.Da
         return pd.DataFrame(columns=columns, index=pd.Index([], name=by[0]))
     rows = {}
     for key, g in runs.groupby(list(by), sort=True):
-        row: dict[str, float] = {"runs": len(g)}
+        scored = g[g["scored"].astype(bool)]
+        row: dict[str, float] = {"runs": len(g), "scored": len(scored), "excluded": len(g) - len(scored)}
         for sev in (*SEVERITIES, "total"):
-            row[sev] = g[f"defects_{sev}"].mean()
-            row[f"{sev}_ci95"] = ci95_halfwidth(g[f"defects_{sev}"])
-        row["claimed_done_but_failed"] = int(g["claimed_done_but_failed"].sum())
+            row[sev] = scored[f"defects_{sev}"].mean()
+            row[f"{sev}_ci95"] = ci95_halfwidth(scored[f"defects_{sev}"])
+        row["claimed_done_but_failed"] = int(scored["claimed_done_but_failed"].sum())
         for name in ("tests_added", "files_touched", "wall_s", "calls", *TOKENS, "cost_usd"):
             row[name] = g[name].mean()
         row["wall_s_ci95"] = ci95_halfwidth(g["wall_s"])
@@ -266,6 +298,32 @@ def strategy_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.Da
     table = pd.DataFrame.from_dict(rows, orient="index")[columns]
     table.index.names = list(by)
     return table
+
+
+def outcome_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.DataFrame:
+    """How many runs of each strategy (or ``by`` group) ended in each outcome, plus ``runs`` and
+    ``scored`` (the runs the defect means are taken over)."""
+    runs = records.runs
+    if runs.empty:
+        return pd.DataFrame(columns=["runs", "scored"], index=pd.Index([], name=by[0]))
+    counts = runs.groupby([*by, "outcome"]).size().unstack("outcome", fill_value=0)
+    order = [o for o in OUTCOME_ORDER if o in counts.columns]
+    counts = counts[order + sorted(c for c in counts.columns if c not in order)]
+    counts.columns.name = None
+    grouped = runs.groupby(list(by))
+    counts.insert(0, "runs", grouped.size())
+    counts.insert(1, "scored", grouped["scored"].sum().astype(int))
+    return counts
+
+
+def error_runs(records: Records) -> pd.DataFrame:
+    """The runs that ended in ``error``, with their message (run_key, task, strategy, repeat, error)."""
+    cols = ["run_key", "task", "strategy", "repeat", "error"]
+    runs = records.runs
+    if runs.empty:
+        return pd.DataFrame(columns=cols)
+    bad = runs[runs["outcome"] == "error"]
+    return bad[cols].fillna({"error": "(no message)"}).reset_index(drop=True)
 
 
 def role_tier_table(records: Records) -> pd.DataFrame:

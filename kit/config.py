@@ -8,11 +8,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from kit.errors import ConfigError
 from kit.paths import EXPERIMENTS_DIR, PRICES_DIR, PROFILES_DIR
@@ -23,6 +24,18 @@ TIERS: tuple[Tier, ...] = ("cheap", "medium", "strong")
 ActionMode = Literal["native", "json", "text"]
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def _safe_name(value: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", value) or ".." in value or value.strip(".") == "":
+        raise ValueError(
+            f"{value!r} cannot name a folder: use letters, digits, '.', '_' and '-' only (no '..', no '/')"
+        )
+    return value
+
+
+#: A name that becomes a folder or part of one under results/ (experiment, profile, task id).
+SafeName = Annotated[str, AfterValidator(_safe_name)]
 
 
 class _Strict(BaseModel):
@@ -58,10 +71,10 @@ class ModelSpec(_Strict):
     action_mode: ActionMode | None = Field(
         None, description="How the agent asks for tools; None = the kit's default for this model."
     )
-    context_window: int = Field(128_000, description="Tokens; old tool outputs are shortened to fit.")
-    max_output_tokens: int = 4096
-    temperature: float | None = None
-    timeout_s: float = Field(300.0, description="Per-call timeout.")
+    context_window: int = Field(128_000, gt=0, description="Tokens; old tool outputs are shortened to fit.")
+    max_output_tokens: int = Field(4096, gt=0)
+    temperature: float | None = Field(None, ge=0)
+    timeout_s: float = Field(300.0, gt=0, description="Per-call timeout.")
     cache_breakpoints: bool | None = Field(
         None, description="Mark system prompt + newest message cacheable; None = auto (Claude)."
     )
@@ -75,7 +88,7 @@ class ModelSpec(_Strict):
 class Profile(_Strict):
     """Tier -> model, plus the price sheet used to cost every call."""
 
-    name: str
+    name: SafeName
     description: str = ""
     price_sheet: str
     tiers: dict[Tier, ModelSpec]
@@ -97,17 +110,17 @@ class Profile(_Strict):
 class Limits(_Strict):
     """Caps every run shares; strategies read what applies to them."""
 
-    max_steps: int = Field(60, description="Tool-loop steps per agent (vibe: the whole run).")
-    max_usd: float | None = Field(None, description="Stop a run once it has spent this much.")
-    max_tokens: int | None = Field(None, description="Stop a run after this many tokens in total.")
-    command_timeout_s: float = 120.0
-    max_format_errors: int = Field(3, description="Invalid actions in a row before an agent stops.")
+    max_steps: int = Field(60, ge=1, description="Tool-loop steps per agent (vibe: the whole run).")
+    max_usd: float | None = Field(None, gt=0, description="Stop a run once it has spent this much.")
+    max_tokens: int | None = Field(None, gt=0, description="Stop a run after this many tokens in total.")
+    command_timeout_s: float = Field(120.0, gt=0)
+    max_format_errors: int = Field(3, ge=1, description="Invalid actions in a row before an agent stops.")
 
 
 class Experiment(_Strict):
     """What to run: tasks x strategies x repeats on one profile."""
 
-    name: str
+    name: SafeName
     description: str = ""
     tasks: list[str]
     strategies: list[str]
@@ -126,7 +139,8 @@ class Experiment(_Strict):
 # --------------------------------------------------------------------------- loading
 
 
-def _format_validation(err: ValidationError) -> str:
+def format_errors(err: ValidationError) -> str:
+    """A pydantic error as lines of ``field `a.b`: message``."""
     lines = []
     for e in err.errors():
         where = ".".join(str(p) for p in e["loc"]) or "(top level)"
@@ -141,6 +155,13 @@ def load_yaml_model(path: Path, model: type[M], what: str) -> M:
         raise ConfigError(f"{what} file not found: {path}")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})",
+            "save the file as UTF-8",
+        ) from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read this {what} file: {e.strerror or e}") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML: {e}") from None
     if not isinstance(data, dict):
@@ -148,7 +169,7 @@ def load_yaml_model(path: Path, model: type[M], what: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(f"{path}: invalid {what}:\n{_format_validation(e)}") from None
+        raise ConfigError(f"{path}: invalid {what}:\n{format_errors(e)}") from None
 
 
 def _resolve(name_or_path: str | Path, folder: Path, what: str) -> Path:

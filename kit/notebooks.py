@@ -190,6 +190,42 @@ def execute_all(
     return [execute(name, results_dir, params, progress) for name in names]
 
 
+# --------------------------------------------------------------------------- JupyterLab (make lab)
+
+
+def headless(environ: Mapping[str, str] | None = None, platform: str | None = None) -> bool:
+    """No browser to open: Linux/BSD without a display (a server, a container, an SSH session)."""
+    environ = os.environ if environ is None else environ
+    platform = sys.platform if platform is None else platform
+    if platform.startswith(("darwin", "win")):
+        return False
+    return not (environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY"))
+
+
+def jupyter_lab_command(
+    extra: Sequence[str] = (),
+    uid: int | None = None,
+    environ: Mapping[str, str] | None = None,
+    platform: str | None = None,
+) -> list[str]:
+    """``jupyter lab notebooks/`` for this interpreter: ``--allow-root`` only when running as root
+    (Jupyter refuses root otherwise, and containers run as root), ``--no-browser`` when headless."""
+    uid = (os.getuid() if hasattr(os, "getuid") else 1) if uid is None else uid
+    cmd = [sys.executable, "-m", "jupyter", "lab", str(NOTEBOOKS_DIR)]
+    if uid == 0:
+        cmd.append("--allow-root")
+    if headless(environ, platform):
+        cmd.append("--no-browser")
+    return cmd + list(extra)
+
+
+def _lab_cli(args: argparse.Namespace) -> int:
+    cmd = jupyter_lab_command([a for a in args.jupyter_args if a != "--"])
+    print(" ".join(cmd), flush=True)
+    os.execv(cmd[0], cmd)  # replaces this process: Ctrl-C and the exit code are Jupyter's
+    return 0  # not reached
+
+
 # --------------------------------------------------------------------------- CLI
 
 
@@ -216,4 +252,12 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cli)
+
+    lab = subparsers.add_parser(
+        "lab",
+        help="JupyterLab on notebooks/ (--allow-root only as root, --no-browser when headless)",
+        description="Start JupyterLab on notebooks/; arguments after -- go to jupyter lab.",
+    )
+    lab.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="passed to jupyter lab")
+    lab.set_defaults(func=_lab_cli)
     return p

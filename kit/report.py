@@ -1,5 +1,7 @@
 """The plain-text report (`python -m kit report results/NAME`): the caveats a reader must see, the
-per-strategy table and the per-role x tier table, formatted for a terminal or a notebook."""
+runs by outcome, the per-strategy table (defect means over scored runs only, the excluded count
+beside them), the errors with their messages and the per-role x tier table, formatted for a terminal
+or a notebook."""
 
 from __future__ import annotations
 
@@ -7,7 +9,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from kit.analysis import TOKENS, Records, load, role_tier_table, strategy_table
+from kit.analysis import (
+    TOKENS,
+    Records,
+    error_runs,
+    load,
+    outcome_table,
+    role_tier_table,
+    strategy_table,
+)
 from kit.records import SEVERITIES
 
 SCRIPTED_LABEL = "scripted model — pipeline validation, not a benchmark"
@@ -44,8 +54,14 @@ def describe(records: Records) -> str:
             f"strategies: {', '.join(sorted(set(runs['strategy'])))}; "
             f"profiles: {', '.join(sorted(set(runs['profile'])))}"
         ]
+    if not runs.empty:
+        counts = outcome_table(records, by=("profile",)).drop(columns=["runs", "scored"]).sum()
+        lines.append("outcomes: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
     if records.incomplete:
-        lines.append(f"{len(records.incomplete)} incomplete run(s) ignored (no run.json)")
+        lines.append(
+            f"{len(records.incomplete)} unfinished run(s) ignored (no readable run.json; "
+            "the next `kit run` redoes them)"
+        )
     lines += [f"NOTE: {label}" for label in labels(records)]
     return "\n".join(lines)
 
@@ -69,6 +85,10 @@ def format_strategy_table(table: pd.DataFrame) -> pd.DataFrame:
     """The per-strategy table as readable strings (means per run; ± the 95 % interval)."""
     out = pd.DataFrame(index=table.index)
     out["runs"] = table["runs"].map("{:.0f}".format)
+    out["scored"] = [
+        f"{s:.0f}" + (f" ({x:.0f} excl.)" if x else "")
+        for s, x in zip(table["scored"], table["excluded"], strict=True)
+    ]
     out["defects ± 95%"] = [_mean_ci(m, c) for m, c in zip(table["total"], table["total_ci95"], strict=True)]
     out["crit/maj/min"] = [f"{a:.1f}/{b:.1f}/{c:.1f}" for a, b, c in table[list(SEVERITIES)].to_numpy()]
     out["done✗"] = table["claimed_done_but_failed"].map("{:.0f}".format)
@@ -82,6 +102,17 @@ def format_strategy_table(table: pd.DataFrame) -> pd.DataFrame:
         _mean_ci(m, c, 4) for m, c in zip(table["cost_usd"], table["cost_usd_ci95"], strict=True)
     ]
     return out
+
+
+def format_errors(errors: pd.DataFrame, width: int = 160) -> str:
+    """One line per errored run: ``run_key: message`` (the message shortened to ``width``)."""
+    lines = []
+    for row in errors.itertuples():
+        message = " ".join(str(row.error).split())
+        if len(message) > width:
+            message = message[: width - 1] + "…"
+        lines.append(f"  {row.run_key}: {message}")
+    return "\n".join(lines)
 
 
 def format_role_tier_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -106,9 +137,23 @@ def report_text(results_dir: str | Path) -> str:
     by = ("task", "strategy") if records.runs["task"].nunique() > 1 else ("strategy",)
     parts += [
         "",
-        "Per strategy (means per run; ± = 95 % t-interval over repeats; done✗ = claimed done but failed)",
+        "Runs by outcome",
+        outcome_table(records, by=by).to_string(),
+        "",
+        "Per strategy (means per run; defects over scored runs only -- errored, interrupted and "
+        "unscored runs are excluded; ± = 95 % t-interval over repeats; done✗ = claimed done but failed)",
         format_strategy_table(strategy_table(records, by=by)).to_string(),
         "",
+    ]
+    errors = error_runs(records)
+    if not errors.empty:
+        parts += [
+            f"Errors ({len(errors)} run(s); full messages in run.json; rerun them with "
+            "`python -m kit run EXPERIMENT --retry-errors`)",
+            format_errors(errors),
+            "",
+        ]
+    parts += [
         "Per role × tier (sums over all runs; share = of the strategy's cost)",
         format_role_tier_table(role_tier_table(records)).to_string(),
     ]

@@ -29,15 +29,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 from tqdm.auto import tqdm
 
 from kit import scoring, strategies
 from kit.agent import Budget
 from kit.commands import is_secret_env
-from kit.config import Experiment, PriceSheet, Profile, load_experiment, load_profile
+from kit.config import Experiment, PriceSheet, Profile, format_errors, load_experiment, load_profile
 from kit.context import RunContext
 from kit.control import Interrupts, ResultsLock
-from kit.errors import Interrupted, ResultsError
+from kit.errors import ConfigError, Interrupted, ResultsError
 from kit.gateway import Gateway
 from kit.paths import REPO_ROOT, results_root
 from kit.prompts import PromptBook
@@ -151,7 +152,12 @@ def run_experiment(
     if not isinstance(experiment, Experiment):
         experiment = load_experiment(experiment)
     if overrides:
-        experiment = Experiment.model_validate({**experiment.model_dump(), **overrides})
+        try:
+            experiment = Experiment.model_validate({**experiment.model_dump(), **overrides})
+        except ValidationError as e:
+            raise ConfigError(
+                f"invalid override of experiment {experiment.name!r}:\n{format_errors(e)}"
+            ) from None
     profile, sheet = load_profile(experiment.profile)
     specs = plan(experiment)
     out = prepare_results(results_dir, experiment.name)
@@ -232,7 +238,7 @@ def _execute(
                         result = fut.result()
                     except OSError as e:  # the run's records could not be written
                         storage.append((spec.run_id(profile.name), e))
-                        ctl.drain(f"\n{_storage_error(out, e)}\nstopping: no new runs start.", grace_s=0)
+                        ctl.drain(grace_s=0)  # no run can be recorded: stop them all now
                         continue
                     if isinstance(result, PlayedRun):
                         pending[scorers.submit(score_run, result)] = spec

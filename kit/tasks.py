@@ -16,6 +16,7 @@ solution applied every acceptance and own test passes.
 from __future__ import annotations
 
 import argparse
+import ast
 import shutil
 import tempfile
 import time
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kit.config import load_yaml_model
+from kit.config import SafeName, load_yaml_model
 from kit.errors import ConfigError, KitError, TaskError
 from kit.paths import TASKS_DIR
 from kit.records import SEVERITIES
@@ -35,9 +36,11 @@ DELETED_FILE = "DELETED.txt"
 class TaskLimits(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    max_steps: int | None = Field(None, description="Overrides the experiment's step cap for this task.")
-    command_timeout_s: float = Field(120.0, description="Timeout of one command the agent runs.")
-    scoring_timeout_s: float = Field(120.0, description="Timeout of each pytest run while scoring.")
+    max_steps: int | None = Field(
+        None, ge=1, description="Overrides the experiment's step cap for this task."
+    )
+    command_timeout_s: float = Field(120.0, gt=0, description="Timeout of one command the agent runs.")
+    scoring_timeout_s: float = Field(120.0, gt=0, description="Timeout of each pytest run while scoring.")
 
 
 class TaskFile(BaseModel):
@@ -45,7 +48,7 @@ class TaskFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(description="Short name; the folder name for tasks under datasets/tasks/.")
+    id: SafeName = Field(description="Short name; the folder name for tasks under datasets/tasks/.")
     title: str
     prompt: str = Field(description="Given as is to every strategy.")
     language: str = "python"
@@ -173,6 +176,7 @@ def validate_task(task: Task) -> ValidationReport:
             ws = create_workspace(task, Path(tmp) / "repo")
             durations["workspace_s"] = time.monotonic() - t
 
+            problems += uncollected_test_files(task)
             t = time.monotonic()
             start = evaluate(task, ws.root, ws)
             durations["start_s"] = time.monotonic() - t
@@ -215,6 +219,28 @@ def validate_task(task: Task) -> ValidationReport:
     durations["total_s"] = time.monotonic() - started
     durations = {k: round(v, 3) for k, v in durations.items()}
     return ValidationReport(task_id=task.id, ok=not problems, problems=problems, durations=durations)
+
+
+def uncollected_test_files(task: Task) -> list[str]:
+    """Python files under acceptance/ that define ``test*`` functions but that pytest would never
+    collect (their name is not ``test_*.py`` / ``*_test.py``): requirements that silently never run."""
+    from kit.scoring import test_files
+
+    collected = set(test_files(task.acceptance_dir))
+    problems = []
+    for path in sorted(task.acceptance_dir.rglob("*.py")):
+        if path in collected or path.name == "conftest.py" or "__pycache__" in path.parts:
+            continue
+        try:
+            tree = ast.parse(path.read_bytes())
+        except (SyntaxError, ValueError):
+            continue  # not a test file by name; its import errors show when a test file imports it
+        if any(isinstance(n, ast.FunctionDef) and n.name.startswith("test") for n in ast.walk(tree)):
+            rel = path.relative_to(task.acceptance_dir).as_posix()
+            problems.append(
+                f"acceptance/{rel} defines tests but pytest will not collect it (name it test_*.py)"
+            )
+    return problems
 
 
 def _tail(run) -> str:  # noqa: ANN001 - a kit.scoring.PytestRun

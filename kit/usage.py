@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 PER_MILLION = 1_000_000
 
@@ -127,10 +127,10 @@ class ModelPrice(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    input: float
-    output: float
-    cache_read: float
-    cache_write: float
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_read: float = Field(ge=0)
+    cache_write: float = Field(ge=0)
 
 
 def price(usage: Usage, sheet: ModelPrice) -> float:
