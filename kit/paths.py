@@ -18,5 +18,7 @@ NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 
 
 def results_root() -> Path:
-    """The folder experiments write into (``results/`` unless ORCHBENCH_RESULTS_DIR is set)."""
-    return Path(os.environ.get("ORCHBENCH_RESULTS_DIR") or REPO_ROOT / "results")
+    """The folder experiments write into (``results/`` unless ORCHBENCH_RESULTS_DIR is set), as an
+    absolute path (a relative ORCHBENCH_RESULTS_DIR is taken from the current folder): git and the
+    commands run in other folders."""
+    return Path(os.environ.get("ORCHBENCH_RESULTS_DIR") or REPO_ROOT / "results").expanduser().resolve()
