@@ -57,27 +57,26 @@ def pareto_front(runs: pd.DataFrame) -> pd.DataFrame:
     return pts.loc[front]
 
 
-def left_out_note(runs: pd.DataFrame) -> str:
-    """'left out: 2 error, 1 interrupted' for the runs not scored (empty when none are left out)."""
+def scored_runs(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The runs a defects plot may show (``scored``), and a note on the others, e.g.
+    'left out (not scored): 2 error, 1 interrupted' ('' when none are left out)."""
     if runs.empty or "scored" not in runs:
-        return ""
-    out = runs.loc[~runs["scored"].astype(bool), "outcome"].value_counts().sort_index()
-    return "left out (not scored): " + ", ".join(f"{n} {o}" for o, n in out.items()) if len(out) else ""
+        return runs, ""
+    keep = runs["scored"].astype(bool)
+    out = runs.loc[~keep, "outcome"].value_counts().sort_index()
+    note = "left out (not scored): " + ", ".join(f"{n} {o}" for o, n in out.items()) if len(out) else ""
+    return runs[keep], note
 
 
 def pareto(runs: pd.DataFrame, path: str | Path) -> Path:
     """Cost vs defects, one point per scored run, coloured by strategy; the Pareto front as a step
     line. Runs that were not scored (error, interrupted ...) are left out, and the figure says how many."""
     title = "Cost vs defects per run"
-    note = left_out_note(runs)
-    if not runs.empty and "scored" in runs:
-        runs = runs[runs["scored"].astype(bool)]
+    runs, note = scored_runs(runs)
     if runs.empty:
         return _empty(path, title, "no scored runs" + (f"\n{note}" if note else ""))
     fig = _new()
     ax = fig.subplots()
-    if note:
-        ax.text(0.99, 0.99, note, ha="right", va="top", fontsize="small", transform=ax.transAxes)
     for strategy, g in runs.groupby("strategy", sort=True):
         ax.scatter(g["cost_usd"], g["defects_total"], label=strategy, s=45, alpha=0.8)
     front = pareto_front(runs)
@@ -93,7 +92,7 @@ def pareto(runs: pd.DataFrame, path: str | Path) -> Path:
         )
     ax.set_xlabel("cost per run (USD)")
     ax.set_ylabel("defects (acceptance failures)")
-    ax.set_title(title)
+    ax.set_title(f"{title}\n{note}" if note else title)
     ax.legend(fontsize="small")
     return _save(fig, path)
 
