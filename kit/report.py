@@ -59,7 +59,7 @@ def describe(records: Records) -> str:
         lines.append("outcomes: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
     if records.incomplete:
         lines.append(
-            f"{len(records.incomplete)} unfinished run(s) ignored (no readable run.json; "
+            f"{len(records.incomplete)} incomplete run(s) ignored (no readable run.json; "
             "the next `kit run` redoes them)"
         )
     lines += [f"NOTE: {label}" for label in labels(records)]

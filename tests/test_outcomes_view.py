@@ -86,7 +86,7 @@ def test_kit_report_survives_a_run_json_that_is_not_a_run_record(mixed, capsys):
 
     (mixed.root / "runs" / "micro-slugify__vibe__r0" / "run.json").write_text('{"run_id": 3}')
     assert main(["report", str(mixed.root)]) == 0
-    assert "1 unfinished run(s) ignored" in capsys.readouterr().out
+    assert "1 incomplete run(s) ignored" in capsys.readouterr().out
 
 
 # --------------------------------------------------------------------------- tasks validate

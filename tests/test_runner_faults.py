@@ -169,7 +169,7 @@ def test_a_corrupt_run_json_is_a_torn_run_redone_and_does_not_break_the_report(t
 
     assert main(["report", str(tmp_path / "r" / "corrupt")]) == 0
     out = capsys.readouterr().out
-    assert "no complete runs" in out and "2 unfinished run(s) ignored" in out
+    assert "no complete runs" in out and "2 incomplete run(s) ignored" in out
 
     assert main(args) == 0
     assert [run_json(d)["outcome"] for d in sorted(runs.iterdir())] == ["done", "done"]
