@@ -222,16 +222,17 @@ def _execute(
                 return None
             return play_run(spec, experiment, profile, sheet, out, commit, ctl.stop)
 
-        pending: dict[Future, RunSpec] = {agents.submit(play, s): s for s in todo}
+        playing: dict[Future, RunSpec] = {agents.submit(play, s): s for s in todo}
+        scoring: dict[Future, RunSpec] = {}
         try:
-            while pending:
-                done, _ = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            while playing or scoring:
+                done, _ = wait([*playing, *scoring], timeout=0.2, return_when=FIRST_COMPLETED)
                 ctl.tick()
                 if ctl.draining.is_set():
-                    for fut in pending:
-                        fut.cancel()  # not started yet: never will
+                    for fut in playing:
+                        fut.cancel()  # a run not started yet never starts (queued scorings still run)
                 for fut in done:
-                    spec = pending.pop(fut)
+                    spec = playing.pop(fut, None) or scoring.pop(fut)
                     if fut.cancelled():
                         continue
                     try:
@@ -241,7 +242,7 @@ def _execute(
                         ctl.drain(grace_s=0)  # no run can be recorded: stop them all now
                         continue
                     if isinstance(result, PlayedRun):
-                        pending[scorers.submit(score_run, result)] = spec
+                        scoring[scorers.submit(score_run, result)] = spec
                     elif isinstance(result, RunRecord):
                         spent += result.totals.cost_usd
                         bar.update(1)

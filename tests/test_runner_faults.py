@@ -198,8 +198,9 @@ def test_kit_run_exits_non_zero_when_a_run_ended_in_error_and_points_at_retry_er
 
 
 def test_scoring_runs_on_its_own_pool_sized_to_the_cores(tmp_path, monkeypatch):
-    """Four runs at concurrency 2 with a 1-core scoring pool: two strategies at a time, never two
-    scorings at once, and the next run's strategy starts while an earlier run is being scored."""
+    """Six runs at concurrency 2 with a 1-core scoring pool: two strategies at a time, never two
+    scorings at once, and later runs' strategies start while earlier runs are being scored (with
+    scoring in the agent threads, a run would start only once a scoring had ended)."""
     from datetime import datetime
 
     import kit.runner as runner
@@ -213,7 +214,7 @@ def test_scoring_runs_on_its_own_pool_sized_to_the_cores(tmp_path, monkeypatch):
         with lock:
             active[0] += 1
             peak[0] = max(peak[0], active[0])
-        time.sleep(0.6)
+        time.sleep(0.4)
         with lock:
             active[0] -= 1
             spans.append((t, time.time()))
@@ -224,13 +225,36 @@ def test_scoring_runs_on_its_own_pool_sized_to_the_cores(tmp_path, monkeypatch):
     monkeypatch.setenv("ORCHBENCH_SCRIPTED_LATENCY_S", "0.2")
     profile = write_profile(tmp_path, "scripted/done", "native")
     out = run_experiment(
-        experiment("pool", profile, ["micro-slugify"], ["vibe"], repeats=4, concurrency=2),
+        experiment("pool", profile, ["micro-slugify"], ["vibe"], repeats=6, concurrency=2),
         results_dir=tmp_path,
         progress=False,
     )
     runs = [run_json(d) for d in (out / "runs").iterdir()]
-    assert len(runs) == 4 and all(r["score"]["requirements_failed"] == 1 for r in runs)
+    assert len(runs) == 6 and all(r["score"]["requirements_failed"] == 1 for r in runs)
     assert peak[0] == 1  # bounded by the scoring pool, not by the two agent threads
     starts = [datetime.fromisoformat(r["started_at"].replace("Z", "+00:00")).timestamp() for r in runs]
     overlapped = [s for s in starts if any(a < s < b for a, b in spans)]
     assert overlapped, "no run started while another was being scored: scoring held an agent thread"
+
+
+def test_a_run_that_finishes_within_the_grace_period_is_kept(tmp_path):
+    """Ctrl-C (a SIGINT to this process) arrives during r1's only model call: r1 finishes within the
+    grace period and is kept as done and scored; r2 and r3 never start; KeyboardInterrupt follows."""
+    from kit.actions import render
+    from kit.models import scripted
+
+    def interrupt_then_finish(req):
+        if req.index == 0:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.3)  # the main thread handles it while this call is in flight
+        return render("native", "finish", {"summary": "done"})
+
+    profile = write_profile(tmp_path, scripted.register(interrupt_then_finish, name="sigint12"), "native")
+    exp = experiment("grace", profile, ["micro-slugify"], ["vibe"], repeats=3)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(exp, results_dir=tmp_path, progress=False, grace_s=30)
+    runs = tmp_path / "grace" / "runs"
+    assert [d.name for d in runs.iterdir()] == ["micro-slugify__vibe__scripted-test__r1"]
+    run = run_json(runs / "micro-slugify__vibe__scripted-test__r1")
+    assert run["outcome"] == "done" and run["score"]["requirements_total"] == 7
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
