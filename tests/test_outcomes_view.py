@@ -105,15 +105,19 @@ def broken_task(tmp_path, name: str, files: dict[str, str]):
     [
         ({"test_extra.py": "def broken(:\n"}, "cannot parse"),
         (
-            {"test_extra.py": "import pytest\nimport no_such_module_xyz\n\n"
-             "@pytest.mark.severity('minor')\ndef test_x():\n    assert True\n"},
+            {
+                "test_extra.py": "import pytest\nimport no_such_module_xyz\n\n"
+                "@pytest.mark.severity('minor')\ndef test_x():\n    assert True\n"
+            },
             "collection failure",
         ),
         ({"checks.py": "def test_never_collected():\n    assert False\n"}, "pytest will not collect it"),
     ],
     ids=["syntax-error", "import-error", "not-collected"],
 )
-def test_tasks_validate_fails_on_an_acceptance_file_that_does_not_import_or_collect(tmp_path, files, expected):
+def test_tasks_validate_fails_on_an_acceptance_file_that_does_not_import_or_collect(
+    tmp_path, files, expected
+):
     report_ = validate_task(broken_task(tmp_path, "broken", files))
     assert not report_.ok
     assert any(expected in p for p in report_.problems), report_.problems

@@ -11,7 +11,9 @@ Per concurrency it prints the wall time and the *achievable* wall time
 (model time = the sum of the scripted calls' sleeps, i.e. what the runs spend waiting on the model;
 CPU time = user + system time of this process and its children -- git, the scoring pytest runs --
 measured over the experiment), and the efficiency = achievable / wall: the share of the achievable
-speed-up that was reached (1.0 = perfect). ``--scoring-pool N`` overrides the scoring pool's size
+speed-up that was reached (1.0 = perfect). ``cores used`` = CPU time / wall time: far below the
+core count while the runs are CPU-bound means other processes were taking the CPU (the figures are
+then not this kit's). ``--scoring-pool N`` overrides the scoring pool's size
 (default: the cores); ``--scoring-pool 16`` at concurrency 16 is the old behaviour, where every run
 scored in its own agent thread at the same moment.
 
@@ -82,13 +84,17 @@ def main() -> None:
         f"{args.runs} runs, scripted oracle, {args.latency:g} s per call; {cores} cores; "
         f"scoring pool {pool}; load average {os.getloadavg()[0]:.1f}"
     )
-    header = f"{'conc':>4} {'wall s':>7} {'model s':>8} {'cpu s':>6} {'achievable s':>12} {'efficiency':>10}"
+    header = (
+        f"{'conc':>4} {'wall s':>7} {'model s':>8} {'cpu s':>6} {'cores used':>10} "
+        f"{'achievable s':>12} {'efficiency':>10}"
+    )
     print(header)
     for c in (int(x) for x in args.concurrency.split(",")):
         m = measure(f"c{c}", args.runs, c, results)
         achievable = max(m["model"] / c, m["cpu"] / cores)
         print(
-            f"{c:>4} {m['wall']:>7.2f} {m['model']:>8.2f} {m['cpu']:>6.2f} {achievable:>12.2f} "
+            f"{c:>4} {m['wall']:>7.2f} {m['model']:>8.2f} {m['cpu']:>6.2f} {m['cpu'] / m['wall']:>10.2f} "
+            f"{achievable:>12.2f} "
             f"{achievable / m['wall']:>10.0%}",
             flush=True,
         )
