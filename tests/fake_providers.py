@@ -197,7 +197,10 @@ class FakeServer:
             request = self.parse(body)
         except BadRequest as e:
             return self._send(h, seen, 400, self.error_body("invalid_request_error", str(e)))
-        reply = self.responder(request)
+        try:
+            reply = self.responder(request)
+        except Exception as e:  # a broken test policy: say so in the error the client sees
+            return self._send(h, seen, 500, self.error_body("api_error", f"responder failed: {e!r}"))
         usage = self.usage(body, reply)
         payload = self.reply_body(request, reply, usage, fault)
         if fault == "no_usage":
@@ -385,9 +388,13 @@ class FakeAnthropic(FakeServer):
             if b.get("type") == "text" and not str(b.get("text", "")).strip():
                 raise BadRequest(f"messages.{i}.content.{j}.text: text content blocks must be non-empty")
             if b.get("type") == "tool_use" and msg["role"] != "assistant":
-                raise BadRequest(f"messages.{i}.content.{j}: tool_use blocks are only allowed in assistant turns")
+                raise BadRequest(
+                    f"messages.{i}.content.{j}: tool_use blocks are only allowed in assistant turns"
+                )
             if b.get("type") == "tool_result" and msg["role"] != "user":
-                raise BadRequest(f"messages.{i}.content.{j}: tool_result blocks are only allowed in user turns")
+                raise BadRequest(
+                    f"messages.{i}.content.{j}: tool_result blocks are only allowed in user turns"
+                )
         return content
 
     @staticmethod
@@ -413,7 +420,13 @@ class FakeAnthropic(FakeServer):
                     for b in content
                     if b.get("type") == "tool_use"
                 ]
-                out.append({"role": "assistant", "content": "".join(texts), **({"tool_calls": calls} if calls else {})})
+                out.append(
+                    {
+                        "role": "assistant",
+                        "content": "".join(texts),
+                        **({"tool_calls": calls} if calls else {}),
+                    }
+                )
                 continue
             for b in content:
                 if b.get("type") == "tool_result":
@@ -477,7 +490,12 @@ class FakeAnthropic(FakeServer):
             content.append({"type": "text", "text": reply["content"]})
         for tc in calls:
             content.append(
-                {"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:12]}", "name": tc["name"], "input": _arguments(tc)}
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{uuid.uuid4().hex[:12]}",
+                    "name": tc["name"],
+                    "input": _arguments(tc),
+                }
             )
         if fault == "empty":
             content = []
@@ -533,9 +551,12 @@ class FakeOpenAI(FakeServer):
                 )
             pending = {tc["id"] for tc in m.get("tool_calls") or []}
         msgs = [
-            {**m, "content": m["content"] if isinstance(m.get("content"), str | None) else "".join(
-                b.get("text", "") for b in m["content"]
-            )}
+            {
+                **m,
+                "content": m["content"]
+                if isinstance(m.get("content"), str | None)
+                else "".join(b.get("text", "") for b in m["content"]),
+            }
             for m in messages
         ]
         return WireRequest(self.provider, body["model"], msgs, body.get("tools"), None, body)
@@ -605,12 +626,15 @@ class PolicyResponder:
     roles: dict[str, str] = field(default_factory=dict)
     context: dict[str, Any] = field(default_factory=dict)
     count: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, request: WireRequest) -> dict[str, Any]:
         system = request.system
         role = next((r for r, phrase in self.roles.items() if phrase in system), "")
         tools = [t for t in request.tools or [] if t["function"]["name"] != request.forced_tool] or None
-        structured = bool(request.forced_tool or request.body.get("output_format") or request.body.get("response_format"))
+        structured = bool(
+            request.forced_tool or request.body.get("output_format") or request.body.get("response_format")
+        )
         context = {
             **self.context,
             "role": role,
@@ -619,15 +643,19 @@ class PolicyResponder:
             "schema": True if structured and not tools else None,
         }
         req = scripted.Request(
-            messages=[m for m in request.messages],
+            messages=list(request.messages),
             tools=tools,
             response_format=request.body.get("response_format"),
             context=context,
-            index=self.count,
+            index=self._next_index(),
         )
-        self.count += 1
         reply = scripted.to_reply(self.policy(req))
         return {"content": reply.content, "tool_calls": reply.tool_calls}
+
+    def _next_index(self) -> int:
+        with self._lock:
+            self.count += 1
+            return self.count - 1
 
 
 def role_phrases(strategy: str, roles: list[str]) -> dict[str, str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from fake_providers import FakeAnthropic, PolicyResponder, role_phrases
+from fake_providers import PolicyResponder, role_phrases
 from helpers import experiment, rows, run_json
 
 from kit.actions import FINISH, render
@@ -31,7 +31,12 @@ FAST = RetryPolicy(max_retries=3, backoff_s=0.01, max_backoff_s=0.05)
 def profile_for(server, model: str = SONNET, **spec) -> Profile:
     base = server.url + ("/v1" if server.provider == "openai" else "")
     tier = ModelSpec(model=model, api_base=base, extra={"api_key": "test-key"}, **spec)
-    return Profile(name="fake", price_sheet="anthropic", tiers=dict.fromkeys(("cheap", "medium", "strong"), tier), retry=FAST)
+    return Profile(
+        name="fake",
+        price_sheet="anthropic",
+        tiers=dict.fromkeys(("cheap", "medium", "strong"), tier),
+        retry=FAST,
+    )
 
 
 OPENAI_SHEET = PriceSheet(
@@ -60,7 +65,10 @@ def tool_turns(result_content) -> list[dict]:
     return [
         {"role": "user", "content": "list"},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": result_content}]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": result_content}],
+        },
     ]
 
 
@@ -70,7 +78,11 @@ MARK = {"type": "ephemeral"}
 @pytest.mark.parametrize(
     ("messages", "system", "error"),
     [
-        (tool_turns([{"type": "text", "text": "a.py", "cache_control": MARK}]), None, "directly on the tool_result"),
+        (
+            tool_turns([{"type": "text", "text": "a.py", "cache_control": MARK}]),
+            None,
+            "directly on the tool_result",
+        ),
         (tool_turns("a.py")[:2], None, "without `tool_result`"),
         (
             [tool_turns("a.py")[0], {"role": "assistant", "content": "Sure."}, tool_turns("a.py")[2]],
@@ -102,7 +114,12 @@ def test_the_fake_anthropic_caches_a_marked_prefix_only_from_the_models_minimum(
         system = [{"type": "text", "text": text[: long * 5], "cache_control": MARK}]
         usages = []
         for _ in range(2):
-            body = {"model": model, "max_tokens": 5, "system": system, "messages": [{"role": "user", "content": "q"}]}
+            body = {
+                "model": model,
+                "max_tokens": 5,
+                "system": system,
+                "messages": [{"role": "user", "content": "q"}],
+            }
             usages.append(post(fake_anthropic, body).json()["usage"])
         cached = usages[0]["cache_creation_input_tokens"] > 0 and usages[1]["cache_read_input_tokens"] > 0
         size = usages[0]["input_tokens"] + usages[0]["cache_creation_input_tokens"]
@@ -117,11 +134,24 @@ def test_the_fake_anthropic_caches_a_marked_prefix_only_from_the_models_minimum(
 
 def test_a_tool_result_as_newest_message_is_accepted_with_the_marker_on_the_block(fake_anthropic, tmp_path):
     gw, calls = gateway_for(fake_anthropic, tmp_path)
-    tools = [{"type": "function", "function": {"name": "ls", "description": "list", "parameters": {"type": "object", "properties": {}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "ls",
+                "description": "list",
+                "parameters": {"type": "object", "properties": {}},
+            },
+        }
+    ]
     messages = [
         {"role": "system", "content": "You list files. " * 400},
         {"role": "user", "content": "What is here?"},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "a.py\nb.py"},
     ]
     first = gw.call(role="coder", tier="cheap", messages=messages, tools=tools)
@@ -176,7 +206,9 @@ def test_empty_replies_until_the_retries_run_out_are_an_error(request, tmp_path,
 def test_backoff_honours_retry_after(fake_anthropic, tmp_path, fault, wait):
     sleeps: list[float] = []
     recorder = RunRecorder(tmp_path / "run", "r1")
-    profile = profile_for(fake_anthropic).model_copy(update={"retry": RetryPolicy(backoff_s=0.01, max_backoff_s=30)})
+    profile = profile_for(fake_anthropic).model_copy(
+        update={"retry": RetryPolicy(backoff_s=0.01, max_backoff_s=30)}
+    )
     gw = Gateway(profile, load_price_sheet("anthropic"), recorder, sleep=sleeps.append)
     fake_anthropic.inject(fault, "500")
     gw.call(role="coder", tier="cheap", messages=MESSAGES)
@@ -184,8 +216,11 @@ def test_backoff_honours_retry_after(fake_anthropic, tmp_path, fault, wait):
 
 
 def test_a_real_retry_after_wait(fake_anthropic, tmp_path):
-    gw = Gateway(profile_for(fake_anthropic).model_copy(update={"retry": RetryPolicy(max_backoff_s=5)}),
-                 load_price_sheet("anthropic"), RunRecorder(tmp_path / "run", "r1"))
+    gw = Gateway(
+        profile_for(fake_anthropic).model_copy(update={"retry": RetryPolicy(max_backoff_s=5)}),
+        load_price_sheet("anthropic"),
+        RunRecorder(tmp_path / "run", "r1"),
+    )
     fake_anthropic.inject("429")  # retry-after: 1
     gw.call(role="coder", tier="cheap", messages=MESSAGES)
     first, second = read_jsonl(tmp_path / "run" / CALLS)
@@ -218,8 +253,9 @@ def test_anthropic_reply_without_usage_is_a_failed_attempt(fake_anthropic, tmp_p
 def test_preflight_names_the_tier_and_the_unknown_model(fake_openai, tmp_path):
     sheet = PriceSheet(name="s", prices={"p": ModelPrice(input=1, output=1, cache_read=0.1, cache_write=1)})
     profile = profile_for(fake_openai, "openai/my-finetune-v3", price="p")
-    profile = profile.model_copy(update={"tiers": {**profile.tiers, "strong": profile.tiers["strong"]}})
-    with pytest.raises(ConfigError, match=r"tier cheap: litellm does not know the model 'openai/my-finetune-v3'") as info:
+    with pytest.raises(
+        ConfigError, match=r"tier cheap: litellm does not know the model 'openai/my-finetune-v3'"
+    ) as info:
         Gateway(profile, sheet).preflight()
     assert "custom: true" in str(info.value)
     custom = {t: s.model_copy(update={"custom": True}) for t, s in profile.tiers.items()}
@@ -231,15 +267,18 @@ def test_preflight_names_the_tier_and_the_unknown_model(fake_openai, tmp_path):
 # --------------------------------------------------------------------------- runs through the runner
 
 
-def write_fake_profile(folder: Path, server, model: str = SONNET, retry: dict | None = None) -> Path:
+def write_fake_profile(
+    folder: Path, server, model: str = SONNET, retry: dict | None = None, sheet: dict | None = None
+) -> Path:
     (folder / "profiles").mkdir(parents=True, exist_ok=True)
     (folder / "prices").mkdir(parents=True, exist_ok=True)
-    sheet = load_price_sheet("anthropic").model_dump(mode="json")
-    (folder / "prices" / "anthropic.yaml").write_text(yaml.safe_dump(sheet))
-    tier = {"model": model, "api_base": server.url, "api_key_env": "FAKE_ANTHROPIC_KEY"}
+    sheet = sheet or load_price_sheet("anthropic").model_dump(mode="json")
+    (folder / "prices" / f"{sheet['name']}.yaml").write_text(yaml.safe_dump(sheet))
+    base = server.url + ("/v1" if server.provider == "openai" else "")
+    tier = {"model": model, "api_base": base, "api_key_env": "FAKE_ANTHROPIC_KEY"}
     profile = {
         "name": "fake-anthropic",
-        "price_sheet": "anthropic",
+        "price_sheet": sheet["name"],
         "tiers": dict.fromkeys(("cheap", "medium", "strong"), tier),
         "retry": retry or {"max_retries": 2, "backoff_s": 0.01, "max_backoff_s": 0.05},
     }
@@ -266,14 +305,19 @@ def test_a_ten_turn_tool_using_vibe_run_is_accepted_and_caches(fake_anthropic, t
     fake_anthropic.responder = PolicyResponder(explorer(10))
     profile = write_fake_profile(tmp_path, fake_anthropic)
     out = run_experiment(
-        experiment("fake10", profile, ["micro-slugify"], ["vibe"]), results_dir=tmp_path / "results", progress=False
+        experiment("fake10", profile, ["micro-slugify"], ["vibe"]),
+        results_dir=tmp_path / "results",
+        progress=False,
     )
     (run_dir,) = (out / "runs").iterdir()
     run, calls = run_json(run_dir), rows(run_dir, "calls.jsonl")
     assert run["outcome"] == "done", run["error"]
     assert len(calls) == 10 and all(c["ok"] for c in calls)
     assert [s.status for s in fake_anthropic.seen] == [200] * 10  # accepted at every call
-    assert all(m["content"][-1].get("cache_control") == MARK for m in [s.body["messages"][-1] for s in fake_anthropic.seen])
+    assert all(
+        m["content"][-1].get("cache_control") == MARK
+        for m in [s.body["messages"][-1] for s in fake_anthropic.seen]
+    )
     first_write = next(i for i, c in enumerate(calls) if c["cache_write"] > 0)
     first_read = next(i for i, c in enumerate(calls) if c["cache_read"] > 0)
     assert first_write < first_read
@@ -287,7 +331,9 @@ def test_no_empty_reply_ends_a_run_as_done(fake_anthropic, tmp_path, monkeypatch
     fake_anthropic.inject("empty", "empty_text", "empty")  # every attempt of the first call
     profile = write_fake_profile(tmp_path, fake_anthropic)
     out = run_experiment(
-        experiment("empty", profile, ["micro-slugify"], ["vibe"]), results_dir=tmp_path / "results", progress=False
+        experiment("empty", profile, ["micro-slugify"], ["vibe"]),
+        results_dir=tmp_path / "results",
+        progress=False,
     )
     (run_dir,) = (out / "runs").iterdir()
     run, calls = run_json(run_dir), rows(run_dir, "calls.jsonl")
@@ -302,7 +348,18 @@ def test_models_check_tiered_reads_the_cache_on_every_tier(fake_anthropic, tmp_p
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     out = io.StringIO()
     with redirect_stdout(out):
-        code = main(["models", "check", "--profile", "tiered", "--api-base", fake_anthropic.url, "--records", str(tmp_path / "check")])
+        code = main(
+            [
+                "models",
+                "check",
+                "--profile",
+                "tiered",
+                "--api-base",
+                fake_anthropic.url,
+                "--records",
+                str(tmp_path / "check"),
+            ]
+        )
     text = out.getvalue()
     assert code == 0, text
     for tier in ("cheap", "medium", "strong"):
@@ -310,11 +367,15 @@ def test_models_check_tiered_reads_the_cache_on_every_tier(fake_anthropic, tmp_p
     assert f"records: {tmp_path / 'check' / CALLS}" in text
     calls = read_jsonl(tmp_path / "check" / CALLS)
     assert [c["model"] for c in calls[::2]] == [
-        "anthropic/claude-haiku-4-5", "anthropic/claude-sonnet-4-5", "anthropic/claude-opus-4-5"
+        "anthropic/claude-haiku-4-5",
+        "anthropic/claude-sonnet-4-5",
+        "anthropic/claude-opus-4-5",
     ]
     assert all(c["cache_write"] >= 4096 for c in calls[::2])  # above Haiku's and Opus's minimum
     # the second call reads the shared system prefix (its own question differs from the first's)
-    assert all(4096 <= c["cache_read"] <= w["cache_write"] for c, w in zip(calls[1::2], calls[::2], strict=True))
+    assert all(
+        4096 <= c["cache_read"] <= w["cache_write"] for c, w in zip(calls[1::2], calls[::2], strict=True)
+    )
 
 
 # --------------------------------------------------------------------------- pdca and workflow
@@ -336,13 +397,21 @@ def test_pdca_runs_against_the_fake_anthropic(fake_anthropic, tmp_path):
     task = load_task("micro-slugify")
     cast = Cast()
     roles = ["orchestrator", "scout", "analyst", "auditor", "expert", "executor"]
-    fake_anthropic.responder = PolicyResponder(cast, role_phrases("pdca", roles), {"task_path": str(task.path)})
+    fake_anthropic.responder = PolicyResponder(
+        cast, role_phrases("pdca", roles), {"task_path": str(task.path)}
+    )
     ws = create_workspace(task, tmp_path / "repo")
     recorder = RunRecorder(tmp_path / "run", "r1")
     profile, sheet = fake_profile_obj(fake_anthropic)
     ctx = RunContext(
-        task=task, workspace=ws, gateway=Gateway(profile, sheet, recorder), recorder=recorder,
-        profile=profile, prompts=PromptBook("pdca"), limits=Limits(max_steps=10), options={},
+        task=task,
+        workspace=ws,
+        gateway=Gateway(profile, sheet, recorder),
+        recorder=recorder,
+        profile=profile,
+        prompts=PromptBook("pdca"),
+        limits=Limits(max_steps=10),
+        options={},
     )
     result = pdca.run(ctx)
     recorder.close()
@@ -366,14 +435,23 @@ def test_workflow_runs_against_the_fake_anthropic(fake_anthropic, tmp_path):
     task = load_task("micro-slugify")
     policy = WorkflowPolicy(verdicts=["clean"])
     roles = ["editor", "analyzer", "refuter", "implementer"]  # editor's phrase extends implementer's
-    fake_anthropic.responder = PolicyResponder(policy, role_phrases("workflow", roles), {"task_path": str(task.path)})
+    fake_anthropic.responder = PolicyResponder(
+        policy, role_phrases("workflow", roles), {"task_path": str(task.path)}
+    )
     ws = create_workspace(task, tmp_path / "repo")
     recorder = RunRecorder(tmp_path / "run", "r1")
     profile, sheet = fake_profile_obj(fake_anthropic)
     ctx = RunContext(
-        task=task, workspace=ws, gateway=Gateway(profile, sheet, recorder), recorder=recorder,
-        profile=profile, prompts=PromptBook("workflow"), limits=Limits(max_steps=8), options={},
-        budget=Budget(recorder), journal_dir=tmp_path / "journals",
+        task=task,
+        workspace=ws,
+        gateway=Gateway(profile, sheet, recorder),
+        recorder=recorder,
+        profile=profile,
+        prompts=PromptBook("workflow"),
+        limits=Limits(max_steps=8),
+        options={},
+        budget=Budget(recorder),
+        journal_dir=tmp_path / "journals",
     )
     result = workflow.run(ctx)
     recorder.close()
@@ -393,7 +471,68 @@ def test_the_agent_over_the_openai_wire(fake_openai, tmp_path):
     ws = create_workspace(load_task("micro-slugify"), tmp_path / "repo")
     gw, calls = gateway_for(fake_openai, tmp_path)
     toolbox = Toolbox(ws.root, {"read"}, recorder=gw.recorder, role="coder")
-    agent = Agent(AgentConfig(role="coder", tier="cheap", system_prompt="You read."), gw, toolbox, gw.recorder)
+    agent = Agent(
+        AgentConfig(role="coder", tier="cheap", system_prompt="You read."), gw, toolbox, gw.recorder
+    )
     result = agent.run("Look around.")
     assert result.outcome == "done" and result.tool_calls == 3
     assert all(s.status == 200 for s in fake_openai.seen) and len(read_jsonl(calls)) == 4
+
+
+def test_report_counts_the_calls_whose_usage_was_estimated(fake_openai, tmp_path, monkeypatch):
+    from kit.report import report_text
+
+    monkeypatch.setenv("FAKE_ANTHROPIC_KEY", "test-key")
+    fake_openai.responder = PolicyResponder(explorer(3))
+    fake_openai.inject("no_usage")
+    sheet = OPENAI_SHEET.model_dump(mode="json")
+    profile = write_fake_profile(tmp_path, fake_openai, "openai/gpt-4o-mini", sheet=sheet)
+    out = run_experiment(
+        experiment("est", profile, ["micro-slugify"], ["vibe"]),
+        results_dir=tmp_path / "results",
+        progress=False,
+    )
+    (run_dir,) = (out / "runs").iterdir()
+    assert [c["usage_estimated"] for c in rows(run_dir, "calls.jsonl")] == [True, False, False]
+    assert "NOTE: 1 of 3 call attempts came without usage" in report_text(out)
+
+
+def test_the_kit_keeps_litellm_offline_by_itself(tmp_path):
+    """Importing the gateway with no litellm variables set makes no network connection."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import threading
+
+    from kit.paths import REPO_ROOT
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    connections = []
+
+    def accept():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            connections.append(conn)
+            conn.close()
+
+    threading.Thread(target=accept, daemon=True).start()
+    proxy = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LITELLM_")}
+    env.update(HTTP_PROXY=proxy, HTTPS_PROXY=proxy, http_proxy=proxy, https_proxy=proxy, NO_PROXY="")
+    code = (
+        "import os, kit.gateway as g; "
+        "print(os.environ['LITELLM_LOCAL_MODEL_COST_MAP'], os.environ['LITELLM_OFFLINE_MODE'], "
+        "len(g.litellm.model_cost) > 100)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    listener.close()
+    assert done.stdout.split() == ["True", "true", "True"], done.stderr[-2000:]
+    assert connections == []  # nothing was fetched through the proxy
