@@ -27,6 +27,10 @@ def guideline(i: int) -> str:
     return f"Guideline {i}: prefer clear names, handle the empty case, and cover edge case {i} with a test."
 
 
+# A fixed ~1.5k-token prefix (the live embedded-model test uses it; llama.cpp caches any size).
+PREFIX = HEAD + "\n".join(guideline(i) for i in range(1, 61))
+
+
 def shared_prefix(gateway: Gateway) -> str:
     """Stable text long enough for every tier's minimum cacheable prompt (with a margin)."""
     need = max(min_cacheable_tokens(gateway.spec(t).model) for t in TIERS) * MARGIN
