@@ -349,7 +349,7 @@ class Gateway:
                 "json_schema": {"name": "action", "schema": json_schema},
             }
         if _wants_cache_breakpoints(spec):
-            kwargs["cache_control_injection_points"] = CACHE_POINTS
+            kwargs["cache_control_injection_points"] = [dict(p) for p in CACHE_POINTS]
 
         call = _Call(role, tier, spec, target, schema, conversation, action_mode)
         token = scripted.CALL_CONTEXT.set(
