@@ -134,9 +134,8 @@ def test_a_second_runner_on_the_same_results_folder_fails_at_once_naming_the_hol
 
 
 def test_the_lock_is_exclusive_within_one_process_too(tmp_path):
-    with ResultsLock(tmp_path):
-        with pytest.raises(ResultsError, match=f"PID {os.getpid()}"):
-            ResultsLock(tmp_path).__enter__()
+    with ResultsLock(tmp_path), pytest.raises(ResultsError, match=f"PID {os.getpid()}"):
+        ResultsLock(tmp_path).__enter__()
     with ResultsLock(tmp_path):  # released on exit
         pass
 
