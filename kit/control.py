@@ -35,7 +35,13 @@ class ResultsLock:
         self._fd: int | None = None
 
     def __enter__(self) -> ResultsLock:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise ResultsError(
+                f"cannot write to the results folder {self.path.parent}: {e.strerror or e}",
+                "pick a writable folder with --results (or fix its permissions)",
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -161,14 +161,7 @@ def run_experiment(
     profile, sheet = load_profile(experiment.profile)
     specs = plan(experiment)
     out = prepare_results(results_dir, experiment.name)
-    try:
-        lock = ResultsLock(out).__enter__()
-    except OSError as e:
-        raise ResultsError(
-            f"cannot write to the results folder {out}: {e.strerror or e}",
-            "pick a writable folder with --results (or fix its permissions)",
-        ) from None
-    try:
+    with ResultsLock(out):  # one writer per results folder
         try:
             (out / EXPERIMENT_COPY).write_text(
                 yaml.safe_dump(experiment.model_dump(mode="json"), sort_keys=False), encoding="utf-8"
@@ -182,8 +175,6 @@ def run_experiment(
         if todo:
             Gateway(profile, sheet).preflight()  # a missing key fails here, once, before any run
         _execute(specs, todo, experiment, profile, sheet, out, progress, grace_s)
-    finally:
-        lock.__exit__(None, None, None)
     return out
 
 
