@@ -266,19 +266,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_import_exercism(args: argparse.Namespace) -> int:
-    from kit.exercism import import_exercism
+    from kit.exercism import import_exercism, summary_table
 
     dest = Path(args.dest) if getattr(args, "dest", None) else TASKS_DIR
-    results = import_exercism(Path(args.path), dest)
+    results = import_exercism(
+        Path(args.path),
+        dest,
+        severities=getattr(args, "severities", None),
+        validate=not getattr(args, "no_validate", False),
+        progress=getattr(args, "progress", False),
+    )
     if not results:
         print(f"no exercises found in {args.path}")
         return 1
-    for r in results:
-        if r.ok:
-            print(f"✓ {r.name} -> {r.task_dir}")
-        else:
-            print(f"✗ {r.name}: {r.error}")
-    return 0 if all(r.ok for r in results) else 1
+    print(summary_table(results))
+    return 0 if all(r.ok or r.status == "skipped" for r in results) else 1
 
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -298,4 +300,9 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     p = sub.add_parser("import-exercism", help="turn Exercism python-track exercises into tasks")
     p.add_argument("path", help="one exercise folder or a folder of them")
     p.add_argument("--dest", default=None, help=f"where to write the tasks (default {TASKS_DIR})")
+    p.add_argument(
+        "--severities", default=None, help="YAML mapping of test names to severities (see kit.exercism_marks)"
+    )
+    p.add_argument("--no-validate", action="store_true", help="import only; do not validate each task")
+    p.add_argument("--progress", action="store_true", help="print each exercise as it is done")
     p.set_defaults(func=cmd_import_exercism)
