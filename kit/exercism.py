@@ -168,11 +168,15 @@ def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
 _BlockDumper.add_representer(str, _str_presenter)
 
 
-def _title(instructions: str, slug: str) -> str:
-    for line in instructions.splitlines():
+def _title(folder: Path, slug: str) -> str:
+    """The first heading of instructions.md unless it is the generic "Instructions"; else the slug in words."""
+    main = (folder / ".docs" / "instructions.md").read_text(encoding="utf-8")
+    for line in main.splitlines():
         if line.startswith("# "):
-            return f"Exercism: {line[2:].strip()}"
-    return f"Exercism: {slug}"
+            if line[2:].strip().lower() != "instructions":
+                return f"Exercism: {line[2:].strip()}"
+            break
+    return f"Exercism: {slug.replace('-', ' ').title()}"
 
 
 def _severity_marks(
@@ -257,7 +261,7 @@ def import_exercise(
         shutil.copy2(example, tmp / "solution" / stub.name)
         spec = {
             "id": task_id,
-            "title": _title(instructions, slug),
+            "title": _title(folder, slug),
             "prompt": f"{instructions}\n\nWrite your solution in `{stub.name}`.\n",
             "language": "python",
             "test_command": "python -m pytest -q",
