@@ -148,7 +148,9 @@ def load_suite(name: str) -> Suite:
         raise ConfigError(f"unknown suite {name!r}", f"pick one of: {', '.join(suite_names()) or '(none)'}")
     suite = load_yaml_model(path, Suite, "suite")
     if suite.name != path.stem:
-        raise ConfigError(f"{path}: field `name`: {suite.name!r} differs from the file name", "make them equal")
+        raise ConfigError(
+            f"{path}: field `name`: {suite.name!r} differs from the file name", "make them equal"
+        )
     for task_id in suite.tasks:
         _task_folder(task_id)  # an unknown task fails here, naming the valid ones
     return suite
