@@ -49,6 +49,7 @@ class ImportResult:
     requirements: int = 0
     baseline_pass: int = 0
     helpers: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)  # tests the exercise itself skips
     validated: bool | None = None
     problems: list[str] = field(default_factory=list)
 
@@ -196,19 +197,26 @@ def _severity_marks(
 
 
 def _write_acceptance(
-    acceptance: Path, sources: dict[str, str], marks: dict[str, dict[str, list[str]]], baseline: set[str]
+    acceptance: Path,
+    sources: dict[str, str],
+    marks: dict[str, dict[str, list[str]]],
+    baseline: set[str],
+    drop: frozenset[str] = frozenset(),
 ) -> None:
     for name, src in sources.items():
         per_key = {k: list(v) for k, v in marks[name].items()}
         for key in baseline:
             if key.startswith(f"{name}::"):
                 per_key.setdefault(key, []).append("pytest.mark.baseline_pass")
-        text = mark_source(src, name, per_key) if any(per_key.values()) else src
+        mine = frozenset(k for k in drop if k.startswith(f"{name}::"))
+        text = mark_source(src, name, per_key, mine) if any(per_key.values()) or mine else src
         (acceptance / name).write_text(text, encoding="utf-8")
 
 
-def _passing_on_stub(task_dir: Path) -> tuple[list[str], set[str]]:
-    """(requirement keys, those passing on the starting repo) by scoring the untouched stub."""
+def _passing_on_stub(task_dir: Path) -> tuple[list[str], set[str], set[str]]:
+    """(requirement keys, those passing on the starting repo, those pytest skipped) by scoring the
+    untouched stub. A test the exercise itself skips (``@unittest.skip("extra-credit")``) never runs,
+    so it can be no requirement."""
     from kit.scoring import evaluate
     from kit.tasks import load_task
     from kit.workspace import create_workspace
@@ -220,7 +228,8 @@ def _passing_on_stub(task_dir: Path) -> tuple[list[str], set[str]]:
     if ev.problems:
         raise _Malformed("; ".join(ev.problems))
     keys = [r.key for r in ev.requirements]
-    return keys, {k for k in keys if ev.results[k][0]}
+    skipped = {k for k in keys if ev.results[k][1].startswith("skipped")}
+    return [k for k in keys if k not in skipped], {k for k in keys if ev.results[k][0]}, skipped
 
 
 def import_exercise(
@@ -272,13 +281,13 @@ def import_exercise(
             yaml.dump(spec, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100),
             encoding="utf-8",
         )
-        keys, passing = _passing_on_stub(tmp)
-        result = ImportResult(slug, "imported", helpers=[h.name for h in helpers])
+        keys, passing, skipped = _passing_on_stub(tmp)
+        result = ImportResult(slug, "imported", helpers=[h.name for h in helpers], dropped=sorted(skipped))
         if len(passing) == len(keys):
             result.status, result.error = "skipped", SKIP_NO_FAILING
             return result
-        if passing:
-            _write_acceptance(tmp / "acceptance", sources, marks, passing)
+        if passing or skipped:
+            _write_acceptance(tmp / "acceptance", sources, marks, passing, frozenset(skipped))
         result.requirements, result.baseline_pass = len(keys) - len(passing), len(passing)
         if target.exists():
             shutil.rmtree(target)
@@ -325,6 +334,7 @@ def summary_line(r: ImportResult) -> str:
     valid = {True: "validated", False: "INVALID", None: "not validated"}[r.validated]
     extra = f", {r.baseline_pass} baseline-pass" if r.baseline_pass else ""
     extra += f", helpers: {', '.join(r.helpers)}" if r.helpers else ""
+    extra += f", {len(r.dropped)} skipped test(s) dropped" if r.dropped else ""
     line = f"{'✗' if r.validated is False else '✓'} {r.name}: {r.requirements} requirements{extra}; {valid}"
     return line + "".join(f"\n    - {p}" for p in r.problems)
 

@@ -91,6 +91,10 @@ class GradeTest(unittest.TestCase):
     def test_unknown_is_none(self):
         self.assertIsNone(grade(-1))
 
+    @unittest.skip("extra-credit")
+    def test_huge_input(self):
+        self.assertEqual(grade(10**100), "A")
+
     def test_rejects_bad_input(self):
         with self.assertRaises(ValueError) as err:
             check("x")
@@ -133,6 +137,7 @@ def test_baseline_pass_helpers_and_minor_severity(tmp_path):
     [r] = import_exercism(folder, tmp_path / "out")
     assert (r.status, r.validated, r.requirements, r.baseline_pass) == ("imported", True, 2, 1), r.problems
     assert r.helpers == ["cases.json", "grade_helpers.py"]  # imported module + the data file it names
+    assert r.dropped == ["grade_test.py::GradeTest::test_huge_input"]  # the exercise skips it itself
     task = load_task(r.task_dir)
     assert sorted(p.name for p in task.acceptance_dir.iterdir()) == [
         "cases.json",
