@@ -414,6 +414,10 @@ def to_score(ev: Evaluation, ws: Workspace, claimed_done: bool, scoring_s: float
     regressed = ev.regressed
     return Score(
         requirements_total=len(requirements),
+        requirements_by_severity={
+            sev: sum((r.severity if r.severity in SEVERITIES else "major") == sev for r in requirements)
+            for sev in SEVERITIES
+        },
         requirements_failed=len(failed),
         baseline_broken=broken,
         defects=defects,  # type: ignore[arg-type]
