@@ -153,3 +153,29 @@ def tier_shares_vs_reference(reference: pd.Series, measured: pd.Series, path: st
     ax.set_title("Share of cost per tier")
     ax.legend(fontsize="small")
     return _save(fig, path)
+
+
+def frontier(table: pd.DataFrame, path: str | Path) -> Path:
+    """One panel per task family: each strategy's mean cost vs mean failed share
+    (:func:`kit.verdict.frontier_table`); the strategies on the family's frontier joined by a line."""
+    title = "Cost-quality frontier per task family"
+    table = table.dropna(subset=["cost_usd", "failed_share"]) if not table.empty else table
+    if table.empty:
+        return _empty(path, title, "no scored runs")
+    families = list(dict.fromkeys(table.index.get_level_values("family")))
+    fig = _new(4.2 * len(families) + 1.0, 4.0)
+    axes = fig.subplots(1, len(families), squeeze=False)[0]
+    for ax, family in zip(axes, families, strict=True):
+        t = table.loc[family]
+        for strategy, row in t.iterrows():
+            ax.scatter(row["cost_usd"], row["failed_share"], s=60, label=strategy)
+            ax.annotate(str(strategy), (row["cost_usd"], row["failed_share"]), fontsize="small",
+                        xytext=(4, 4), textcoords="offset points")  # fmt: skip
+        front = t[t["on_frontier"]].sort_values("cost_usd")
+        if len(front) > 1:
+            ax.plot(front["cost_usd"], front["failed_share"], color="grey", lw=1, ls="--")
+        ax.set_title(f"{family} ({int(t['runs'].sum())} runs)", fontsize="small")
+        ax.set_xlabel("mean cost per run (USD)")
+    axes[0].set_ylabel(Y_LABELS["failed_share"])
+    fig.suptitle(title)
+    return _save(fig, path)
