@@ -63,7 +63,11 @@ def test_a_suite_naming_an_unknown_task_fails_before_anything_runs(tmp_path, mon
 
 
 def test_runner_plan_expands_a_suite():
+    from kit.config import load_experiment
     from kit.runner import plan
+
+    shipped = plan(load_experiment("exercism-hard"))
+    assert len(shipped) == 12 * 5 * 3 and shipped[0].task.id == HARD[0]
 
     exp = Experiment(
         name="x",
