@@ -1,9 +1,10 @@
 import argparse
+import shutil
 from pathlib import Path
 
 from kit.exercism import import_exercism
 from kit.scoring import read_requirements, score
-from kit.tasks import add_cli, load_task, validate_task
+from kit.tasks import add_cli, load_task
 from kit.workspace import create_workspace
 
 FIXTURES = Path(__file__).parent / "fixtures" / "exercism"
@@ -23,32 +24,30 @@ def test_import_fixtures_and_validate(tmp_path):
         assert (task.repo_dir / stub).is_file() and (task.solution_dir / stub).is_file()
         reqs, problems = read_requirements(task.acceptance_dir)
         assert problems == [] and reqs and all(r.severity == "major" for r in reqs)
-        report = validate_task(task)
-        assert report.ok, (name, report.problems)
+        assert results[name].validated is True, (name, results[name].problems)  # the import validated it
     two_fer = load_task(tmp_path / "exercism-two-fer")
     assert "instructions append" in two_fer.prompt.lower() and two_fer.title == "Exercism: Two Fer"
     assert len(read_requirements(load_task(tmp_path / "exercism-leap").acceptance_dir)[0]) == 4
 
 
 def test_cli_reports_failures_but_writes_good_ones(tmp_path, capsys):
+    src = tmp_path / "src"
+    for name in ("leap", "broken-pipe"):
+        shutil.copytree(FIXTURES / name, src / name)
     parser = argparse.ArgumentParser()
     add_cli(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(
-        ["tasks", "import-exercism", str(FIXTURES), "--dest", str(tmp_path / "o"), "--no-validate"]
-    )
+    args = parser.parse_args(["tasks", "import-exercism", str(src), "--dest", str(tmp_path / "o")])
     assert args.func(args) == 1
     out = capsys.readouterr().out
     assert "✗ broken-pipe: missing file .meta/example.py" in out
-    assert "✓ leap" in out
-    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == [
-        "exercism-leap",
-        "exercism-reverse-string",
-        "exercism-two-fer",
-    ]
+    assert "✓ leap: 4 requirements; validated" in out
+    assert "2 exercises: 1 imported (1 validated, 0 invalid), 0 skipped, 1 errors" in out
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["exercism-leap"]
     args = parser.parse_args(
-        ["tasks", "import-exercism", str(FIXTURES / "leap"), "--dest", str(tmp_path / "one")]
+        ["tasks", "import-exercism", str(src / "leap"), "--dest", str(tmp_path / "one"), "--no-validate"]
     )
     assert args.func(args) == 0
+    assert "1 imported (0 validated, 0 invalid, 1 not validated)" in capsys.readouterr().out
     assert (tmp_path / "one" / "exercism-leap" / "task.yaml").is_file()
 
 

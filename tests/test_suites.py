@@ -78,3 +78,13 @@ def test_runner_plan_expands_a_suite():
     )
     specs = plan(exp)
     assert [s.task.id for s in specs[::2]] == [*HARD, "micro-slugify"] and len(specs) == 26
+
+
+def test_validate_command_takes_a_suite_name(capsys):
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    tasks.add_cli(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["tasks", "validate", "suite:nope"])
+    assert args.func(args) == 1
+    assert "unknown suite 'nope'" in capsys.readouterr().out
