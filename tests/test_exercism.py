@@ -237,3 +237,18 @@ def test_invalid_task_is_reported_and_fails_the_command(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "✗ half: 1 requirements; INVALID" in out and "with the solution, acceptance test fails" in out
     assert "1 imported (0 validated, 1 invalid)" in out
+
+
+def test_the_example_mapping_file_loads_and_matches():
+    import ast
+
+    from kit.exercism_marks import load_severity_map
+    from kit.paths import DATASETS
+
+    smap = load_severity_map(DATASETS / "severities" / "exercism-example.yaml")
+    node = ast.parse("def test_x(self):\n    assert f() == 1\n").body[0]
+    assert (
+        smap.severity("forth", "forth_test.py::ForthTest::test_addition_can_add_two_numbers", node)
+        == "critical"
+    )
+    assert smap.severity("leap", "leap_test.py::LeapTest::test_x", node) == "major"  # the built-in rule
