@@ -259,7 +259,8 @@ def strategy_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.Da
 
     It leads with the scores comparable across tasks (:func:`comparable_scores`): ``solved_rate``
     (share of scored runs with no critical or major failure) and ``failed_share`` (mean share of
-    requirements failed), then the raw defect counts, which depend on how many requirements a task has.
+    requirements failed), then the raw defect counts, which depend on how many requirements a task has;
+    ``failed_share_<severity>`` (the share failed among the requirements of that severity) come last.
     ``runs``, ``scored`` and ``claimed_done_but_failed`` are counts; every other column is a mean per
     run; ``*_ci95`` is the half-width of the 95 % t-interval of the mean over repeats (NaN with one run).
     """
@@ -281,6 +282,7 @@ def strategy_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.Da
         *TOKENS,
         "cost_usd",
         "cost_usd_ci95",
+        *[f"failed_share_{sev}" for sev in SEVERITIES],
     ]
     if runs.empty:
         return pd.DataFrame(columns=columns, index=pd.Index([], name=by[0]))
@@ -297,6 +299,8 @@ def strategy_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.Da
         row["claimed_done_but_failed"] = int(g["claimed_done_but_failed"].sum())
         for name in ("tests_added", "files_touched", "wall_s", "calls", *TOKENS, "cost_usd"):
             row[name] = g[name].mean()
+        for sev in SEVERITIES:
+            row[f"failed_share_{sev}"] = g[f"failed_share_{sev}"].mean()
         row["wall_s_ci95"] = ci95_halfwidth(g["wall_s"])
         row["cost_usd_ci95"] = ci95_halfwidth(g["cost_usd"])
         rows[key if len(by) > 1 else key[0]] = row

@@ -86,6 +86,7 @@ def test_strategy_table_matches_hand_sums(records):
         "failed_share_ci95",
     ]
     assert pdca["solved_rate"] == 1.0 and pdca["failed_share"] == pytest.approx(1 / 12)
+    assert vibe["failed_share_minor"] == pytest.approx(3 / 4) and vibe["failed_share_critical"] == 0.25
     assert vibe["solved_rate"] == 0.0 and vibe["failed_share"] == pytest.approx((3 / 6 + 2 / 6) / 2)
     runs = records.runs.set_index(["strategy", "repeat"])
     assert (
