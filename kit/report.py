@@ -89,6 +89,12 @@ def _mean_ci(mean: float, ci: float, digits: int = 2) -> str:
     return f"{mean:.{digits}f}" if pd.isna(ci) else f"{mean:.{digits}f} ± {ci:.{digits}f}"
 
 
+def _pct_ci(mean: float, ci: float) -> str:
+    if pd.isna(mean):
+        return "-"
+    return f"{mean:.0%}" if pd.isna(ci) else f"{mean:.0%} ± {ci:.0%}"
+
+
 def format_strategy_table(table: pd.DataFrame) -> pd.DataFrame:
     """The per-strategy table as readable strings (means per run; ± the 95 % interval)."""
     out = pd.DataFrame(index=table.index)
@@ -96,6 +102,14 @@ def format_strategy_table(table: pd.DataFrame) -> pd.DataFrame:
     out["scored"] = [
         f"{s:.0f}" + (f" ({x:.0f} excl.)" if x else "")
         for s, x in zip(table["scored"], table["excluded"], strict=True)
+    ]
+    # comparable across tasks first: share of runs solved (no critical/major failure), share of
+    # requirements failed; then the raw defect counts, which scale with a task's number of requirements
+    out["solved ± 95%"] = [
+        _pct_ci(m, c) for m, c in zip(table["solved_rate"], table["solved_rate_ci95"], strict=True)
+    ]
+    out["failed share ± 95%"] = [
+        _pct_ci(m, c) for m, c in zip(table["failed_share"], table["failed_share_ci95"], strict=True)
     ]
     out["defects ± 95%"] = [_mean_ci(m, c) for m, c in zip(table["total"], table["total_ci95"], strict=True)]
     out["crit/maj/min"] = [f"{a:.1f}/{b:.1f}/{c:.1f}" for a, b, c in table[list(SEVERITIES)].to_numpy()]
@@ -148,8 +162,9 @@ def report_text(results_dir: str | Path) -> str:
         "Runs by outcome",
         outcome_table(records, by=by).to_string(),
         "",
-        "Per strategy (means per run; defects over scored runs only -- errored, interrupted and "
-        "unscored runs are excluded; ± = 95 % t-interval over repeats; done✗ = claimed done but failed)",
+        "Per strategy (means per run; scores and defects over scored runs only -- errored, interrupted "
+        "and unscored runs are excluded; ± = 95 % t-interval over repeats; solved = no critical/major "
+        "requirement failed; failed share = requirements failed / total; done✗ = claimed done but failed)",
         format_strategy_table(strategy_table(records, by=by)).to_string(),
         "",
     ]
