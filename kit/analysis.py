@@ -298,11 +298,11 @@ def strategy_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.Da
     columns = [
         "runs",
         "scored",
-        "excluded",
         "solved_rate",
         "solved_rate_ci95",
         "failed_share",
         "failed_share_ci95",
+        "excluded",
         *[c for sev in (*SEVERITIES, "total") for c in (sev, f"{sev}_ci95")],
         "claimed_done_but_failed",
         "tests_added",

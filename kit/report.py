@@ -162,9 +162,10 @@ def report_text(results_dir: str | Path) -> str:
         "Runs by outcome",
         outcome_table(records, by=by).to_string(),
         "",
-        "Per strategy (means per run; scores and defects over scored runs only -- errored, interrupted "
-        "and unscored runs are excluded; ± = 95 % t-interval over repeats; solved = no critical/major "
+        "Per strategy (means per run; ± = 95 % t-interval over repeats; solved = no critical/major "
         "requirement failed; failed share = requirements failed / total; done✗ = claimed done but failed)",
+        "Scores and defects are means over the scored runs only: errored, interrupted and unscored "
+        "runs are excluded (the `scored` column counts them).",
         format_strategy_table(strategy_table(records, by=by)).to_string(),
         "",
     ]
