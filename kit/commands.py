@@ -6,7 +6,7 @@ from __future__ import annotations
 import fnmatch
 from pathlib import Path
 
-from kit.sandbox import Limits, Result, get_sandbox, sandbox_env
+from kit.sandbox import DEFAULT_LIMITS, Limits, Result, get_sandbox, sandbox_env
 
 #: Environment variables matching any of these (case-insensitive glob on the name) are secrets: never
 #: added to a command's environment (which is built from an allow-list anyway), masked in records.
@@ -58,7 +58,7 @@ def run_command(
     max_output_chars: int = 10_000,
     sandbox: str = "none",
     writable: bool = True,
-    limits: Limits = Limits(),
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Result:
     """Run ``command`` (a shell string or an argv list) through the sandbox called ``sandbox``.
 

@@ -64,6 +64,9 @@ class Limits:
     file_size_mb: int = 512
 
 
+DEFAULT_LIMITS = Limits()
+
+
 @dataclass
 class Result:
     exit_code: int | None  # None when killed on timeout
