@@ -245,3 +245,24 @@ def test_unknown_or_broken_sandbox_gives_one_clear_error(monkeypatch):
     with pytest.raises(SandboxUnavailable, match="set `sandbox: none` in the experiment to opt out"):
         check_available.__wrapped__("bwrap")
     check_available.__wrapped__("none")  # never refused
+
+
+def test_the_report_flags_unsandboxed_runs(tmp_path):
+    import json
+
+    from records_fixture import write_experiment
+
+    from kit import analysis, report
+
+    exp = write_experiment(tmp_path)
+    run_files = sorted(exp.glob("runs/*/run.json"))
+    for i, path in enumerate(run_files):
+        data = json.loads(path.read_text())
+        data["sandbox"] = "none" if i == 0 else "bwrap"
+        path.write_text(json.dumps(data))
+    text = report.describe(analysis.load(exp))
+    assert f"NOTE: {report.UNSANDBOXED_LABEL} (1 of {len(run_files)} runs)" in text
+    data = json.loads(run_files[0].read_text())
+    data["sandbox"] = "bwrap"
+    run_files[0].write_text(json.dumps(data))
+    assert "unsandboxed" not in report.describe(analysis.load(exp))
