@@ -2,7 +2,7 @@
 
 The coder gets a short generic system prompt and the task prompt verbatim, and loops until it
 answers without a tool call (it says it is done) or hits the step cap / budget.
-Outcome: ``done`` or ``capped``.
+Outcome: ``done``, ``capped`` (its step cap) or ``budget`` (the run budget used up).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def run(ctx: RunContext) -> StrategyResult:
     ctx.phase("code")
     result = coder.run(ctx.task.prompt)
     return StrategyResult(
-        outcome="done" if result.done else "capped",
+        outcome="done" if result.done else ("budget" if result.outcome == "budget" else "capped"),
         claimed_done=result.done,
         counters={
             "steps": result.steps,
