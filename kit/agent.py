@@ -81,7 +81,11 @@ class Budget:
 
     def as_dict(self) -> dict[str, float | int | None]:
         """The caps, as run.json records them."""
-        return {"max_model_calls": self.max_model_calls, "max_usd": self.max_usd, "max_tokens": self.max_tokens}
+        return {
+            "max_model_calls": self.max_model_calls,
+            "max_usd": self.max_usd,
+            "max_tokens": self.max_tokens,
+        }
 
 
 @dataclass

@@ -410,7 +410,10 @@ def test_whole_run_through_the_runner(tmp_path):
 def test_a_failed_gate_sends_the_step_back_and_a_fix_passes_it(tmp_path):
     (path, good), *_ = solution_files(str(load_task("micro-slugify").path))
     inner = scripted_skill(
-        {4: [("write_file", {"path": path, "content": "def slugify(text:\n"})], 5: [("run", {"command": "true"})]}
+        {
+            4: [("write_file", {"path": path, "content": "def slugify(text:\n"})],
+            5: [("run", {"command": "true"})],
+        }
     )
 
     def policy(request: Request) -> Any:
@@ -447,7 +450,9 @@ def test_two_read_only_reviewers_audit_and_their_findings_reach_the_coder(tmp_pa
     def reviewer(request: Request) -> Any:
         seat = int(re.search(r"reviewer (\d) of 2", request.messages[1]["content"]).group(1))
         if sum(m.get("role") == "assistant" for m in request.messages) == 0:  # tries to write: denied
-            return render(_mode(request), "write_file", {"path": "hacked.txt", "content": "x"}, "Fix it myself.")
+            return render(
+                _mode(request), "write_file", {"path": "hacked.txt", "content": "x"}, "Fix it myself."
+            )
         issue = {"file": "textkit.py", "problem": problems[seat], "severity": "Major"}
         return render(_mode(request), FINISH, {"issues": [issue]}, "Found one.")
 

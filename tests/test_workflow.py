@@ -145,6 +145,9 @@ def test_the_verdict_follows_the_issue_list():
     for verdict, issues in (("issues", []), ("clean", [issue])):
         with pytest.raises(ValidationError, match="contradicts the issue list"):
             workflow.Analysis(verdict=verdict, issues=issues)
+    for no_report in ({}, {"summary": "Done."}, {"verdict": "clean"}):  # "done" is not a clean report
+        with pytest.raises(ValidationError, match="issues"):
+            workflow.Analysis.model_validate(no_report)
 
 
 def test_an_issues_verdict_with_no_issues_is_rejected_and_asked_again(tmp_path):
@@ -208,7 +211,9 @@ def test_one_failed_skeptic_counts_as_not_confirming(tmp_path):
     fallback = policy.__call__
 
     def play(request):
-        if request.context.get("role") == "refuter" and "skeptic 2 of 3" in str(request.messages[1]["content"]):
+        if request.context.get("role") == "refuter" and "skeptic 2 of 3" in str(
+            request.messages[1]["content"]
+        ):
             return {"content": "no idea"}
         return fallback(request)
 
@@ -226,9 +231,10 @@ def test_a_shell_write_by_an_analyzer_does_not_reach_the_scored_diff(tmp_path):
     fallback = policy.__call__
 
     def play(request):
-        if request.context.get("role") == "analyzer" and sum(
-            m.get("role") == "assistant" for m in request.messages
-        ) == 0:
+        if (
+            request.context.get("role") == "analyzer"
+            and sum(m.get("role") == "assistant" for m in request.messages) == 0
+        ):
             command = "echo pwned > analyzer_was_here.txt; echo '# pwned' >> textkit.py"
             return render(_mode(request), "run", {"command": command}, "Look around.")
         return fallback(request)

@@ -108,7 +108,12 @@ def test_a_provider_failure_is_a_stop_not_a_none(tmp_path):
     policy = Policy(broken=down, writer=finish())
     rt, ctx = runtime(tmp_path, policy)
     with pytest.raises(ProviderFailure, match="failed for provider reasons") as info:
-        rt.parallel([lambda: rt.agent("x", role="broken", tier="cheap"), lambda: rt.agent("y", role="writer", tier="cheap")])
+        rt.parallel(
+            [
+                lambda: rt.agent("x", role="broken", tier="cheap"),
+                lambda: rt.agent("y", role="writer", tier="cheap"),
+            ]
+        )
     assert "--retry-errors" in str(info.value)
     assert policy.counts["writer"] == 1  # the sibling finished first
     assert rt.provider_failures == 1 and [e["role"] for e in read_jsonl(rt.journal.path)] == ["writer"]
@@ -356,7 +361,9 @@ def test_replayed_calls_keep_their_records_and_count_in_the_budget(tmp_path):
     rt.agent("b", role="writer", tier="cheap")
     spent = ctx.recorder.totals
 
-    rt2, ctx2 = runtime(tmp_path, Policy(writer=lambda r: pytest.fail("replay called the model")), name="rerun")
+    rt2, ctx2 = runtime(
+        tmp_path, Policy(writer=lambda r: pytest.fail("replay called the model")), name="rerun"
+    )
     ctx2.budget.max_model_calls = 3
     rt2.agent("a", role="writer", tier="cheap")
     rt2.agent("b", role="writer", tier="cheap")

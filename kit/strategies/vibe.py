@@ -1,7 +1,9 @@
 """vibe -- one prompt, one agent, a tool loop (STRATEGIES.md §1).
 
 The coder gets a short generic system prompt and the task prompt verbatim, and loops until it
-answers without a tool call (it says it is done) or hits the step cap / budget.
+answers without a tool call (it says it is done) or hits the step cap / budget. Its one session is
+the whole run, so with a call budget (``limits.max_model_calls``) its step cap derives from it (the
+whole budget) unless ``strategy_options.vibe.max_steps`` sets one; otherwise ``limits.max_steps``.
 Outcome: ``done``, ``capped`` (its step cap) or ``budget`` (the run budget used up).
 """
 
@@ -16,7 +18,11 @@ PERMISSIONS = {"read", "write", "exec"}
 
 
 def run(ctx: RunContext) -> StrategyResult:
-    max_steps = ctx.option("max_steps", ctx.step_cap())
+    budget_calls = ctx.calls_left()
+    derived = ctx.step_cap() if budget_calls is None else max(1, budget_calls)
+    if budget_calls is not None and ctx.task.limits.max_steps:  # the task's own limit still tightens it
+        derived = min(derived, ctx.task.limits.max_steps)
+    max_steps = ctx.option("max_steps", derived)
     coder = ctx.agent(
         ROLE,
         tier=TIER,

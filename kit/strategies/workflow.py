@@ -26,7 +26,8 @@ Choices where the spec is silent:
 * A cycle counts as clean only when a majority of the configured analyzers returned a report: if most
   analyzers failed (no valid report), the cycle is *inconclusive* -- not clean (the streak resets), and
   there is nothing to apply.
-* The verdict is derived from the issue list when the analyzer leaves it out; when it gives one that
+* The issue list is required (an analyzer that just says it is done has not reported: format error).
+  The verdict is derived from the list when the analyzer leaves it out; when it gives one that
   contradicts the list ("issues" with no issue, "clean" with issues) the answer is a format error and
   the agent is asked again (the runtime's bounded retries). A severity outside critical/major/minor is
   read as major (small models write "High", "MAJOR").
@@ -102,11 +103,12 @@ class Issue(BaseModel):
 
 
 class Analysis(BaseModel):
-    """An analyzer's report. The verdict is clean exactly when there are no issues: left out, it is
-    derived from the list; contradicting the list, it is rejected (a format error, asked again)."""
+    """An analyzer's report. The issue list is required (a bare "done" is no report); the verdict is
+    clean exactly when the list is empty: left out, it is derived from the list; contradicting the
+    list, it is rejected (a format error, asked again)."""
 
     verdict: Literal["clean", "issues"] | None = None
-    issues: list[Issue] = Field(default_factory=list)
+    issues: list[Issue]
 
     @model_validator(mode="after")
     def _verdict_follows_the_issues(self) -> Analysis:

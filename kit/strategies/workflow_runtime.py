@@ -293,7 +293,9 @@ class Runtime:
         if entry.get("diff") is not None:
             restore(self.ctx.workspace, entry["diff"])
         records = [
-            CallRecord.model_validate({**raw, "run_id": self.run_id, "conversation": conversation, "replayed": True})
+            CallRecord.model_validate(
+                {**raw, "run_id": self.run_id, "conversation": conversation, "replayed": True}
+            )
             for raw in entry.get("calls") or []
         ]
         for record in records:
