@@ -400,3 +400,14 @@ def test_a_provider_failure_ends_the_run_as_error_and_retry_errors_resumes_it(tm
     # the implementer and the two analyzers that answered are replayed, only the failed seat is asked
     assert healthy.counts["implementer"] == 0 and healthy.rounds[("analyzer", 1)] == 1
     assert record.counters["journal_hits"] == 3
+
+
+def test_the_run_budget_stops_the_workflow_at_exactly_its_model_calls(tmp_path):
+    """Parallel analyzers and skeptics never overshoot the call budget; the outcome is budget, not capped."""
+    policy = WorkflowPolicy(verdicts=["issues"])
+    ctx = make_ctx(tmp_path, scripted.register(policy), options={"max_cycles": 16})
+    ctx.budget.max_model_calls = 9
+    result = workflow.run(ctx)
+    assert (result.outcome, result.claimed_done) == ("budget", False)
+    assert "9 model calls" in result.counters["stop_reason"]
+    assert ctx.recorder.calls == policy.counts.total() == 9

@@ -217,8 +217,6 @@ class Runtime:
             )
             self._advance(key, {"outcome": "exception"})
             return None
-        if outcome == "budget":
-            raise BudgetExceeded(f"budget used up during {conversation}")
         ok = value is not None
         if not ok:
             with self._lock:
@@ -281,6 +279,9 @@ class Runtime:
             )
             result = sub.run(nudge, max_steps=self.retry_steps)
             output += result.usage.output
+        if result.outcome == "budget":  # a stop, not a failed agent: the script ends the run
+            raise BudgetExceeded(f"{result.final.splitlines()[0] if result.final else 'budget used up'} "
+                                 f"(during {conversation})")  # fmt: skip
         if result.outcome != "done":
             return None, result.outcome, output
         if schema is not None:
