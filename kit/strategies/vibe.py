@@ -4,7 +4,7 @@ The coder gets a short generic system prompt and the task prompt verbatim, and l
 answers without a tool call (it says it is done) or hits the step cap / budget. Its one session is
 the whole run, so with a call budget (``limits.max_model_calls``) its step cap derives from it (the
 whole budget) unless ``strategy_options.vibe.max_steps`` sets one; otherwise ``limits.max_steps``.
-Outcome: ``done``, ``capped`` (its step cap) or ``budget`` (the run budget used up).
+Outcome: ``done``, ``capped`` (its step cap, with budget left) or ``budget`` (the run budget used up).
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ def run(ctx: RunContext) -> StrategyResult:
     )
     ctx.phase("code")
     result = coder.run(ctx.task.prompt)
+    spent = result.outcome == "budget" or (result.outcome == "capped" and ctx.calls_left() == 0)
     return StrategyResult(
-        outcome="done" if result.done else ("budget" if result.outcome == "budget" else "capped"),
+        outcome="done" if result.done else ("budget" if spent else "capped"),
         claimed_done=result.done,
         counters={
             "steps": result.steps,
