@@ -85,10 +85,11 @@ def redacted(profile: Profile) -> dict[str, Any]:
 
 
 def plan(experiment: Experiment) -> list[RunSpec]:
-    """The matrix, validated up front: unknown tasks or strategies fail before anything runs."""
+    """The matrix, validated up front: unknown tasks, strategies or roles fail before anything runs."""
     tasks = [load_task(t) for t in expand_tasks(experiment.tasks)]  # `suite:<name>` -> its tasks
     for name in experiment.strategies:
         strategies.get(name)
+    strategies.experiment_tiers(experiment.strategies, experiment.tiers)
     return [
         RunSpec(task, strategy, repeat)
         for task in tasks
@@ -180,6 +181,9 @@ def run_one(
     recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))
     started_at, t0 = utc_now(), time.monotonic()
     options = experiment.strategy_options.get(spec.strategy, {})
+    tiers = strategies.role_tiers(spec.strategy, experiment.tiers.get(spec.strategy), profile)
+    limits = experiment.limits
+    budget = Budget(recorder, limits.max_usd, limits.max_tokens, limits.max_model_calls)
     record = RunRecord(
         run_id=run_id,
         experiment=experiment.name,
@@ -191,6 +195,8 @@ def run_one(
         price_sheet=sheet.model_dump(mode="json"),
         profile_spec=redacted(profile),
         options=options,
+        role_tiers=tiers,
+        budget=budget.as_dict(),
         started_at=started_at,
         sandbox=experiment.sandbox,
     )
@@ -220,9 +226,10 @@ def run_one(
             prompts=PromptBook(spec.strategy, experiment.prompt_overrides),
             limits=experiment.limits,
             options=options,
-            budget=Budget(recorder, experiment.limits.max_usd, experiment.limits.max_tokens),
+            budget=budget,
             journal_dir=out / "journals",
             sandbox=experiment.sandbox,
+            tiers=tiers,
         )
         result = strategies.get(spec.strategy)(ctx)
         record.outcome = result.outcome
