@@ -7,8 +7,12 @@ Every call goes through :meth:`Toolbox.execute`, which
 * refuses paths that leave the clone -- absolute paths, ``..`` escapes, symlinks pointing outside --
   and writes under ``.git`` (also "denied" events);
 * records every executed call as a "tool" event with a short summary of its arguments;
-* runs commands through :mod:`kit.commands`: a new process group with a timeout (the whole group is killed with SIGKILL), an
-  environment scrubbed of secrets, and the kit's interpreter first on PATH.
+* runs commands -- and searches, whose regexes cannot be interrupted in-process -- in the run's
+  sandbox (:mod:`kit.sandbox`); a role without ``write`` gets the clone read-only there too. The
+  command's time limit is the experiment's; the agent's ``timeout_s`` may only lower it;
+* gives every call a time limit, reads and writes regular files only, and writes without following
+  a symlink swapped in after the check (:mod:`kit.safefs`); bad input (a NUL byte, an over-long or
+  over-deep argument) is a tool error for the agent, never a crashed run.
 
 Results are plain text for the model; ``ok=False`` results say what to do instead.
 """
@@ -17,15 +21,17 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import math
 import os
-import re
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit.commands import run_command
+from kit import safefs
 from kit.records import RunRecorder
+from kit.sandbox import default_sandbox, get_sandbox
 
 PERMISSIONS = ("read", "write", "exec")
 TOOL_PERMISSION = {
@@ -40,6 +46,10 @@ TOOL_PERMISSION = {
 }
 
 _SUMMARY_CHARS = 200
+#: Longest string argument accepted (a file's whole content); paths and patterns get far less.
+_MAX_ARG_CHARS = 5_000_000
+_MAX_PATH_CHARS = 4096
+_PATH_ARGS = ("path", "pattern", "command")
 
 
 # --------------------------------------------------------------------------- the toolbox
@@ -217,6 +227,7 @@ class Toolbox:
         max_read_bytes: int = 200_000,
         max_output_chars: int = 10_000,
         guard: Callable[[str, dict], str | None] | None = None,
+        sandbox: str | None = None,
     ) -> None:
         self.root = Path(root).resolve()
         self.permissions = frozenset(permissions)
@@ -229,6 +240,9 @@ class Toolbox:
         self.max_read_bytes = max_read_bytes
         self.max_output_chars = max_output_chars
         self.guard = guard
+        self.sandbox = get_sandbox(sandbox or default_sandbox())
+        #: roles without the write permission get the clone read-only in the sandbox as well
+        self.writable = "write" in self.permissions
 
     # -- description -------------------------------------------------------------------------
     def specs(self) -> list[ToolSpec]:
@@ -274,8 +288,12 @@ class Toolbox:
             return ToolResult(False, str(e), denied=True)
         except _BadArgs as e:
             result = ToolResult(False, str(e))
+        except safefs.TimeUp as e:
+            result = ToolResult(False, f"{name} {e}; narrow the path or pattern")
         except OSError as e:
             result = ToolResult(False, f"{name} failed: {e.strerror or e}")
+        except (ValueError, RecursionError, MemoryError, UnicodeError) as e:
+            result = ToolResult(False, f"{name} failed on this input ({type(e).__name__}: {str(e)[:200]})")
         self._event("tool", name, detail, result.ok, started)
         return result
 
@@ -312,6 +330,12 @@ class Toolbox:
             raise _BadArgs(f"{name}: bad arguments ({'; '.join(what)}); {self._expected(name)}")
         clean = {}
         for key, value in args.items():
+            if isinstance(value, str):
+                cap = _MAX_PATH_CHARS if key in _PATH_ARGS and key != "command" else _MAX_ARG_CHARS
+                if "\0" in value:
+                    raise _BadArgs(f"{name}: argument {key!r} contains a NUL byte; remove it")
+                if len(value) > cap:
+                    raise _BadArgs(f"{name}: argument {key!r} is {len(value)} chars long; the limit is {cap}")
             types = props[key]["type"]
             types = [types] if isinstance(types, str) else types
             if value is None and "null" not in types:
@@ -355,14 +379,18 @@ class Toolbox:
     def _rel(self, p: Path) -> str:
         return p.relative_to(self.root).as_posix()
 
-    def _walk(self, base: Path) -> Iterable[Path]:
-        if base.is_file():
-            yield base
-            return
-        for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
-            dirnames[:] = sorted(d for d in dirnames if d != ".git")
-            for fn in sorted(filenames):
-                yield Path(dirpath) / fn
+    def _inside(self, target: Path) -> Path:
+        """``target`` (already resolved, inside the clone) relative to the clone's root."""
+        return target.relative_to(self.root)
+
+    def _deadline(self) -> safefs.Deadline:
+        return safefs.Deadline(self.timeout_s)
+
+    def _step_timeout(self, requested: float | None) -> float:
+        """The experiment's limit; the agent's own ``timeout_s`` may lower it, never raise it."""
+        if requested is None or not math.isfinite(requested) or requested <= 0:
+            return self.timeout_s
+        return min(float(requested), self.timeout_s)
 
     # -- the tools ---------------------------------------------------------------------------
     def _list_files(self, path: str = ".", max_entries: int = 500) -> ToolResult:
@@ -370,7 +398,7 @@ class Toolbox:
         if not base.exists():
             return ToolResult(False, f"no such folder: {path}")
         lines, more = [], 0
-        for p in self._walk(base):
+        for p in safefs.walk(base, self._deadline()):
             if len(lines) < max(max_entries, 1):
                 lines.append(self._rel(p))
             else:
@@ -381,21 +409,23 @@ class Toolbox:
 
     def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ToolResult:
         target = self._resolve(path)
-        if not target.is_file():
-            return ToolResult(
-                False, f"no such file: {path}" + (" (it is a folder)" if target.is_dir() else "")
-            )
-        size = target.stat().st_size
+        if target.is_dir():
+            return ToolResult(False, f"no such file: {path} (it is a folder)")
+        if not target.exists():
+            return ToolResult(False, f"no such file: {path}")
+        deadline = self._deadline()
         start = max(start_line or 1, 1)
         out: list[str] = []
         used = 0
         truncated = False
-        with open(target, "rb") as fh:
+        with safefs.open_read(self.root, self._inside(target)) as fh:
+            size = os.fstat(fh.fileno()).st_size
             if b"\0" in fh.read(8192):
                 return ToolResult(False, f"{path} is a binary file ({size} bytes); not shown")
             fh.seek(0)
             lineno = 0
             while True:
+                deadline.check()
                 raw = fh.readline(self.max_read_bytes + 1)
                 if not raw:
                     break
@@ -419,59 +449,41 @@ class Toolbox:
         return ToolResult(True, "\n".join(out))
 
     def _search(self, pattern: str, path: str = ".", regex: bool = False) -> ToolResult:
+        """Runs ``safefs.SEARCH`` in the sandbox, clone read-only: a catastrophic regex is killed."""
         base = self._resolve(path)
         if not base.exists():
             return ToolResult(False, f"no such file or folder: {path}")
-        if regex:
-            try:
-                rx = re.compile(pattern)
-            except re.error as e:
-                return ToolResult(False, f"invalid regex {pattern!r}: {e}")
-            match = rx.search
-        else:
-            match = lambda line: pattern in line  # noqa: E731
-        hits: list[str] = []
-        size = 0
-        dropped = 0
-        for p in self._walk(base):
-            if p.is_symlink() and not p.resolve().is_relative_to(self.root):
-                continue
-            try:
-                with open(p, "rb") as fh:
-                    if b"\0" in fh.read(8192):
-                        continue
-                    fh.seek(0)
-                    for i, raw in enumerate(fh, 1):
-                        line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                        if match(line):
-                            entry = f"{self._rel(p)}:{i}: {line[:300]}"
-                            if size + len(entry) > self.max_output_chars:
-                                dropped += 1
-                            else:
-                                hits.append(entry)
-                                size += len(entry) + 1
-            except OSError:
-                continue
-        if dropped:
-            hits.append(f"[... {dropped} more matches not shown; narrow the pattern or path ...]")
-        return ToolResult(True, "\n".join(hits) if hits else "no matches")
+        rel = self._rel(base) if base != self.root else "."
+        argv = [sys.executable, "-I", "-S", "-c", safefs.SEARCH, pattern, rel, "1" if regex else "0"]
+        res = self.sandbox.run(
+            [*argv, str(self.max_output_chars)],
+            self.root,
+            writable=False,
+            timeout_s=self.timeout_s,
+            max_output_chars=self.max_output_chars * 2 + 200,
+        )
+        if res.timed_out:
+            raise safefs.TimeUp(f"took longer than {self.timeout_s:g} s and was stopped")
+        out = res.output.rstrip("\n")
+        if res.exit_code != 0:
+            return ToolResult(False, out or f"search failed (exit code {res.exit_code})")
+        return ToolResult(True, out or "no matches")
 
     def _write_file(self, path: str, content: str) -> ToolResult:
         target = self._resolve(path, write=True)
         if target.is_dir():
             return ToolResult(False, f"{path} is a folder")
-        target.parent.mkdir(parents=True, exist_ok=True)
         existed = target.exists()
-        target.write_text(content, encoding="utf-8")
+        safefs.write_text(self.root, self._inside(target), content)
         return ToolResult(True, f"{'overwrote' if existed else 'created'} {path} ({len(content)} chars)")
 
     def _edit_file(self, path: str, old: str, new: str) -> ToolResult:
         target = self._resolve(path, write=True)
-        if not target.is_file():
+        if not target.exists() or target.is_dir():
             return ToolResult(False, f"no such file: {path}; use write_file to create it")
         if old == "":
             return ToolResult(False, "`old` is empty; give the exact text to replace")
-        text = target.read_text(encoding="utf-8", errors="replace")
+        text = safefs.read_text(self.root, self._inside(target))
         n = text.count(old)
         if n == 0:
             return ToolResult(
@@ -483,8 +495,15 @@ class Toolbox:
             return ToolResult(
                 False, f"`old` matches {n} times in {path}; include more surrounding lines to make it unique"
             )
-        target.write_text(text.replace(old, new, 1), encoding="utf-8")
+        safefs.write_text(self.root, self._inside(target), text.replace(old, new, 1))
         return ToolResult(True, f"edited {path}: replaced 1 occurrence")
+
+    def _python_files(self, deadline: safefs.Deadline) -> list[Path]:
+        return [
+            p
+            for p in safefs.walk(self.root, deadline)
+            if p.suffix == ".py" and not p.is_symlink() and p.is_file()
+        ]
 
     def _replace_definitions(self, code: str, path: str | None = None) -> ToolResult:
         try:
@@ -498,20 +517,14 @@ class Toolbox:
             return ToolResult(
                 False, "no top-level def or class in the code; to write a whole file, give its path"
             )
-        files = (
-            [self._resolve(path, write=True)]
-            if path
-            else [
-                p
-                for p in self._walk(self.root)
-                if p.suffix == ".py" and not p.is_symlink() and p.resolve().is_relative_to(self.root)
-            ]
-        )
+        deadline = self._deadline()
+        files = [self._resolve(path, write=True)] if path else self._python_files(deadline)
         where: dict[str, list[tuple[Path, ast.stmt]]] = {}
         for file in files:
+            deadline.check()
             try:
-                tree = ast.parse(file.read_text(encoding="utf-8", errors="replace"))
-            except (SyntaxError, OSError, ValueError):
+                tree = ast.parse(safefs.read_text(self.root, self._inside(file)))
+            except (SyntaxError, OSError, ValueError, RecursionError, MemoryError):
                 continue
             for node in tree.body:
                 if isinstance(node, _DEFS):
@@ -541,33 +554,39 @@ class Toolbox:
             if isinstance(n, ast.Import | ast.ImportFrom)
         ]
         for file, changes in edits.items():
-            lines = file.read_text(encoding="utf-8").splitlines()
+            lines = safefs.read_text(self.root, self._inside(file)).splitlines()
             for start, end, replacement in sorted(changes, reverse=True):
                 lines[start - 1 : end] = replacement
             missing = [imp for imp in imports if imp and imp not in lines]
             if missing:
                 at = _import_slot(lines)
                 lines[at:at] = missing
-            file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            safefs.write_text(self.root, self._inside(file), "\n".join(lines) + "\n")
         names = ", ".join(n.name for n in defs)
         return ToolResult(True, f"replaced {names} in {', '.join(self._rel(f) for f in edits)}")
 
     def _delete_file(self, path: str) -> ToolResult:
-        unresolved = self.root / path
         target = self._resolve(path, write=True)
-        if unresolved.is_symlink():
-            unresolved.unlink()
-            return ToolResult(True, f"deleted {path}")
-        if target.is_dir():
+        parent = self._resolve(os.path.dirname(path) or ".")  # the folder holding the entry itself
+        entry = parent / os.path.basename(path.rstrip("/"))
+        if not entry.is_symlink():
+            entry = target
+        if entry.is_dir():
             return ToolResult(False, f"{path} is a folder; delete the files in it")
-        if not target.exists():
+        if not entry.is_symlink() and not entry.exists():
             return ToolResult(False, f"no such file: {path}")
-        target.unlink()
+        safefs.unlink(self.root, self._inside(entry))
         return ToolResult(True, f"deleted {path}")
 
     def _run(self, command: str, timeout_s: float | None = None) -> ToolResult:
-        timeout = float(timeout_s) if timeout_s else self.timeout_s
-        res = run_command(command, self.root, timeout, max_output_chars=self.max_output_chars)
+        timeout = self._step_timeout(timeout_s)
+        res = self.sandbox.run(
+            command,
+            self.root,
+            writable=self.writable,
+            timeout_s=timeout,
+            max_output_chars=self.max_output_chars,
+        )
         tail = f"killed after {timeout:g} s (timeout)" if res.timed_out else f"exit code: {res.exit_code}"
         out = res.output.rstrip("\n")
         return ToolResult(not res.timed_out and res.exit_code == 0, f"{out}\n{tail}" if out else tail)
