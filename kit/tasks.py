@@ -177,7 +177,9 @@ def validate_task(task: Task) -> ValidationReport:
             start = evaluate(task, ws.root, ws)
             durations["start_s"] = time.monotonic() - t
             problems += start.problems
-            if start.own.exit_code != 0 or start.own_failed:
+            if start.tampered or start.unscored_reason:
+                problems.append(f"scoring the start failed: {start.unscored_reason or start.tampered}")
+            if not start.own.complete or start.own_failed:
                 problems.append(
                     f"own tests fail at the start: {', '.join(start.own_failed) or _tail(start.own)}"
                 )
@@ -206,7 +208,9 @@ def validate_task(task: Task) -> ValidationReport:
                     problems.append(
                         f"with the solution, acceptance run errors: {'; '.join(end.acceptance.errors)}"
                     )
-                if end.own.exit_code != 0 or end.own_failed:
+                if end.tampered or end.unscored_reason:
+                    problems.append(f"scoring the solution failed: {end.unscored_reason or end.tampered}")
+                if not end.own.complete or end.own_failed:
                     problems.append(
                         f"with the solution, own tests fail: {', '.join(end.own_failed) or _tail(end.own)}"
                     )
