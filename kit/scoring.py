@@ -201,6 +201,7 @@ def _extract_commit(ws: Workspace, dest: Path) -> None:
 class _Base:
     own_passed: set[str]
     tests: int
+    problem: str | None = None
 
 
 _BASE_CACHE: dict[tuple[str, str, str], _Base] = {}
@@ -304,6 +305,7 @@ def _mkdir(path: Path) -> Path:
 
 
 def _base_info(session: _Session, task: Task, ws: Workspace, base_dir: Path) -> _Base:
+    """The own tests that pass at the base commit (cached when the base run was clean)."""
     key = (ws.base_commit, task.test_command, session.sandbox.name)
     with _BASE_LOCK:
         cached = _BASE_CACHE.get(key)
@@ -311,9 +313,10 @@ def _base_info(session: _Session, task: Task, ws: Workspace, base_dir: Path) -> 
         return cached
     tests = count_test_functions(base_dir)
     run = session.own("base", base_dir, task.test_command)
-    if run.tampered or not run.complete:
-        raise RuntimeError(f"the repo's own tests did not run cleanly at the base: {run.errors or run.tampered}")
     info = _Base(own_passed=run.passed, tests=tests)
+    if run.tampered or not run.complete:
+        info.problem = f"the repo's own tests did not run cleanly at the base: {run.errors + run.tampered}"
+        return info  # not cached: a task problem (or a kit one) must show, not stick
     with _BASE_LOCK:
         _BASE_CACHE[key] = info
     return info
@@ -341,6 +344,8 @@ def evaluate(
             f_base = pool.submit(_base_info, session, task, ws, base_dir)
             acc, own, base = f_acc.result(), f_own.result(), f_base.result()
 
+    if base.problem:
+        problems.append(base.problem)
     tampered = [f"acceptance: {t}" for t in acc.tampered] + [f"own tests: {t}" for t in own.tampered]
     by_req: dict[str, list[tuple[bool, str]]] = {}
     for nodeid, outcome in acc.outcomes.items():

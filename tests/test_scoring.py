@@ -188,11 +188,12 @@ def test_modules_shadowing_pytest_or_the_stdlib_do_not_change_the_score(tmp_path
     assert not s.tampered and s.unscored_reason is None
 
 
-def test_an_import_time_patch_of_pytest_reports_is_caught_by_the_canaries(tmp_path):
+@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+def test_an_import_time_patch_of_pytest_reports_is_caught_by_the_canaries(tmp_path, sandbox):
     task, ws = _slugify_ws(tmp_path, solved=False)
     module = ws.root / "textkit.py"
     module.write_text(REPORT_PATCH + module.read_text())
-    s = score(task, ws, claimed_done=True)
+    s = score(task, ws, claimed_done=True, sandbox=sandbox)
     assert s.tampered
     assert any("canary test that must fail was reported passed" in e for e in s.tamper_evidence)
     assert s.requirements_failed == 7 and s.failed[0].message.startswith("tampered")
@@ -221,7 +222,9 @@ def test_the_agents_pytest_configuration_is_not_read_for_acceptance(tmp_path):
 
 def _hide_by_editing_the_test(root):
     test = root / "tests" / "test_textkit.py"
-    test.write_text(test.read_text().replace("assert word_count", "assert True or word_count"))
+    edited = test.read_text().replace("assert textkit.word_count", "assert True or textkit.word_count")
+    assert edited != test.read_text()
+    test.write_text(edited)
 
 
 def _hide_by_deleting_the_test(root):
@@ -378,3 +381,45 @@ def test_an_unfinished_session_is_not_tampering():
     data = _line(1, kind="test", nodeid="t.py::test_a", passed=True, message="")
     outcomes, errors, complete, tamper = read_stream(data, c, exit_code=None, timed_out=True, timeout_s=5)
     assert outcomes and not complete and tamper == [] and errors == ["timed out after 5 s"]
+
+
+# --------------------------------------------------------------------------- the runner's side
+
+
+def _run_done(tmp_path):
+    from helpers import experiment, run_json, write_profile
+
+    from kit.runner import run_experiment
+
+    profile = write_profile(tmp_path, "scripted/done", "native")
+    out = run_experiment(
+        experiment("done", profile, ["micro-slugify"], ["vibe"]), results_dir=tmp_path / "results", progress=False
+    )
+    (run_dir,) = (out / "runs").iterdir()
+    return run_json(run_dir)
+
+
+def test_a_run_whose_scoring_fails_is_recorded_unscored_with_every_requirement_failed(tmp_path, monkeypatch):
+    def broken(*args, **kwargs):
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(scoring, "copy_clean", broken)
+    run = _run_done(tmp_path)
+    assert run["outcome"] == "unscored" and "disk on fire" in run["error"]
+    assert run["score"]["requirements_failed"] == run["score"]["requirements_total"] == 7
+    assert run["score"]["unscored_reason"] == "scoring failed: OSError: disk on fire"
+
+
+def test_a_run_whose_report_was_tampered_with_gets_outcome_tampered(tmp_path, monkeypatch):
+    copy = scoring.copy_clean
+
+    def copy_then_tamper(src, dest):  # as if the agent had left the patch in its module
+        dropped = copy(src, dest)
+        module = dest / "textkit.py"
+        module.write_text(REPORT_PATCH + module.read_text())
+        return dropped
+
+    monkeypatch.setattr(scoring, "copy_clean", copy_then_tamper)
+    run = _run_done(tmp_path)
+    assert run["outcome"] == "tampered" and run["score"]["tampered"] is True
+    assert run["score"]["requirements_failed"] == 7 and run["score"]["tamper_evidence"]
