@@ -450,7 +450,12 @@ def unscored(task: Task, ws: Workspace, claimed_done: bool, reason: str, scoring
 
 
 def score(
-    task: Task, ws: Workspace, claimed_done: bool, timeout_s: float | None = None, *, sandbox: str | None = None
+    task: Task,
+    ws: Workspace,
+    claimed_done: bool,
+    timeout_s: float | None = None,
+    *,
+    sandbox: str | None = None,
 ) -> Score:
     """Score the clone's working tree against the task's hidden acceptance tests. Never raises for a
     failure of scoring itself: that gives a score with every requirement failed and the reason."""

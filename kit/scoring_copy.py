@@ -31,7 +31,15 @@ MAX_NOTES = 200
 TEST_FILE_RE = re.compile(r"^(test_.*|.*_test)\.py$")
 TEST_DIRS = frozenset({"tests", "test", "testing"})
 #: The files pytest reads its configuration from, in pytest's order of precedence (pytest 9).
-CONFIG_NAMES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+CONFIG_NAMES = (
+    "pytest.toml",
+    ".pytest.toml",
+    "pytest.ini",
+    ".pytest.ini",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+)
 
 
 class _Notes(list):
@@ -107,11 +115,19 @@ def copy_clean(src: Path, dest: Path) -> list[str]:
                     notes.add(rel, why)
             elif stat.S_ISLNK(st.st_mode):
                 real = _symlink_target(entry.path, root)
-                why = _copy_file(real, target) if real else "symlink pointing outside the clone or to a folder"
+                why = (
+                    _copy_file(real, target) if real else "symlink pointing outside the clone or to a folder"
+                )
                 if why:
                     notes.add(rel, why)
             else:
-                kind = "FIFO" if stat.S_ISFIFO(st.st_mode) else "socket" if stat.S_ISSOCK(st.st_mode) else "device"
+                kind = (
+                    "FIFO"
+                    if stat.S_ISFIFO(st.st_mode)
+                    else "socket"
+                    if stat.S_ISSOCK(st.st_mode)
+                    else "device"
+                )
                 notes.add(rel, f"{kind}, not a regular file")
     return list(notes)
 

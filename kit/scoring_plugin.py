@@ -59,7 +59,9 @@ class StreamReporter:
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line("markers", "severity(level): requirement severity: critical, major or minor")
-        config.addinivalue_line("markers", "baseline_pass: this acceptance test may pass on the starting code")
+        config.addinivalue_line(
+            "markers", "baseline_pass: this acceptance test may pass on the starting code"
+        )
         if self.canary_file:
             config.args.append(self.canary_file)
 

@@ -34,7 +34,14 @@ KIT_DIR = Path(__file__).resolve().parent
 PLUGIN_FILE = "scoring_plugin.py"
 LAUNCHER_FILE = "scoring_launcher.py"
 MAX_STREAM_BYTES = 32 * 1024 * 1024
-EXIT_NAMES = {0: "ok", 1: "tests failed", 2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests"}
+EXIT_NAMES = {
+    0: "ok",
+    1: "tests failed",
+    2: "interrupted",
+    3: "internal error",
+    4: "usage error",
+    5: "no tests",
+}
 
 
 @dataclass(frozen=True)
@@ -178,7 +185,9 @@ def read_stream(
         elif got is None and end == 1:
             tamper.append(f"{label} is missing from a finished session")
     if end is None:
-        errors.append(f"timed out after {timeout_s:g} s" if timed_out else f"pytest did not finish (exit {exit_code})")
+        errors.append(
+            f"timed out after {timeout_s:g} s" if timed_out else f"pytest did not finish (exit {exit_code})"
+        )
     else:
         if end == 0:
             tamper.append("pytest reported success although a canary test must fail")

@@ -173,8 +173,15 @@ def _with_temp_index(ws: Workspace, *diff_args: str) -> str:
         env["GIT_INDEX_FILE"] = str(index)
         _git(ws.root, "add", "-A", env=env)
         return _git(
-            ws.root, "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv", *diff_args,
-            ws.base_commit, env=env,
+            ws.root,
+            "diff",
+            "--cached",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            *diff_args,
+            ws.base_commit,
+            env=env,
         )
 
 

@@ -353,7 +353,10 @@ def test_an_honest_stream_is_read_and_canaries_are_left_out():
     [
         ({"failing": True, "end": 0}, "canary test that must fail was reported passed"),
         ({"passing": False}, "canary test that must pass was reported failed"),
-        ({"extra": [_line(5, kind="test", nodeid="t.py::test_b", passed=True, message="")]}, "after the session"),
+        (
+            {"extra": [_line(5, kind="test", nodeid="t.py::test_b", passed=True, message="")]},
+            "after the session",
+        ),
         ({"extra": [b"not json\n"]}, "garbled"),
         ({"exit_code": 0}, "the process exited with 0"),
     ],
@@ -368,10 +371,14 @@ def test_a_forged_stream_is_tampering(case, evidence):
 
 def test_a_forged_stream_without_the_canaries_is_tampering():
     c = Canaries.new()
-    data = _line(1, kind="test", nodeid="t.py::test_a", passed=True, message="") + _line(2, kind="end", exitstatus=1)
+    data = _line(1, kind="test", nodeid="t.py::test_a", passed=True, message="") + _line(
+        2, kind="end", exitstatus=1
+    )
     _, _, _, tamper = read_stream(data, c, exit_code=1, timed_out=False)
     assert sum("missing from a finished session" in t for t in tamper) == 2
-    dup = _stream(c) [: -len(_line(4, kind="end", exitstatus=1))] + _line(4, kind="test", nodeid="t.py::test_a", passed=True, message="")
+    dup = _stream(c)[: -len(_line(4, kind="end", exitstatus=1))] + _line(
+        4, kind="test", nodeid="t.py::test_a", passed=True, message=""
+    )
     _, _, _, tamper = read_stream(dup, c, exit_code=None, timed_out=True)
     assert tamper == ["test reported twice: t.py::test_a"]
 
@@ -393,7 +400,9 @@ def _run_done(tmp_path):
 
     profile = write_profile(tmp_path, "scripted/done", "native")
     out = run_experiment(
-        experiment("done", profile, ["micro-slugify"], ["vibe"]), results_dir=tmp_path / "results", progress=False
+        experiment("done", profile, ["micro-slugify"], ["vibe"]),
+        results_dir=tmp_path / "results",
+        progress=False,
     )
     (run_dir,) = (out / "runs").iterdir()
     return run_json(run_dir)
