@@ -124,6 +124,7 @@ def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
         illustrative_prices=bool(run.price_sheet.get("illustrative", False)),
         models=",".join(sorted({t.get("model", "") for t in (run.profile_spec.get("tiers") or {}).values()})),
         scored=run.score is not None,
+        sandbox=run.sandbox or "none",  # runs recorded before the field existed had no sandbox
     )
     score = run.score.model_dump() if run.score is not None else {}
     for name in (

@@ -29,6 +29,7 @@ from kit.config import ActionMode, ModelSpec, PriceSheet, Profile, Tier  # noqa:
 from kit.errors import MissingKeyError, ModelError  # noqa: E402
 from kit.models import scripted  # noqa: E402
 from kit.records import CallRecord, RunRecorder, utc_now  # noqa: E402
+from kit.secrets import Redactor  # noqa: E402
 from kit.usage import Usage, normalise, priced  # noqa: E402
 
 litellm.suppress_debug_info = True
@@ -193,6 +194,7 @@ class Gateway:
         self.backoff_s = backoff_s
         self._sleep = sleep
         self._targets: dict[str, _Target] = {}
+        self.redact = Redactor.for_profile(profile)  # a provider error may echo the key
 
     # -- per-tier facts --------------------------------------------------------------------
     def spec(self, tier: Tier) -> ModelSpec:
@@ -321,14 +323,18 @@ class Gateway:
                 latency = time.monotonic() - t0
                 self._record(
                     call.record(
-                        attempt, started_at, latency, ok=False, error=f"{type(exc).__name__}: {_short(exc)}"
+                        attempt,
+                        started_at,
+                        latency,
+                        ok=False,
+                        error=self.redact(f"{type(exc).__name__}: {_short(exc)}"),
                     )
                 )
                 transient = isinstance(exc, TRANSIENT)
                 if transient and attempt < attempts:
                     self._sleep(self.backoff_s * 2 ** (attempt - 1))
                     continue
-                raise _model_error(exc, call.spec, attempt, transient) from exc
+                raise self.redact.error(_model_error(exc, call.spec, attempt, transient)) from exc
             return self._finish(call, response, attempt, time.monotonic() - t0, started_at)
         raise AssertionError("unreachable")  # pragma: no cover
 

@@ -12,6 +12,9 @@ from kit.records import SEVERITIES
 
 SCRIPTED_LABEL = "scripted model — pipeline validation, not a benchmark"
 EMBEDDED_LABEL = "embedded SmolLM2-135M — real but tiny model"
+UNSANDBOXED_LABEL = (
+    "unsandboxed: agent commands ran with `sandbox: none` (they could read the kit and other runs)"
+)
 
 
 def labels(records: Records) -> list[str]:
@@ -24,6 +27,10 @@ def labels(records: Records) -> list[str]:
         illustrative = sorted(set(runs.loc[runs["illustrative_prices"], "price_sheet"]))
         if illustrative:
             out.append(f"illustrative prices (price sheet {', '.join(illustrative)})")
+    if not runs.empty and "sandbox" in runs:
+        unsandboxed = int((runs["sandbox"] == "none").sum())
+        if unsandboxed:
+            out.append(f"{UNSANDBOXED_LABEL} ({unsandboxed} of {len(runs)} runs)")
     if any(m.startswith("scripted/") for m in models):
         out.append(SCRIPTED_LABEL)
     if any(m.startswith("embedded/") for m in models) or (

@@ -1,6 +1,7 @@
 import os
 import time
 import tracemalloc
+from pathlib import Path
 
 import pytest
 
@@ -254,3 +255,64 @@ def test_secrets_never_reach_commands(root, monkeypatch):
     assert "PATH" in env and "HOME" in env
     assert is_secret_env("openai_base_url") and is_secret_env("GOOGLE_APPLICATION_CREDENTIALS")
     assert not is_secret_env("LANG") and not is_secret_env("PATH")
+
+
+# --------------------------------------------------------------------------- hostile input
+
+
+def test_fifos_and_devices_are_refused_not_followed(root):
+    os.mkfifo(root / "pipe")
+    os.symlink("/dev/zero", root / "zero")
+    box = Toolbox(root, ["read", "write"], timeout_s=5)
+    started = time.monotonic()
+    r = box.execute("read_file", {"path": "pipe"})
+    assert not r.ok and "named pipe" in r.output
+    assert not box.execute("write_file", {"path": "pipe", "content": "x"}).ok
+    assert not box.execute("edit_file", {"path": "pipe", "old": "a", "new": "b"}).ok
+    assert box.execute("search", {"pattern": "hello"}).output == "README.md:1: hello"
+    assert "pipe" in box.execute("list_files", {}).output
+    assert time.monotonic() - started < 10  # nothing blocked on the pipe
+
+
+def test_a_catastrophic_regex_is_stopped_by_the_time_limit(root):
+    (root / "evil.txt").write_text("a" * 40 + "b\n")
+    box = Toolbox(root, ["read"], timeout_s=1.5)
+    started = time.monotonic()
+    r = box.execute("search", {"pattern": r"^(a+)+$", "regex": True})
+    assert time.monotonic() - started < 6
+    assert not r.ok and "took longer than 1.5 s" in r.output
+    assert box.execute("search", {"pattern": "hello"}).ok  # the toolbox still works afterwards
+
+
+def test_nul_bytes_and_over_deep_or_long_input_are_tool_errors(root):
+    box = Toolbox(root, PERMISSIONS)
+    for name, args in [
+        ("read_file", {"path": "README\0.md"}),
+        ("write_file", {"path": "a\0b", "content": "x"}),
+        ("search", {"pattern": "he\0llo"}),
+        ("run", {"command": "echo \0"}),
+        ("list_files", {"path": "x" * 5000}),
+        ("replace_definitions", {"code": "def f():\n    return " + "(" * 200_000 + ")" * 200_000}),
+        ("replace_definitions", {"code": "def f():\n    return " + "-" * 300_000 + "1"}),
+        ("read_file", {"path": "/".join(["d"] * 2000)}),
+    ]:
+        r = box.execute(name, args)
+        assert not r.ok and r.output, (name, r.output)
+
+
+def test_a_write_does_not_follow_a_symlink_swapped_in_after_the_check(root, tmp_path):
+    from kit import safefs
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "pkg2").mkdir()
+    rel = Path("pkg2") / "new.py"  # what the tool checked: inside the clone
+    (root / "pkg2").rmdir()
+    os.symlink(outside, root / "pkg2")  # ... then swapped for a link to the outside
+    with pytest.raises(OSError):
+        safefs.write_text(root, rel, "pwned")
+    with pytest.raises(OSError):
+        safefs.unlink(root, Path("pkg2") / "anything")
+    assert list(outside.iterdir()) == []
+    safefs.write_text(root, Path("pkg") / "fine.py", "ok\n")  # a real folder works
+    assert (root / "pkg" / "fine.py").read_text() == "ok\n"

@@ -424,7 +424,7 @@ def _settle_commits(
 
 
 def _verify(ctx: RunContext, root: Path, session: int) -> bool:
-    res = run_command(ctx.task.test_command, root, ctx.limits.command_timeout_s)
+    res = run_command(ctx.task.test_command, root, ctx.limits.command_timeout_s, sandbox=ctx.sandbox)
     ok = not res.timed_out and res.exit_code == 0
     tail = res.output.strip().splitlines()[-1:] or [""]
     ctx.recorder.event(
