@@ -250,8 +250,7 @@ def _score(
 ) -> None:
     """Score the clone (never leaves the run without a score: a scoring failure gives every requirement
     failed, outcome ``unscored``); a tampered report gives outcome ``tampered``."""
-    sandbox = getattr(experiment, "sandbox", None)
-    record.score = scoring.score(spec.task, workspace, record.claimed_done, sandbox=sandbox)
+    record.score = scoring.score(spec.task, workspace, record.claimed_done, sandbox=experiment.sandbox)
     if record.score.unscored_reason:
         record.error = (record.error + "; " if record.error else "") + record.score.unscored_reason
         record.outcome = "unscored"
