@@ -1,6 +1,12 @@
+import os
+import shutil
+import textwrap
+
 import pytest
 
+from kit import scoring
 from kit.scoring import read_requirements, score
+from kit.scoring_run import Canaries, read_stream
 from kit.tasks import apply_solution, list_tasks, load_task
 from kit.workspace import create_workspace
 
@@ -115,11 +121,6 @@ def test_a_conftest_written_by_the_agent_cannot_rig_the_acceptance_tests(tmp_pat
 # --------------------------------------------------------------------------- scoring the agent cannot fool
 # Each test below plants what a reward-hacking agent would leave in its clone, then scores it.
 
-import os  # noqa: E402
-import textwrap  # noqa: E402
-
-from kit import scoring  # noqa: E402
-from kit.scoring_run import Canaries, read_stream  # noqa: E402
 
 SLUG_REQS = [
     "test_returns_a_string",
@@ -281,12 +282,7 @@ def test_odd_files_in_the_clone_are_dropped_and_noted_never_a_crash(tmp_path):
     (root / "__pycache__").mkdir(exist_ok=True)
     (root / "__pycache__" / "textkit.cpython-311.pyc").write_bytes(b"not bytecode")
     (root / "textkit.pyc").write_bytes(b"not bytecode either")
-    for path in (root / ".git").rglob("*"):
-        if path.is_file():
-            path.unlink()
-    import shutil
-
-    shutil.rmtree(root / ".git")
+    shutil.rmtree(root / ".git")  # the agent deleted its git folder
     s = score(task, ws, claimed_done=True)
     assert s.unscored_reason is None and not s.tampered
     assert s.requirements_failed == 0 and s.regressions == 0
