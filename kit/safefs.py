@@ -20,7 +20,7 @@ from pathlib import Path
 
 
 class NotRegular(OSError):
-    """The path is not a regular file (FIFO, device, socket, folder)."""
+    """The path is not a regular file (FIFO, device, socket, folder), or too large to load whole."""
 
 
 class TimeUp(Exception):
@@ -86,9 +86,16 @@ def open_read(root: Path, rel: Path):
     return os.fdopen(_open_regular(root, rel, os.O_RDONLY), "rb")
 
 
-def read_text(root: Path, rel: Path) -> str:
+#: Files larger than this are not loaded whole (edit_file, replace_definitions); read_file pages.
+MAX_WHOLE_BYTES = 20 * 1024 * 1024
+
+
+def read_text(root: Path, rel: Path, max_bytes: int = MAX_WHOLE_BYTES) -> str:
     with open_read(root, rel) as fh:
-        return fh.read().decode("utf-8", "replace")
+        size = os.fstat(fh.fileno()).st_size
+        if size > max_bytes:
+            raise NotRegular(f"{rel.as_posix()} is {size} bytes; files over {max_bytes} are not edited whole")
+        return fh.read(max_bytes + 1).decode("utf-8", "replace")
 
 
 def write_text(root: Path, rel: Path, text: str) -> None:

@@ -266,3 +266,25 @@ def test_the_report_flags_unsandboxed_runs(tmp_path):
     data["sandbox"] = "bwrap"
     run_files[0].write_text(json.dumps(data))
     assert "unsandboxed" not in report.describe(analysis.load(exp))
+
+
+def test_the_clones_git_config_cannot_make_the_kits_git_run_commands(tmp_path):
+    """The agent's shell may write .git/config in its clone; the kit's own git calls (the diff, the
+    harness's commits) run outside the sandbox, so a filter / fsmonitor there must not execute."""
+    import subprocess
+
+    from kit.tasks import load_task
+    from kit.workspace import create_workspace, diff, git_env
+
+    ws = create_workspace(load_task("micro-slugify"), tmp_path / "run" / "repo")
+    marker = tmp_path / "RAN"
+    attack = (
+        f'git config filter.evil.clean "touch {marker}.clean"; git config filter.evil.process "touch {marker}.process"; '
+        f'git config core.fsmonitor "touch {marker}.fsmonitor; false"; git config diff.evil.textconv "touch {marker}.textconv"; '
+        'echo "* filter=evil diff=evil" > .gitattributes; echo changed >> README.md; echo done'
+    )
+    assert "done" in sh(attack, ws.root).output
+    patch = diff(ws)
+    assert "+changed" in patch and list(tmp_path.glob("RAN*")) == []
+    subprocess.run(["git", "add", "-A"], cwd=ws.root, env=git_env(), capture_output=True)
+    assert list(tmp_path.glob("RAN*"))  # a plain `git add` would have run the agent's commands
