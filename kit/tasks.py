@@ -159,8 +159,9 @@ class ValidationReport(BaseModel):
     durations: dict[str, float] = Field(default_factory=dict)
 
 
-def validate_task(task: Task) -> ValidationReport:
-    """Check the task contract on a fresh workspace (see the module docstring)."""
+def validate_task(task: Task, sandbox: str | None = None) -> ValidationReport:
+    """Check the task contract on a fresh workspace (see the module docstring); ``sandbox`` is the
+    scoring sandbox (``bwrap`` or ``none``; default the platform's)."""
     from kit.scoring import evaluate
     from kit.workspace import create_workspace
 
@@ -174,7 +175,7 @@ def validate_task(task: Task) -> ValidationReport:
             durations["workspace_s"] = time.monotonic() - t
 
             t = time.monotonic()
-            start = evaluate(task, ws.root, ws)
+            start = evaluate(task, ws.root, ws, sandbox=sandbox)
             durations["start_s"] = time.monotonic() - t
             problems += start.problems
             if start.tampered or start.unscored_reason:
@@ -198,7 +199,7 @@ def validate_task(task: Task) -> ValidationReport:
             else:
                 t = time.monotonic()
                 apply_solution(task, ws.root)
-                end = evaluate(task, ws.root, ws)
+                end = evaluate(task, ws.root, ws, sandbox=sandbox)
                 durations["solution_s"] = time.monotonic() - t
                 for req in end.failed_requirements:
                     problems.append(
@@ -258,7 +259,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return 1
     failed = 0
     for task in tasks:
-        report = validate_task(task)
+        report = validate_task(task, getattr(args, "sandbox", None))
         mark = "✓" if report.ok else "✗"
         print(f"{mark} {task.id}  ({report.durations.get('total_s', 0):.1f} s)", flush=True)
         for p in report.problems:
@@ -297,6 +298,12 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="check a task's contract (own tests, acceptance, solution)")
     p.add_argument("id", nargs="?", help="task id or task folder path")
     p.add_argument("--all", action="store_true", help="validate every task in datasets/tasks")
+    p.add_argument(
+        "--sandbox",
+        choices=["bwrap", "none"],
+        default=None,
+        help="where the tests run (default: bwrap on Linux)",
+    )
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("import-exercism", help="turn Exercism python-track exercises into tasks")
