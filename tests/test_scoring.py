@@ -175,7 +175,15 @@ def _slugify_ws(tmp_path, solved):
 
 
 @pytest.mark.parametrize(
-    "path", ["pytest.py", "_pytest/__init__.py", "argparse.py", "json.py", "_acceptance/test_slugify.py"]
+    "path",
+    [
+        "pytest.py",
+        "_pytest/__init__.py",
+        "argparse.py",
+        "json.py",
+        "sitecustomize.py",
+        "_acceptance/test_slugify.py",
+    ],
 )
 def test_modules_shadowing_pytest_or_the_stdlib_do_not_change_the_score(tmp_path, path):
     task, ws = _slugify_ws(tmp_path, solved=False)
