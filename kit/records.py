@@ -118,6 +118,13 @@ class Score(BaseModel):
 
     requirements_total: int = 0
     requirements_failed: int = 0
+    baseline_broken: list[str] = Field(
+        default_factory=list,
+        description="Acceptance tests marked baseline_pass (not requirements) that fail at the end.",
+    )
+    requirements_by_severity: dict[Severity, int] = Field(
+        default_factory=dict, description="requirements_total split by severity (empty in older records)."
+    )
     defects: dict[Severity, int] = Field(default_factory=lambda: {"critical": 0, "major": 0, "minor": 0})
     failed: list[FailedRequirement] = Field(default_factory=list)
     own_tests_total: int = 0

@@ -44,7 +44,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kit.records import SEVERITIES, FailedRequirement, Score
 from kit.sandbox import default_sandbox, get_sandbox
@@ -384,14 +384,31 @@ def evaluate(
     )
 
 
-def _failed(requirements: list[Requirement], message: dict[str, str]) -> tuple[dict, list[FailedRequirement]]:
+def _severity(req: Requirement) -> str:
+    return req.severity if req.severity in SEVERITIES else "major"
+
+
+def _tally(
+    requirements: list[Requirement], failing: list[Requirement], message: dict[str, str]
+) -> dict[str, Any]:
+    """The Score fields about requirements. A ``baseline_pass`` test already passed on the starting
+    code: it is not a requirement (not in the totals); one that fails at the end is kept apart, in
+    ``baseline_broken``."""
+    counted = [r for r in requirements if not r.baseline_pass]
     defects = {s: 0 for s in SEVERITIES}
     failed = []
-    for req in requirements:
-        sev = req.severity if req.severity in SEVERITIES else "major"
-        defects[sev] += 1
-        failed.append(FailedRequirement(test=req.key, severity=sev, message=message[req.key]))  # type: ignore[arg-type]
-    return defects, failed
+    for req in failing:
+        if not req.baseline_pass:
+            defects[_severity(req)] += 1
+            failed.append(FailedRequirement(test=req.key, severity=_severity(req), message=message[req.key]))  # type: ignore[arg-type]
+    return {
+        "requirements_total": len(counted),
+        "requirements_by_severity": {sev: sum(_severity(r) == sev for r in counted) for sev in SEVERITIES},
+        "requirements_failed": len(failed),
+        "baseline_broken": [r.key for r in failing if r.baseline_pass],
+        "defects": defects,
+        "failed": failed,
+    }
 
 
 def _diff_stats(ws: Workspace) -> tuple[int, int, int]:
@@ -401,15 +418,16 @@ def _diff_stats(ws: Workspace) -> tuple[int, int, int]:
         return 0, 0, 0
 
 
+def _claimed_but_failed(claimed_done: bool, defects: dict[str, int]) -> bool:
+    return bool(claimed_done and (defects["critical"] or defects["major"]))
+
+
 def to_score(ev: Evaluation, ws: Workspace, claimed_done: bool, scoring_s: float) -> Score:
-    defects, failed = _failed(ev.failed_requirements, {k: m for k, (_, m) in ev.results.items()})
+    tally = _tally(ev.requirements, ev.failed_requirements, {k: m for k, (_, m) in ev.results.items()})
     files, added, removed = _diff_stats(ws)
     regressed = ev.regressed
     return Score(
-        requirements_total=len(ev.requirements),
-        requirements_failed=len(failed),
-        defects=defects,  # type: ignore[arg-type]
-        failed=failed,
+        **tally,
         own_tests_total=len(ev.own.outcomes),
         regressions=len(regressed),
         regressed_tests=regressed,
@@ -417,7 +435,7 @@ def to_score(ev: Evaluation, ws: Workspace, claimed_done: bool, scoring_s: float
         files_touched=files,
         lines_added=added,
         lines_removed=removed,
-        claimed_done_but_failed=bool(claimed_done and (defects["critical"] or defects["major"])),
+        claimed_done_but_failed=_claimed_but_failed(claimed_done, tally["defects"]),
         scoring_s=round(scoring_s, 3),
         tampered=bool(ev.tampered),
         tamper_evidence=ev.tampered,
@@ -433,17 +451,14 @@ def unscored(task: Task, ws: Workspace, claimed_done: bool, reason: str, scoring
     except Exception:  # noqa: BLE001
         requirements = []
     message = f"not scored: {reason}"[:300]
-    defects, failed = _failed(requirements, {r.key: message for r in requirements})
+    tally = _tally(requirements, requirements, {r.key: message for r in requirements})
     files, added, removed = _diff_stats(ws)
     return Score(
-        requirements_total=len(requirements),
-        requirements_failed=len(failed),
-        defects=defects,  # type: ignore[arg-type]
-        failed=failed,
+        **tally,
         files_touched=files,
         lines_added=added,
         lines_removed=removed,
-        claimed_done_but_failed=bool(claimed_done and (defects["critical"] or defects["major"])),
+        claimed_done_but_failed=_claimed_but_failed(claimed_done, tally["defects"]),
         scoring_s=round(scoring_s, 3),
         unscored_reason=reason[:2000],
     )
