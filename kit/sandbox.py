@@ -473,10 +473,11 @@ class BwrapSandbox:
         cwd = Path(cwd).resolve()
         args = [self.binary, *self._system, "--tmpfs", "/tmp", "--dir", SANDBOX_HOME]
         args += ["--proc", "/proc", "--dev", "/dev"]
-        for path in ro_binds:
-            path = Path(path).resolve()
-            args += ["--ro-bind", str(path), str(path)]
-        args += ["--bind" if writable else "--ro-bind", str(cwd), str(cwd), "--chdir", str(cwd)]
+        binds = [(Path(p).resolve(), "--ro-bind") for p in ro_binds]
+        binds.append((cwd, "--bind" if writable else "--ro-bind"))
+        for path, how in sorted(binds, key=lambda b: len(b[0].parts)):  # outer folders first
+            args += [how, str(path), str(path)]
+        args += ["--chdir", str(cwd)]
         args += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox"]
         args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--"]
         return args + command

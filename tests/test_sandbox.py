@@ -288,3 +288,13 @@ def test_the_clones_git_config_cannot_make_the_kits_git_run_commands(tmp_path):
     assert "+changed" in patch and list(tmp_path.glob("RAN*")) == []
     subprocess.run(["git", "add", "-A"], cwd=ws.root, env=git_env(), capture_output=True)
     assert list(tmp_path.glob("RAN*"))  # a plain `git add` would have run the agent's commands
+
+
+def test_a_read_only_bind_inside_the_clone_stays_read_only(runs):
+    _, mine = runs
+    (mine / "tests_hidden").mkdir()
+    res = sh(
+        "echo x > tests_hidden/planted; echo x > ok.txt; echo end", mine, ro_binds=[mine / "tests_hidden"]
+    )
+    assert "end" in res.output and (mine / "ok.txt").exists()
+    assert not (mine / "tests_hidden" / "planted").exists()
