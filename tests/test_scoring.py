@@ -437,3 +437,22 @@ def test_a_run_whose_report_was_tampered_with_gets_outcome_tampered(tmp_path, mo
     run = _run_done(tmp_path)
     assert run["outcome"] == "tampered" and run["score"]["tampered"] is True
     assert run["score"]["requirements_failed"] == 7 and run["score"]["tamper_evidence"]
+
+
+def test_the_report_counts_tampered_and_unscored_runs(tmp_path):
+    import json
+
+    from records_fixture import write_experiment
+
+    from kit import analysis, report
+
+    exp = write_experiment(tmp_path)
+    run_files = sorted(exp.glob("runs/*/run.json"))
+    assert report.TAMPERED_LABEL not in report.describe(analysis.load(exp))
+    for path, field, value in ((run_files[0], "tampered", True), (run_files[1], "unscored_reason", "boom")):
+        data = json.loads(path.read_text())
+        data["score"][field] = value
+        path.write_text(json.dumps(data))
+    text = report.describe(analysis.load(exp))
+    assert f"NOTE: {report.TAMPERED_LABEL} (1 of {len(run_files)} runs)" in text
+    assert f"NOTE: {report.UNSCORED_LABEL} (1 of {len(run_files)} runs)" in text
