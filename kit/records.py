@@ -139,6 +139,15 @@ class Score(BaseModel):
     lines_removed: int = 0
     claimed_done_but_failed: bool = False
     scoring_s: float = 0.0
+    #: The report of the tests was tampered with (a canary test with the wrong outcome, a forged
+    #: stream or exit status): every requirement counts as failed, every own test as regressed.
+    tampered: bool = False
+    tamper_evidence: list[str] = Field(default_factory=list)
+    #: Set when scoring itself failed (or the tests gave no result at all): every requirement counts
+    #: as failed and this says why. A run is never left without a score.
+    unscored_reason: str | None = None
+    #: Entries of the final clone not copied for scoring (symlinks out, FIFOs, unreadable ...), and why.
+    dropped_files: list[str] = Field(default_factory=list)
 
     @property
     def defects_total(self) -> int:

@@ -16,6 +16,9 @@ UNSANDBOXED_LABEL = (
     "unsandboxed: agent commands ran with `sandbox: none` (they could read the kit and other runs)"
 )
 
+TAMPERED_LABEL = "tampered: the tests' report was tampered with; scored as every requirement failed"
+UNSCORED_LABEL = "unscored: scoring failed; scored as every requirement failed (see score.unscored_reason)"
+
 
 def labels(records: Records) -> list[str]:
     """Caveats a reader must see next to the numbers (illustrative prices, scripted or tiny models)."""
@@ -31,6 +34,10 @@ def labels(records: Records) -> list[str]:
         unsandboxed = int((runs["sandbox"] == "none").sum())
         if unsandboxed:
             out.append(f"{UNSANDBOXED_LABEL} ({unsandboxed} of {len(runs)} runs)")
+    for column, label in (("tampered", TAMPERED_LABEL), ("unscored", UNSCORED_LABEL)):
+        n = int(runs[column].sum()) if not runs.empty and column in runs else 0
+        if n:
+            out.append(f"{label} ({n} of {len(runs)} runs)")
     if any(m.startswith("scripted/") for m in models):
         out.append(SCRIPTED_LABEL)
     if any(m.startswith("embedded/") for m in models) or (

@@ -31,7 +31,7 @@ from kit.records import RunRecord, RunRecorder, load_run, utc_now
 from kit.sandbox import check_available
 from kit.secrets import Redactor, looks_secret
 from kit.tasks import Task, expand_tasks, load_task
-from kit.workspace import create_workspace, diff
+from kit.workspace import Workspace, create_workspace, diff
 
 EXPERIMENT_COPY = "experiment.yaml"
 PRICE_SHEET_COPY = "price_sheet.yaml"
@@ -151,7 +151,7 @@ def run_experiment(
 
 def _finished(run_dir: Path, retry_errors: bool) -> bool:
     record = load_run(run_dir)
-    return record is not None and not (retry_errors and record.outcome == "error")
+    return record is not None and not (retry_errors and record.outcome in ("error", "unscored"))
 
 
 class _Spend:
@@ -241,13 +241,7 @@ def run_one(
         recorder.event("note", "", "error", traceback.format_exc()[-2000:], ok=False)
         record.counters = {**getattr(exc, "counters", {}), "permission_denials": recorder.denials}
     if workspace is not None:
-        try:
-            record.score = scoring.score(spec.task, workspace, record.claimed_done)
-            recorder.write_diff(diff(workspace))
-        except Exception as exc:  # noqa: BLE001
-            record.error = (record.error + "; " if record.error else "") + f"scoring failed: {exc}"
-            if record.outcome != "error":
-                record.outcome = "error"
+        _score(record, spec, workspace, recorder, experiment)
     record.finished_at = utc_now()
     record.wall_s = round(time.monotonic() - t0, 3)
     record.model_s = round(recorder.model_s, 3)
@@ -256,3 +250,20 @@ def run_one(
     record.calls = recorder.calls
     recorder.finalize(record)
     return record
+
+
+def _score(
+    record: RunRecord, spec: RunSpec, workspace: Workspace, recorder: RunRecorder, experiment: Experiment
+) -> None:
+    """Score the clone (never leaves the run without a score: a scoring failure gives every requirement
+    failed, outcome ``unscored``); a tampered report gives outcome ``tampered``."""
+    record.score = scoring.score(spec.task, workspace, record.claimed_done, sandbox=experiment.sandbox)
+    if record.score.unscored_reason:
+        record.error = (record.error + "; " if record.error else "") + record.score.unscored_reason
+        record.outcome = "unscored"
+    elif record.score.tampered:
+        record.outcome = "tampered"
+    try:
+        recorder.write_diff(diff(workspace))
+    except Exception as exc:  # noqa: BLE001 - a clone whose git state is broken still has its score
+        record.error = (record.error + "; " if record.error else "") + f"diff failed: {exc}"
