@@ -10,7 +10,9 @@ Column conventions (one place, so notebooks and tests agree):
   under a results root; run_id, experiment, task, strategy, profile, repeat),
   outcome, times (wall_s, model_s, tool_s), ``calls``; the score flattened (requirements_total,
   tests_added, files_touched, ... , ``defects_critical`` / ``_major`` / ``_minor`` / ``defects_total``,
-  ``claimed_done_but_failed``); loop counters as ``counter_<name>``; the usage totals under the
+  ``claimed_done_but_failed``, ``tampered``, ``unscored`` -- both recorded as every requirement failed;
+  ``scored`` (:func:`is_scored`) says whether the run counts in the score means: tampered runs do,
+  unscored, errored and interrupted runs do not); loop counters as ``counter_<name>``; the usage totals under the
   token names of the call records (input_uncached, cache_read, cache_write, output, reasoning, cost_usd).
 * ``calls`` -- one row per call attempt (every :class:`~kit.records.CallRecord` field but raw_usage),
   plus the run's identity columns, ``price_key`` (the tier's ``price`` or ``model`` in the run's
@@ -117,6 +119,7 @@ def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
         illustrative_prices=bool(run.price_sheet.get("illustrative", False)),
         models=",".join(sorted({t.get("model", "") for t in (run.profile_spec.get("tiers") or {}).values()})),
         scored=is_scored(run),
+        sandbox=run.sandbox or "none",  # runs recorded before the field existed had no sandbox
     )
     score = run.score.model_dump() if run.score is not None else {}
     for name in (
@@ -132,6 +135,8 @@ def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
     ):
         row[name] = score.get(name, math.nan)
     row["claimed_done_but_failed"] = bool(score.get("claimed_done_but_failed", False))
+    row["tampered"] = bool(score.get("tampered", False))  # scored as every requirement failed
+    row["unscored"] = bool(score.get("unscored_reason"))  # scoring failed: left out of the means
     defects = score.get("defects") or {}
     for sev in SEVERITIES:
         row[f"defects_{sev}"] = defects.get(sev, 0) if score else math.nan
@@ -148,7 +153,7 @@ def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
 
 
 #: Outcomes whose score (if any) is not a measurement of the strategy: the run failed or was cut short.
-UNSCORED_OUTCOMES = ("error", "interrupted")
+UNSCORED_OUTCOMES = ("error", "interrupted", "unscored")
 #: The order outcomes are shown in; others follow alphabetically.
 OUTCOME_ORDER = (
     "done",
@@ -159,19 +164,21 @@ OUTCOME_ORDER = (
     "incomplete",
     "budget",
     "tampered",
+    "unscored",
     "error",
     "interrupted",
 )
 
 
 def is_scored(run: RunRecord) -> bool:
-    """Does this run count in the defect means? A tampered run does (its score fails every
-    requirement); an errored or interrupted run, or one the scorer could not score, does not."""
-    if run.outcome == "tampered":
-        return run.score is not None
-    if run.score is None or run.outcome in UNSCORED_OUTCOMES:
+    """Does this run count in the score and defect means? A tampered run does (its score fails every
+    requirement); an errored or interrupted run, or one the scorer could not score (``unscored``:
+    its all-failed score says nothing about the strategy), does not -- they are counted apart."""
+    if run.score is None:
         return False
-    return not getattr(run.score, "unscored_reason", None)
+    if run.outcome == "tampered" or run.score.tampered:
+        return True
+    return run.outcome not in UNSCORED_OUTCOMES and not run.score.unscored_reason
 
 
 def comparable_scores(score: Mapping[str, Any]) -> dict[str, Any]:

@@ -43,6 +43,8 @@ from kit.gateway import Gateway
 from kit.paths import REPO_ROOT, results_root
 from kit.prompts import PromptBook
 from kit.records import RunRecord, RunRecorder, load_run, utc_now
+from kit.sandbox import check_available
+from kit.secrets import Redactor, looks_secret
 from kit.tasks import Task, expand_tasks, load_task
 from kit.workspace import Workspace, create_workspace, diff
 
@@ -79,24 +81,31 @@ def kit_commit() -> str:
     return f"{head}+dirty" if head and dirty else head
 
 
+def _masked(value: Any, key: str = "") -> Any:
+    if is_secret_env(key) or looks_secret(key):
+        return "***"
+    if isinstance(value, dict):  # e.g. extra_headers: {"x-api-key": ...}
+        return {str(k): _masked(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_masked(v) for v in value]
+    return value if isinstance(value, str | int | float | bool | None) else repr(value)
+
+
 def redacted(profile: Profile) -> dict[str, Any]:
-    """The profile as stored in run.json: secrets a user put under a tier's ``extra`` are masked."""
+    """The profile as stored in run.json: secrets a user put under a tier's ``extra`` (nested dicts
+    such as ``extra_headers`` included) are masked by name; the recorder masks them by value too."""
     data = profile.model_dump(mode="json", exclude={"tiers": {t: {"extra"} for t in profile.tiers}})
     for tier, spec in profile.tiers.items():
-        data["tiers"][tier]["extra"] = {
-            k: "***"
-            if is_secret_env(k)
-            else (v if isinstance(v, str | int | float | bool | None) else repr(v))
-            for k, v in spec.extra.items()
-        }
+        data["tiers"][tier]["extra"] = {k: _masked(v, k) for k, v in spec.extra.items()}
     return data
 
 
 def plan(experiment: Experiment) -> list[RunSpec]:
-    """The matrix, validated up front: unknown tasks or strategies fail before anything runs."""
+    """The matrix, validated up front: unknown tasks, strategies or roles fail before anything runs."""
     tasks = [load_task(t) for t in expand_tasks(experiment.tasks)]  # `suite:<name>` -> its tasks
     for name in experiment.strategies:
         strategies.get(name)
+    strategies.experiment_tiers(experiment.strategies, experiment.tiers)
     return [
         RunSpec(task, strategy, repeat)
         for task in tasks
@@ -160,6 +169,7 @@ def run_experiment(
             ) from None
     profile, sheet = load_profile(experiment.profile)
     specs = plan(experiment)
+    check_available(experiment.sandbox)  # bwrap that cannot start fails here, saying how to opt out
     out = prepare_results(results_dir, experiment.name)
     with ResultsLock(out):  # one writer per results folder
         try:
@@ -270,7 +280,7 @@ def _finished(run_dir: Path, retry_errors: bool) -> bool:
     record = load_run(run_dir)
     if record is None or record.outcome == INTERRUPTED:
         return False
-    return not (retry_errors and record.outcome == "error")
+    return not (retry_errors and record.outcome in ("error", "unscored"))
 
 
 def outcome_counts(out: Path) -> dict[str, int]:
@@ -289,6 +299,7 @@ class PlayedRun:
     """A run whose strategy phase has ended: what :func:`score_run` needs to finish it."""
 
     spec: RunSpec
+    experiment: Experiment
     record: RunRecord
     recorder: RunRecorder
     workspace: Workspace | None
@@ -325,9 +336,12 @@ def play_run(
     run_dir = out / "runs" / run_id
     if run_dir.exists():  # a torn or interrupted run: start it again from scratch
         shutil.rmtree(run_dir)
-    recorder = RunRecorder(run_dir, run_id)
+    recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))
     started_at, t0 = utc_now(), time.monotonic()
     options = experiment.strategy_options.get(spec.strategy, {})
+    tiers = strategies.role_tiers(spec.strategy, experiment.tiers.get(spec.strategy), profile)
+    limits = experiment.limits
+    budget = Budget(recorder, limits.max_usd, limits.max_tokens, limits.max_model_calls, stop=stop)
     record = RunRecord(
         run_id=run_id,
         experiment=experiment.name,
@@ -339,9 +353,11 @@ def play_run(
         price_sheet=sheet.model_dump(mode="json"),
         profile_spec=redacted(profile),
         options=options,
+        role_tiers=tiers,
+        budget=budget.as_dict(),
         started_at=started_at,
+        sandbox=experiment.sandbox,
     )
-    budget = Budget(recorder, experiment.limits.max_usd, experiment.limits.max_tokens, stop=stop)
     workspace = None
     try:
         workspace = create_workspace(spec.task, run_dir / "repo")
@@ -370,6 +386,8 @@ def play_run(
             options=options,
             budget=budget,
             journal_dir=out / "journals",
+            sandbox=experiment.sandbox,
+            tiers=tiers,
         )
         result = strategies.get(spec.strategy)(ctx)
         record.outcome = result.outcome
@@ -389,7 +407,7 @@ def play_run(
         record.outcome = INTERRUPTED
     if record.outcome == INTERRUPTED:
         recorder.event("note", "", "interrupted", "Ctrl-C: stopped at the next step", ok=False)
-    return PlayedRun(spec, record, recorder, workspace, t0)
+    return PlayedRun(spec, experiment, record, recorder, workspace, t0)
 
 
 def score_run(played: PlayedRun) -> RunRecord:
@@ -397,15 +415,15 @@ def score_run(played: PlayedRun) -> RunRecord:
     then run.json -- written last, it marks the run done."""
     record, recorder, workspace = played.record, played.recorder, played.workspace
     if workspace is not None:
-        try:
-            recorder.write_diff(diff(workspace))
-            if record.outcome != INTERRUPTED:
-                record.score = scoring.score(played.spec.task, workspace, record.claimed_done)
-        except OSError:
-            raise  # the records cannot be written: the runner stops
-        except Exception as exc:  # noqa: BLE001
-            record.error = (record.error + "; " if record.error else "") + f"scoring failed: {exc}"
-            if record.outcome != "error":
+        if record.outcome == INTERRUPTED:
+            _write_diff(record, workspace, recorder)
+        else:
+            try:
+                _score(record, played.spec, workspace, recorder, played.experiment)
+            except OSError:
+                raise  # the records cannot be written: the runner stops
+            except Exception as exc:  # noqa: BLE001 - a bug in scoring must not stop the experiment
+                record.error = (record.error + "; " if record.error else "") + f"scoring failed: {exc}"
                 record.outcome = "error"
     record.finished_at = utc_now()
     record.wall_s = round(time.monotonic() - played.started, 3)
@@ -418,3 +436,28 @@ def score_run(played: PlayedRun) -> RunRecord:
     finally:
         recorder.close()
     return record
+
+
+def _score(
+    record: RunRecord, spec: RunSpec, workspace: Workspace, recorder: RunRecorder, experiment: Experiment
+) -> None:
+    """Score the clone (never leaves the run without a score: a scoring failure gives every requirement
+    failed, outcome ``unscored``); a tampered report gives outcome ``tampered``."""
+    record.score = scoring.score(spec.task, workspace, record.claimed_done, sandbox=experiment.sandbox)
+    if record.score.unscored_reason:
+        record.error = (record.error + "; " if record.error else "") + record.score.unscored_reason
+        record.outcome = "unscored"
+    elif record.score.tampered:
+        record.outcome = "tampered"
+    _write_diff(record, workspace, recorder)
+
+
+def _write_diff(record: RunRecord, workspace: Workspace, recorder: RunRecorder) -> None:
+    """The clone's final diff into the run folder. A clone whose git state is broken gets a note in
+    ``error``; an OSError writing the file propagates (the records cannot be written)."""
+    try:
+        text = diff(workspace)
+    except Exception as exc:  # noqa: BLE001 - a clone whose git state is broken still has its score
+        record.error = (record.error + "; " if record.error else "") + f"diff failed: {exc}"
+        return
+    recorder.write_diff(text)

@@ -210,7 +210,7 @@ def test_scoring_runs_on_its_own_pool_sized_to_the_cores(tmp_path, monkeypatch):
     lock = threading.Lock()
     active, peak, spans = [0], [0], []
 
-    def slow_score(task, ws, claimed_done, timeout_s=None):
+    def slow_score(task, ws, claimed_done, **kw):
         t = time.time()
         with lock:
             active[0] += 1
