@@ -109,7 +109,7 @@ def broken_task(tmp_path, name: str, files: dict[str, str]):
                 "test_extra.py": "import pytest\nimport no_such_module_xyz\n\n"
                 "@pytest.mark.severity('minor')\ndef test_x():\n    assert True\n"
             },
-            "collection failure",
+            "ImportError",
         ),
         ({"checks.py": "def test_never_collected():\n    assert False\n"}, "pytest will not collect it"),
     ],
