@@ -259,3 +259,28 @@ def test_a_run_that_finishes_within_the_grace_period_is_kept(tmp_path):
     run = run_json(runs / "micro-slugify__vibe__scripted-test__r1")
     assert run["outcome"] == "done" and run["score"]["requirements_total"] == 7
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+
+
+def test_ctrl_c_ends_a_workflow_run_as_interrupted_without_counting_a_failed_agent(tmp_path):
+    """grace 0: the stop is set at once; the workflow's first agent stops at its next step, and the
+    Interrupted it raises ends the whole workflow (it is one of the workflow's STOPS)."""
+    from kit.models import scripted
+    from kit.records import read_jsonl
+
+    def interrupt_then_look_around(req):
+        if req.index == 0:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.3)
+        return {"tool_calls": [{"name": "list_files", "arguments": {}}]}
+
+    profile = write_profile(
+        tmp_path, scripted.register(interrupt_then_look_around, name="wfstop12"), "native"
+    )
+    exp = experiment("wfstop", profile, ["micro-slugify"], ["workflow"])
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(exp, results_dir=tmp_path, progress=False, grace_s=0)
+    (run_dir,) = (tmp_path / "wfstop" / "runs").iterdir()
+    run = run_json(run_dir)
+    assert run["outcome"] == "interrupted" and run["score"] is None and run["calls"] == 1
+    notes = [e["detail"] for e in read_jsonl(run_dir / "events.jsonl") if e["kind"] == "note"]
+    assert not any("failed" in n and "Interrupted" in n for n in notes), notes

@@ -69,7 +69,7 @@ from pydantic import BaseModel
 
 from kit.config import Tier
 from kit.context import RunContext
-from kit.errors import BudgetExceeded, CallCapReached, KitError, ModelError
+from kit.errors import BudgetExceeded, CallCapReached, Interrupted, KitError, ModelError
 from kit.records import CallRecord, read_jsonl
 from kit.workspace import diff as workspace_diff
 from kit.workspace import git_env, git_safety_args
@@ -86,7 +86,8 @@ class ProviderFailure(ModelError):
     """An agent's model call failed for provider reasons: the run cannot be judged; it ends as error."""
 
 
-STOPS: tuple[type[BaseException], ...] = (CallCapReached, BudgetExceeded, ProviderFailure)
+# Interrupted: Ctrl-C (the runner's stop) ends the whole workflow, not just one agent
+STOPS: tuple[type[BaseException], ...] = (CallCapReached, BudgetExceeded, ProviderFailure, Interrupted)
 
 
 def default_concurrency() -> int:
