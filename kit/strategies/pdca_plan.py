@@ -175,7 +175,7 @@ def check_plan(draft: PlanDraft, previous: Plan | None) -> tuple[Plan | None, li
         plan.units = [
             Unit(id="U1", expected_result=plan.expected_result, criteria=[c.id for c in plan.active_criteria()])
         ]
-    return plan, _consistency(plan) + _append_only(plan, previous)
+    return plan, list(dict.fromkeys(_consistency(plan) + _append_only(plan, previous)))
 
 
 def _consistency(plan: Plan) -> list[str]:
@@ -255,7 +255,7 @@ def _append_only(plan: Plan, previous: Plan | None) -> list[str]:
 
 
 def _words(text: str | None) -> str:
-    return " ".join(re.sub(r"[^\w./=:-]+", " ", (text or "").lower()).split())
+    return " ".join(re.sub(r"[^\w./=:-]+", " ", (text or "").lower()).split()).strip(".:- ")
 
 
 def structure_key(plan: Plan) -> str:
