@@ -27,8 +27,18 @@ from kit.workspace import create_workspace
 
 TEST_CMD = "python -m pytest -q"
 CRITERIA = [
-    {"id": "C1", "text": "slugify follows the specification", "how_verified": TEST_CMD, "negative_case": "a hyphen at either end"},
-    {"id": "C2", "text": "word_count is unchanged", "how_verified": TEST_CMD, "negative_case": "word_count changes"},
+    {
+        "id": "C1",
+        "text": "slugify follows the specification",
+        "how_verified": TEST_CMD,
+        "negative_case": "a hyphen at either end",
+    },
+    {
+        "id": "C2",
+        "text": "word_count is unchanged",
+        "how_verified": TEST_CMD,
+        "negative_case": "word_count changes",
+    },
 ]
 
 

@@ -163,8 +163,9 @@ def test_expert_replan_bumps_r_resets_n_and_keeps_the_defect_history(tmp_path):
     assert (out.result.outcome, c["plan_revisions"], c["escalations"]) == ("pass", 2, 1)
     assert c["attempts_per_revision"] == {"r1": 2, "r2": 1}
     assert c["gate_rejections_by_gate"] == {"CHECK->ACT": 2, "PLAN->DO": 1}
-    assert "structure (units, criteria, dependencies, verification methods) is unchanged" in (
-        logged(out, "gate PLAN->DO rejected")[0][6]
+    assert (
+        "structure (units, criteria, dependencies, verification methods) is unchanged"
+        in (logged(out, "gate PLAN->DO rejected")[0][6])
     )
     assert "expert: strip the hyphens" in out.cast.briefs["analyst"][1]
     assert events_of(out, "escalation") == [("replan", True)]

@@ -27,12 +27,20 @@ def accepted(data, previous=None):
 
 def test_criteria_are_append_only_through_units_blocked_and_superseded():
     base, _ = accepted(plan())
-    no_c2 = plan(acceptance_criteria=CRITERIA[:1], units=[{"id": "U1", "expected_result": "x", "criteria": ["C1"]}])
+    no_c2 = plan(
+        acceptance_criteria=CRITERIA[:1], units=[{"id": "U1", "expected_result": "x", "criteria": ["C1"]}]
+    )
     assert accepted(no_c2)[1] == []  # fine as a first plan
     assert accepted(no_c2, base)[1][0].startswith("criterion C2 of the previous revision is gone")
     blocked = [
         {"id": "U0", "expected_result": "helper", "criteria": ["C2"]},
-        {"id": "U1", "expected_result": "slugify", "criteria": ["C1"], "state": "blocked", "blocked_by": "U0"},
+        {
+            "id": "U1",
+            "expected_result": "slugify",
+            "criteria": ["C1"],
+            "state": "blocked",
+            "blocked_by": "U0",
+        },
     ]  # a blocked unit may not shed C2, even though another unit covers it
     assert accepted(plan(blocked), base)[1] == [
         "unit U1 dropped criteria C2; a unit keeps its criteria (supersede it with a replacement that inherits them to move them)"
@@ -53,7 +61,10 @@ def test_criteria_are_append_only_through_units_blocked_and_superseded():
     assert problems == [] and [c.id for c in new.active_criteria()] == ["C1", "C3"]
     assert [c.id for c in new.inherited("C3")] == ["C2"]
     dangling = plan(acceptance_criteria=[CRITERIA[0], {**CRITERIA[1], "superseded_by": "C9"}])
-    assert "criterion C2 is superseded but superseded_by names no active criterion" in accepted(dangling, base)[1]
+    assert (
+        "criterion C2 is superseded but superseded_by names no active criterion"
+        in accepted(dangling, base)[1]
+    )
     no_negative = plan()
     del no_negative["acceptance_criteria"][1]["negative_case"]
     assert accepted(no_negative)[1] == ["missing or empty: acceptance_criteria[1].negative_case"]
@@ -67,15 +78,21 @@ def test_structure_key_ignores_wording_but_not_structure():
     assert structure_key(accepted(reworded)[0]) == structure_key(base)
     other = copy.deepcopy(reworded)
     other["acceptance_criteria"][0]["how_verified"] = "python -m pytest -q tests/test_textkit.py"
-    dependency = plan(units=[{"id": "U1", "expected_result": "x", "criteria": ["C1", "C2"], "depends_on": ["U1"]}])
+    dependency = plan(
+        units=[{"id": "U1", "expected_result": "x", "criteria": ["C1", "C2"], "depends_on": ["U1"]}]
+    )
     assert structure_key(accepted(other)[0]) != structure_key(base)
     assert structure_key(accepted(dependency)[0]) != structure_key(base)
 
 
 def test_replan_dropping_the_failing_criterion_is_rejected_at_the_plan_gate(tmp_path):
     failing_c2 = verdict(met=("C1",), defects=("c2-untestable",), route="PLAN")
-    drops_c2 = plan(acceptance_criteria=CRITERIA[:1], units=[{"id": "U1", "expected_result": "x", "criteria": ["C1"]}])
-    out = run_cast(tmp_path, Cast(plans=[plan(), drops_c2, plan()], verdicts=[failing_c2, PASS]), status_writer="kit")
+    drops_c2 = plan(
+        acceptance_criteria=CRITERIA[:1], units=[{"id": "U1", "expected_result": "x", "criteria": ["C1"]}]
+    )
+    out = run_cast(
+        tmp_path, Cast(plans=[plan(), drops_c2, plan()], verdicts=[failing_c2, PASS]), status_writer="kit"
+    )
     c = out.result.counters
     assert out.result.outcome == "pass" and c["gate_rejections_by_gate"] == {"CHECK->ACT": 1, "PLAN->DO": 1}
     assert "criterion C2 of the previous revision is gone" in logged(out, "gate PLAN->DO rejected")[0][6]
@@ -124,7 +141,9 @@ def test_malformed_or_incomplete_auditor_report_is_asked_again(tmp_path):
 
 
 def test_auditor_silent_after_the_re_asks_goes_to_the_expert_not_a_failed_check(tmp_path):
-    out = run_cast(tmp_path, Cast(verdicts=["nothing"]), status_writer="kit", answer_steps=1, report_retries=1)
+    out = run_cast(
+        tmp_path, Cast(verdicts=["nothing"]), status_writer="kit", answer_steps=1, report_retries=1
+    )
     c = out.result.counters
     assert c["stop_reason"] == "expert:stop (the auditor gave no usable report)"
     assert c.get("gate_rejections_by_gate", {}).get("CHECK->ACT") is None and c["defect_history"] == []
@@ -144,7 +163,9 @@ def test_quoted_and_backslashed_commands_count_as_evidence(tmp_path):
     reruns = [r[6] for r in logged(out, "CHECK re-run")]
     assert reruns == [f"`{QUOTED}` -> exit 0", f"`{TEST_CMD}` -> exit 0"]
     log = [ToolCall("run", {"command": QUOTED + "\n"}, True, False, "ok\nexit code: 0")]
-    claims = ExecutorReport(evidence=[Evidence(command="  " + QUOTED), Evidence(command=QUOTED.replace("\\t", "\t"))])
+    claims = ExecutorReport(
+        evidence=[Evidence(command="  " + QUOTED), Evidence(command=QUOTED.replace("\\t", "\t"))]
+    )
     lines, refused, verified = check_evidence(claims, log)
     assert (len(lines), refused, verified) == (1, [QUOTED.replace("\\t", "\t")], [QUOTED + "\n"])
 
@@ -160,7 +181,10 @@ def test_check_reruns_the_proving_command_and_catches_a_change_since_do(tmp_path
     assert [d["key"] for d in c["defect_history"]] == ["criterion-c1", "criterion-c2"]
     assert f"`{TEST_CMD}` -> exit 0" in logged(out, "unit U1 done")[0][6]  # DO's stale evidence said pass
     brief = out.cast.briefs["auditor"][0]
-    assert '"fresh_evidence"' in brief and '"exit_code": 0' not in brief.split('"fresh_evidence"')[1].split("]")[0]
+    assert (
+        '"fresh_evidence"' in brief
+        and '"exit_code": 0' not in brief.split('"fresh_evidence"')[1].split("]")[0]
+    )
 
 
 def test_expert_continue_is_the_next_attempt_on_the_same_revision(tmp_path):
@@ -171,15 +195,20 @@ def test_expert_continue_is_the_next_attempt_on_the_same_revision(tmp_path):
     assert (out.result.outcome, c["plan_revisions"], c["attempts_per_revision"]) == ("pass", 1, {"r1": 3})
     assert [e["name"] for e in out.events("escalation")] == ["continue"]
     assert '"continue"' in out.cast.briefs["expert"][0]
-    assert [(r[1], r[2], r[3]) for r in out.log if r[5] == "enter"][-3:] == [("DO", "1", "3"), ("CHECK", "1", "3"), ("ACT", "1", "3")]
+    assert [(r[1], r[2], r[3]) for r in out.log if r[5] == "enter"][-3:] == [
+        ("DO", "1", "3"),
+        ("CHECK", "1", "3"),
+        ("ACT", "1", "3"),
+    ]
     assert c["defect_history"][0]["fix_count"] == 2
     # no attempts left on the revision: "continue" is not offered, and asking for it is asked again
-    rejected = [verdict(met=("C2",), defects=(k,)) for k in ("a", "b", "c")]
+    rejected = [verdict(met=("C2",), defects=(k,)) for k in ("a", "b")]
     stop = {"decision": "stop", "reasons": ["enough"]}
-    out = run_cast(tmp_path / "b", Cast(verdicts=rejected, decisions=[cont, stop]), status_writer="kit")
+    cast = Cast(verdicts=rejected, decisions=[cont, stop])
+    out = run_cast(tmp_path / "b", cast, status_writer="kit", max_attempts=2)
     c = out.result.counters
-    assert c["stop_reason"] == "expert:stop (auditor rejected 3 times on revision 1)"
-    assert c["format_retries"] == {"expert": 1} and c["attempts_per_revision"] == {"r1": 3}
+    assert c["stop_reason"] == "expert:stop (auditor rejected 2 times on revision 1)"
+    assert c["format_retries"] == {"expert": 1} and c["attempts_per_revision"] == {"r1": 2}
     assert '"continue"' not in out.cast.briefs["expert"][0]
     assert "not available now" in logged(out, "expert report unusable")[0][6]
 
@@ -191,7 +220,10 @@ def test_tool_attempts_of_tool_less_roles_are_denials_in_every_mode(tmp_path, mo
     )
     out = run_cast(tmp_path, cast, mode=mode, status_writer="kit")
     assert out.result.outcome == "pass"
-    assert [(e["role"], e["name"]) for e in out.events("denied")] == [("analyst", "read_file"), ("auditor", "run")]
+    assert [(e["role"], e["name"]) for e in out.events("denied")] == [
+        ("analyst", "read_file"),
+        ("auditor", "run"),
+    ]
     assert out.result.counters["permission_denials"] == 2 and out.result.counters["gate_rejections"] == 0
 
 
@@ -216,7 +248,29 @@ def test_the_orchestrator_brief_is_all_a_role_gets_unless_the_safety_net_is_on(t
     out = run_cast(tmp_path, Cast(brief_text="implement it."), status_writer="kit")
     assert out.cast.briefs["executor"] == ["Brief 3: implement it."]
     assert out.result.counters["brief_safety_net_appends"] == 0
-    net = run_cast(tmp_path / "b", Cast(brief_text="implement it."), status_writer="kit", brief_safety_net=True)
-    assert net.cast.briefs["executor"][0].startswith("Brief 3: implement it.\n\n## Reference (appended by the kit)")
+    net = run_cast(
+        tmp_path / "b", Cast(brief_text="implement it."), status_writer="kit", brief_safety_net=True
+    )
+    assert net.cast.briefs["executor"][0].startswith(
+        "Brief 3: implement it.\n\n## Reference (appended by the kit)"
+    )
     assert '"id": "U1"' in net.cast.briefs["executor"][0]
     assert net.result.counters["brief_safety_net_appends"] == 4  # not the first scout's: nothing to carry
+
+
+def test_tool_attempt_reads_both_written_forms_and_leaves_answers_alone():
+    from kit.actions import FINISH, tool_attempt
+
+    json_call = tool_attempt('{"thought": "look", "tool": "read_file", "args": {"path": "a.py"}}')
+    assert (json_call.tool, json_call.args) == ("read_file", {"path": "a.py"})
+    assert tool_attempt("Let me check.\n```bash\nls -la\n```").args == {"command": "ls -la"}
+    assert tool_attempt('```tool search\n{"pattern": "x"}\n```').tool == "search"
+    finish = tool_attempt('{"tool": "finish", "args": {"decision": "stop"}}')
+    assert (finish.tool, finish.args) == (FINISH, {"decision": "stop"})
+    for answer in (
+        '{"criteria": [], "defects": []}',
+        '```json\n{"facts": []}\n```',
+        "I think it is fine.",
+        "",
+    ):
+        assert tool_attempt(answer) is None, answer

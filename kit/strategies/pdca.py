@@ -60,6 +60,17 @@ Choices where the source is silent (every one the kit makes):
   that leaves an active criterion unjudged, an expert decision not available now. Each is asked
   again up to ``report_retries`` times in a fresh session; an auditor still silent escalates; an
   expert still without a valid decision ends the run as ``expert:no-decision``.
+* A re-ask is a fresh session of the same role with the same brief plus what was wrong (no new
+  orchestrator turn); it is counted in ``format_retries``, not as a rejection.
+* An executor report listing unfinished work is not done either (like blockers); its blockers make
+  the unit blocked, otherwise it stays pending.
+* Every hand-off message to the orchestrator carries the task's goal; the expert's step cap is the
+  scout's. ``max_role_calls`` counts role sessions (re-asks included), not status-file updates.
+* CHECK's re-runs are recorded as the scout's ``run`` tool events; the auditor gets each command's
+  exit code and the last 1,500 characters of its output, and no DO-time evidence (only the list
+  of changed files).
+* One status update per progress-log line: the snapshots (on entering a phase, on a new plan, the
+  final state and the closing sections) travel with the next line, so they are part of that call.
 * A defect's fix_count grows when it is sent back to DO or PLAN (or the expert says continue);
   seen again with fix_count >= 1 means it came back after a fix.
 * ``continue`` is the next attempt (n += 1) under the current plan, with the failing units
@@ -152,7 +163,9 @@ class Params:
             raise ValueError(f"unknown pdca options {sorted(unknown)}; valid: {', '.join(defaults)}")
         params = cls(**{k: ctx.option(k, v) for k, v in defaults.items()})
         if params.status_writer not in ("model", "kit"):
-            raise ValueError(f"pdca option status_writer must be 'model' or 'kit', not {params.status_writer!r}")
+            raise ValueError(
+                f"pdca option status_writer must be 'model' or 'kit', not {params.status_writer!r}"
+            )
         return params
 
 
@@ -197,7 +210,13 @@ class Loop:
     def run(self) -> StrategyResult:
         hide_from_git(self.ctx.workspace.root)
         self.pending = render_header(self.st, utc_now())
-        steps = {"PLAN": self.plan, "DO": self.do, "CHECK": self.check, "ACT": self.act, "ESCALATE": self.escalate}
+        steps = {
+            "PLAN": self.plan,
+            "DO": self.do,
+            "CHECK": self.check,
+            "ACT": self.act,
+            "ESCALATE": self.escalate,
+        }
         phase = "PLAN"
         try:
             while phase not in ("EXIT", "STOP"):
@@ -219,7 +238,9 @@ class Loop:
         problems: list[str] = []
         while True:
             plan, problems = check_plan(self.analyst(previous, problems), previous)
-            structural = plan is not None and (previous is None or structure_key(plan) != structure_key(previous))
+            structural = plan is not None and (
+                previous is None or structure_key(plan) != structure_key(previous)
+            )
             if plan is not None and not problems and self.must_change and not structural:
                 problems = [
                     "the expert asked for a replan but the plan's structure (units, criteria, dependencies, "
@@ -244,7 +265,11 @@ class Loop:
             self.st.n += 1  # the same structure again: the next DO is another attempt on this revision
         self.after_check = self.must_change = False
         self.feedback = []
-        self.gate("PLAN->DO", True, f"plan r{self.st.r}: {len(plan.units)} units, {len(plan.active_criteria())} criteria")
+        self.gate(
+            "PLAN->DO",
+            True,
+            f"plan r{self.st.r}: {len(plan.units)} units, {len(plan.active_criteria())} criteria",
+        )
         verb = "accepted" if previous is None else "revised" if structural else "kept (no structural change)"
         self.st.decisions.append(f"{self.st.where}: plan {verb}")
         before = {c.id for c in previous.acceptance_criteria if c.superseded_by} if previous else set()
@@ -269,7 +294,10 @@ class Loop:
                 self.log(f"unit {unit.id} done", "; ".join(run.evidence))
                 continue
             unit.state = "blocked" if [b for b in report.blockers if b.strip()] else "pending"
-            self.log(f"unit {unit.id} {unit.state}", "; ".join(report.blockers + report.unfinished) or "no evidence")
+            self.log(
+                f"unit {unit.id} {unit.state}",
+                "; ".join(report.blockers + report.unfinished) or "no evidence",
+            )
             break
         open_units = [u for u in self.st.active() if u.state != "done"]
         if not open_units:
@@ -290,10 +318,15 @@ class Loop:
         assert plan is not None
         reruns = self.rerun()
         criteria = [
-            {**c.model_dump(exclude={"superseded_by"}), "inherits": [i.model_dump() for i in plan.inherited(c.id)]}
+            {
+                **c.model_dump(exclude={"superseded_by"}),
+                "inherits": [i.model_dump() for i in plan.inherited(c.id)],
+            }
             for c in plan.active_criteria()
         ]
-        changed = sorted({p for u in self.st.active() if u.id in self.st.runs for p in self.st.runs[u.id].report.changed})
+        changed = sorted(
+            {p for u in self.st.active() if u.id in self.st.runs for p in self.st.runs[u.id].report.changed}
+        )
         fresh = [r.brief() for r in reruns]
         facts = self.scout(
             "read the changed code and the CHECK re-run output for each acceptance criterion",
@@ -326,7 +359,11 @@ class Loop:
         if len(met) == len(verdict_) and not serious:
             self.gate("CHECK->ACT", True, f"{len(met)}/{len(verdict_)} criteria met on evidence")
             return "ACT"
-        self.gate("CHECK->ACT", False, f"{len(met)}/{len(verdict_)} met; defects: {', '.join(d.key for d in defects)}")
+        self.gate(
+            "CHECK->ACT",
+            False,
+            f"{len(met)}/{len(verdict_)} met; defects: {', '.join(d.key for d in defects)}",
+        )
         self.defects = defects
         back = self.st.see_defects(defects)
         if back or self.st.n >= self.p.max_attempts:
@@ -351,7 +388,9 @@ class Loop:
     def escalate(self) -> str:
         self.enter("ESCALATE")
         self.escalations += 1
-        allowed = ["replan", "stop"] + (["continue"] if self.st.plan is not None and self.st.n < self.p.max_attempts else [])
+        allowed = ["replan", "stop"] + (
+            ["continue"] if self.st.plan is not None and self.st.n < self.p.max_attempts else []
+        )
         material = {
             "reason": self.reason,
             "counters": {"r": self.st.r, "n": self.st.n, "max_attempts": self.p.max_attempts},
@@ -365,21 +404,29 @@ class Loop:
 
         def available(d: BaseModel) -> str | None:
             choice = d.decision  # type: ignore[attr-defined]
-            return None if choice in allowed else f"decision {choice!r} is not available now; choose one of {allowed}"
+            return (
+                None
+                if choice in allowed
+                else f"decision {choice!r} is not available now; choose one of {allowed}"
+            )
 
         decision = self.report("expert", brief, ExpertDecision, available)
         if decision is None:
             raise _Stop(f"expert:no-decision ({self.reason})")
         assert isinstance(decision, ExpertDecision)
         why = f"{self.reason}; {'; '.join(decision.reasons)}; confidence {decision.confidence:.2f}"
-        self.ctx.recorder.event("escalation", "expert", decision.decision, why[:300], ok=decision.decision != "stop")
+        self.ctx.recorder.event(
+            "escalation", "expert", decision.decision, why[:300], ok=decision.decision != "stop"
+        )
         for d in self.defects:
             if d.key in self.st.defects:
                 self.st.defects[d.key].escalation = f"{decision.decision} @ {self.st.where}"
         self.st.decisions.append(f"{self.st.where}: expert -> {decision.decision}: {why}")
         self.log(f"expert: {decision.decision}", why)
         if decision.decision == "stop":
-            self.next_plan = [f"expert: {r}" for r in decision.reasons] + ([decision.new_input] if decision.new_input else [])
+            self.next_plan = [f"expert: {r}" for r in decision.reasons] + (
+                [decision.new_input] if decision.new_input else []
+            )
             raise _Stop(f"expert:stop ({self.reason})")
         if decision.decision == "continue":  # the next attempt on this revision, same plan
             if self.origin == "CHECK":
@@ -397,7 +444,9 @@ class Loop:
 
     def act(self) -> str:
         self.enter("ACT")
-        self.st.decisions.append(f"{self.st.where}: ACT: all criteria met on evidence; cycle {self.st.N} closed")
+        self.st.decisions.append(
+            f"{self.st.where}: ACT: all criteria met on evidence; cycle {self.st.N} closed"
+        )
         self.log("cycle closed", "; ".join(f"{k}: {v.evidence}" for k, v in self.st.verdict.items()))
         self.st.phase = "EXIT"
         self.ctx.phase("EXIT", f"cycle {self.st.N}")
@@ -446,15 +495,21 @@ class Loop:
             raise _Stop(f"cap:budget ({res.final})")
         return res
 
-    def report(self, role: str, brief: str, schema: type[BaseModel], problem: Any, keep_partial: bool = False) -> Any:
+    def report(
+        self, role: str, brief: str, schema: type[BaseModel], problem: Any, keep_partial: bool = False
+    ) -> Any:
         """Ask ``role`` for a report; a missing or malformed one is asked again (a format retry)."""
         message, last = brief, None
         for attempt in range(self.p.report_retries + 1):
             res = self.ask(role, message, schema)
-            wrong = f"no readable {schema.__name__} ({res.outcome})" if res.result is None else problem(res.result)
+            wrong = (
+                f"no readable {schema.__name__} ({res.outcome})"
+                if res.result is None
+                else problem(res.result)
+            )
             if wrong is None:
                 return res.result
-            last = res.result if keep_partial else None
+            last = res.result if keep_partial and res.result is not None else last
             self.log(f"{role} report unusable", wrong)
             if attempt < self.p.report_retries:
                 self.format_retries[role] += 1
@@ -465,7 +520,8 @@ class Loop:
         """The orchestrator's hand-off; the safety net (off by default) appends what it missed."""
         data = material if isinstance(material, str) else json.dumps(material, indent=1, default=str)
         res = self.ask(
-            "orchestrator", f"Hand-off to the {role}: {purpose}.\n\nGoal:\n{self.st.goal}\n\nPrevious output:\n{data}"
+            "orchestrator",
+            f"Hand-off to the {role}: {purpose}.\n\nGoal:\n{self.st.goal}\n\nPrevious output:\n{data}",
         )
         text = (res.final or "").strip()
         if self.p.brief_safety_net:
@@ -499,11 +555,15 @@ class Loop:
         ids = {resolve(c, plan) for c in unit.criteria}
         material = {
             "unit": unit.model_dump(include={"id", "expected_result", "criteria"}),
-            "criteria": [c.model_dump(exclude={"superseded_by"}) for c in plan.active_criteria() if c.id in ids],
+            "criteria": [
+                c.model_dump(exclude={"superseded_by"}) for c in plan.active_criteria() if c.id in ids
+            ],
             "constraints": plan.constraints,
             "defects_to_fix": [d.model_dump() for d in self.defects if d.unit in (None, unit.id)],
         }
-        res = self.ask("executor", self.brief("executor", f"implement unit {unit.id}", material), ExecutorReport)
+        res = self.ask(
+            "executor", self.brief("executor", f"implement unit {unit.id}", material), ExecutorReport
+        )
         report = res.result or ExecutorReport(unit=unit.id, unfinished=[f"no report ({res.outcome})"])
         evidence, refused, commands = check_evidence(report, res.tool_log)
         for command in refused:
@@ -567,7 +627,9 @@ class Loop:
         if self.p.status_writer == "model" and not self.writer["kit_fallback"]:
             self.model_update(chunk, event)
         if self.status.append(chunk):
-            self.ctx.recorder.event("note", "orchestrator", "status-file", "changed outside the loop; restored", ok=False)
+            self.ctx.recorder.event(
+                "note", "orchestrator", "status-file", "changed outside the loop; restored", ok=False
+            )
 
     def model_update(self, chunk: str, event: str) -> None:
         """The cheap executor writes the update (a real model call); the kit keeps the exact text."""
@@ -583,10 +645,14 @@ class Loop:
         res = agent.run(f"Event: {event}\nAppend to {self.status.path.name}:\n\n{chunk}")
         if res.outcome == "budget":
             self.writer["kit_fallback"] = 1
-            self.ctx.recorder.event("note", "executor", "status-writer", "budget used up: the kit writes the rest", ok=False)
+            self.ctx.recorder.event(
+                "note", "executor", "status-writer", "budget used up: the kit writes the rest", ok=False
+            )
         elif _fence(res.final) != _fence(chunk):
             self.writer["repairs"] += 1
-            self.ctx.recorder.event("note", "executor", "status-writer", f"update differed; kit text kept ({event})", ok=False)
+            self.ctx.recorder.event(
+                "note", "executor", "status-writer", f"update differed; kit text kept ({event})", ok=False
+            )
 
     def result(self, phase: str) -> StrategyResult:
         passed = phase == "EXIT"
@@ -618,10 +684,22 @@ class Loop:
             if passed
             else f"STOP ({self.reason}). Unmet/unverified: " + "; ".join(unmet)
         )
-        return StrategyResult(outcome=counters["outcome"], claimed_done=passed, counters=counters, summary=summary)
+        return StrategyResult(
+            outcome=counters["outcome"], claimed_done=passed, counters=counters, summary=summary
+        )
 
 
-_ANCHOR_KEYS = {"id", "unit", "key", "command", "pointer", "how_verified", "criteria", "changed_files", "for_criteria"}
+_ANCHOR_KEYS = {
+    "id",
+    "unit",
+    "key",
+    "command",
+    "pointer",
+    "how_verified",
+    "criteria",
+    "changed_files",
+    "for_criteria",
+}
 
 
 def _anchors(material: Any, key: str = "") -> list[str]:

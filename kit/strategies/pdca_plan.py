@@ -173,7 +173,9 @@ def check_plan(draft: PlanDraft, previous: Plan | None) -> tuple[Plan | None, li
         return None, [f"invalid: {'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()]
     if plan.no_split and not plan.units:
         plan.units = [
-            Unit(id="U1", expected_result=plan.expected_result, criteria=[c.id for c in plan.active_criteria()])
+            Unit(
+                id="U1", expected_result=plan.expected_result, criteria=[c.id for c in plan.active_criteria()]
+            )
         ]
     return plan, list(dict.fromkeys(_consistency(plan) + _append_only(plan, previous)))
 
@@ -182,7 +184,10 @@ def _consistency(plan: Plan) -> list[str]:
     problems: list[str] = []
     crit = {c.id: c for c in plan.acceptance_criteria}
     units = {u.id: u for u in plan.units}
-    for kind, ids in (("criterion", [c.id for c in plan.acceptance_criteria]), ("unit", [u.id for u in plan.units])):
+    for kind, ids in (
+        ("criterion", [c.id for c in plan.acceptance_criteria]),
+        ("unit", [u.id for u in plan.units]),
+    ):
         problems += [f"duplicate {kind} id {i}" for i in sorted({i for i in ids if ids.count(i) > 1})]
     for c in plan.acceptance_criteria:
         new = crit.get(c.superseded_by or "")
@@ -200,7 +205,11 @@ def _consistency(plan: Plan) -> list[str]:
             else:
                 problems += _inherits(new_unit, u.id, u.criteria, plan)
     covered = {resolve(c, plan) for u in plan.units if u.state != "superseded" for c in u.criteria}
-    problems += [f"criterion {c.id} is covered by no active unit" for c in plan.active_criteria() if c.id not in covered]
+    problems += [
+        f"criterion {c.id} is covered by no active unit"
+        for c in plan.active_criteria()
+        if c.id not in covered
+    ]
     return problems
 
 
@@ -216,7 +225,9 @@ def resolve(cid: str, plan: Plan) -> str:
 def _inherits(new: Unit, old_id: str, old_criteria: list[str], plan: Plan) -> list[str]:
     have = {resolve(c, plan) for c in new.criteria}
     lost = sorted(c for c in old_criteria if resolve(c, plan) not in have)
-    return [f"unit {new.id} replaces {old_id} but does not inherit criteria {', '.join(lost)}"] if lost else []
+    return (
+        [f"unit {new.id} replaces {old_id} but does not inherit criteria {', '.join(lost)}"] if lost else []
+    )
 
 
 def _append_only(plan: Plan, previous: Plan | None) -> list[str]:

@@ -93,7 +93,9 @@ class State(BaseModel):
                 continue
             inherits = [i.id for i in self.plan.inherited(c.id)]
             status = self.verdict[c.id].status if c.id in self.verdict else "unverified"
-            out.append(f"{c.id} ({status}): {c.text}" + (f" [inherits {', '.join(inherits)}]" if inherits else ""))
+            out.append(
+                f"{c.id} ({status}): {c.text}" + (f" [inherits {', '.join(inherits)}]" if inherits else "")
+            )
         return out
 
     def see_defects(self, defects: list[Defect]) -> list[str]:
@@ -150,7 +152,11 @@ def render_snapshot(state: State, at: str, reason: str) -> str:
     criteria = [
         [
             c.id,
-            f"superseded by {c.superseded_by}" if c.superseded_by else state.verdict[c.id].status if c.id in state.verdict else "-",
+            f"superseded by {c.superseded_by}"
+            if c.superseded_by
+            else state.verdict[c.id].status
+            if c.id in state.verdict
+            else "-",
             c.text,
             c.how_verified,
             c.negative_case,
@@ -186,9 +192,7 @@ def render_snapshot(state: State, at: str, reason: str) -> str:
 def render_final(state: State, at: str, outcome: str, changed: list[str], next_plan: list[str]) -> str:
     """The closing sections: Done/Verified, Next plan, Changed artefacts."""
     plan = state.plan
-    verified = [
-        f"- {cid} met: {v.evidence}" for cid, v in state.verdict.items() if v.status == "met"
-    ]
+    verified = [f"- {cid} met: {v.evidence}" for cid, v in state.verdict.items() if v.status == "met"]
     done = [
         f"- unit {u.id} done: " + ("; ".join(state.runs[u.id].evidence) if u.id in state.runs else "")
         for u in (plan.units if plan else [])
