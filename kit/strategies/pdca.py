@@ -34,10 +34,10 @@ reassign tiers.
 Only the expert stops a run, or the run's caps: ``stop_reason`` is ``expert:stop (...)``,
 ``expert:no-decision (...)``, ``cap:max_role_calls (...)`` or ``cap:budget (...)``.
 
-The status file (``status_writer``): with ``model`` (default, as in the source) every update is a
-model call of the executor role on its tier (cheap), recorded in calls.jsonl like any call; with
-``kit`` the kit writes it for free. Either way the kit composes the exact text and keeps it: a
-model update that differs is replaced by the kit's text and counted as a repair.
+The status file (``status_writer``, see kit/strategies/pdca_writer.py): with ``model`` (default,
+as in the source) every update is a model call of the executor role on its tier (cheap), recorded in
+calls.jsonl like any call; with ``kit`` the kit writes it for free. Either way the kit composes the
+exact text and keeps it: a model update that differs is replaced by the kit's text (a repair).
 
 Choices where the source is silent (every one the kit makes):
 * N starts at 1 and grows only in ACT; a run has one goal, so ACT always exits and N stays 1.
@@ -122,6 +122,7 @@ from kit.strategies.pdca_status import (
     render_snapshot,
     status_guard,
 )
+from kit.strategies.pdca_writer import StatusWriter
 from kit.workspace import diff
 
 ROLES: dict[str, tuple[str, frozenset[str]]] = {
@@ -161,12 +162,7 @@ class Params:
         unknown = set(ctx.options) - set(defaults)
         if unknown:
             raise ValueError(f"unknown pdca options {sorted(unknown)}; valid: {', '.join(defaults)}")
-        params = cls(**{k: ctx.option(k, v) for k, v in defaults.items()})
-        if params.status_writer not in ("model", "kit"):
-            raise ValueError(
-                f"pdca option status_writer must be 'model' or 'kit', not {params.status_writer!r}"
-            )
-        return params
+        return cls(**{k: ctx.option(k, v) for k, v in defaults.items()})
 
 
 class _Stop(Exception):
@@ -177,10 +173,6 @@ class _Stop(Exception):
 
 def run(ctx: RunContext) -> StrategyResult:
     return Loop(ctx, Params.from_ctx(ctx)).run()
-
-
-def _fence(text: str) -> str:
-    return " ".join(re.sub(r"^```\w*\n?|```\s*$", "", text.strip()).split())
 
 
 class Loop:
@@ -202,7 +194,7 @@ class Loop:
         self.next_plan: list[str] = []  # for the final "Next plan" section
         self.after_check = self.must_change = False
         self.pending = ""  # status text waiting for the next progress line
-        self.writer = {"writer": params.status_writer, "model_calls": 0, "repairs": 0, "kit_fallback": 0}
+        self.writer = StatusWriter(ctx, self.status, params.status_writer)
         self.safety_net = 0
         self.reruns = 0
 
@@ -624,35 +616,7 @@ class Loop:
     def log(self, event: str, evidence: str = "") -> None:
         """One event: its progress line (and any pending snapshot) goes into the status file."""
         chunk, self.pending = self.pending + log_line(utc_now(), self.st, event, evidence), ""
-        if self.p.status_writer == "model" and not self.writer["kit_fallback"]:
-            self.model_update(chunk, event)
-        if self.status.append(chunk):
-            self.ctx.recorder.event(
-                "note", "orchestrator", "status-file", "changed outside the loop; restored", ok=False
-            )
-
-    def model_update(self, chunk: str, event: str) -> None:
-        """The cheap executor writes the update (a real model call); the kit keeps the exact text."""
-        self.writer["model_calls"] += 1
-        agent = self.ctx.agent(
-            "executor",
-            tier=ROLES["executor"][0],  # type: ignore[arg-type]
-            permissions=frozenset(),
-            system_prompt=self.ctx.prompts.get("status_writer"),
-            max_steps=1,
-            conversation=f"executor-status-{self.writer['model_calls']}",
-        )
-        res = agent.run(f"Event: {event}\nAppend to {self.status.path.name}:\n\n{chunk}")
-        if res.outcome == "budget":
-            self.writer["kit_fallback"] = 1
-            self.ctx.recorder.event(
-                "note", "executor", "status-writer", "budget used up: the kit writes the rest", ok=False
-            )
-        elif _fence(res.final) != _fence(chunk):
-            self.writer["repairs"] += 1
-            self.ctx.recorder.event(
-                "note", "executor", "status-writer", f"update differed; kit text kept ({event})", ok=False
-            )
+        self.writer.append(chunk, event)
 
     def result(self, phase: str) -> StrategyResult:
         passed = phase == "EXIT"
@@ -670,7 +634,7 @@ class Loop:
             "gate_rejections_by_gate": dict(self.gate_rejections),
             "format_retries": dict(self.format_retries),
             "role_calls": dict(self.calls),
-            "status_updates": dict(self.writer),
+            "status_updates": dict(self.writer.counts),
             "brief_safety_net_appends": self.safety_net,
             "check_reruns": self.reruns,
             "defect_history": [d.model_dump() for d in self.st.defects.values()],
