@@ -65,6 +65,9 @@ class CallRecord(BaseModel):
     latency_s: float = 0.0
     started_at: str = Field(default_factory=utc_now)
     raw_usage: dict[str, Any] | None = None
+    usage_estimated: bool = Field(
+        False, description="The reply had no usage: tokens are litellm token_counter estimates."
+    )
     action_mode: str | None = None
     conversation: str | None = None
 

@@ -46,6 +46,14 @@ def describe(records: Records) -> str:
         ]
     if records.incomplete:
         lines.append(f"{len(records.incomplete)} incomplete run(s) ignored (no run.json)")
+    calls = records.calls
+    if not calls.empty and "usage_estimated" in calls:
+        estimated = int(calls["usage_estimated"].fillna(False).astype(bool).sum())
+        if estimated:
+            lines.append(
+                f"NOTE: {estimated} of {len(calls)} call attempts came without usage from the provider; "
+                "their tokens and cost are litellm token_counter estimates (usage_estimated)"
+            )
     lines += [f"NOTE: {label}" for label in labels(records)]
     return "\n".join(lines)
 
