@@ -95,7 +95,7 @@ class Cast:
 
     def __call__(self, req: scripted.Request) -> Any:
         role, mode = req.context["role"], req.context.get("action_mode") or "native"
-        if str(req.context.get("conversation", "")).startswith("executor-status"):
+        if req.last_user.startswith("Event: ") and "\nAppend to " in req.last_user:  # a status update
             asked = req.last_user.split(":\n\n", 1)[1]
             self.status_updates.append(asked)
             return {"content": self.status_replies.pop(0) if self.status_replies else asked}
