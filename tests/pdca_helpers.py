@@ -90,6 +90,7 @@ class Cast:
     after_test: dict[int, list[tuple[str, dict]]] = field(default_factory=dict)  # executor session -> actions
     status_replies: list[str] = field(default_factory=list)  # status-writer replies (default: the text asked)
     brief_text: str | None = None  # what the orchestrator writes (default: it copies everything)
+    empty_scout_reports: int = 0  # the first N scout reports have no facts
     briefs: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     status_updates: list[str] = field(default_factory=list)
 
@@ -120,6 +121,9 @@ class Cast:
         if step == 0:
             return render(mode, "read_file", {"path": "textkit.py"}, "Look.")
         facts = {"facts": [{"pointer": "textkit.py:9", "fact": "slugify raises NotImplementedError"}]}
+        if self.empty_scout_reports > 0:
+            self.empty_scout_reports -= 1
+            facts = {"facts": []}
         return render(mode, FINISH, facts, "Facts.")
 
     def analyst(self, req, mode, step):

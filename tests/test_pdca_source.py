@@ -128,11 +128,12 @@ def test_removed_revision_cap_is_a_clear_error(tmp_path):
 
 def test_malformed_or_incomplete_auditor_report_is_asked_again(tmp_path):
     only_c1 = {"criteria": [PASS["criteria"][0]], "defects": []}
-    cast = Cast(verdicts=["I think it is fine.", only_c1, PASS])
+    cast = Cast(verdicts=["I think it is fine.", only_c1, PASS], empty_scout_reports=1)
     out = run_cast(tmp_path, cast, status_writer="kit", answer_steps=1)
     c = out.result.counters
     assert out.result.outcome == "pass" and c["gate_rejections"] == 0 and c["attempts"] == 1
-    assert c["format_retries"] == {"auditor": 2} and out.sessions("auditor") == 3
+    assert c["format_retries"] == {"scout": 1, "auditor": 2} and out.sessions("auditor") == 3
+    assert logged(out, "scout report unusable")[0][6] == "no facts" and out.sessions("scout") == 3
     assert [r[6] for r in logged(out, "auditor report unusable")] == [
         "no readable AuditVerdict (capped)",
         "no verdict for criteria C2",
@@ -228,7 +229,7 @@ def test_tool_attempts_of_tool_less_roles_are_denials_in_every_mode(tmp_path, mo
 
 
 def test_status_file_updates_are_the_cheap_executors_model_calls(tmp_path):
-    out = run_cast(tmp_path, Cast(status_replies=["", "garbage"]))  # the default writer: the model
+    out = run_cast(tmp_path, Cast(status_replies=["nonsense", "garbage"]))  # the default writer: the model
     writes = [c for c in out.calls if (c["conversation"] or "").startswith("executor-status")]
     lines = len(out.log)
     assert len(writes) == lines == out.result.counters["status_updates"]["model_calls"]

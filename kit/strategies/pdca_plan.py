@@ -309,6 +309,7 @@ def carry_states(plan: Plan, previous: Plan | None) -> Plan:
             and old.state == "done"
             and (sorted(old.criteria), sorted(old.depends_on)) == (sorted(u.criteria), sorted(u.depends_on))
             and all(old_crit.get(c) == new_crit.get(c) for c in u.criteria)
+            and [resolve(c, previous) for c in old.criteria] == [resolve(c, plan) for c in old.criteria]
         )
         u.state = "done" if same else "pending"
     return plan
