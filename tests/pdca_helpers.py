@@ -25,7 +25,8 @@ from kit.tasks import load_task
 from kit.usage import ModelPrice
 from kit.workspace import create_workspace
 
-TEST_CMD = "python -m pytest -q"
+# the proving command of the scripted plans: quick (CHECK re-runs it) and it fails on a broken textkit
+TEST_CMD = "python -c \"import textkit; assert textkit.slugify('Hello, World!') == 'hello-world'\""
 CRITERIA = [
     {
         "id": "C1",

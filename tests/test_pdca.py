@@ -152,7 +152,7 @@ def test_expert_replan_bumps_r_resets_n_and_keeps_the_defect_history(tmp_path):
     again = verdict(met=("C2",), defects=("trailing-hyphen",))
     reworded = plan(constraints=["do not change word_count", "strip hyphens at both ends"])
     revised = copy.deepcopy(reworded)  # a new verification method for C1: a structural change
-    revised["acceptance_criteria"][0]["how_verified"] = "python -m pytest -q tests"
+    revised["acceptance_criteria"][0]["how_verified"] = "python -m pytest -q tests"  # runs the repo's tests
     cast = Cast(
         plans=[plan(), reworded, revised],  # the expert wants a change: a reworded plan is rejected
         verdicts=[again, again, PASS],

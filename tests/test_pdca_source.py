@@ -14,7 +14,7 @@ from kit.strategies.pdca_reports import Evidence, ExecutorReport, check_evidence
 
 BROKEN = ("write_file", {"path": "textkit.py", "content": "def slugify(:\n"})
 # both quote kinds and a backslash: the old repr()-based matching refused this honest command
-QUOTED = """python -c "import sys; print('it\\'s', 'tab\\tdone')" && python -m pytest -q"""
+QUOTED = """python -c "import sys; print('it\\'s', 'tab\\tdone')" && echo \\"ok\\" """.strip()
 
 
 def logged(out, event):
@@ -74,10 +74,12 @@ def test_structure_key_ignores_wording_but_not_structure():
     base, _ = accepted(plan())
     reworded = plan(expected_result="slugify done", constraints=["keep word_count"], risks=["unicode"])
     reworded["acceptance_criteria"][0]["text"] = "slugify behaves as specified"
-    reworded["acceptance_criteria"][0]["how_verified"] = "  Python -m pytest  -q. "
+    reworded["acceptance_criteria"][0]["how_verified"] = f"  {TEST_CMD.upper()}. "
     assert structure_key(accepted(reworded)[0]) == structure_key(base)
     other = copy.deepcopy(reworded)
     other["acceptance_criteria"][0]["how_verified"] = "python -m pytest -q tests/test_textkit.py"
+    assert structure_key(accepted(other)[0]) != structure_key(base)
+    other["acceptance_criteria"][0]["how_verified"] = TEST_CMD.replace("World", "Earth")
     dependency = plan(
         units=[{"id": "U1", "expected_result": "x", "criteria": ["C1", "C2"], "depends_on": ["U1"]}]
     )
