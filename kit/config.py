@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from kit.errors import ConfigError
 from kit.paths import EXPERIMENTS_DIR, PRICES_DIR, PROFILES_DIR
+from kit.sandbox import default_sandbox
 from kit.usage import ModelPrice
 
 Tier = Literal["cheap", "medium", "strong"]
@@ -139,6 +140,10 @@ class Experiment(_Strict):
     )
     prompt_overrides: dict[str, str] = Field(
         default_factory=dict, description="'<strategy>/<role>' -> prompt text replacing the file."
+    )
+    sandbox: Literal["bwrap", "none"] = Field(
+        default_factory=default_sandbox,
+        description="Where agent commands run: bwrap (default on Linux) or none (unsandboxed, flagged).",
     )
 
 

@@ -15,6 +15,7 @@ from kit.config import Limits, Profile, Tier
 from kit.gateway import Gateway
 from kit.prompts import PromptBook
 from kit.records import RunRecorder
+from kit.sandbox import default_sandbox
 from kit.tasks import Task
 from kit.tools import Toolbox
 from kit.workspace import Workspace
@@ -34,6 +35,7 @@ class RunContext:
     options: dict[str, Any] = field(default_factory=dict)
     budget: Budget | None = None
     journal_dir: Path | None = None  # survives a torn run (the run folder does not); workflow uses it
+    sandbox: str = field(default_factory=default_sandbox)  # where every agent command runs
 
     def option(self, name: str, default: Any) -> Any:
         """A strategy knob from the experiment's ``strategy_options`` (the default otherwise)."""
@@ -58,6 +60,7 @@ class RunContext:
             role=role,
             timeout_s=self.limits.command_timeout_s,
             guard=guard,
+            sandbox=self.sandbox,
         )
 
     def agent(

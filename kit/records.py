@@ -20,11 +20,14 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from kit.usage import Usage
+
+if TYPE_CHECKING:
+    from kit.secrets import Redactor
 
 FORMAT_VERSION = 1
 
@@ -115,6 +118,13 @@ class Score(BaseModel):
 
     requirements_total: int = 0
     requirements_failed: int = 0
+    baseline_broken: list[str] = Field(
+        default_factory=list,
+        description="Acceptance tests marked baseline_pass (not requirements) that fail at the end.",
+    )
+    requirements_by_severity: dict[Severity, int] = Field(
+        default_factory=dict, description="requirements_total split by severity (empty in older records)."
+    )
     defects: dict[Severity, int] = Field(default_factory=lambda: {"critical": 0, "major": 0, "minor": 0})
     failed: list[FailedRequirement] = Field(default_factory=list)
     own_tests_total: int = 0
@@ -157,6 +167,7 @@ class RunRecord(BaseModel):
     counters: dict[str, Any] = Field(default_factory=dict)
     totals: Usage = Field(default_factory=Usage)
     calls: int = 0
+    sandbox: str = Field("", description="Where agent commands ran: bwrap, or none (unsandboxed).")
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
@@ -192,10 +203,12 @@ class RunRecorder:
 
     One recorder per run, passed explicitly to whoever needs it (no process-wide counters).
     It also keeps the running totals the runner needs for run.json: usage, model time, tool time,
-    event counts.
+    event counts. With a ``redactor`` (kit.secrets), every known secret value is masked in every
+    line, in diff.patch and in run.json before it reaches the disk.
     """
 
-    def __init__(self, run_dir: Path, run_id: str) -> None:
+    def __init__(self, run_dir: Path, run_id: str, redactor: Redactor | None = None) -> None:
+        self.redact = redactor if redactor is not None else (lambda text: text)
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.run_id = run_id
@@ -215,7 +228,7 @@ class RunRecorder:
             self._seq[name] += 1
             record.seq = self._seq[name]  # type: ignore[attr-defined]
             fh = self._files[name]
-            fh.write(record.model_dump_json() + "\n")
+            fh.write(self.redact(record.model_dump_json()) + "\n")
             fh.flush()
 
     def call(self, record: CallRecord) -> None:
@@ -260,13 +273,13 @@ class RunRecorder:
 
     # -- finishing ---------------------------------------------------------------------------
     def write_diff(self, diff: str) -> None:
-        (self.run_dir / DIFF).write_text(diff, encoding="utf-8")
+        (self.run_dir / DIFF).write_text(self.redact(diff), encoding="utf-8")
 
     def finalize(self, record: RunRecord) -> Path:
         """Close the JSONL files and write run.json atomically (the run's "done" marker)."""
         self.close()
         path = self.run_dir / RUN
-        write_json_atomic(path, record.model_dump(mode="json"))
+        write_json_atomic(path, json.loads(self.redact(record.model_dump_json())))
         return path
 
     def close(self) -> None:

@@ -28,7 +28,9 @@ from kit.gateway import Gateway
 from kit.paths import REPO_ROOT, results_root
 from kit.prompts import PromptBook
 from kit.records import RunRecord, RunRecorder, load_run, utc_now
-from kit.tasks import Task, load_task
+from kit.sandbox import check_available
+from kit.secrets import Redactor, looks_secret
+from kit.tasks import Task, expand_tasks, load_task
 from kit.workspace import create_workspace, diff
 
 EXPERIMENT_COPY = "experiment.yaml"
@@ -63,22 +65,28 @@ def kit_commit() -> str:
     return f"{head}+dirty" if head and dirty else head
 
 
+def _masked(value: Any, key: str = "") -> Any:
+    if is_secret_env(key) or looks_secret(key):
+        return "***"
+    if isinstance(value, dict):  # e.g. extra_headers: {"x-api-key": ...}
+        return {str(k): _masked(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_masked(v) for v in value]
+    return value if isinstance(value, str | int | float | bool | None) else repr(value)
+
+
 def redacted(profile: Profile) -> dict[str, Any]:
-    """The profile as stored in run.json: secrets a user put under a tier's ``extra`` are masked."""
+    """The profile as stored in run.json: secrets a user put under a tier's ``extra`` (nested dicts
+    such as ``extra_headers`` included) are masked by name; the recorder masks them by value too."""
     data = profile.model_dump(mode="json", exclude={"tiers": {t: {"extra"} for t in profile.tiers}})
     for tier, spec in profile.tiers.items():
-        data["tiers"][tier]["extra"] = {
-            k: "***"
-            if is_secret_env(k)
-            else (v if isinstance(v, str | int | float | bool | None) else repr(v))
-            for k, v in spec.extra.items()
-        }
+        data["tiers"][tier]["extra"] = {k: _masked(v, k) for k, v in spec.extra.items()}
     return data
 
 
 def plan(experiment: Experiment) -> list[RunSpec]:
     """The matrix, validated up front: unknown tasks or strategies fail before anything runs."""
-    tasks = [load_task(t) for t in experiment.tasks]
+    tasks = [load_task(t) for t in expand_tasks(experiment.tasks)]  # `suite:<name>` -> its tasks
     for name in experiment.strategies:
         strategies.get(name)
     return [
@@ -105,6 +113,7 @@ def run_experiment(
         experiment = Experiment.model_validate({**experiment.model_dump(), **overrides})
     profile, sheet = load_profile(experiment.profile)
     specs = plan(experiment)
+    check_available(experiment.sandbox)  # bwrap that cannot start fails here, saying how to opt out
     out = Path(results_dir or results_root()) / experiment.name
     (out / "runs").mkdir(parents=True, exist_ok=True)
     (out / EXPERIMENT_COPY).write_text(yaml.safe_dump(experiment.model_dump(mode="json"), sort_keys=False))
@@ -168,7 +177,7 @@ def run_one(
     run_dir = out / "runs" / run_id
     if run_dir.exists():  # a torn run from an interrupted experiment: start it again from scratch
         shutil.rmtree(run_dir)
-    recorder = RunRecorder(run_dir, run_id)
+    recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))
     started_at, t0 = utc_now(), time.monotonic()
     options = experiment.strategy_options.get(spec.strategy, {})
     record = RunRecord(
@@ -183,6 +192,7 @@ def run_one(
         profile_spec=redacted(profile),
         options=options,
         started_at=started_at,
+        sandbox=experiment.sandbox,
     )
     workspace = None
     try:
@@ -212,6 +222,7 @@ def run_one(
             options=options,
             budget=Budget(recorder, experiment.limits.max_usd, experiment.limits.max_tokens),
             journal_dir=out / "journals",
+            sandbox=experiment.sandbox,
         )
         result = strategies.get(spec.strategy)(ctx)
         record.outcome = result.outcome

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from kit.commands import run_command
 from kit.errors import TaskError
 from kit.paths import results_root
+from kit.sandbox import sandbox_env
 
 if TYPE_CHECKING:
     from kit.tasks import Task
@@ -36,8 +37,9 @@ READY = ".orchbench-base-ready"  # marks a finished cached base (never committed
 
 
 def git_env() -> dict[str, str]:
-    """An environment for the kit's own git calls: no user/system config, fixed identity and dates."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    """An environment for the kit's own git calls: no user/system config, fixed identity and dates.
+    Built from the sandbox's allow-list, not os.environ: whatever git runs never sees a key."""
+    env = sandbox_env()
     env.update(
         GIT_CONFIG_NOSYSTEM="1",
         GIT_CONFIG_GLOBAL=os.devnull,
@@ -53,11 +55,33 @@ def git_env() -> dict[str, str]:
 
 
 _GIT_OPTS = ["-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", "-c", "core.hooksPath=/dev/null"]
+#: Repo-config keys that name a command git would run on the kit's side (clean/smudge filters on
+#: `git add`, textconv on `git diff` ...). The agent's shell can write .git/config in its clone.
+_COMMAND_KEYS = r"^(filter|diff|merge)\..*\.(clean|smudge|process|textconv|command|driver)$"
+
+
+def git_safety_args(root: Path) -> list[str]:
+    """``-c`` options that stop a clone's own config from making the kit's git calls run commands:
+    no fsmonitor, no hooks, no pager, every filter / diff / merge driver command it names emptied
+    (a textconv becomes ``cat``)
+    (command-line ``-c`` beats the repo's config). Reading the config runs nothing."""
+    names = subprocess.run(
+        ["git", "config", "--name-only", "--get-regexp", _COMMAND_KEYS],
+        cwd=root,
+        env=git_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.split()
+    args = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat"]
+    for name in names:  # an empty textconv would fail the diff; `cat FILE` is the identity
+        args += ["-c", f"{name}=cat" if name.endswith(".textconv") else f"{name}="]
+    return args
 
 
 def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
     proc = subprocess.run(
-        ["git", *_GIT_OPTS, *args],
+        ["git", *_GIT_OPTS, *(git_safety_args(root) if (root / ".git").exists() else []), *args],
         cwd=root,
         env=env or git_env(),
         capture_output=True,

@@ -214,7 +214,9 @@ def run_gate(ctx: RunContext, step: Step, commands: list[str]) -> tuple[bool, st
     """The kit's own check after a gate step: every command must exit 0. Records one "gate" event."""
     results = []
     for command in commands:
-        res = run_command(command, ctx.workspace.root, timeout_s=ctx.limits.command_timeout_s)
+        res = run_command(
+            command, ctx.workspace.root, timeout_s=ctx.limits.command_timeout_s, sandbox=ctx.sandbox
+        )
         last_line = next((ln for ln in reversed(res.output.strip().splitlines()) if ln.strip()), "")
         code = "timeout" if res.timed_out else res.exit_code
         results.append(

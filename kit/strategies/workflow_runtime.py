@@ -58,7 +58,7 @@ from kit.context import RunContext
 from kit.errors import BudgetExceeded, CallCapReached, KitError
 from kit.records import read_jsonl
 from kit.workspace import diff as workspace_diff
-from kit.workspace import git_env
+from kit.workspace import git_env, git_safety_args
 
 T = TypeVar("T")
 
@@ -386,7 +386,15 @@ def restore(workspace: Any, recorded: str) -> None:
 
 
 def _git_apply(root: Path, patch: str, *, reverse: bool) -> None:
-    args = ["git", "-c", "core.autocrlf=false", "apply", "--binary", "--whitespace=nowarn"]
+    args = [
+        "git",
+        "-c",
+        "core.autocrlf=false",
+        *git_safety_args(root),
+        "apply",
+        "--binary",
+        "--whitespace=nowarn",
+    ]
     if reverse:
         args.append("-R")
     proc = subprocess.run(args, cwd=root, env=git_env(), input=patch, capture_output=True, text=True)
