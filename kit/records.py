@@ -73,6 +73,9 @@ class CallRecord(BaseModel):
     )
     action_mode: str | None = None
     conversation: str | None = None
+    replayed: bool = Field(
+        False, description="Copied from a workflow journal on resume: spent by an earlier attempt of the run."
+    )
 
     @property
     def usage(self) -> Usage:
@@ -136,6 +139,15 @@ class Score(BaseModel):
     lines_removed: int = 0
     claimed_done_but_failed: bool = False
     scoring_s: float = 0.0
+    #: The report of the tests was tampered with (a canary test with the wrong outcome, a forged
+    #: stream or exit status): every requirement counts as failed, every own test as regressed.
+    tampered: bool = False
+    tamper_evidence: list[str] = Field(default_factory=list)
+    #: Set when scoring itself failed (or the tests gave no result at all): every requirement counts
+    #: as failed and this says why. A run is never left without a score.
+    unscored_reason: str | None = None
+    #: Entries of the final clone not copied for scoring (symlinks out, FIFOs, unreadable ...), and why.
+    dropped_files: list[str] = Field(default_factory=list)
 
     @property
     def defects_total(self) -> int:
@@ -154,6 +166,10 @@ class RunRecord(BaseModel):
     price_sheet: dict[str, Any] = Field(default_factory=dict)
     profile_spec: dict[str, Any] = Field(default_factory=dict)
     options: dict[str, Any] = Field(default_factory=dict)
+    role_tiers: dict[str, str] = Field(default_factory=dict, description="The strategy's role -> tier map.")
+    budget: dict[str, Any] = Field(
+        default_factory=dict, description="The run budget: max_model_calls, max_usd, max_tokens."
+    )
     started_at: str = ""
     finished_at: str = ""
     wall_s: float = 0.0
@@ -220,6 +236,7 @@ class RunRecorder:
         self.model_s = 0.0
         self.tool_s = 0.0
         self.event_counts: dict[str, int] = {}
+        self._by_conversation: dict[str, list[CallRecord]] = {}
         self.started = time.monotonic()
 
     # -- appenders -------------------------------------------------------------------------
@@ -237,7 +254,14 @@ class RunRecorder:
         with self._lock:
             self.calls += 1
             self.totals = self.totals + record.usage
-            self.model_s += record.latency_s
+            if not record.replayed:  # a replayed call's time was spent by an earlier process
+                self.model_s += record.latency_s
+            self._by_conversation.setdefault(record.conversation or record.role, []).append(record)
+
+    def calls_of(self, conversation: str) -> list[CallRecord]:
+        """The call records of one conversation so far (the workflow journal stores them)."""
+        with self._lock:
+            return list(self._by_conversation.get(conversation, []))
 
     def event(
         self,

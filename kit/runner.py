@@ -31,7 +31,7 @@ from kit.records import RunRecord, RunRecorder, load_run, utc_now
 from kit.sandbox import check_available
 from kit.secrets import Redactor, looks_secret
 from kit.tasks import Task, expand_tasks, load_task
-from kit.workspace import create_workspace, diff
+from kit.workspace import Workspace, create_workspace, diff
 
 EXPERIMENT_COPY = "experiment.yaml"
 PRICE_SHEET_COPY = "price_sheet.yaml"
@@ -85,10 +85,11 @@ def redacted(profile: Profile) -> dict[str, Any]:
 
 
 def plan(experiment: Experiment) -> list[RunSpec]:
-    """The matrix, validated up front: unknown tasks or strategies fail before anything runs."""
+    """The matrix, validated up front: unknown tasks, strategies or roles fail before anything runs."""
     tasks = [load_task(t) for t in expand_tasks(experiment.tasks)]  # `suite:<name>` -> its tasks
     for name in experiment.strategies:
         strategies.get(name)
+    strategies.experiment_tiers(experiment.strategies, experiment.tiers)
     return [
         RunSpec(task, strategy, repeat)
         for task in tasks
@@ -150,7 +151,7 @@ def run_experiment(
 
 def _finished(run_dir: Path, retry_errors: bool) -> bool:
     record = load_run(run_dir)
-    return record is not None and not (retry_errors and record.outcome == "error")
+    return record is not None and not (retry_errors and record.outcome in ("error", "unscored"))
 
 
 class _Spend:
@@ -180,6 +181,9 @@ def run_one(
     recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))
     started_at, t0 = utc_now(), time.monotonic()
     options = experiment.strategy_options.get(spec.strategy, {})
+    tiers = strategies.role_tiers(spec.strategy, experiment.tiers.get(spec.strategy), profile)
+    limits = experiment.limits
+    budget = Budget(recorder, limits.max_usd, limits.max_tokens, limits.max_model_calls)
     record = RunRecord(
         run_id=run_id,
         experiment=experiment.name,
@@ -191,6 +195,8 @@ def run_one(
         price_sheet=sheet.model_dump(mode="json"),
         profile_spec=redacted(profile),
         options=options,
+        role_tiers=tiers,
+        budget=budget.as_dict(),
         started_at=started_at,
         sandbox=experiment.sandbox,
     )
@@ -220,9 +226,10 @@ def run_one(
             prompts=PromptBook(spec.strategy, experiment.prompt_overrides),
             limits=experiment.limits,
             options=options,
-            budget=Budget(recorder, experiment.limits.max_usd, experiment.limits.max_tokens),
+            budget=budget,
             journal_dir=out / "journals",
             sandbox=experiment.sandbox,
+            tiers=tiers,
         )
         result = strategies.get(spec.strategy)(ctx)
         record.outcome = result.outcome
@@ -234,13 +241,7 @@ def run_one(
         recorder.event("note", "", "error", traceback.format_exc()[-2000:], ok=False)
         record.counters = {**getattr(exc, "counters", {}), "permission_denials": recorder.denials}
     if workspace is not None:
-        try:
-            record.score = scoring.score(spec.task, workspace, record.claimed_done)
-            recorder.write_diff(diff(workspace))
-        except Exception as exc:  # noqa: BLE001
-            record.error = (record.error + "; " if record.error else "") + f"scoring failed: {exc}"
-            if record.outcome != "error":
-                record.outcome = "error"
+        _score(record, spec, workspace, recorder, experiment)
     record.finished_at = utc_now()
     record.wall_s = round(time.monotonic() - t0, 3)
     record.model_s = round(recorder.model_s, 3)
@@ -249,3 +250,20 @@ def run_one(
     record.calls = recorder.calls
     recorder.finalize(record)
     return record
+
+
+def _score(
+    record: RunRecord, spec: RunSpec, workspace: Workspace, recorder: RunRecorder, experiment: Experiment
+) -> None:
+    """Score the clone (never leaves the run without a score: a scoring failure gives every requirement
+    failed, outcome ``unscored``); a tampered report gives outcome ``tampered``."""
+    record.score = scoring.score(spec.task, workspace, record.claimed_done, sandbox=experiment.sandbox)
+    if record.score.unscored_reason:
+        record.error = (record.error + "; " if record.error else "") + record.score.unscored_reason
+        record.outcome = "unscored"
+    elif record.score.tampered:
+        record.outcome = "tampered"
+    try:
+        recorder.write_diff(diff(workspace))
+    except Exception as exc:  # noqa: BLE001 - a clone whose git state is broken still has its score
+        record.error = (record.error + "; " if record.error else "") + f"diff failed: {exc}"

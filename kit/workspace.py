@@ -96,6 +96,9 @@ def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
 class Workspace:
     root: Path
     base_commit: str
+    #: The kit's cached base repository's git folder (the agent cannot touch it): diffs and scoring
+    #: read the base from here, so a deleted or rigged ``.git`` in the clone changes nothing.
+    base_git_dir: Path | None = None
 
 
 def create_workspace(task: Task, dest: Path) -> Workspace:
@@ -118,7 +121,7 @@ def create_workspace(task: Task, dest: Path) -> Workspace:
     (dest / ".git" / "info").mkdir(exist_ok=True)
     (dest / ".git" / "info" / "exclude").write_text(GIT_EXCLUDE, encoding="utf-8")
     commit = (base / ".git" / "refs" / "heads" / "main").read_text(encoding="utf-8").strip()
-    return Workspace(root=dest, base_commit=commit)
+    return Workspace(root=dest, base_commit=commit, base_git_dir=base / ".git")
 
 
 _bases_lock = threading.Lock()
@@ -169,16 +172,40 @@ def _build_base(task: Task, dest: Path) -> None:
 
 
 def _with_temp_index(ws: Workspace, *diff_args: str) -> str:
+    """``git diff --cached`` of the working tree against the base, through a temporary index.
+
+    With the kit's base repository at hand, git runs on ITS git folder (config, refs) with the clone
+    as work tree and new objects written to a temporary folder: the clone's ``.git`` -- which the
+    agent could delete, or rig with ``core.fsmonitor`` or filter commands git would run -- is not read.
+    """
     env = git_env()
     with tempfile.TemporaryDirectory(prefix="orchbench-index-") as tmp:
         index = Path(tmp) / "index"
-        real = ws.root / ".git" / "index"
-        if real.exists():
-            shutil.copyfile(real, index)  # a head start: only changed files get re-hashed
+        if ws.base_git_dir is not None and ws.base_git_dir.is_dir():
+            git_dir = ws.base_git_dir
+            (Path(tmp) / "objects").mkdir()
+            env.update(
+                GIT_DIR=str(git_dir),
+                GIT_WORK_TREE=str(ws.root),
+                GIT_OBJECT_DIRECTORY=str(Path(tmp) / "objects"),
+                GIT_ALTERNATE_OBJECT_DIRECTORIES=str(git_dir / "objects"),
+            )
+        else:
+            real = ws.root / ".git" / "index"
+            if real.exists():
+                shutil.copyfile(real, index)  # a head start: only changed files get re-hashed
         env["GIT_INDEX_FILE"] = str(index)
         _git(ws.root, "add", "-A", env=env)
         return _git(
-            ws.root, "diff", "--cached", "--no-color", "--no-ext-diff", *diff_args, ws.base_commit, env=env
+            ws.root,
+            "diff",
+            "--cached",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            *diff_args,
+            ws.base_commit,
+            env=env,
         )
 
 
