@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.actions import FINISH, render
+from kit.agent import Budget
 from kit.config import TIERS, Limits, ModelSpec, PriceSheet, Profile
 from kit.context import RunContext
 from kit.gateway import Gateway
@@ -200,7 +201,9 @@ class Outcome:
         return len(self.cast.briefs[role])
 
 
-def run_cast(tmp_path: Path, cast: Cast, mode: str = "native", **options: Any) -> Outcome:
+def run_cast(
+    tmp_path: Path, cast: Cast, mode: str = "native", max_model_calls: int | None = None, **options: Any
+) -> Outcome:
     task = load_task("micro-slugify")
     ws = create_workspace(task, tmp_path / "repo")
     recorder = RunRecorder(tmp_path / "run", "r1")
@@ -215,6 +218,7 @@ def run_cast(tmp_path: Path, cast: Cast, mode: str = "native", **options: Any) -
         prompts=PromptBook("pdca"),
         limits=Limits(max_steps=10),
         options=options,
+        budget=Budget(recorder, max_model_calls=max_model_calls),
     )
     result = pdca.run(ctx)
     recorder.close()

@@ -247,6 +247,15 @@ def test_status_file_updates_are_the_cheap_executors_model_calls(tmp_path):
     assert len(kit.calls) == len(out.calls) - lines
 
 
+def test_the_run_call_budget_stops_the_run_by_name_and_the_kit_writes_the_stop(tmp_path):
+    out = run_cast(tmp_path, Cast(), max_model_calls=12)  # status updates count as model calls
+    c = out.result.counters
+    assert c["stop_reason"] == "cap:budget (run budget of 12 model calls used up)"
+    assert len(out.calls) == 12 == out.ctx.budget.model_calls
+    assert c["status_updates"]["kit_fallback"] == 1 and out.log[-2][1:3] == ("STOP", "1")
+    assert "## Final @" in out.status_text and out.result.outcome == "incomplete"
+
+
 def test_the_orchestrator_brief_is_all_a_role_gets_unless_the_safety_net_is_on(tmp_path):
     out = run_cast(tmp_path, Cast(brief_text="implement it."), status_writer="kit")
     assert out.cast.briefs["executor"] == ["Brief 3: implement it."]

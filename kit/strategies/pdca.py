@@ -484,7 +484,7 @@ class Loop:
         agent.config.max_output_tokens = self.p.max_output_tokens.get(role)
         res = agent.run(message)
         if res.outcome == "budget":
-            raise _Stop(f"cap:budget ({res.final})")
+            raise _Stop(f"cap:budget ({(res.final.splitlines() or [''])[0]})")
         return res
 
     def report(

@@ -43,7 +43,7 @@ class StatusWriter:
     def _model_update(self, chunk: str, event: str) -> None:
         if self.ctx.budget is not None:
             try:
-                self.ctx.budget.check()
+                self.ctx.budget.start_call()  # checks the run budget and counts this model call
             except BudgetExceeded as e:
                 self.counts["kit_fallback"] = 1
                 self._note(f"{e}: the kit writes the rest")
