@@ -77,8 +77,9 @@ Choices where the source is silent (every one the kit makes):
   reopened; it is offered only when a plan was accepted and n < max_attempts.
 * The PLAN->DO gate rejecting ``max_plan_rejections`` plans in a row, or the DO->CHECK gate
   ``max_do_rejections`` times on a revision, escalates to the expert (no kit-made STOP).
-* The status file lives in the clone at .pdca/status/<task>-<N>.md; ".pdca/" is added to the clone's
-  .git/info/exclude so it is not part of the scored diff; the executor's write tools are refused
+* The status file lives in the clone at .pdca/status/<task>-<N>.md; ".pdca/" is in the kit's git
+  excludes (``workspace.GIT_EXCLUDE``, also written to the clone's .git/info/exclude) so it is not
+  part of the scored diff or of "Changed artefacts"; the executor's write tools are refused
   there, and if a shell command changes it the loop restores it and notes the tampering. A model
   status update that runs into the budget makes the kit write the rest (noted).
 """
