@@ -108,6 +108,17 @@ class AgentConfig:
 
 
 @dataclass
+class ToolCall:
+    """One executed action, exactly as the model gave it (the tool log strategies check claims against)."""
+
+    tool: str
+    args: dict[str, Any]
+    ok: bool
+    denied: bool
+    output: str
+
+
+@dataclass
 class AgentResult:
     outcome: Outcome
     final: str = ""
@@ -116,6 +127,7 @@ class AgentResult:
     format_errors: int = 0
     tool_calls: int = 0
     usage: Usage = field(default_factory=Usage)
+    tool_log: list[ToolCall] = field(default_factory=list)
 
     @property
     def done(self) -> bool:
@@ -170,7 +182,11 @@ class Agent:
                 for action in batch:
                     if action is not finish:
                         res.tool_calls += 1
-                        self._observe(self.toolbox.execute(action.tool, action.args).output, action)
+                        out = self.toolbox.execute(action.tool, action.args)
+                        res.tool_log.append(
+                            ToolCall(action.tool, dict(action.args), out.ok, out.denied, out.output)
+                        )
+                        self._observe(out.output, action)
                 if finish is not None:
                     res.result = self._validate(finish)
                     if finish.call_id:  # every native tool call gets an answer
@@ -229,8 +245,9 @@ class Agent:
                 error.answered = True  # type: ignore[attr-defined]
                 raise error
             return [Action(tc.name, tc.arguments, tc.id) for tc in reply.tool_calls]
-        if not self.allowed:
-            return [self._structured_finish(reply)]
+        if not self.allowed:  # a tool written into the answer is still an attempt: denied, counted
+            attempt = actions.tool_attempt(reply.content)
+            return [attempt if attempt is not None else self._structured_finish(reply)]
         if self.mode == "native":
             if self.config.result_schema is None:
                 return [Action(FINISH, {"summary": reply.content or ""})]

@@ -29,8 +29,9 @@ if TYPE_CHECKING:
 
 #: Never copied into a clone (build litter of the task folder itself).
 COPY_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".git")
-#: Written to .git/info/exclude: litter that running the tests creates must not show up in diffs.
-GIT_EXCLUDE = "__pycache__/\n*.pyc\n.pytest_cache/\n.ruff_cache/\n*.egg-info/\n"
+#: Written to .git/info/exclude: litter that running the tests creates must not show up in diffs,
+#: nor the kit's own state in the clone (.pdca/: the pdca strategy's status file).
+GIT_EXCLUDE = "__pycache__/\n*.pyc\n.pytest_cache/\n.ruff_cache/\n*.egg-info/\n.pdca/\n"
 
 _FIXED_DATE = "2024-01-01T00:00:00+0000"
 READY = ".orchbench-base-ready"  # marks a finished cached base (never committed)
@@ -129,7 +130,7 @@ _bases_lock = threading.Lock()
 
 def base_repository(task: Task) -> Path:
     """The cached base repository of ``task``, built on first use (keyed by the repo's content)."""
-    digest = hashlib.sha256(json.dumps(task.setup).encode())
+    digest = hashlib.sha256(json.dumps([task.setup, GIT_EXCLUDE]).encode())  # new excludes: new base
     for path in sorted(p for p in task.repo_dir.rglob("*") if p.is_file()):
         rel = path.relative_to(task.repo_dir)
         if any(part in ("__pycache__", ".pytest_cache", ".git") for part in rel.parts):
