@@ -37,10 +37,53 @@ import kit.runner as runner  # noqa: E402
 from kit.config import Experiment, Limits  # noqa: E402
 from kit.records import load_run  # noqa: E402
 
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+
+
+class CpuMeter:
+    """CPU seconds used by this process and everything it starts.
+
+    getrusage(RUSAGE_CHILDREN) counts only descendants that were waited for, and a bwrap sandbox's
+    inner init process is never waited for by the kit -- so the scoring's pytest runs would not count.
+    Where the cgroup-v1 cpuacct hierarchy is writable (root), this process moves into a cgroup of its
+    own, which every process it starts inherits, and its ``cpuacct.usage`` is read instead.
+    """
+
+    def __init__(self) -> None:
+        self.group: Path | None = None
+        try:
+            group = CPUACCT / f"orchbench-bench-{os.getpid()}"
+            group.mkdir()
+            (group / "cgroup.procs").write_text(str(os.getpid()))
+            self.group = group
+        except OSError:
+            self.group = None
+        self.method = "cgroup cpuacct" if self.group else "getrusage (undercounts sandboxed children)"
+
+    def seconds(self) -> float:
+        if self.group is not None:
+            return int((self.group / "cpuacct.usage").read_text()) / 1e9
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+    def close(self) -> None:
+        if self.group is None:
+            return
+        (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))  # back to the root cgroup
+        for _ in range(100):
+            try:
+                self.group.rmdir()
+                return
+            except OSError:  # a process that was started here is still exiting
+                time.sleep(0.05)
+
+
+METER: CpuMeter | None = None
+
 
 def cpu_seconds() -> float:
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    assert METER is not None
+    return METER.seconds()
 
 
 def measure(name: str, runs: int, concurrency: int, results: Path) -> dict[str, float]:
@@ -79,10 +122,20 @@ def main() -> None:
     results = Path(tempfile.mkdtemp(prefix="orchbench-conc-"))
     os.environ["ORCHBENCH_RESULTS_DIR"] = str(results)  # the task's base repository is cached here
 
+    global METER
+    METER = CpuMeter()
+    try:
+        run_all(args, results, cores, pool)
+    finally:
+        METER.close()
+
+
+def run_all(args: argparse.Namespace, results: Path, cores: int, pool: int) -> None:
     measure("warmup", 1, 1, results)  # builds the cached base repository and the scoring base cache
+    assert METER is not None
     print(
         f"{args.runs} runs, scripted oracle, {args.latency:g} s per call; {cores} cores; "
-        f"scoring pool {pool}; load average {os.getloadavg()[0]:.1f}"
+        f"scoring pool {pool}; CPU time from {METER.method}; load average {os.getloadavg()[0]:.1f}"
     )
     header = (
         f"{'conc':>4} {'wall s':>7} {'model s':>8} {'cpu s':>6} {'cores used':>10} "
