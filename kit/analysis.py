@@ -28,13 +28,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import ValidationError
 
+from kit import columnar
 from kit.config import TIERS, PriceSheet, Profile, load_price_sheet, load_profile
 from kit.errors import ConfigError, KitError
 from kit.paths import REPO_ROOT
-from kit.records import CALLS, EVENTS, SEVERITIES, CallRecord, EventRecord, RunRecord, load_run, read_jsonl
+from kit.records import CALLS, EVENTS, SEVERITIES, CallRecord, EventRecord, RunRecord, load_run
 
 TOKENS = ("input_uncached", "cache_read", "cache_write", "output")
 BUCKETS = {  # token column -> (price column, cost column)
@@ -155,12 +159,14 @@ def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
 def load(results_dir: str | Path, missing_ok: bool = False) -> Records:
     """Read every complete run under ``results_dir`` (an experiment folder or a results root).
 
+    Calls and events are read from the runs' Parquet copies in one dataset scan; a copy that is missing
+    or older than its JSONL is rebuilt from the JSONL first (the JSONL is the source of truth).
     A folder that does not exist is an error, or with ``missing_ok`` an empty :class:`Records`.
     """
     root = repo_path(results_dir)
     if not root.is_dir() and not missing_ok:
         raise KitError(f"no results folder {root}", "run an experiment first: python -m kit run <exp>")
-    runs, calls, events, incomplete = [], [], [], []
+    runs, done, incomplete = [], [], []
     sheets: dict[str, dict[str, Any]] = {}
     specs: dict[str, dict[str, Any]] = {}
     for run_dir in _run_dirs(root) if root.is_dir() else []:
@@ -169,43 +175,159 @@ def load(results_dir: str | Path, missing_ok: bool = False) -> Records:
             incomplete.append(run_dir)
             continue
         runs.append(_run_row(run, run_dir))
-        ident = _identity(run, run_dir)
-        sheets[ident["run_key"]] = run.price_sheet
-        specs[ident["run_key"]] = run.profile_spec
-        prices = run.price_sheet.get("prices") or {}
-        for raw in read_jsonl(run_dir / CALLS):
-            rec = CallRecord.model_validate(raw).model_dump(exclude={"raw_usage"})
-            key = _price_key(run.profile_spec, rec["tier"], rec["model"])
-            price = prices.get(key) or {}
-            rec.update(ident, price_key=key, run_started_at=run.started_at)
-            rec.update({col: price.get(k, math.nan) for col, k in PRICE_COLUMNS.items()})
-            calls.append(rec)
-        for raw in read_jsonl(run_dir / EVENTS):
-            events.append(
-                EventRecord.model_validate(raw).model_dump() | ident | {"run_started_at": run.started_at}
-            )
-    call_cols = [f for f in CallRecord.model_fields if f != "raw_usage"]
-    call_cols += [*RUN_IDENTITY, "price_key", *PRICE_COLUMNS, "run_started_at"]
-    event_cols = [*EventRecord.model_fields, *RUN_IDENTITY, "run_started_at"]
+        key = runs[-1]["run_key"]
+        sheets[key], specs[key] = run.price_sheet, run.profile_spec
+        done.append(run_dir)
+    runs_df = pd.DataFrame(runs)
+    calls = _log_frame(done, runs_df, CALLS, [f for f in CallRecord.model_fields if f != "raw_usage"])
+    calls = _with_prices(calls, runs_df, sheets, specs)
+    events = _log_frame(done, runs_df, EVENTS, list(EventRecord.model_fields))
     return Records(
         root=root,
-        runs=pd.DataFrame(runs),
-        calls=_with_offsets(pd.DataFrame(calls, columns=list(dict.fromkeys(call_cols))), "started_at"),
-        events=_with_offsets(pd.DataFrame(events, columns=list(dict.fromkeys(event_cols))), "at"),
+        runs=runs_df,
+        calls=_with_offsets(calls, "started_at", runs_df),
+        events=_with_offsets(events, "at", runs_df),
         incomplete=incomplete,
         price_sheets=sheets,
         profile_specs=specs,
     )
 
 
-def _with_offsets(df: pd.DataFrame, stamp: str) -> pd.DataFrame:
+def _log_frame(done: list[Path], runs: pd.DataFrame, log: str, fields: list[str]) -> pd.DataFrame:
+    """The rows of ``log`` of every run in ``done`` (one Parquet dataset scan; rebuilt copies from
+    memory), in run order then file order, with the identity columns of run.json and ``_run`` (the
+    run's row in ``runs``)."""
+    model = columnar.COPIES[log][1]
+    files, file_runs, rebuilt = [], {}, []
+    for i, run_dir in enumerate(done):
+        table = columnar.ensure_parquet(run_dir, log)
+        if table is None:
+            path = run_dir / columnar.COPIES[log][0]
+            files.append(path)
+            file_runs[str(path)] = i
+        else:
+            table = columnar.fill_defaults(table.select(fields), model)
+            rebuilt.append(table.append_column("_run", pa.array(np.full(table.num_rows, i, np.int32))))
+    scanned = columnar.scan(files, model, fields)
+    names = scanned.column(columnar.FILENAME).combine_chunks().dictionary_encode()
+    index = np.array([file_runs[f] for f in names.dictionary.to_pylist()], dtype=np.int32)
+    run_of_row = index[names.indices.to_numpy(zero_copy_only=False)] if len(index) else np.zeros(0, np.int32)
+    scanned = scanned.drop_columns([columnar.FILENAME]).append_column("_run", pa.array(run_of_row))
+    table = pa.concat_tables([scanned, *rebuilt]) if rebuilt else scanned
+    order = table.column("_run").to_numpy()
+    if len(order) > 1 and (np.diff(order) < 0).any():
+        table = table.take(np.argsort(order, kind="stable"))
+        order = table.column("_run").to_numpy()
+    df = table.drop_columns(["_run"]).to_pandas()
+    for name in RUN_IDENTITY:
+        values = pa.array(runs[name].tolist()) if not runs.empty else pa.array([], pa.string())
+        df[name] = values.take(pa.array(order)).to_pandas() if len(df) else pd.Series([], dtype=object)
+    df["_run"] = order
+    return df
+
+
+def _tier_lookup(
+    specs: Sequence[Mapping[str, Any]], tiers: Sequence[str], vocab: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per (profile, tier): the vocab id of the tier's model and of its price key (-1: no such tier)."""
+    models = np.full((len(specs), len(tiers)), -1, dtype=np.int64)
+    keys = models.copy()
+    for s, spec in enumerate(specs):
+        for t, tier in enumerate(tiers):
+            entry = (spec.get("tiers") or {}).get(tier)
+            if entry is None:
+                continue
+            model = entry.get("model") or ""
+            models[s, t] = vocab.setdefault(model, len(vocab))
+            keys[s, t] = vocab.setdefault(entry.get("price") or model, len(vocab))
+    return models, keys
+
+
+def _price_matrix(sheets: Sequence[Mapping[str, Any]], vocab: dict[str, int]) -> np.ndarray:
+    """prices[sheet, key, column] (USD per 1M tokens, in PRICE_COLUMNS order; NaN: not in the sheet)."""
+    out = np.full((len(sheets), len(vocab), len(PRICE_COLUMNS)), np.nan)
+    for s, sheet in enumerate(sheets):
+        for key, price in (sheet.get("prices") or {}).items():
+            if key in vocab:
+                out[s, vocab[key]] = [price.get(f, np.nan) for f in PRICE_COLUMNS.values()]
+    return out
+
+
+def _codes(values: pd.Series) -> tuple[np.ndarray, list[str]]:
+    codes, uniques = pd.factorize(values)
+    return codes, [str(u) for u in uniques]
+
+
+def _with_prices(
+    calls: pd.DataFrame,
+    runs: pd.DataFrame,
+    sheets: Mapping[str, Mapping[str, Any]],
+    specs: Mapping[str, Mapping[str, Any]],
+) -> pd.DataFrame:
+    """Add ``price_key`` (the tier's key in the run's profile, else the model) and the four prices of
+    that key in the run's price sheet -- vectorised over the rows, one lookup table per distinct profile
+    and sheet."""
+    keys = runs["run_key"].tolist() if not runs.empty else []
+    spec_ids, spec_list = _intern([specs[k] for k in keys])
+    sheet_ids, sheet_list = _intern([sheets[k] for k in keys])
+    run = calls["_run"].to_numpy()
+    tier_codes, tiers = _codes(calls["tier"])
+    model_codes, models = _codes(calls["model"])
+    vocab: dict[str, int] = {}
+    _, tier_keys = _tier_lookup(spec_list, tiers, vocab)
+    model_keys = np.array([vocab.setdefault(m, len(vocab)) for m in models], dtype=np.int64)
+    key_ids = tier_keys[spec_ids[run], tier_codes] if len(calls) else np.zeros(0, np.int64)
+    key_ids = np.where(key_ids >= 0, key_ids, model_keys[model_codes] if len(models) else key_ids)
+    names = pa.array(list(vocab), pa.string())
+    calls["price_key"] = (
+        names.take(pa.array(key_ids)).to_pandas() if len(calls) else pd.Series([], dtype=object)
+    )
+    prices = _price_matrix(sheet_list, vocab)
+    for j, col in enumerate(PRICE_COLUMNS):
+        calls[col] = prices[sheet_ids[run], key_ids, j] if len(calls) else pd.Series([], dtype=float)
+    return calls
+
+
+def _instants(stamps: pd.Series) -> np.ndarray:
+    """ISO 8601 stamps as datetime64[us] UTC (NaT where unparsable); Arrow's parser, pandas' as fallback."""
+    try:
+        parsed = pc.cast(pa.array(stamps, pa.string(), from_pandas=True), pa.timestamp("us", tz="UTC"))
+        return parsed.to_numpy(zero_copy_only=False).astype("datetime64[us]")
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return _seconds(stamps).dt.tz_convert(None).to_numpy().astype("datetime64[us]")
+
+
+def _with_offsets(df: pd.DataFrame, stamp: str, runs: pd.DataFrame) -> pd.DataFrame:
     """Add ``t_s``: seconds since the run started (run.json started_at, else its first record)."""
+    run = df.pop("_run").to_numpy()
     if df.empty:
-        return df.drop(columns=["run_started_at"]).assign(t_s=pd.Series(dtype=float))
-    at = _seconds(df[stamp])
-    start = _seconds(df["run_started_at"].replace("", None))
-    start = start.fillna(at.groupby(df["run_key"]).transform("min"))
-    return df.drop(columns=["run_started_at"]).assign(t_s=(at - start).dt.total_seconds())
+        return df.assign(t_s=pd.Series(dtype=float))
+    at = _instants(df[stamp])
+    start = _instants(runs["started_at"].astype(object).where(runs["started_at"] != "", None))[run]
+    missing = np.isnat(start)
+    if missing.any():
+        first = pd.Series(at).groupby(run).transform("min").to_numpy().astype("datetime64[us]")
+        start = np.where(missing, first, start)
+    seconds = (at - start).astype("timedelta64[us]").astype(np.int64) / 1e6
+    return df.assign(t_s=np.where(np.isnat(at) | np.isnat(start), np.nan, seconds))
+
+
+def _intern(dicts: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, list[Mapping[str, Any]]]:
+    """(index of each dict among the distinct ones, the distinct ones): runs share sheets and profiles."""
+    distinct: list[Mapping[str, Any]] = []
+    ids = np.empty(len(dicts), dtype=np.int32)
+    for i, d in enumerate(dicts):
+        if distinct and d == distinct[-1]:
+            ids[i] = len(distinct) - 1
+            continue
+        for j, seen in enumerate(distinct):
+            if d == seen:
+                ids[i] = j
+                break
+        else:
+            distinct.append(d)
+            ids[i] = len(distinct) - 1
+    return ids, distinct
 
 
 # --------------------------------------------------------------------------- statistics
