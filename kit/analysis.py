@@ -21,8 +21,10 @@ Column conventions (one place, so notebooks and tests agree):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,13 +87,16 @@ class Records:
     profile_specs: dict[str, dict[str, Any]] = field(default_factory=dict)  # run_key -> Profile dict
 
 
-def _run_dirs(root: Path) -> list[Path]:
-    """Run folders of ``root``: an experiment folder (has ``runs/``) or a results root of several."""
+def _experiments(root: Path) -> list[Path]:
+    """Experiment folders of ``root``: itself when it has ``runs/``, else every ``*/runs`` under it."""
     if (root / "runs").is_dir():
-        parents = [root / "runs"]
-    else:
-        parents = sorted(p for p in root.glob("*/runs") if p.is_dir())
-    return [d for parent in parents for d in sorted(parent.iterdir()) if d.is_dir()]
+        return [root]
+    return sorted(p.parent for p in root.glob("*/runs") if p.is_dir())
+
+
+def _run_dirs(exp: Path) -> list[str]:
+    with os.scandir(exp / "runs") as entries:
+        return sorted(e.path for e in entries if e.is_dir())
 
 
 def _seconds(stamps: pd.Series) -> pd.Series:
@@ -159,19 +164,97 @@ def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
 def load(results_dir: str | Path, missing_ok: bool = False) -> Records:
     """Read every complete run under ``results_dir`` (an experiment folder or a results root).
 
-    Calls and events are read from the runs' Parquet copies in one dataset scan; a copy that is missing
-    or older than its JSONL is rebuilt from the JSONL first (the JSONL is the source of truth).
-    A folder that does not exist is an error, or with ``missing_ok`` an empty :class:`Records`.
+    Per experiment folder, the tables come from its cache (``.analysis/``, see
+    :mod:`kit.columnar`) when that was built from exactly the run folders there now; otherwise calls
+    and events are read from the runs' Parquet copies in one dataset scan (a copy missing or older
+    than its JSONL is rebuilt from the JSONL first: the JSONL is the source of truth) and the cache
+    is rewritten. A folder that does not exist is an error, or with ``missing_ok`` an empty
+    :class:`Records`.
     """
     root = repo_path(results_dir)
     if not root.is_dir() and not missing_ok:
         raise KitError(f"no results folder {root}", "run an experiment first: python -m kit run <exp>")
-    runs, done, incomplete = [], [], []
+    parts = [_load_experiment(exp) for exp in (_experiments(root) if root.is_dir() else [])]
+    if len(parts) == 1:
+        return dataclasses.replace(parts[0], root=root)
+    frames = {}
+    for name in ("runs", "calls", "events"):
+        non_empty = [getattr(p, name) for p in parts if not getattr(p, name).empty]
+        frames[name] = pd.concat(non_empty, ignore_index=True) if non_empty else getattr(_empty(root), name)
+    return Records(
+        root=root,
+        **frames,
+        incomplete=[d for p in parts for d in p.incomplete],
+        price_sheets={k: v for p in parts for k, v in p.price_sheets.items()},
+        profile_specs={k: v for p in parts for k, v in p.profile_specs.items()},
+    )
+
+
+_TABLES = ["runs", "calls", "events"]
+
+
+def _empty(root: Path) -> Records:
+    return _build(root, [], [])
+
+
+def _load_experiment(exp: Path) -> Records:
+    """One experiment folder, from its cache when that is current, else built and cached."""
+    signatures, incomplete = {}, []
+    for d in _run_dirs(exp):
+        sig = columnar.signature(d)
+        if sig is None:
+            incomplete.append(Path(d))
+        else:
+            signatures[os.path.basename(d)] = sig
+    expect = {
+        "schema": columnar.schema_version(),
+        "experiment": str(exp.resolve()),  # run_key and run_dir depend on it
+        "runs": signatures,
+        "incomplete": [d.name for d in incomplete],
+    }
+    if signatures:
+        cached = columnar.read_cache(exp, expect, _TABLES)
+        if cached is not None:
+            manifest, frames = cached
+            return Records(exp, **frames, incomplete=incomplete, **_dicts(manifest, frames["runs"]))
+    built = _build(exp, [exp / "runs" / name for name in signatures], incomplete)
+    if not signatures:
+        return built
+    keys = built.runs["run_key"].tolist()
+    sheet_of, sheets = _intern([built.price_sheets[k] for k in keys])
+    spec_of, specs = _intern([built.profile_specs[k] for k in keys])
+    manifest = {
+        **expect,
+        "sheets": list(sheets),
+        "specs": list(specs),
+        "sheet_of": sheet_of.tolist(),
+        "spec_of": spec_of.tolist(),
+    }
+    frames = {name: getattr(built, name) for name in _TABLES}
+    if columnar.write_cache(exp, manifest, frames):
+        cached = columnar.read_cache(exp, expect, _TABLES)  # the same frames either way, to the dtype
+        if cached is not None:
+            return Records(exp, **cached[1], incomplete=incomplete, **_dicts(cached[0], cached[1]["runs"]))
+    return built
+
+
+def _dicts(manifest: dict[str, Any], runs: pd.DataFrame) -> dict[str, dict[str, dict[str, Any]]]:
+    keys = runs["run_key"].tolist()
+    sheets, specs = manifest["sheets"], manifest["specs"]
+    return {
+        "price_sheets": {k: sheets[i] for k, i in zip(keys, manifest["sheet_of"], strict=True)},
+        "profile_specs": {k: specs[i] for k, i in zip(keys, manifest["spec_of"], strict=True)},
+    }
+
+
+def _build(root: Path, run_dirs: list[Path], incomplete: list[Path]) -> Records:
+    """The tables of ``run_dirs`` (each with a run.json), read from the run folders."""
+    runs, done = [], []
     sheets: dict[str, dict[str, Any]] = {}
     specs: dict[str, dict[str, Any]] = {}
-    for run_dir in _run_dirs(root) if root.is_dir() else []:
+    for run_dir in run_dirs:
         run = load_run(run_dir)
-        if run is None:
+        if run is None:  # removed since it was listed
             incomplete.append(run_dir)
             continue
         runs.append(_run_row(run, run_dir))
@@ -519,26 +602,48 @@ def _as_profile(profile: Profile | Mapping[str, Any] | str | Path) -> Profile:
     return load_profile(repo_path(profile) if Path(profile).suffix else profile)[0]
 
 
-def _priced(calls: pd.DataFrame, keys: pd.Series, sheet: PriceSheet) -> pd.DataFrame:
-    missing = sorted(set(keys) - set(sheet.prices))
+def _missing_keys(sheet: PriceSheet, keys: Sequence[str]) -> ConfigError:
+    return ConfigError(
+        f"price sheet {sheet.name!r} has no price for {', '.join(map(repr, sorted(set(keys))))}",
+        f"add them to the sheet, or pass a profile whose tiers use keys from: {', '.join(sorted(sheet.prices))}",
+    )
+
+
+def _sheet_prices(sheet: PriceSheet, keys: Sequence[str]) -> np.ndarray:
+    """prices[key, column] of ``keys`` under ``sheet`` (PRICE_COLUMNS order); a missing key is an error."""
+    missing = [k for k in keys if k not in sheet.prices]
     if missing:
-        raise ConfigError(
-            f"price sheet {sheet.name!r} has no price for {', '.join(map(repr, missing))}",
-            f"add them to the sheet, or pass a profile whose tiers use keys from: {', '.join(sorted(sheet.prices))}",
-        )
-    out = calls.copy()
-    out["price_key"] = keys
-    for col, attr in PRICE_COLUMNS.items():
-        out[col] = keys.map(lambda k, a=attr: getattr(sheet.prices[k], a)).astype(float)
+        raise _missing_keys(sheet, missing)
+    rows = [[getattr(sheet.prices[k], f) for f in PRICE_COLUMNS.values()] for k in keys]
+    return np.array(rows, dtype=float).reshape(len(keys), len(PRICE_COLUMNS))
+
+
+def _strings(codes: np.ndarray, uniques: Sequence[str]) -> pd.Series:
+    """A string column from codes into ``uniques`` (no per-row Python objects)."""
+    return pa.array(list(uniques), pa.string()).take(pa.array(codes)).to_pandas()
+
+
+def _cost(df: pd.DataFrame) -> pd.Series:
+    # Same order of operations as kit.usage.price, so a re-pricing under the recorded sheet is exact.
+    return (
+        df["input_uncached"] * df["price_input"]
+        + df["cache_read"] * df["price_cache_read"]
+        + df["cache_write"] * df["price_cache_write"]
+        + df["output"] * df["price_output"]
+    ) / 1_000_000
+
+
+def _repriced(calls: pd.DataFrame, keys: pd.Series | None, prices: np.ndarray) -> pd.DataFrame:
+    """``calls`` with ``price_key`` = ``keys`` (unless None), the price columns = ``prices`` (rows x 4)
+    and ``cost_usd`` recomputed from them (the cost before kept in ``cost_usd_recorded``)."""
+    out = calls.copy(deep=False)
+    if keys is not None:
+        out["price_key"] = keys.to_numpy()
+    for j, col in enumerate(PRICE_COLUMNS):
+        out[col] = prices[:, j]
     if "cost_usd_recorded" not in out:
         out["cost_usd_recorded"] = out["cost_usd"]
-    # Same order of operations as kit.usage.price, so a re-pricing under the recorded sheet is exact.
-    out["cost_usd"] = (
-        out["input_uncached"] * out["price_input"]
-        + out["cache_read"] * out["price_cache_read"]
-        + out["cache_write"] * out["price_cache_write"]
-        + out["output"] * out["price_output"]
-    ) / 1_000_000
+    out["cost_usd"] = _cost(out)
     return out
 
 
@@ -550,20 +655,65 @@ def reprice(
     """``calls`` with ``cost_usd`` recomputed from the recorded tokens under another price sheet.
 
     The price key of a call is its tier's key in ``profile`` when given, else the recorded
-    ``price_key``. The cost before re-pricing is kept in ``cost_usd_recorded``.
+    ``price_key``. The cost before re-pricing is kept in ``cost_usd_recorded``. Vectorised: one price
+    lookup per distinct key (or tier), then column arithmetic.
     """
     sheet = _as_sheet(price_sheet)
     if calls.empty:
         return calls.assign(cost_usd_recorded=calls["cost_usd"]) if "cost_usd" in calls else calls.copy()
     if profile is None:
-        keys = calls["price_key"]
+        codes, uniques = _codes(calls["price_key"])
+        keys = None
     else:
         prof = _as_profile(profile)
-        unknown = sorted(set(calls["tier"]) - set(prof.tiers))
+        tier_codes, tiers = _codes(calls["tier"])
+        unknown = sorted(set(tiers) - set(prof.tiers))
         if unknown:
             raise ConfigError(f"profile {prof.name!r} has no tier {', '.join(unknown)}")
-        keys = calls["tier"].map(lambda t: prof.tiers[t].price_key)
-    return _priced(calls, keys, sheet)
+        key_of = [prof.tiers[t].price_key for t in tiers]
+        uniques = list(dict.fromkeys(key_of))
+        codes = np.array([uniques.index(k) for k in key_of], dtype=np.int64)[tier_codes]
+        keys = _strings(codes, uniques)
+    return _repriced(calls, keys, _sheet_prices(sheet, uniques)[codes])
+
+
+def _move(
+    calls: pd.DataFrame,
+    roles: Mapping[str, str],
+    group: np.ndarray,
+    setups: Sequence[tuple[Profile, PriceSheet]],
+) -> pd.DataFrame:
+    """Move the calls of ``roles`` to their new tier under the (profile, sheet) of their ``group``
+    (one entry per moved call): new tier, that tier's model, price key and prices; tokens unchanged."""
+    moved = calls["role"].isin(list(roles)).to_numpy()
+    out = calls.copy(deep=False)
+    if "cost_usd_recorded" not in out:
+        out["cost_usd_recorded"] = out["cost_usd"]
+    if not moved.any():
+        return out
+    role_codes, moved_roles = _codes(calls.loc[moved, "role"])
+    new_tiers = [roles[r] for r in moved_roles]
+    combos, inverse = np.unique(group * len(new_tiers) + role_codes, return_inverse=True)
+    tiers, models, keys, prices = [], [], [], []
+    for c in combos:  # one lookup per (setup, role) pair, not per call
+        (prof, sheet), tier = setups[c // len(new_tiers)], new_tiers[c % len(new_tiers)]
+        if tier not in prof.tiers:
+            raise ConfigError(
+                f"profile {prof.name!r} has no tier {tier!r}", "pick a tier the profile defines"
+            )
+        tiers.append(tier)
+        models.append(prof.tiers[tier].model)
+        keys.append(prof.tiers[tier].price_key)
+        prices.append(_sheet_prices(sheet, [keys[-1]])[0])
+    part = calls.loc[moved].copy(deep=False)
+    part["tier"] = _strings(inverse, tiers).to_numpy()
+    part["model"] = _strings(inverse, models).to_numpy()
+    part = _repriced(part, _strings(inverse, keys), np.array(prices)[inverse])
+    for col in part.columns:
+        column = out[col].copy()
+        column.loc[moved] = part[col].to_numpy()
+        out[col] = column
+    return out
 
 
 def reassign(
@@ -574,23 +724,16 @@ def reassign(
 ) -> pd.DataFrame:
     """What if ``role`` had run on another tier: that role's calls get the new tier, its model and its
     price (tokens unchanged); every other call is left exactly as recorded."""
+    _check_tiers(roles)
+    setup = (_as_profile(profile), _as_sheet(price_sheet))
+    n = int(calls["role"].isin(list(roles)).sum()) if not calls.empty else 0
+    return _move(calls, roles, np.zeros(n, dtype=np.int64), [setup])
+
+
+def _check_tiers(roles: Mapping[str, str]) -> None:
     bad = {r: t for r, t in roles.items() if t not in TIERS}
     if bad:
         raise ConfigError(f"unknown tier(s) {bad}", f"pick one of {', '.join(TIERS)}")
-    prof, sheet = _as_profile(profile), _as_sheet(price_sheet)
-    moved = calls["role"].isin(list(roles))
-    out = calls.copy()
-    if "cost_usd_recorded" not in out:
-        out["cost_usd_recorded"] = out["cost_usd"]
-    if not moved.any():
-        return out
-    part = calls[moved].copy()
-    part["tier"] = part["role"].map(roles)
-    part["model"] = part["tier"].map(lambda t: prof.tiers[t].model)
-    part = _priced(part, part["tier"].map(lambda t: prof.tiers[t].price_key), sheet)
-    for col in part.columns:
-        out.loc[moved, col] = part[col]
-    return out
 
 
 def cost_before_after(before: pd.DataFrame, after: pd.DataFrame, by: str = "tier") -> pd.DataFrame:
@@ -629,7 +772,8 @@ class WhatIf:
 
 def whatif_price_sheet(records: Records, price_sheet: PriceSheet | str | Path | None = None) -> WhatIf:
     """Re-price every call under ``price_sheet``; ``None`` re-prices under each run's own recorded sheet
-    (a check: the after column must equal the before column)."""
+    (a check: the after column must equal the before column), from the price columns that load took
+    from those sheets."""
     calls = records.calls
     if calls.empty:
         return WhatIf(
@@ -639,9 +783,12 @@ def whatif_price_sheet(records: Records, price_sheet: PriceSheet | str | Path | 
         after = reprice(calls, price_sheet)
         note = f"re-priced {len(calls)} calls under price sheet {_as_sheet(price_sheet).name!r}"
     else:
-        after = pd.concat(
-            [reprice(g, records.price_sheets[key]) for key, g in calls.groupby("run_key", sort=False)]
-        ).loc[calls.index]
+        prices = calls[list(PRICE_COLUMNS)].to_numpy(dtype=float)
+        lacking = np.isnan(prices).any(axis=1)
+        if lacking.any():
+            sheet = _as_sheet(records.price_sheets[calls.loc[lacking, "run_key"].iloc[0]])
+            raise _missing_keys(sheet, calls.loc[lacking, "price_key"].astype(str).unique().tolist())
+        after = _repriced(calls, None, prices)
         note = "re-priced under each run's recorded price sheet (price_sheet=None): after must equal before"
     return WhatIf(note, cost_before_after(calls, after), after)
 
@@ -653,13 +800,14 @@ def whatif_reassign(records: Records, roles: Mapping[str, str]) -> WhatIf:
     if not present:
         note = f"no calls by role(s) {', '.join(roles)} in {records.root}: nothing to reassign"
         return WhatIf(note, cost_before_after(calls, calls), calls)
-    after = pd.concat(
-        [
-            reassign(g, roles, records.profile_specs[key], records.price_sheets[key])
-            for key, g in calls.groupby("run_key", sort=False)
-        ]
-    ).loc[calls.index]
+    _check_tiers(roles)
     moved = calls["role"].isin(present)
+    run_codes, run_keys = _codes(calls.loc[moved, "run_key"])
+    spec_of, specs = _intern([records.profile_specs[k] for k in run_keys])
+    sheet_of, sheets = _intern([records.price_sheets[k] for k in run_keys])
+    pairs, setup_of_run = np.unique(spec_of.astype(np.int64) * len(sheets) + sheet_of, return_inverse=True)
+    setups = [(_as_profile(specs[p // len(sheets)]), _as_sheet(sheets[p % len(sheets)])) for p in pairs]
+    after = _move(calls, {r: roles[r] for r in present}, setup_of_run[run_codes], setups)
     note = (
         f"moved {int(moved.sum())} calls of {', '.join(f'{r} -> {roles[r]}' for r in present)} "
         f"(tokens unchanged, priced at the new tier's recorded price)"
