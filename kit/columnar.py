@@ -92,21 +92,34 @@ def jsonl_table(path: Path, model: type[BaseModel]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=arrow_schema(model))
 
 
-def _write_atomic(table: pa.Table, path: Path) -> None:
+def _write_atomic(table: pa.Table, path: Path, mtime_ns: int | None = None) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     pq.write_table(table, tmp, compression="zstd")
+    if mtime_ns is not None:
+        os.utime(tmp, ns=(mtime_ns, mtime_ns))
     os.replace(tmp, path)
+
+
+def _mtime_ns(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except FileNotFoundError:
+        return None
+
+
+def _copy(run_dir: Path, log: str) -> pa.Table:
+    """Rewrite ``log``'s Parquet copy from the JSONL. The copy gets the JSONL's mtime as it was before
+    reading: a line appended meanwhile makes the JSONL newer, so the copy is stale, never wrong."""
+    copy, model = COPIES[log]
+    mtime = _mtime_ns(run_dir / log)
+    table = jsonl_table(run_dir / log, model)
+    _write_atomic(table, run_dir / copy, mtime)
+    return table
 
 
 def write_parquet(run_dir: Path) -> dict[str, pa.Table]:
     """(Re)write every Parquet copy of ``run_dir`` from its JSONL; returns the tables by JSONL name."""
-    run_dir = Path(run_dir)
-    out = {}
-    for log, (copy, model) in COPIES.items():
-        table = jsonl_table(run_dir / log, model)
-        _write_atomic(table, run_dir / copy)
-        out[log] = table
-    return out
+    return {log: _copy(Path(run_dir), log) for log in COPIES}
 
 
 def is_fresh(run_dir: Path, log: str) -> bool:
@@ -130,13 +143,12 @@ def ensure_parquet(run_dir: Path, log: str) -> pa.Table | None:
     """
     if is_fresh(run_dir, log):
         return None
-    copy, model = COPIES[log]
-    table = jsonl_table(Path(run_dir) / log, model)
     try:
-        _write_atomic(table, Path(run_dir) / copy)
+        return _copy(Path(run_dir), log)
     except OSError as e:
+        copy, model = COPIES[log]
         warnings.warn(f"could not write {Path(run_dir) / copy} ({e}); analysing from memory", stacklevel=2)
-    return table
+        return jsonl_table(Path(run_dir) / log, model)
 
 
 def _defaults(model: type[BaseModel]) -> dict[str, Any]:
