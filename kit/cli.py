@@ -20,6 +20,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         overrides=overrides,
         retry_errors=args.retry_errors,
+        executor=args.executor,
+        address=args.address,
     )
     print(f"results: {out}")
     if not args.no_report:
@@ -56,6 +58,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--no-report", action="store_true", help="do not print the report at the end")
     p.add_argument("--retry-errors", action="store_true", help="also rerun runs whose outcome was error")
+    p.add_argument(
+        "--executor",
+        choices=["thread", "ray"],
+        default="thread",
+        help="thread: runs in this process (default); ray: each run as a Ray task (pip install -e '.[ray]')",
+    )
+    p.add_argument(
+        "--address",
+        default=None,
+        help="with --executor ray: auto (the cluster of this node), ray://<head>:10001, or none for a local instance",
+    )
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("report", help="print the per-strategy and per-role x tier tables")

@@ -11,6 +11,7 @@ import subprocess
 import threading
 import time
 import traceback
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from kit.agent import Budget
 from kit.commands import is_secret_env
 from kit.config import Experiment, PriceSheet, Profile, load_experiment, load_profile
 from kit.context import RunContext
+from kit.errors import ConfigError
 from kit.gateway import Gateway
 from kit.paths import REPO_ROOT, results_root
 from kit.prompts import PromptBook
@@ -96,9 +98,16 @@ def run_experiment(
     progress: bool = True,
     overrides: dict[str, Any] | None = None,
     retry_errors: bool = False,
+    executor: str = "thread",
+    address: str | None = None,
 ) -> Path:
     """Run every run of ``experiment`` not yet done; returns ``<results>/<experiment name>``.
-    With ``retry_errors``, runs that ended with outcome ``error`` are run again too."""
+    With ``retry_errors``, runs that ended with outcome ``error`` are run again too. ``executor``
+    "thread" runs them in this process; "ray" as Ray tasks (kit.ray_executor; ``address``: the cluster)."""
+    if executor not in EXECUTORS:
+        raise ConfigError(f"unknown executor {executor!r}", f"pick one of: {', '.join(EXECUTORS)}")
+    if address and executor != "ray":
+        raise ConfigError("--address is for the Ray executor", "add --executor ray, or drop --address")
     if not isinstance(experiment, Experiment):
         experiment = load_experiment(experiment)
     if overrides:
@@ -128,15 +137,30 @@ def run_experiment(
     def one(spec: RunSpec) -> RunRecord:
         return run_one(spec, experiment, profile, sheet, out, commit)
 
-    with ThreadPoolExecutor(max_workers=experiment.concurrency) as pool:
-        futures = [pool.submit(one, s) for s in todo]
-        for fut in as_completed(futures):
-            record = fut.result()
-            spent.add(record.totals.cost_usd)
-            bar.update(1)
-            bar.set_postfix_str(f"${spent.usd:.4f} last: {record.strategy}/{record.task} {record.outcome}")
+    for record in _execute(executor, address, todo, one, experiment, profile, sheet, out, commit):
+        spent.add(record.totals.cost_usd)
+        bar.update(1)
+        bar.set_postfix_str(f"${spent.usd:.4f} last: {record.strategy}/{record.task} {record.outcome}")
     bar.close()
     return out
+
+
+EXECUTORS = ("thread", "ray")
+
+
+def _execute(
+    executor: str, address: str | None, todo: list[RunSpec], one: Any, *job: Any
+) -> Iterator[RunRecord]:
+    """The seam between the runner and where runs execute: each finished run's record, as it finishes."""
+    if executor == "ray":
+        from kit.ray_executor import run_on_ray
+
+        yield from run_on_ray(todo, *job, address=address)
+        return
+    with ThreadPoolExecutor(max_workers=job[0].concurrency) as pool:
+        futures = [pool.submit(one, s) for s in todo]
+        for fut in as_completed(futures):
+            yield fut.result()
 
 
 def _finished(run_dir: Path, retry_errors: bool) -> bool:
