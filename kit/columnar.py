@@ -92,9 +92,11 @@ def jsonl_table(path: Path, model: type[BaseModel]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=arrow_schema(model))
 
 
-def _write_atomic(table: pa.Table, path: Path, mtime_ns: int | None = None) -> None:
+def _write_atomic(
+    table: pa.Table, path: Path, mtime_ns: int | None = None, compression: str = "zstd"
+) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    pq.write_table(table, tmp, compression="zstd")
+    pq.write_table(table, tmp, compression=compression)
     if mtime_ns is not None:
         os.utime(tmp, ns=(mtime_ns, mtime_ns))
     os.replace(tmp, path)
@@ -246,7 +248,8 @@ def write_cache(exp: Path, manifest: dict[str, Any], frames: dict[str, Any]) -> 
     try:
         folder.mkdir(exist_ok=True)
         for name, df in frames.items():
-            _write_atomic(frame_table(df, token), folder / f"{name}.parquet")
+            # snappy: the cache is read on every load and decodes ~2x faster than zstd
+            _write_atomic(frame_table(df, token), folder / f"{name}.parquet", compression="snappy")
         tmp = folder / f".{MANIFEST}.{os.getpid()}.{threading.get_ident()}.tmp"
         tmp.write_text(json.dumps({**manifest, "token": token}), encoding="utf-8")
         os.replace(tmp, folder / MANIFEST)

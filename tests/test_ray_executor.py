@@ -7,6 +7,7 @@ One module-scoped Ray instance (``ray.init(num_cpus=2)``): Ray starts slowly.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,19 +24,35 @@ from kit.paths import REPO_ROOT
 from kit.ray_executor import INCOMING, run_on_ray, run_remote
 from kit.runner import plan, run_experiment
 
-VOLATILE = {"started_at", "latency_s", "at", "duration_s", "finished_at", "wall_s", "model_s", "tool_s",
-            "scoring_s", "kit_commit"}  # fmt: skip
+VOLATILE = {
+    "started_at",
+    "latency_s",
+    "at",
+    "duration_s",
+    "finished_at",
+    "wall_s",
+    "model_s",
+    "tool_s",
+    "scoring_s",
+    "kit_commit",
+    "id",
+    "tool_call_id",
+}  # fmt: skip (tool-call ids are random)
+# The scripted model simulates a provider's prefix cache per conversation name within one process, so
+# how a prompt splits into uncached / cache-read tokens (and so the cost) depends on which runs shared
+# a process before: compared as the prompt's total instead.
+SPLIT = ("input_uncached", "cache_read", "cache_write")
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    for attempt in (1, 2):  # a heavily loaded machine can miss Ray's fixed 15 s wait for its node agent
+    for attempt in (1, 2, 3):  # a heavily loaded machine can miss Ray's fixed 15 s wait for its node agent
         try:
             ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
             break
         except Exception:
             ray.shutdown()
-            if attempt == 2:
+            if attempt == 3:
                 raise
     yield ray.get_runtime_context().gcs_address
     ray.shutdown()
@@ -43,9 +60,16 @@ def cluster():
 
 def _stable(obj):
     if isinstance(obj, dict):
-        return {k: _stable(v) for k, v in obj.items() if k not in VOLATILE}
+        out = {k: _stable(v) for k, v in obj.items() if k not in VOLATILE}
+        if "input_uncached" in out:
+            out["prompt"] = sum(out.pop(k) for k in SPLIT)
+            out.pop("cost_usd", None)
+            out.pop("raw_usage", None)
+        return out
     if isinstance(obj, list):
         return [_stable(v) for v in obj]
+    if isinstance(obj, str):  # pytest's own timing in tool output ("2 passed in 0.05s")
+        return re.sub(r" in \d+(\.\d+)?s\b", " in Ns", obj)
     return obj
 
 
@@ -69,7 +93,7 @@ def test_ray_writes_the_same_records_as_the_thread_executor(cluster, tmp_path):
         assert not (b / "runs" / name / "repo").exists()  # the clone stays on the worker
     assert not (b / INCOMING).exists()
     ra, rb = analysis.load(a), analysis.load(b)
-    assert ra.calls["cost_usd"].sum() == rb.calls["cost_usd"].sum() > 0
+    assert len(ra.calls) == len(rb.calls) > 0 and (rb.calls["cost_usd"] > 0).all()
 
 
 def test_a_failed_task_is_a_run_with_outcome_error(cluster, tmp_path):
@@ -101,7 +125,7 @@ def test_a_failed_task_is_a_run_with_outcome_error(cluster, tmp_path):
 def test_a_killed_driver_then_a_rerun_finishes_every_run_exactly_once(cluster, tmp_path):
     profile = write_profile(tmp_path, "scripted/oracle", "native")
     exp_path = tmp_path / "kill.yaml"
-    exp = experiment("kill", profile, ["micro-slugify"], ["vibe"], repeats=4, concurrency=1)
+    exp = experiment("kill", profile, ["micro-slugify"], ["vibe"], repeats=3, concurrency=1)
     exp_path.write_text(yaml.safe_dump(exp.model_dump(mode="json")))
     env = {**os.environ, "ORCHBENCH_RESULTS_DIR": str(tmp_path / "results")}
     cmd = [sys.executable, "-m", "kit", "run", str(exp_path), "--quiet", "--no-report",
@@ -115,14 +139,14 @@ def test_a_killed_driver_then_a_rerun_finishes_every_run_exactly_once(cluster, t
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     finished_before = {p.parent.name for p in runs.glob("*/run.json")}
-    assert 1 <= len(finished_before) < 4
+    assert 1 <= len(finished_before) < 3
     assert all((runs / n / "run.json").exists() for n in os.listdir(runs))  # no torn folder in runs/
     mtimes = {name: (runs / name / "run.json").stat().st_mtime_ns for name in finished_before}
 
     subprocess.run(cmd, cwd=REPO_ROOT, env=env, check=True, timeout=300)
 
     dirs = sorted(runs.iterdir())
-    assert [d.name for d in dirs] == [f"micro-slugify__vibe__scripted-test__r{i}" for i in range(1, 5)]
+    assert [d.name for d in dirs] == [f"micro-slugify__vibe__scripted-test__r{i}" for i in range(1, 4)]
     for d in dirs:
         calls = rows(d, "calls.jsonl")
         assert [c["seq"] for c in calls] == list(range(1, len(calls) + 1))  # no duplicates, no gaps
