@@ -35,6 +35,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import ValidationError
+from scipy import stats as scipy_stats
 
 from kit import columnar
 from kit.config import TIERS, PriceSheet, Profile, load_price_sheet, load_profile
@@ -56,13 +57,6 @@ PRICE_COLUMNS = {  # price column -> ModelPrice field
     "price_cache_write": "cache_write",
 }
 RUN_IDENTITY = ("run_key", "run_id", "experiment", "task", "strategy", "profile", "repeat")
-
-# Two-sided 95 % critical values of Student's t by degrees of freedom; between two entries the
-# smaller df is used (a slightly wider, conservative interval).
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
-        10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
-        18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060,
-        26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}  # fmt: skip
 
 
 def repo_path(path: str | Path) -> Path:
@@ -151,6 +145,7 @@ def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
     for sev in SEVERITIES:
         row[f"defects_{sev}"] = defects.get(sev, 0) if score else math.nan
     row["defects_total"] = sum(defects.values()) if score else math.nan
+    row.update(comparable_scores(score))
     for name, value in run.counters.items():
         scalar = value is None or isinstance(value, bool | int | float | str)
         row[f"counter_{name}"] = value if scalar else json.dumps(value, default=str)
@@ -159,6 +154,36 @@ def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
         row[name] = totals[name]
     row["run_dir"] = str(run_dir)
     return row
+
+
+def comparable_scores(score: Mapping[str, Any]) -> dict[str, Any]:
+    """Scores comparable across tasks with different numbers of requirements, from a run's score dict:
+
+    * ``failed_share`` -- requirements_failed / requirements_total (0 = all met, 1 = none);
+    * ``failed_share_<severity>`` -- failed / total of that severity (NaN when the task has none, or
+      the record predates per-severity totals);
+    * ``solved`` -- 1.0 when no critical or major requirement failed, else 0.0;
+    * ``all_passed`` -- 1.0 when no requirement failed at all;
+    * ``baseline_broken`` -- acceptance tests that passed on the starting code and fail at the end.
+
+    All NaN for an unscored run (no score): it is left out of the means, and counted by ``scored``.
+    """
+    out: dict[str, Any] = {"failed_share": math.nan, "solved": math.nan, "all_passed": math.nan}
+    out |= {f"failed_share_{sev}": math.nan for sev in SEVERITIES}
+    out["baseline_broken"] = math.nan
+    if not score:
+        return out
+    total, failed = score.get("requirements_total", 0), score.get("requirements_failed", 0)
+    defects = score.get("defects") or {}
+    by_sev = score.get("requirements_by_severity") or {}
+    out["failed_share"] = failed / total if total else math.nan
+    for sev in SEVERITIES:
+        n = by_sev.get(sev, 0)
+        out[f"failed_share_{sev}"] = defects.get(sev, 0) / n if n else math.nan
+    out["solved"] = float(defects.get("critical", 0) + defects.get("major", 0) == 0)
+    out["all_passed"] = float(failed == 0)
+    out["baseline_broken"] = len(score.get("baseline_broken") or [])
+    return out
 
 
 def load(results_dir: str | Path, missing_ok: bool = False) -> Records:
@@ -420,7 +445,7 @@ def t_critical_95(df: int) -> float:
     """Two-sided 95 % Student-t critical value for ``df`` degrees of freedom (NaN for df < 1)."""
     if df < 1:
         return math.nan
-    return _T95[max(k for k in _T95 if k <= df)] if df <= 120 else 1.960
+    return float(scipy_stats.t.ppf(0.975, df))
 
 
 def ci95_halfwidth(values: Sequence[float] | pd.Series) -> float:
@@ -437,12 +462,21 @@ def ci95_halfwidth(values: Sequence[float] | pd.Series) -> float:
 def strategy_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.DataFrame:
     """One row per strategy (or per ``by`` group) over its repeats.
 
-    ``runs`` and ``claimed_done_but_failed`` are counts; every other column is a mean per run;
-    ``*_ci95`` is the half-width of the 95 % t-interval of the mean over repeats (NaN with one run).
+    It leads with the scores comparable across tasks (:func:`comparable_scores`): ``solved_rate``
+    (share of scored runs with no critical or major failure) and ``failed_share`` (mean share of
+    requirements failed), then the raw defect counts, which depend on how many requirements a task has;
+    ``failed_share_<severity>`` (the share failed among the requirements of that severity) come last.
+    ``runs``, ``scored`` and ``claimed_done_but_failed`` are counts; every other column is a mean per
+    run; ``*_ci95`` is the half-width of the 95 % t-interval of the mean over repeats (NaN with one run).
     """
     runs = records.runs
     columns = [
         "runs",
+        "scored",
+        "solved_rate",
+        "solved_rate_ci95",
+        "failed_share",
+        "failed_share_ci95",
         *[c for sev in (*SEVERITIES, "total") for c in (sev, f"{sev}_ci95")],
         "claimed_done_but_failed",
         "tests_added",
@@ -453,18 +487,25 @@ def strategy_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.Da
         *TOKENS,
         "cost_usd",
         "cost_usd_ci95",
+        *[f"failed_share_{sev}" for sev in SEVERITIES],
     ]
     if runs.empty:
         return pd.DataFrame(columns=columns, index=pd.Index([], name=by[0]))
     rows = {}
     for key, g in runs.groupby(list(by), sort=True):
-        row: dict[str, float] = {"runs": len(g)}
+        row: dict[str, float] = {"runs": len(g), "scored": int(g["solved"].notna().sum())}
+        for name in ("solved", "failed_share"):
+            key_name = "solved_rate" if name == "solved" else name
+            row[key_name] = g[name].mean()
+            row[f"{key_name}_ci95"] = ci95_halfwidth(g[name])
         for sev in (*SEVERITIES, "total"):
             row[sev] = g[f"defects_{sev}"].mean()
             row[f"{sev}_ci95"] = ci95_halfwidth(g[f"defects_{sev}"])
         row["claimed_done_but_failed"] = int(g["claimed_done_but_failed"].sum())
         for name in ("tests_added", "files_touched", "wall_s", "calls", *TOKENS, "cost_usd"):
             row[name] = g[name].mean()
+        for sev in SEVERITIES:
+            row[f"failed_share_{sev}"] = g[f"failed_share_{sev}"].mean()
         row["wall_s_ci95"] = ci95_halfwidth(g["wall_s"])
         row["cost_usd_ci95"] = ci95_halfwidth(g["cost_usd"])
         rows[key if len(by) > 1 else key[0]] = row

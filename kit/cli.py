@@ -40,10 +40,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_models_check(args: argparse.Namespace) -> int:
     from kit.config import load_profile
-    from kit.models.check import check_profile, format_rows
+    from kit.models.check import check_profile, format_result
 
     _, sheet = load_profile(args.profile)
-    print(format_rows(check_profile(args.profile), sheet.illustrative))
+    result = check_profile(args.profile, records_dir=args.records, api_base=args.api_base)
+    print(format_result(result, sheet.illustrative))
     return 0
 
 
@@ -79,6 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
     msub = p.add_subparsers(dest="models_command", required=True)
     c = msub.add_parser("check", help="call each tier twice with a shared prefix; show tokens and cost")
     c.add_argument("--profile", default="local")
+    c.add_argument("--records", type=Path, default=None, help="folder for the calls (default: a temp folder)")
+    c.add_argument(
+        "--api-base", default=None, help="send every tier to this base URL (a proxy, a local or fake server)"
+    )
     c.set_defaults(func=_cmd_models_check)
 
     from kit import tasks

@@ -63,13 +63,31 @@ class ModelSpec(_Strict):
     temperature: float | None = None
     timeout_s: float = Field(300.0, description="Per-call timeout.")
     cache_breakpoints: bool | None = Field(
-        None, description="Mark system prompt + newest message cacheable; None = auto (Claude)."
+        None,
+        description="Mark system prompt + newest message cacheable (litellm's "
+        "cache_control_injection_points); False turns caching off for this tier; None = auto (Claude).",
+    )
+    custom: bool = Field(
+        False,
+        description="The model is not in litellm's model list (a fine-tune, a self-hosted server): "
+        "the preflight accepts it and its cost comes from the price sheet alone.",
     )
     extra: dict[str, Any] = Field(default_factory=dict, description="Passed to litellm as is.")
 
     @property
     def price_key(self) -> str:
         return self.price or self.model
+
+
+class RetryPolicy(_Strict):
+    """The kit's one retry policy (the provider SDKs' own retries are off): every attempt is a row
+    in calls.jsonl. A transient failure (429, 529 overloaded, 5xx, timeout, connection reset, an
+    empty or unparsable reply) is retried after the provider's Retry-After / retry-after-ms, else
+    after ``backoff_s * 2**(attempt-1)``; either is clipped to ``max_backoff_s``."""
+
+    max_retries: int = Field(3, ge=0, description="Retries after the first attempt.")
+    backoff_s: float = Field(1.0, ge=0, description="First backoff when the provider names none.")
+    max_backoff_s: float = Field(60.0, ge=0, description="Longest wait between two attempts.")
 
 
 class Profile(_Strict):
@@ -82,6 +100,7 @@ class Profile(_Strict):
     roles: dict[str, Tier] = Field(
         default_factory=dict, description="Override a role's tier, e.g. {executor: medium}."
     )
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
 
     @model_validator(mode="after")
     def _all_tiers(self) -> Profile:

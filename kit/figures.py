@@ -46,39 +46,39 @@ def _empty(path: str | Path, title: str, message: str) -> Path:
     return _save(fig, path)
 
 
-def pareto_front(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs no other run beats on both cost and defects (sorted by cost)."""
-    pts = runs.dropna(subset=["cost_usd", "defects_total"]).sort_values(["cost_usd", "defects_total"])
+Y_LABELS = {
+    "failed_share": "share of requirements failed (0 = all met)",
+    "defects_total": "defects (acceptance failures)",
+}
+
+
+def pareto_front(runs: pd.DataFrame, y: str = "failed_share") -> pd.DataFrame:
+    """The runs no other run beats on both cost and ``y`` (sorted by cost)."""
+    pts = runs.dropna(subset=["cost_usd", y]).sort_values(["cost_usd", y])
     front, best = [], float("inf")
     for idx, row in pts.iterrows():
-        if row["defects_total"] < best:
+        if row[y] < best:
             front.append(idx)
-            best = row["defects_total"]
+            best = row[y]
     return pts.loc[front]
 
 
-def pareto(runs: pd.DataFrame, path: str | Path) -> Path:
-    """Cost vs defects, one point per run, coloured by strategy; the Pareto front as a step line."""
-    title = "Cost vs defects per run"
+def pareto(runs: pd.DataFrame, path: str | Path, y: str = "failed_share") -> Path:
+    """Cost vs ``y`` (by default the share of requirements failed, comparable across tasks with
+    different numbers of requirements), one point per run, coloured by strategy; the Pareto front as
+    a step line."""
+    title = f"Cost vs {'failed share' if y == 'failed_share' else y} per run"
     if runs.empty:
         return _empty(path, title, "no complete runs")
     fig = _new()
     ax = fig.subplots()
     for strategy, g in runs.groupby("strategy", sort=True):
-        ax.scatter(g["cost_usd"], g["defects_total"], label=strategy, s=45, alpha=0.8)
-    front = pareto_front(runs)
+        ax.scatter(g["cost_usd"], g[y], label=strategy, s=45, alpha=0.8)
+    front = pareto_front(runs, y)
     if len(front) > 1:
-        ax.step(
-            front["cost_usd"],
-            front["defects_total"],
-            where="post",
-            color="grey",
-            lw=1,
-            ls="--",
-            label="Pareto front",
-        )
+        ax.step(front["cost_usd"], front[y], where="post", color="grey", lw=1, ls="--", label="Pareto front")
     ax.set_xlabel("cost per run (USD)")
-    ax.set_ylabel("defects (acceptance failures)")
+    ax.set_ylabel(Y_LABELS.get(y, y))
     ax.set_title(title)
     ax.legend(fontsize="small")
     return _save(fig, path)
@@ -152,4 +152,30 @@ def tier_shares_vs_reference(reference: pd.Series, measured: pd.Series, path: st
     ax.set_ylabel("% of cost")
     ax.set_title("Share of cost per tier")
     ax.legend(fontsize="small")
+    return _save(fig, path)
+
+
+def frontier(table: pd.DataFrame, path: str | Path) -> Path:
+    """One panel per task family: each strategy's mean cost vs mean failed share
+    (:func:`kit.verdict.frontier_table`); the strategies on the family's frontier joined by a line."""
+    title = "Cost-quality frontier per task family"
+    table = table.dropna(subset=["cost_usd", "failed_share"]) if not table.empty else table
+    if table.empty:
+        return _empty(path, title, "no scored runs")
+    families = list(dict.fromkeys(table.index.get_level_values("family")))
+    fig = _new(4.2 * len(families) + 1.0, 4.0)
+    axes = fig.subplots(1, len(families), squeeze=False)[0]
+    for ax, family in zip(axes, families, strict=True):
+        t = table.loc[family]
+        for strategy, row in t.iterrows():
+            ax.scatter(row["cost_usd"], row["failed_share"], s=60, label=strategy)
+            ax.annotate(str(strategy), (row["cost_usd"], row["failed_share"]), fontsize="small",
+                        xytext=(4, 4), textcoords="offset points")  # fmt: skip
+        front = t[t["on_frontier"]].sort_values("cost_usd")
+        if len(front) > 1:
+            ax.plot(front["cost_usd"], front["failed_share"], color="grey", lw=1, ls="--")
+        ax.set_title(f"{family} ({int(t['runs'].sum())} runs)", fontsize="small")
+        ax.set_xlabel("mean cost per run (USD)")
+    axes[0].set_ylabel(Y_LABELS["failed_share"])
+    fig.suptitle(title)
     return _save(fig, path)

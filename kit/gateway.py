@@ -5,11 +5,31 @@ pydantic model, sent as a JSON-schema ``response_format``). It returns the text,
 the parsed object, and a :class:`~kit.usage.Usage`, and appends one line per attempt to the run's
 ``calls.jsonl`` as it happens. Cost comes from the profile's price sheet; where litellm knows the
 model, litellm's own figure is recorded beside it and a disagreement over 1 % is flagged.
+
+Choices made here:
+
+* **One retry policy, the kit's** (:class:`~kit.config.RetryPolicy`): litellm is called with
+  ``max_retries=0`` so the provider SDKs never retry behind the kit's back; every attempt is a
+  row in ``calls.jsonl``; a transient failure waits for the provider's ``retry-after-ms`` /
+  ``Retry-After`` (litellm's header parser), else an exponential backoff; 529 "overloaded" counts
+  as transient like 429.
+* **An empty reply is a failed attempt**: no choices, or no text and no tool call, is recorded
+  as ``ok=false`` (with the tokens it was billed) and retried, then a :class:`ModelError` -- never
+  a finish. A reply the SDK cannot parse surfaces as a litellm error and is retried the same way.
+  (A schema answer that does not validate is the agent's business: it gets a format error.)
+* **Missing usage is estimated, and says so**: a reply whose usage is absent or all zeros is
+  recorded with litellm's ``token_counter`` estimate and ``usage_estimated: true``.
+* **Cache breakpoints** go through litellm's ``cache_control_injection_points`` (system prompt and
+  the newest message, whatever its role), so the marker lands where the provider accepts it
+  (e.g. on an Anthropic ``tool_result`` block, not inside its content). On by default for Claude;
+  a tier turns it on or off with ``cache_breakpoints``.
+* **Offline**: litellm's remote fetches (model cost map, other catalogs) are switched off before
+  it is imported (``LITELLM_LOCAL_MODEL_COST_MAP``, ``LITELLM_OFFLINE_MODE``): prices and model
+  facts come from the pinned package, the same online and offline.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import time
@@ -17,7 +37,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the cost map at import
+# Before litellm is imported: never fetch the cost map or any other catalog over the network.
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+os.environ["LITELLM_OFFLINE_MODE"] = "true"
 
 import litellm  # noqa: E402
 import openai  # noqa: E402
@@ -25,8 +47,8 @@ from litellm import CustomLLM  # noqa: E402
 from litellm.types.utils import ModelResponse  # noqa: E402
 from pydantic import BaseModel, ValidationError  # noqa: E402
 
-from kit.config import ActionMode, ModelSpec, PriceSheet, Profile, Tier  # noqa: E402
-from kit.errors import MissingKeyError, ModelError  # noqa: E402
+from kit.config import ActionMode, ModelSpec, PriceSheet, Profile, RetryPolicy, Tier  # noqa: E402
+from kit.errors import ConfigError, MissingKeyError, ModelError  # noqa: E402
 from kit.models import scripted  # noqa: E402
 from kit.records import CallRecord, RunRecorder, utc_now  # noqa: E402
 from kit.usage import Usage, normalise, priced  # noqa: E402
@@ -42,7 +64,13 @@ TRANSIENT = (
     litellm.Timeout,
     litellm.BadGatewayError,
 )
+TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 529})  # plus every 5xx
 COST_TOLERANCE = 0.01
+# litellm's cache_control_injection_points: the system prompt and the newest message.
+CACHE_POINTS: list[dict[str, Any]] = [
+    {"location": "message", "role": "system"},
+    {"location": "message", "index": -1},
+]
 EMBEDDED_PREFIX = "embedded/"
 SCRIPTED_PREFIX = "scripted/"
 # What the embedded model does best (measured with tests/benchmarks/action_modes.py; see README).
@@ -91,6 +119,10 @@ litellm.utils.custom_llm_setup()
 
 
 # --------------------------------------------------------------------------- results
+
+
+class EmptyReply(Exception):
+    """A 200 reply with nothing in it (no choices, or no text and no tool call)."""
 
 
 @dataclass
@@ -181,16 +213,22 @@ class Gateway:
         recorder: RunRecorder | None = None,
         *,
         context: dict[str, Any] | None = None,
-        max_retries: int = 3,
-        backoff_s: float = 1.0,
+        max_retries: int | None = None,
+        backoff_s: float | None = None,
+        max_backoff_s: float | None = None,
         sleep: Any = time.sleep,
     ) -> None:
+        """Retry settings come from ``profile.retry`` unless given here."""
         self.profile = profile
         self.price_sheet = price_sheet
         self.recorder = recorder
         self.context = dict(context or {})
-        self.max_retries = max_retries
-        self.backoff_s = backoff_s
+        policy = profile.retry
+        self.retry = RetryPolicy(
+            max_retries=policy.max_retries if max_retries is None else max_retries,
+            backoff_s=policy.backoff_s if backoff_s is None else backoff_s,
+            max_backoff_s=policy.max_backoff_s if max_backoff_s is None else max_backoff_s,
+        )
         self._sleep = sleep
         self._targets: dict[str, _Target] = {}
 
@@ -214,9 +252,29 @@ class Gateway:
 
     def preflight(self) -> None:
         """Resolve every tier's model now (keys checked, embedded server started), so a missing key
-        fails once, before any run, instead of inside every run."""
+        or a model litellm does not know fails once, before any run, instead of inside every run.
+
+        A real provider's model must be known to litellm (``get_model_info``) or marked
+        ``custom: true`` in the profile (its cost then comes from the price sheet alone)."""
         for tier in self.profile.tiers:
-            self._target(self.spec(tier))
+            spec = self.spec(tier)
+            target = self._target(spec)
+            local = spec.model.startswith((EMBEDDED_PREFIX, SCRIPTED_PREFIX))
+            if not (local or target.known_to_litellm or spec.custom):
+                raise ConfigError(
+                    f"profile {self.profile.name!r}, tier {tier}: litellm does not know the model "
+                    f"{spec.model!r}",
+                    "fix the model string (provider/model, as litellm spells it), or, for a model "
+                    "litellm cannot know (fine-tune, self-hosted server), set `custom: true` on the "
+                    "tier and price it in the price sheet",
+                )
+
+    def count_tokens(self, tier: Tier, messages: list[dict[str, Any]]) -> int:
+        """litellm's estimate of the prompt tokens of ``messages`` for the tier's model."""
+        return int(litellm.token_counter(model=self._token_model(self.spec(tier)), messages=messages))
+
+    def _token_model(self, spec: ModelSpec) -> str:
+        return spec.model if not spec.model.startswith((EMBEDDED_PREFIX, SCRIPTED_PREFIX)) else ""
 
     def _target(self, spec: ModelSpec) -> _Target:
         if spec.model in self._targets:
@@ -274,6 +332,7 @@ class Gateway:
         target = self._target(spec)
         kwargs: dict[str, Any] = dict(target.kwargs)
         kwargs["timeout"] = spec.timeout_s
+        kwargs["max_retries"] = 0  # the kit's retry loop is the only one: every attempt recorded
         kwargs["max_tokens"] = max_tokens or spec.max_output_tokens
         if spec.temperature is not None:
             kwargs["temperature"] = spec.temperature
@@ -290,7 +349,7 @@ class Gateway:
                 "json_schema": {"name": "action", "schema": json_schema},
             }
         if _wants_cache_breakpoints(spec):
-            messages = mark_cache_breakpoints(messages)
+            kwargs["cache_control_injection_points"] = [dict(p) for p in CACHE_POINTS]
 
         call = _Call(role, tier, spec, target, schema, conversation, action_mode)
         token = scripted.CALL_CONTEXT.set(
@@ -311,32 +370,54 @@ class Gateway:
     def _call_with_retries(
         self, call: _Call, messages: list[dict[str, Any]], kwargs: dict[str, Any]
     ) -> Reply:
-        attempts = self.max_retries + 1
+        attempts = self.retry.max_retries + 1
         for attempt in range(1, attempts + 1):
             started_at = utc_now()
             t0 = time.monotonic()
+            failure: Exception
             try:
                 response = litellm.completion(model=call.target.model, messages=messages, **kwargs)
             except Exception as exc:  # noqa: BLE001 - every failure is recorded, then classified
                 latency = time.monotonic() - t0
-                self._record(
-                    call.record(
-                        attempt, started_at, latency, ok=False, error=f"{type(exc).__name__}: {_short(exc)}"
-                    )
-                )
-                transient = isinstance(exc, TRANSIENT)
-                if transient and attempt < attempts:
-                    self._sleep(self.backoff_s * 2 ** (attempt - 1))
-                    continue
-                raise _model_error(exc, call.spec, attempt, transient) from exc
-            return self._finish(call, response, attempt, time.monotonic() - t0, started_at)
+                self._record(call.record(attempt, started_at, latency, ok=False, error=_describe(exc)))
+                failure = exc
+            else:
+                try:
+                    latency = time.monotonic() - t0
+                    return self._finish(call, response, messages, kwargs, attempt, latency, started_at)
+                except EmptyReply as exc:  # already recorded, with the tokens it was billed
+                    failure = exc
+            transient = is_transient(failure)
+            if transient and attempt < attempts:
+                self._sleep(retry_delay(failure, attempt, self.retry))
+                continue
+            raise _model_error(failure, call.spec, attempt, transient) from failure
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _finish(self, call: _Call, response: Any, attempt: int, latency: float, started_at: str) -> Reply:
+    def _finish(
+        self,
+        call: _Call,
+        response: Any,
+        messages: list[dict[str, Any]],
+        kwargs: dict[str, Any],
+        attempt: int,
+        latency: float,
+        started_at: str,
+    ) -> Reply:
         raw = _usage_dict(response)
-        usage = priced(normalise(raw), self.price_sheet.get(call.spec.price_key))
+        choice = response.choices[0] if response.choices else None
+        message = getattr(choice, "message", None)
+        content = getattr(message, "content", None) if message is not None else None
+        tool_calls = [_tool_call(tc) for tc in (getattr(message, "tool_calls", None) or [])]
+        estimated = not (_int(raw.get("prompt_tokens")) or _int(raw.get("completion_tokens")))
+        if estimated:
+            tokens = self._estimate(call.spec, messages, kwargs.get("tools"), content, tool_calls)
+        else:
+            tokens = normalise(raw)
+        usage = priced(tokens, self.price_sheet.get(call.spec.price_key))
+        empty = _emptiness(response, content, tool_calls)
         litellm_cost = None
-        if call.target.known_to_litellm:
+        if call.target.known_to_litellm and not estimated:
             try:
                 litellm_cost = float(
                     litellm.completion_cost(completion_response=response, model=call.target.model)
@@ -348,17 +429,17 @@ class Gateway:
                 attempt,
                 started_at,
                 latency,
-                ok=True,
+                ok=empty is None,
+                error=f"EmptyReply: {empty}" if empty else None,
                 usage=usage,
+                usage_estimated=estimated,
                 litellm_cost_usd=litellm_cost,
                 cost_mismatch=litellm_cost is not None and _disagrees(usage.cost_usd, litellm_cost),
                 raw_usage=raw,
             )
         )
-        choice = response.choices[0] if response.choices else None
-        message = getattr(choice, "message", None)
-        content = getattr(message, "content", None) if message is not None else None
-        tool_calls = [_tool_call(tc) for tc in (getattr(message, "tool_calls", None) or [])]
+        if empty is not None:
+            raise EmptyReply(empty)
         reply = Reply(
             content=content,
             tool_calls=tool_calls,
@@ -370,6 +451,21 @@ class Gateway:
         if call.schema is not None:
             reply.parsed, reply.parse_error = parse_structured(content, call.schema)
         return reply
+
+    def _estimate(
+        self,
+        spec: ModelSpec,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        content: str | None,
+        tool_calls: list[ToolCall],
+    ) -> Usage:
+        """Tokens of a reply that came without usage, by litellm's ``token_counter``."""
+        model = self._token_model(spec)
+        prompt = litellm.token_counter(model=model, messages=messages, tools=tools or None)
+        text = (content or "") + "".join(tc.name + json.dumps(tc.arguments) for tc in tool_calls)
+        output = litellm.token_counter(model=model, text=text) if text else 0
+        return Usage(input_uncached=int(prompt), output=int(output))
 
     def _record(self, record: CallRecord) -> None:
         if self.recorder is not None:
@@ -391,27 +487,64 @@ def parse_structured(content: str | None, schema: type[BaseModel]) -> tuple[Base
         return None, _short(e, 600)
 
 
-def mark_cache_breakpoints(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Anthropic-style explicit caching: the system prompt and the newest message are cacheable."""
-    out = copy.deepcopy(messages)
-    targets = [i for i, m in enumerate(out) if m.get("role") == "system"][:1]
-    if out:
-        targets.append(len(out) - 1)
-    for i in set(targets):
-        msg = out[i]
-        content = msg.get("content")
-        if isinstance(content, str):
-            msg["content"] = [{"type": "text", "text": content, "cache_control": {"type": "ephemeral"}}]
-        elif isinstance(content, list) and content:
-            content[-1] = {**content[-1], "cache_control": {"type": "ephemeral"}}
-    return out
-
-
 def _wants_cache_breakpoints(spec: ModelSpec) -> bool:
     if spec.cache_breakpoints is not None:
         return spec.cache_breakpoints
     m = spec.model.lower()
     return "claude" in m or m.startswith("anthropic/")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Worth another attempt: rate limits, overload (529), 5xx, timeouts, resets, empty replies."""
+    if isinstance(exc, (*TRANSIENT, EmptyReply)):
+        return True
+    if isinstance(exc, litellm.AuthenticationError | litellm.BadRequestError | ModelError):
+        return False
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and (status in TRANSIENT_STATUS or status >= 500)
+
+
+def retry_delay(exc: BaseException, attempt: int, policy: RetryPolicy) -> float:
+    """Seconds to wait before the next attempt: the provider's ``retry-after-ms`` or
+    ``Retry-After`` (seconds or an HTTP date, parsed by litellm), else exponential backoff; never
+    more than ``policy.max_backoff_s``."""
+    headers = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+    wait: float | None = None
+    if headers is not None:
+        try:
+            wait = float(headers.get("retry-after-ms") or "") / 1000
+        except ValueError:
+            wait = None
+        if wait is None and headers.get("retry-after"):
+            seconds = litellm.utils._get_retry_after_from_exception_header(headers)
+            wait = float(seconds) if seconds is not None and seconds >= 0 else None
+    if wait is None or wait < 0:
+        wait = policy.backoff_s * 2 ** (attempt - 1)
+    return min(wait, policy.max_backoff_s)
+
+
+def _emptiness(response: Any, content: str | None, tool_calls: list[ToolCall]) -> str | None:
+    """Why a 200 reply is unusable, or None when it has text or a tool call."""
+    if not getattr(response, "choices", None):
+        return "the reply had no choices"
+    if not tool_calls and not (content or "").strip():
+        return "the reply had no text and no tool call"
+    return None
+
+
+def _describe(exc: BaseException) -> str:
+    status = getattr(exc, "status_code", None)
+    code = f" [{status}]" if isinstance(status, int) else ""
+    return f"{type(exc).__name__}{code}: {_short(exc)}"
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 def _known(model: str) -> bool:
@@ -466,7 +599,7 @@ def _model_error(exc: BaseException, spec: ModelSpec, attempts: int, transient: 
         )
     if transient:
         return ModelError(
-            f"{spec.model}: gave up after {attempts} attempts: {type(exc).__name__}: {_short(exc, 200)}",
+            f"{spec.model}: gave up after {attempts} attempts: {_describe(exc)[:240]}",
             "the provider is failing or rate-limiting; rerun later -- finished runs are kept and skipped",
         )
     return ModelError(

@@ -24,6 +24,7 @@ NOTEBOOKS = {
     "benchmark": "01_benchmark.ipynb",
     "tier_economics": "02_tier_economics.ipynb",
     "prompt_lab": "03_prompt_lab.ipynb",
+    "verdict": "04_verdict.ipynb",
 }
 KERNEL_NAME = "orchbench"  # installed into this environment when no kernelspec runs sys.executable
 
@@ -209,7 +210,7 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("results_dir", help="an experiment folder, e.g. results/default")
     p.add_argument(
-        "--only", action="append", help=f"one notebook ({', '.join(NOTEBOOKS)}, or 01/02/03); repeatable"
+        "--only", action="append", help=f"one notebook ({', '.join(NOTEBOOKS)}, or 01/02/03/04); repeatable"
     )
     p.add_argument(
         "--param", action="append", default=[], metavar="K=V", help="a notebook parameter (YAML value)"

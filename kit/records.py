@@ -68,6 +68,9 @@ class CallRecord(BaseModel):
     latency_s: float = 0.0
     started_at: str = Field(default_factory=utc_now)
     raw_usage: dict[str, Any] | None = None
+    usage_estimated: bool = Field(
+        False, description="The reply had no usage: tokens are litellm token_counter estimates."
+    )
     action_mode: str | None = None
     conversation: str | None = None
 
@@ -115,6 +118,13 @@ class Score(BaseModel):
 
     requirements_total: int = 0
     requirements_failed: int = 0
+    baseline_broken: list[str] = Field(
+        default_factory=list,
+        description="Acceptance tests marked baseline_pass (not requirements) that fail at the end.",
+    )
+    requirements_by_severity: dict[Severity, int] = Field(
+        default_factory=dict, description="requirements_total split by severity (empty in older records)."
+    )
     defects: dict[Severity, int] = Field(default_factory=lambda: {"critical": 0, "major": 0, "minor": 0})
     failed: list[FailedRequirement] = Field(default_factory=list)
     own_tests_total: int = 0

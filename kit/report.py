@@ -46,6 +46,14 @@ def describe(records: Records) -> str:
         ]
     if records.incomplete:
         lines.append(f"{len(records.incomplete)} incomplete run(s) ignored (no run.json)")
+    calls = records.calls
+    if not calls.empty and "usage_estimated" in calls:
+        estimated = int(calls["usage_estimated"].fillna(False).astype(bool).sum())
+        if estimated:
+            lines.append(
+                f"NOTE: {estimated} of {len(calls)} call attempts came without usage from the provider; "
+                "their tokens and cost are litellm token_counter estimates (usage_estimated)"
+            )
     lines += [f"NOTE: {label}" for label in labels(records)]
     return "\n".join(lines)
 
@@ -65,10 +73,24 @@ def _mean_ci(mean: float, ci: float, digits: int = 2) -> str:
     return f"{mean:.{digits}f}" if pd.isna(ci) else f"{mean:.{digits}f} ± {ci:.{digits}f}"
 
 
+def _pct_ci(mean: float, ci: float) -> str:
+    if pd.isna(mean):
+        return "-"
+    return f"{mean:.0%}" if pd.isna(ci) else f"{mean:.0%} ± {ci:.0%}"
+
+
 def format_strategy_table(table: pd.DataFrame) -> pd.DataFrame:
     """The per-strategy table as readable strings (means per run; ± the 95 % interval)."""
     out = pd.DataFrame(index=table.index)
     out["runs"] = table["runs"].map("{:.0f}".format)
+    # comparable across tasks first: share of runs solved (no critical/major failure), share of
+    # requirements failed; then the raw defect counts, which scale with a task's number of requirements
+    out["solved ± 95%"] = [
+        _pct_ci(m, c) for m, c in zip(table["solved_rate"], table["solved_rate_ci95"], strict=True)
+    ]
+    out["failed share ± 95%"] = [
+        _pct_ci(m, c) for m, c in zip(table["failed_share"], table["failed_share_ci95"], strict=True)
+    ]
     out["defects ± 95%"] = [_mean_ci(m, c) for m, c in zip(table["total"], table["total_ci95"], strict=True)]
     out["crit/maj/min"] = [f"{a:.1f}/{b:.1f}/{c:.1f}" for a, b, c in table[list(SEVERITIES)].to_numpy()]
     out["done✗"] = table["claimed_done_but_failed"].map("{:.0f}".format)
@@ -106,7 +128,8 @@ def report_text(results_dir: str | Path) -> str:
     by = ("task", "strategy") if records.runs["task"].nunique() > 1 else ("strategy",)
     parts += [
         "",
-        "Per strategy (means per run; ± = 95 % t-interval over repeats; done✗ = claimed done but failed)",
+        "Per strategy (means per run; ± = 95 % t-interval over repeats; solved = no critical/major "
+        "requirement failed; failed share = requirements failed / total; done✗ = claimed done but failed)",
         format_strategy_table(strategy_table(records, by=by)).to_string(),
         "",
         "Per role × tier (sums over all runs; share = of the strategy's cost)",

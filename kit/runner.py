@@ -30,7 +30,7 @@ from kit.gateway import Gateway
 from kit.paths import REPO_ROOT, results_root
 from kit.prompts import PromptBook
 from kit.records import RunRecord, RunRecorder, load_run, utc_now
-from kit.tasks import Task, load_task
+from kit.tasks import Task, expand_tasks, load_task
 from kit.workspace import create_workspace, diff
 
 EXPERIMENT_COPY = "experiment.yaml"
@@ -80,7 +80,7 @@ def redacted(profile: Profile) -> dict[str, Any]:
 
 def plan(experiment: Experiment) -> list[RunSpec]:
     """The matrix, validated up front: unknown tasks or strategies fail before anything runs."""
-    tasks = [load_task(t) for t in experiment.tasks]
+    tasks = [load_task(t) for t in expand_tasks(experiment.tasks)]  # `suite:<name>` -> its tasks
     for name in experiment.strategies:
         strategies.get(name)
     return [

@@ -402,15 +402,24 @@ def evaluate(task: Task, tree: Path, ws: Workspace, timeout_s: float | None = No
 def to_score(ev: Evaluation, ws: Workspace, claimed_done: bool, scoring_s: float) -> Score:
     defects = {s: 0 for s in SEVERITIES}
     failed = []
-    for req in ev.failed_requirements:
+    # a baseline_pass test already passed on the starting code: not a requirement (not in the totals);
+    # one that fails at the end is kept apart, in baseline_broken
+    requirements = [r for r in ev.requirements if not r.baseline_pass]
+    broken = [r.key for r in ev.failed_requirements if r.baseline_pass]
+    for req in (r for r in ev.failed_requirements if not r.baseline_pass):
         sev = req.severity if req.severity in SEVERITIES else "major"
         defects[sev] += 1  # type: ignore[index]
         failed.append(FailedRequirement(test=req.key, severity=sev, message=ev.results[req.key][1]))  # type: ignore[arg-type]
     files, added, removed = diff_stats(ws)
     regressed = ev.regressed
     return Score(
-        requirements_total=len(ev.requirements),
+        requirements_total=len(requirements),
+        requirements_by_severity={
+            sev: sum((r.severity if r.severity in SEVERITIES else "major") == sev for r in requirements)
+            for sev in SEVERITIES
+        },
         requirements_failed=len(failed),
+        baseline_broken=broken,
         defects=defects,  # type: ignore[arg-type]
         failed=failed,
         own_tests_total=len(ev.own.outcomes),

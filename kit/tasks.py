@@ -120,6 +120,52 @@ def list_tasks() -> list[Task]:
     return [load_task(TASKS_DIR / i) for i in _task_ids()]
 
 
+# --------------------------------------------------------------------------- suites
+
+SUITES_DIR = TASKS_DIR.parent / "suites"
+SUITE_PREFIX = "suite:"
+
+
+class Suite(BaseModel):
+    """A named, fixed list of task ids (``datasets/suites/<name>.yaml``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="The file name without .yaml.")
+    description: str = ""
+    source: str = Field("", description="Where the tasks come from (repository, commit, licence).")
+    tasks: list[str] = Field(min_length=1)
+
+
+def suite_names() -> list[str]:
+    return sorted(p.stem for p in SUITES_DIR.glob("*.yaml")) if SUITES_DIR.is_dir() else []
+
+
+def load_suite(name: str) -> Suite:
+    """The suite ``name`` (or a path to a suite file); every task it names must exist."""
+    path = Path(name) if str(name).endswith((".yaml", ".yml")) else SUITES_DIR / f"{name}.yaml"
+    if not path.is_file():
+        raise ConfigError(f"unknown suite {name!r}", f"pick one of: {', '.join(suite_names()) or '(none)'}")
+    suite = load_yaml_model(path, Suite, "suite")
+    if suite.name != path.stem:
+        raise ConfigError(
+            f"{path}: field `name`: {suite.name!r} differs from the file name", "make them equal"
+        )
+    for task_id in suite.tasks:
+        _task_folder(task_id)  # an unknown task fails here, naming the valid ones
+    return suite
+
+
+def expand_tasks(entries: list[str]) -> list[str]:
+    """Task entries of an experiment with each ``suite:<name>`` replaced by the suite's task ids, in
+    order; a task named twice (directly or through two suites) is kept once, where it first appears."""
+    out: list[str] = []
+    for entry in entries:
+        ids = load_suite(entry[len(SUITE_PREFIX) :]).tasks if entry.startswith(SUITE_PREFIX) else [entry]
+        out += [i for i in ids if i not in out]
+    return out
+
+
 def apply_solution(task: Task, root: Path) -> None:
     """Lay the reference solution over ``root`` (files copied; DELETED.txt entries removed)."""
     if not task.solution_dir.is_dir():
@@ -236,6 +282,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         sev = " ".join(f"{n} {s}" for s, n in counts.items() if n)
         total = sum(counts.values())
         print(f"{t.id:<{width}}  {t.language:<7} {total:>2} acceptance ({sev})  {t.title}")
+    for name in suite_names():
+        suite = load_suite(name)
+        print(f"suite {SUITE_PREFIX}{name}: {len(suite.tasks)} tasks: {', '.join(suite.tasks)}")
     return 0
 
 
@@ -245,7 +294,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if getattr(args, "all", False):
             tasks = list_tasks()
         elif target:
-            tasks = [load_task(target)]
+            tasks = [load_task(t) for t in expand_tasks([target])]
         else:
             print("give a task id or folder, or --all")
             return 2
@@ -266,19 +315,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_import_exercism(args: argparse.Namespace) -> int:
-    from kit.exercism import import_exercism
+    from kit.exercism import import_exercism, summary_table
 
     dest = Path(args.dest) if getattr(args, "dest", None) else TASKS_DIR
-    results = import_exercism(Path(args.path), dest)
+    results = import_exercism(
+        Path(args.path),
+        dest,
+        severities=getattr(args, "severities", None),
+        validate=not getattr(args, "no_validate", False),
+        progress=getattr(args, "progress", False),
+    )
     if not results:
         print(f"no exercises found in {args.path}")
         return 1
-    for r in results:
-        if r.ok:
-            print(f"✓ {r.name} -> {r.task_dir}")
-        else:
-            print(f"✗ {r.name}: {r.error}")
-    return 0 if all(r.ok for r in results) else 1
+    print(summary_table(results))
+    return 0 if all(r.ok or r.status == "skipped" for r in results) else 1
 
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -291,11 +342,16 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("validate", help="check a task's contract (own tests, acceptance, solution)")
-    p.add_argument("id", nargs="?", help="task id or task folder path")
+    p.add_argument("id", nargs="?", help="task id, task folder path, or suite:<name>")
     p.add_argument("--all", action="store_true", help="validate every task in datasets/tasks")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("import-exercism", help="turn Exercism python-track exercises into tasks")
     p.add_argument("path", help="one exercise folder or a folder of them")
     p.add_argument("--dest", default=None, help=f"where to write the tasks (default {TASKS_DIR})")
+    p.add_argument(
+        "--severities", default=None, help="YAML mapping of test names to severities (see kit.exercism_marks)"
+    )
+    p.add_argument("--no-validate", action="store_true", help="import only; do not validate each task")
+    p.add_argument("--progress", action="store_true", help="print each exercise as it is done")
     p.set_defaults(func=cmd_import_exercism)

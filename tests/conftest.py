@@ -13,3 +13,21 @@ import pytest  # noqa: E402
 def _results_in_tmp(tmp_path, monkeypatch):
     """Point ORCHBENCH_RESULTS_DIR at a temp folder so no test writes into the repo's results/."""
     monkeypatch.setenv("ORCHBENCH_RESULTS_DIR", str(tmp_path / "results"))
+
+
+@pytest.fixture
+def fake_anthropic():
+    """A fake Anthropic Messages API on 127.0.0.1 (see tests/fake_providers.py); stopped after the test."""
+    from fake_providers import FakeAnthropic
+
+    with FakeAnthropic() as server:
+        yield server
+
+
+@pytest.fixture
+def fake_openai():
+    """A fake OpenAI chat API on 127.0.0.1 (see tests/fake_providers.py); stopped after the test."""
+    from fake_providers import FakeOpenAI
+
+    with FakeOpenAI() as server:
+        yield server

@@ -111,6 +111,7 @@ def write_experiment(
             crit, major, minor = DEFECTS[strategy][repeat]
             score = Score(
                 requirements_total=6,
+                requirements_by_severity={"critical": 2, "major": 2, "minor": 2},
                 requirements_failed=crit + major + minor,
                 defects={"critical": crit, "major": major, "minor": minor},
                 tests_added=2 * repeat + (3 if strategy == "pdca" else 0),

@@ -67,15 +67,32 @@ def test_strategy_table_matches_hand_sums(records):
     assert vibe["runs"] == 2 and pdca["runs"] == 2
     # vibe defects per run: (1,0,2) and (0,1,1) -> totals 3 and 2
     assert vibe["critical"] == 0.5 and vibe["major"] == 0.5 and vibe["minor"] == 1.5 and vibe["total"] == 2.5
-    # t(0.975, df=1) = 12.706; s([3, 2]) = 0.7071; half-width = 12.706 * 0.7071 / sqrt(2) = 6.353
+    # t(0.975, df=1) = 12.7062; s([3, 2]) = 0.7071; half-width = 12.7062 * 0.7071 / sqrt(2) = 6.353
     assert vibe["total_ci95"] == pytest.approx(6.353, abs=1e-3)
     assert pdca["total"] == 0.5 and pdca["critical_ci95"] == 0.0
     assert vibe["claimed_done_but_failed"] == 2 and pdca["claimed_done_but_failed"] == 1
     assert vibe["tests_added"] == 1.0 and pdca["tests_added"] == 4.0  # (0+2)/2 and (3+5)/2
     assert vibe["wall_s"] == 70.0 and vibe["wall_s_ci95"] == pytest.approx(
-        12.706 * 14.1421356 / 2**0.5, rel=1e-6
+        12.7062047 * 14.1421356 / 2**0.5, rel=1e-6
     )
     assert vibe["calls"] == 3 and pdca["calls"] == 4
+    # comparable scores: 6 requirements, 2 of each severity; solved = no critical/major failure
+    assert list(t.columns[:6]) == [
+        "runs",
+        "scored",
+        "solved_rate",
+        "solved_rate_ci95",
+        "failed_share",
+        "failed_share_ci95",
+    ]
+    assert pdca["solved_rate"] == 1.0 and pdca["failed_share"] == pytest.approx(1 / 12)
+    assert vibe["failed_share_minor"] == pytest.approx(3 / 4) and vibe["failed_share_critical"] == 0.25
+    assert vibe["solved_rate"] == 0.0 and vibe["failed_share"] == pytest.approx((3 / 6 + 2 / 6) / 2)
+    runs = records.runs.set_index(["strategy", "repeat"])
+    assert (
+        runs.loc[("vibe", 0), "failed_share_minor"] == 1.0
+        and runs.loc[("vibe", 0), "failed_share_major"] == 0
+    )
     # vibe uncached per run: 1000+200+100 = 1300 and 1300+3*100 = 1600
     assert vibe["input_uncached"] == 1450 and vibe["cache_read"] == 4300 and vibe["cache_write"] == 2300
     assert vibe["output"] == 300
@@ -135,6 +152,11 @@ def test_report_text_has_both_tables_and_caveats(exp):
     text = report.report_text(exp)
     assert "Per strategy" in text and "Per role × tier" in text
     assert "2.50 ± 6.35" in text  # vibe defects
+    header = text.splitlines()[
+        text.splitlines().index(next(ln for ln in text.splitlines() if "solved" in ln and "runs" in ln))
+    ]
+    assert header.index("solved") < header.index("failed share") < header.index("defects")
+    assert "42% ± 106%" in text  # vibe failed share: (3/6 + 2/6) / 2, t-interval over the 2 repeats
     assert "illustrative prices" in text
     assert report.SCRIPTED_LABEL in text
     assert report.EMBEDDED_LABEL not in text
@@ -160,9 +182,11 @@ def test_results_root_and_missing_folders(exp, tmp_path):
 
 
 def test_t_critical_values():
-    assert analysis.t_critical_95(1) == 12.706
-    assert analysis.t_critical_95(35) == 2.042  # the next lower tabulated df
-    assert analysis.t_critical_95(500) == 1.960
+    # scipy's Student t quantiles (printed tables round them to 3 decimals)
+    assert analysis.t_critical_95(1) == pytest.approx(12.7062047, abs=1e-6)
+    assert analysis.t_critical_95(35) == pytest.approx(2.0301079, abs=1e-6)
+    assert analysis.t_critical_95(500) == pytest.approx(1.9647198, abs=1e-6)
+    assert math.isnan(analysis.t_critical_95(0))
     assert math.isnan(analysis.ci95_halfwidth([1.0]))
 
 

@@ -21,6 +21,7 @@ PARAMETERS = {
     "benchmark": {"results_dir", "experiment", "figures_dir"},
     "tier_economics": {"results_dir", "price_sheet", "reassign", "reference", "figures_dir"},
     "prompt_lab": {"strategy", "role", "prompt_override", "task", "profile", "results_dir", "limits"},
+    "verdict": {"results_dir", "baseline", "n_resamples", "seed", "figures_dir"},
 }
 
 
@@ -43,6 +44,16 @@ def test_benchmark_and_economics_run_and_write_figures(tmp_path):
     text = json.dumps(nbformat.read(out[1], as_version=4).cells)
     assert "cheap 60%, medium 37%, strong 3%" in text and "= 25x" in text and "= 23.35x" in text
     assert "moved 4 calls of executor" in text
+
+
+def test_verdict_notebook_prints_the_paired_verdict_and_the_frontier(tmp_path):
+    exp = write_experiment(tmp_path / "results")
+    (out,) = notebooks.execute_all(exp, only="04", params={"n_resamples": 500}, progress=False)
+    text = json.dumps(nbformat.read(out, as_version=4).cells)
+    # the fixture: pdca solves both repeats, vibe neither; 2 defects fewer per pair
+    assert "pdca vs vibe: +100 pts solved [+100, +100], -2.00 defects/run [-2.00, -2.00]" in text
+    assert "2 paired runs" in text and "only 2 pairs" in text and "on_frontier" in text
+    assert (exp / "notebooks" / "figures" / "frontier.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_economics_on_a_folder_without_runs_says_so(tmp_path):
@@ -75,7 +86,7 @@ def test_select_params_and_cli():
     assert notebooks.select(None) == list(notebooks.NOTEBOOKS)
     assert notebooks.select(["03", "01_benchmark", "benchmark"]) == ["prompt_lab", "benchmark"]
     with pytest.raises(KitError, match="unknown notebook"):
-        notebooks.select("04")
+        notebooks.select("05")
     assert notebooks.parse_param("price_sheet=None") == ("price_sheet", None)
     assert notebooks.parse_param("reassign={executor: strong}") == ("reassign", {"executor": "strong"})
     assert notebooks.parse_param("task=micro-slugify") == ("task", "micro-slugify")
@@ -198,8 +209,16 @@ def test_all_three_notebooks_on_records_the_scripted_model_produced(tmp_path):
     out += notebooks.execute_all(
         exp, only="03", params={"profile": "scripted", "results_dir": str(tmp_path / "lab")}, progress=False
     )
-    assert [p.name for p in out] == ["01_benchmark.ipynb", "02_tier_economics.ipynb", "03_prompt_lab.ipynb"]
+    out += notebooks.execute_all(exp, only="04", params={"n_resamples": 500}, progress=False)
+    assert [p.name for p in out] == [
+        "01_benchmark.ipynb",
+        "02_tier_economics.ipynb",
+        "03_prompt_lab.ipynb",
+        "04_verdict.ipynb",
+    ]
     for name in FIGURES:
         assert (exp / "notebooks" / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
     bench = json.dumps(nbformat.read(out[0], as_version=4).cells)
     assert "scripted model" in bench and "linear" in bench and "harness" in bench
+    verdicts = json.dumps(nbformat.read(out[3], as_version=4).cells)  # one repeat each: one pair per line
+    assert "harness vs linear:" in verdicts and "linear vs vibe:" in verdicts and "1 paired runs" in verdicts

@@ -24,7 +24,8 @@ def test_start_is_all_defects_and_solution_is_clean(task_id, tmp_path):
     ws = create_workspace(task, tmp_path / "ws")
 
     start = score(task, ws, claimed_done=True)
-    assert start.requirements_total == len(reqs)
+    assert start.requirements_total == sum(not r.baseline_pass for r in reqs)  # baseline-pass: no requirement
+    assert start.requirements_by_severity == expected and start.baseline_broken == []
     assert start.defects == expected
     assert start.requirements_failed == sum(expected.values())
     assert start.claimed_done_but_failed is True

@@ -31,7 +31,9 @@ def test_shipped_tasks_load():
 
 
 def test_validate_all_shipped_tasks():
-    for task in list_tasks():
+    # the vendored suite tasks (exercism-*) are validated by `kit tasks validate --all`, the first step
+    # of `make test`; validating them here again would double that time
+    for task in (t for t in list_tasks() if not t.id.startswith("exercism-")):
         report = validate_task(task)
         assert report.ok, (task.id, report.problems)
         assert report.durations["total_s"] < 30

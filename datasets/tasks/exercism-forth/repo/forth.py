@@ -1,0 +1,6 @@
+class StackUnderflowError(Exception):
+    pass
+
+
+def evaluate(input_data):
+    pass

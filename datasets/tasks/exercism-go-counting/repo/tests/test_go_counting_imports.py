@@ -1,0 +1,2 @@
+def test_module_imports():
+    import go_counting  # noqa: F401

@@ -1,0 +1,2 @@
+def test_module_imports():
+    import paasio  # noqa: F401

@@ -1,0 +1,254 @@
+"""Verdicts with confidence: paired differences between strategies, bootstrap intervals, repeats needed.
+
+Two strategies are compared on **paired runs**: the same task, profile and repeat index (repeat r of
+pdca on task T is set against repeat r of vibe on task T), so task difficulty cancels out. For each
+metric (``solved``, ``failed_share``, ``defects_total``, ``cost_usd``; columns of
+:attr:`kit.analysis.Records.runs`) the difference is *a minus b* per pair, and
+
+* ``diff`` -- the mean paired difference;
+* ``lo`` / ``hi`` -- its 95 % bootstrap interval (``scipy.stats.bootstrap`` with ``paired=True``,
+  BCa; a percentile interval where BCa is undefined; the point itself when all differences are equal);
+* ``p`` -- the two-sided paired t-test p-value (``scipy.stats.ttest_rel``);
+* ``repeats_needed`` -- how many pairs a paired t-test (two-sided, alpha 0.05) needs to detect a true
+  difference of the observed size with 80 % power, given the observed spread of the differences.
+  Computed from scipy's noncentral t distribution: power(n) = P(|T| > t_crit(n-1)) for
+  T ~ nct(df=n-1, nc=diff/sd*sqrt(n)); the smallest n with power >= 0.8. None when the observed
+  difference is 0 (nothing to detect), or when n would exceed ``MAX_REPEATS``.
+
+Runs without a score (e.g. an error before scoring) have NaN quality metrics; a pair is used for a
+metric only when both runs have a value.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from kit.errors import KitError
+
+METRICS = ("solved", "failed_share", "defects_total", "cost_usd")
+PAIR_KEYS = ("task", "profile", "repeat")
+ALPHA = 0.05
+POWER = 0.8
+MAX_REPEATS = 10_000
+FEW_PAIRS = 6  # below this, verdict lines warn that the bootstrap interval is unreliable
+COLUMNS = ("diff", "lo", "hi", "p", "pairs", "repeats_needed")
+
+
+def paired(runs: pd.DataFrame, a: str, b: str, keys: Sequence[str] = PAIR_KEYS) -> pd.DataFrame:
+    """One row per (task, profile, repeat) that both strategies ran: the metrics as ``<m>_a``, ``<m>_b``."""
+    cols = [*keys, *(m for m in METRICS if m in runs)]
+    sides = []
+    for name in (a, b):
+        side = runs.loc[runs["strategy"] == name, cols]
+        dupes = side.duplicated(list(keys))
+        if dupes.any():
+            first = side.loc[dupes, list(keys)].iloc[0].to_dict()
+            raise KitError(
+                f"strategy {name!r} has more than one run for {first}",
+                "analyse one experiment folder at a time, or pass keys that tell the runs apart",
+            )
+        sides.append(side)
+    return sides[0].merge(sides[1], on=list(keys), suffixes=("_a", "_b"))
+
+
+def bootstrap_diff(
+    a: Sequence[float], b: Sequence[float], n_resamples: int = 9999, seed: int = 0
+) -> tuple[float, float, float]:
+    """Mean of a - b over pairs and its 95 % paired bootstrap interval; NaNs with fewer than 2 pairs."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(x) == 0:
+        return math.nan, math.nan, math.nan
+    d = x - y
+    mean = float(d.mean())
+    if len(d) < 2:
+        return mean, math.nan, math.nan
+    if np.allclose(d, d[0]):
+        return mean, mean, mean  # every resample has the same mean
+
+    def stat(u: np.ndarray, v: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.mean(u - v, axis=axis)
+
+    for method in ("BCa", "percentile"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # BCa on tiny samples warns, and we fall back
+            res = stats.bootstrap(
+                (x, y),
+                stat,
+                paired=True,
+                vectorized=True,
+                n_resamples=n_resamples,
+                confidence_level=1 - ALPHA,
+                method=method,
+                rng=np.random.default_rng(seed),
+            )
+        lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        if math.isfinite(lo) and math.isfinite(hi):
+            return mean, lo, hi
+    return mean, math.nan, math.nan
+
+
+def repeats_needed(diffs: Sequence[float], power: float = POWER, alpha: float = ALPHA) -> int | None:
+    """Pairs a two-sided paired t-test needs to detect the observed mean difference with ``power``."""
+    d = np.asarray(diffs, dtype=float)
+    if len(d) == 0 or d.mean() == 0:
+        return None
+    if len(d) < 2 or np.allclose(d, d[0]):
+        return 2  # no spread at all: the smallest sample that has a t-test
+    effect = abs(float(d.mean())) / float(d.std(ddof=1))
+    for n in itertools.chain(range(2, 200), np.unique(np.geomspace(200, MAX_REPEATS, 400).astype(int))):
+        crit = stats.t.ppf(1 - alpha / 2, n - 1)
+        nc = effect * math.sqrt(n)
+        achieved = stats.nct.sf(crit, n - 1, nc) + stats.nct.cdf(-crit, n - 1, nc)
+        if achieved >= power:
+            return int(n)
+    return None
+
+
+def compare(runs: pd.DataFrame, a: str, b: str, n_resamples: int = 9999, seed: int = 0) -> pd.DataFrame:
+    """Per metric, the paired difference a - b: diff, 95 % bootstrap lo/hi, p, pairs, repeats_needed."""
+    pairs = paired(runs, a, b)
+    rows = {}
+    for m in METRICS:
+        if f"{m}_a" not in pairs:
+            continue
+        both = pairs[[f"{m}_a", f"{m}_b"]].astype(float).dropna()
+        x, y = both[f"{m}_a"].to_numpy(), both[f"{m}_b"].to_numpy()
+        diff, lo, hi = bootstrap_diff(x, y, n_resamples, seed)
+        p = math.nan
+        if len(x) > 1 and not np.allclose(x - y, (x - y)[0]):
+            p = float(stats.ttest_rel(x, y).pvalue)
+        elif len(x) > 1:
+            p = 1.0 if diff == 0 else 0.0
+        rows[m] = {
+            "diff": diff,
+            "lo": lo,
+            "hi": hi,
+            "p": p,
+            "pairs": len(x),
+            "repeats_needed": repeats_needed(x - y),
+        }
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(COLUMNS))
+
+
+def strategy_pairs(strategies: Sequence[str], baseline: str | None = None) -> list[tuple[str, str]]:
+    """(a, b) pairs to compare: each strategy against ``baseline``, or every pair (sorted names)."""
+    names = sorted(set(strategies))
+    if baseline is not None:
+        if baseline not in names:
+            raise KitError(f"no runs of baseline strategy {baseline!r}", f"pick one of: {', '.join(names)}")
+        return [(s, baseline) for s in names if s != baseline]
+    return list(itertools.combinations(names, 2))
+
+
+def verdict_table(
+    runs: pd.DataFrame, baseline: str | None = None, n_resamples: int = 9999, seed: int = 0
+) -> pd.DataFrame:
+    """One row per (a, b, metric): the paired comparison of every strategy pair (or each vs baseline)."""
+    cols = ["a", "b", "metric", *COLUMNS]
+    if runs.empty:
+        return pd.DataFrame(columns=cols)
+    frames = []
+    for a, b in strategy_pairs(runs["strategy"], baseline):
+        t = compare(runs, a, b, n_resamples, seed)
+        frames.append(t.rename_axis("metric").reset_index().assign(a=a, b=b))
+    if not frames:
+        return pd.DataFrame(columns=cols)
+    return pd.concat(frames, ignore_index=True)[cols]
+
+
+FORMATS = {  # metric -> (unit after the number, number format, name in notes)
+    "solved": (" pts solved", lambda v: f"{v * 100:+.0f}", "solved"),
+    "failed_share": (" pts failed share", lambda v: f"{v * 100:+.1f}", "failed share"),
+    "defects_total": (" defects/run", lambda v: f"{v:+.2f}", "defects"),
+    "cost_usd": ("/run", lambda v: f"{'-' if v < 0 else '+'}${abs(v):.4f}", "cost"),
+}
+
+
+def _interval(metric: str, row: pd.Series) -> str:
+    unit, fmt, name = FORMATS[metric]
+    if pd.isna(row["diff"]):
+        return f"{name}: no pairs"
+    if pd.isna(row["lo"]):
+        return f"{fmt(row['diff'])}{unit} (one pair: no interval)"
+    return f"{fmt(row['diff'])}{unit} [{fmt(row['lo'])}, {fmt(row['hi'])}]"
+
+
+def _needed(metric: str, row: pd.Series) -> str:
+    name = FORMATS[metric][2]
+    if pd.isna(row["diff"]) or row["pairs"] < 2:
+        return ""
+    if row["lo"] > 0 or row["hi"] < 0:
+        return f"{name} differs (interval excludes 0)"
+    n = row["repeats_needed"]
+    if n is None or pd.isna(n):
+        return f"{name}: no difference observed"
+    return f"{name}: ~{int(n)} paired runs to tell apart"
+
+
+def verdict_lines(table: pd.DataFrame) -> list[str]:
+    """Plain language, one line per strategy pair, e.g.
+    ``pdca vs vibe: +25 pts solved [+5, +45], -1.20 defects/run [-2.00, -0.40], +$0.4100/run
+    [+$0.3000, +$0.5500]; 12 paired runs. solved differs (interval excludes 0); ...``."""
+    if table.empty:
+        return ["no strategy pairs with runs on the same task and repeat: nothing to compare"]
+    lines = []
+    for (a, b), g in table.groupby(["a", "b"], sort=False):
+        g = g.set_index("metric")
+        shown = [m for m in ("solved", "defects_total", "cost_usd") if m in g.index]
+        pairs = int(g["pairs"].max()) if len(g) else 0
+        head = f"{a} vs {b}: " + ", ".join(_interval(m, g.loc[m]) for m in shown) + f"; {pairs} paired runs"
+        notes = [n for n in (_needed(m, g.loc[m]) for m in shown) if n]
+        if 1 < pairs < FEW_PAIRS:
+            notes.append(
+                f"only {pairs} pairs: bootstrap intervals this small are too narrow, do not trust them"
+            )
+        lines.append(head + (". " + "; ".join(notes) if notes else ""))
+    return lines
+
+
+# --------------------------------------------------------------------------- frontier per task family
+
+
+def task_family(task_ids: Sequence[str]) -> dict[str, str]:
+    """Task id -> family: the id's prefix before the first '-' when another task shares it
+    (exercism-forth and exercism-react -> "exercism"), else the id itself."""
+    ids = sorted(set(task_ids))
+    prefix = {t: t.split("-", 1)[0] for t in ids}
+    counts = pd.Series(list(prefix.values())).value_counts()
+    return {t: prefix[t] if "-" in t and counts[prefix[t]] > 1 else t for t in ids}
+
+
+def frontier_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per (family, strategy): runs, mean cost, mean failed share, solved rate, and ``on_frontier``:
+    no other strategy of the family is at most as costly and at most as failing, and better on one."""
+    cols = ["runs", "cost_usd", "failed_share", "solved_rate", "on_frontier"]
+    if runs.empty:
+        return pd.DataFrame(columns=cols, index=pd.MultiIndex.from_tuples([], names=["family", "strategy"]))
+    df = runs.assign(family=runs["task"].map(task_family(runs["task"])))
+    g = df.groupby(["family", "strategy"], sort=True)
+    table = pd.DataFrame(
+        {
+            "runs": g.size(),
+            "cost_usd": g["cost_usd"].mean(),
+            "failed_share": g["failed_share"].mean(),
+            "solved_rate": g["solved"].mean(),
+        }
+    )
+    on = []
+    for (family, _), row in table.iterrows():
+        others = table.loc[family]
+        dominated = (
+            (others["cost_usd"] <= row["cost_usd"])
+            & (others["failed_share"] <= row["failed_share"])
+            & ((others["cost_usd"] < row["cost_usd"]) | (others["failed_share"] < row["failed_share"]))
+        )
+        on.append(not bool(dominated.any()) and not pd.isna(row["failed_share"]))
+    table["on_frontier"] = on
+    return table[cols]
