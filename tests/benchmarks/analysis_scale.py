@@ -11,7 +11,8 @@ Per size it prints, in seconds (median of --repeat):
   kit: re-price        analysis.whatif_price_sheet under another sheet (vectorised)
   kit: total           the three together (the goal: < 2 s at 1 M calls)
   floor: JSONL         a plain pyarrow read of the same calls.jsonl files (pyarrow.json, one per file)
-  floor: Parquet       a plain pyarrow dataset scan of the same calls.parquet files
+  floor: Parquet       a plain pyarrow dataset scan of the same calls.parquet files (one per run)
+  floor: 1 Parquet file  a plain pyarrow read of the experiment's cached calls table (.analysis/)
   rebuild              analysis.load after deleting every Parquet file (all rebuilt from the JSONL)
 
 The records are written fast: one Arrow table of all calls, sliced per run into calls.parquet, and the
@@ -102,6 +103,8 @@ def _call_table(
         "conversation": role,
     }
     schema = columnar.arrow_schema(CallRecord)
+    for name, f in CallRecord.model_fields.items():  # fields added later: their default
+        cols.setdefault(name, [f.default if isinstance(f.default, str | int | float | bool) else None] * n)
     return pa.table({f.name: pa.array(cols[f.name], f.type) for f in schema}, schema=schema)
 
 
@@ -189,6 +192,9 @@ def measure(exp: Path, repeat: int, rebuild_too: bool = True) -> dict[str, float
     figures["floor: JSONL"], t = _timed(lambda: pa.concat_tables([pj.read_json(p) for p in jsonl]), repeat)
     assert t.num_rows == len(records.calls)
     figures["floor: Parquet"], t = _timed(lambda: ds.dataset([str(p) for p in parquet]).to_table(), repeat)
+    assert t.num_rows == len(records.calls)
+    cache = exp / columnar.CACHE_DIR / "calls.parquet"
+    figures["floor: 1 Parquet file"], t = _timed(lambda: pq.read_table(cache), repeat)
     assert t.num_rows == len(records.calls)
 
     def rebuild():
