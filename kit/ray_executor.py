@@ -194,7 +194,8 @@ def run_on_ray(
     shutil.rmtree(out / INCOMING, ignore_errors=True)  # left by a killed driver
     try:
         task_fn = ray.remote(num_cpus=1, max_retries=0)(remote_fn)
-        blobs = {s.task.id: ray.put(pack_task(s.task)) for s in todo}
+        tasks = {s.task.id: s.task for s in todo}
+        blobs = {tid: ray.put(pack_task(task)) for tid, task in tasks.items()}  # once per task
         queue, pending = list(todo), {}
         while queue or pending:
             while queue and len(pending) < max(1, experiment.concurrency):
