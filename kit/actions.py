@@ -140,6 +140,34 @@ def parse_text_action(content: str | None, allowed: list[str]) -> Action:
     )
 
 
+# --------------------------------------------------------------------------- tool-less roles
+
+
+def tool_attempt(content: str | None) -> Action | None:
+    """A tool call written into the answer of a role that has no tools, in either written form
+    (the JSON action object, or a fenced text-mode action block); None when the reply is an answer
+    (a JSON action naming ``finish`` comes back as the finish action carrying the answer).
+    The agent executes it anyway so the toolbox denies it and the denial is counted."""
+    text = (content or "").strip()
+    body = re.sub(r"^```[a-zA-Z]*\n?|```\s*$", "", text).strip() if text.startswith("```") else text
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError:
+        data = None
+    if isinstance(data, dict):  # an answer, unless it is shaped as a JSON action naming a tool
+        tool, args = data.get("tool"), data.get("args", {})
+        if set(data) <= {"thought", "tool", "args"} and isinstance(tool, str) and isinstance(args, dict):
+            return Action(tool.strip(), args) if tool.strip() else None  # finish: its args are the answer
+        return None
+    if not _BLOCK.search(text) and not _OPEN_BLOCK.search(text):
+        return None
+    try:
+        action = parse_text_action(text, [])
+    except FormatError:
+        return None
+    return None if action.tool == FINISH else action
+
+
 # --------------------------------------------------------------------------- rendering
 
 

@@ -13,6 +13,7 @@ grows past ~70 % of the model's window, the oldest tool outputs are shortened (o
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -33,13 +34,26 @@ SHORTENED = "[... output shortened to keep the prompt within the model's window 
 
 @dataclass
 class Budget:
-    """Run-wide caps, checked against the recorder's running totals before each call."""
+    """The run budget (the experiment's ``limits``), shared by every agent of a run, all roles together.
+
+    :meth:`start_call` is called before each model call: it raises BudgetExceeded when the USD or
+    token totals (the recorder's) or the number of model calls are used up, and otherwise counts the
+    call -- atomically, so parallel agents never overshoot ``max_model_calls``."""
 
     recorder: RunRecorder | None = None
     max_usd: float | None = None
     max_tokens: int | None = None
+    max_model_calls: int | None = None
+    model_calls: int = 0  # calls started (or replayed from a journal) in this run
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def check(self) -> None:
+        """Raise BudgetExceeded if any part of the budget is used up (counts nothing)."""
+        if self.max_model_calls is not None and self.model_calls >= self.max_model_calls:
+            raise BudgetExceeded(
+                f"run budget of {self.max_model_calls} model calls used up",
+                "raise limits.max_model_calls in the experiment",
+            )
         if self.recorder is None:
             return
         t = self.recorder.totals
@@ -47,6 +61,31 @@ class Budget:
             raise BudgetExceeded(f"run budget of ${self.max_usd:.4f} used up (${t.cost_usd:.4f})")
         if self.max_tokens is not None and t.total_tokens >= self.max_tokens:
             raise BudgetExceeded(f"run budget of {self.max_tokens} tokens used up ({t.total_tokens})")
+
+    def start_call(self) -> None:
+        """Check, then count one model call."""
+        with self._lock:
+            self.check()
+            self.model_calls += 1
+
+    def add_calls(self, n: int) -> None:
+        """Count ``n`` calls made elsewhere (replayed from a workflow journal: they were spent)."""
+        with self._lock:
+            self.model_calls += n
+
+    def remaining_calls(self) -> int | None:
+        """Model calls left, or None without a call budget."""
+        if self.max_model_calls is None:
+            return None
+        return max(0, self.max_model_calls - self.model_calls)
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        """The caps, as run.json records them."""
+        return {
+            "max_model_calls": self.max_model_calls,
+            "max_usd": self.max_usd,
+            "max_tokens": self.max_tokens,
+        }
 
 
 @dataclass
@@ -62,6 +101,17 @@ class AgentConfig:
 
 
 @dataclass
+class ToolCall:
+    """One executed action, exactly as the model gave it (the tool log strategies check claims against)."""
+
+    tool: str
+    args: dict[str, Any]
+    ok: bool
+    denied: bool
+    output: str
+
+
+@dataclass
 class AgentResult:
     outcome: Outcome
     final: str = ""
@@ -70,6 +120,7 @@ class AgentResult:
     format_errors: int = 0
     tool_calls: int = 0
     usage: Usage = field(default_factory=Usage)
+    tool_log: list[ToolCall] = field(default_factory=list)
 
     @property
     def done(self) -> bool:
@@ -110,7 +161,7 @@ class Agent:
         errors_in_a_row = 0
         while res.steps < cap:
             try:
-                self.budget.check()
+                self.budget.start_call()
             except BudgetExceeded as e:
                 res.outcome, res.final = "budget", str(e)
                 return res
@@ -124,7 +175,11 @@ class Agent:
                 for action in batch:
                     if action is not finish:
                         res.tool_calls += 1
-                        self._observe(self.toolbox.execute(action.tool, action.args).output, action)
+                        out = self.toolbox.execute(action.tool, action.args)
+                        res.tool_log.append(
+                            ToolCall(action.tool, dict(action.args), out.ok, out.denied, out.output)
+                        )
+                        self._observe(out.output, action)
                 if finish is not None:
                     res.result = self._validate(finish)
                     if finish.call_id:  # every native tool call gets an answer
@@ -183,8 +238,9 @@ class Agent:
                 error.answered = True  # type: ignore[attr-defined]
                 raise error
             return [Action(tc.name, tc.arguments, tc.id) for tc in reply.tool_calls]
-        if not self.allowed:
-            return [self._structured_finish(reply)]
+        if not self.allowed:  # a tool written into the answer is still an attempt: denied, counted
+            attempt = actions.tool_attempt(reply.content)
+            return [attempt if attempt is not None else self._structured_finish(reply)]
         if self.mode == "native":
             if self.config.result_schema is None:
                 return [Action(FINISH, {"summary": reply.content or ""})]

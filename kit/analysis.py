@@ -10,7 +10,8 @@ Column conventions (one place, so notebooks and tests agree):
   under a results root; run_id, experiment, task, strategy, profile, repeat),
   outcome, times (wall_s, model_s, tool_s), ``calls``; the score flattened (requirements_total,
   tests_added, files_touched, ... , ``defects_critical`` / ``_major`` / ``_minor`` / ``defects_total``,
-  ``claimed_done_but_failed``); loop counters as ``counter_<name>``; the usage totals under the
+  ``claimed_done_but_failed``, ``tampered``, ``unscored`` -- both scored as every requirement failed);
+  loop counters as ``counter_<name>``; the usage totals under the
   token names of the call records (input_uncached, cache_read, cache_write, output, reasoning, cost_usd).
 * ``calls`` -- one row per call attempt (every :class:`~kit.records.CallRecord` field but raw_usage),
   plus the run's identity columns, ``price_key`` (the tier's ``price`` or ``model`` in the run's
@@ -126,6 +127,7 @@ def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
         illustrative_prices=bool(run.price_sheet.get("illustrative", False)),
         models=",".join(sorted({t.get("model", "") for t in (run.profile_spec.get("tiers") or {}).values()})),
         scored=run.score is not None,
+        sandbox=run.sandbox or "none",  # runs recorded before the field existed had no sandbox
     )
     score = run.score.model_dump() if run.score is not None else {}
     for name in (
@@ -141,6 +143,8 @@ def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
     ):
         row[name] = score.get(name, math.nan)
     row["claimed_done_but_failed"] = bool(score.get("claimed_done_but_failed", False))
+    row["tampered"] = bool(score.get("tampered", False))  # scored as every requirement failed
+    row["unscored"] = bool(score.get("unscored_reason"))  # scoring failed: every requirement failed
     defects = score.get("defects") or {}
     for sev in SEVERITIES:
         row[f"defects_{sev}"] = defects.get(sev, 0) if score else math.nan

@@ -1,23 +1,15 @@
-"""Running commands for agents and for scoring: a new process group, a timeout that kills the whole
-group, bounded output (head and tail kept), and an environment scrubbed of secrets with the kit's
-interpreter first on PATH."""
+"""Running commands for agents and for scoring through :mod:`kit.sandbox` (a timeout that kills
+everything, bounded output, rlimits), and the names of environment variables that hold secrets."""
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
-import os
-import pwd
-import signal
-import subprocess
-import sys
-import threading
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
-#: Environment variables matching any of these (case-insensitive glob on the name) never reach a
-#: command the agent runs.
+from kit.sandbox import DEFAULT_LIMITS, Limits, Result, get_sandbox, sandbox_env
+
+#: Environment variables matching any of these (case-insensitive glob on the name) are secrets: never
+#: added to a command's environment (which is built from an allow-list anyway), masked in records.
 SECRET_ENV_PATTERNS = [
     "*API_KEY*",
     "*APIKEY*",
@@ -48,37 +40,13 @@ def is_secret_env(name: str) -> bool:
 
 
 def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """os.environ without secrets; the kit's interpreter first on PATH; no bytecode files; real HOME."""
-    env = {k: v for k, v in os.environ.items() if not is_secret_env(k)}
-    bin_dir = str(Path(sys.executable).parent)
-    path = [p for p in env.get("PATH", os.defpath).split(os.pathsep) if p and p != bin_dir]
-    env["PATH"] = os.pathsep.join([bin_dir, *path])
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    try:
-        env["HOME"] = pwd.getpwuid(os.getuid()).pw_dir
-    except KeyError:  # pragma: no cover - uid without a passwd entry
-        env.setdefault("HOME", str(Path.home()))
-    env.pop("PYTHONPATH", None)
-    if extra:
-        env.update(extra)
-    return env
+    """The environment for any command the kit starts: built from an allow-list (``sandbox_env``),
+    never from the kit's own os.environ, so no provider key passes whatever its name."""
+    return sandbox_env(extra)
 
 
-# --------------------------------------------------------------------------- running commands
-
-
-@dataclass
-class CommandResult:
-    exit_code: int | None  # None when killed on timeout
-    output: str  # combined stdout+stderr, head and tail kept
-    timed_out: bool
-    duration_s: float
-    truncated_chars: int = 0
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+#: Same fields as before the sandbox existed; kept as a name for callers.
+CommandResult = Result
 
 
 def run_command(
@@ -88,67 +56,23 @@ def run_command(
     *,
     env: dict[str, str] | None = None,
     max_output_chars: int = 10_000,
-) -> CommandResult:
-    """Run ``command`` (a shell string or an argv list) in its own process group.
+    sandbox: str = "none",
+    writable: bool = True,
+    limits: Limits = DEFAULT_LIMITS,
+) -> Result:
+    """Run ``command`` (a shell string or an argv list) through the sandbox called ``sandbox``.
 
-    Output is read as it comes, keeping only the first and last ``max_output_chars // 2`` bytes, so a
-    chatty command cannot fill memory. On timeout -- and in any case once the command has ended --
-    the whole process group is killed with SIGKILL, so no child outlives the call.
+    Commands an agent can influence pass the run's sandbox (``ctx.sandbox``); ``none`` -- the default,
+    for the kit's own trusted commands such as a task's setup -- is a process group with the timeout,
+    the rlimits and the allow-listed environment. Either way the timeout kills everything and the
+    output keeps head and tail.
     """
-    started = time.monotonic()
-    proc = subprocess.Popen(
+    return get_sandbox(sandbox).run(
         command,
-        shell=isinstance(command, str),
-        cwd=str(cwd),
-        env=env if env is not None else scrubbed_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    half = max(max_output_chars // 2, 1)
-    head = bytearray()
-    tail = bytearray()
-    total = [0]
-
-    def reader() -> None:
-        assert proc.stdout is not None
-        while True:
-            chunk = proc.stdout.read1(65536)
-            if not chunk:
-                break
-            total[0] += len(chunk)
-            room = half - len(head)
-            if room > 0:
-                head.extend(chunk[:room])
-                chunk = chunk[room:]
-            if chunk:
-                tail.extend(chunk)
-                if len(tail) > half:
-                    del tail[: len(tail) - half]
-
-    thread = threading.Thread(target=reader, daemon=True)
-    thread.start()
-    timed_out = False
-    try:
-        proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    finally:
-        _kill_group(proc.pid)
-        proc.wait()
-    thread.join(timeout=5)
-    with contextlib.suppress(Exception):
-        proc.stdout.close()  # type: ignore[union-attr]
-    truncated = total[0] - len(head) - len(tail)
-    text = head.decode("utf-8", "replace")
-    if truncated > 0:
-        text += f"\n[... {truncated} chars truncated ...]\n"
-    text += tail.decode("utf-8", "replace")
-    return CommandResult(
-        exit_code=None if timed_out else proc.returncode,
-        output=text,
-        timed_out=timed_out,
-        duration_s=time.monotonic() - started,
-        truncated_chars=max(truncated, 0),
+        Path(cwd),
+        writable=writable,
+        timeout_s=timeout_s,
+        limits=limits,
+        env=env,
+        max_output_chars=max_output_chars,
     )

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from kit.errors import ConfigError
 from kit.paths import EXPERIMENTS_DIR, PRICES_DIR, PROFILES_DIR
+from kit.sandbox import default_sandbox
 from kit.usage import ModelPrice
 
 Tier = Literal["cheap", "medium", "strong"]
@@ -114,9 +115,16 @@ class Profile(_Strict):
 
 
 class Limits(_Strict):
-    """Caps every run shares; strategies read what applies to them."""
+    """Caps every run shares; strategies read what applies to them.
+
+    ``max_model_calls``, ``max_usd`` and ``max_tokens`` are the run budget: the same for every strategy,
+    summed over all its roles; a strategy's per-step or per-session caps derive from it. The agent
+    loop stops cleanly (outcome ``budget``) once any of them is used up."""
 
     max_steps: int = Field(60, description="Tool-loop steps per agent (vibe: the whole run).")
+    max_model_calls: int | None = Field(
+        None, ge=1, description="Stop a run after this many model calls, all roles together."
+    )
     max_usd: float | None = Field(None, description="Stop a run once it has spent this much.")
     max_tokens: int | None = Field(None, description="Stop a run after this many tokens in total.")
     command_timeout_s: float = 120.0
@@ -139,6 +147,16 @@ class Experiment(_Strict):
     )
     prompt_overrides: dict[str, str] = Field(
         default_factory=dict, description="'<strategy>/<role>' -> prompt text replacing the file."
+    )
+    sandbox: Literal["bwrap", "none"] = Field(
+        default_factory=default_sandbox,
+        description="Where agent commands run: bwrap (default on Linux) or none (unsandboxed, flagged).",
+    )
+    tiers: dict[str, Tier | dict[str, Tier]] = Field(
+        default_factory=dict,
+        description="Per strategy, its role -> tier map ({workflow: {analyzer: medium}}), or one tier for "
+        "every role of it ({workflow: cheap}: the equal-tier variant). Roles left out keep the "
+        "strategy's source-faithful default; this map wins over a profile's `roles`.",
     )
 
 

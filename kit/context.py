@@ -15,6 +15,7 @@ from kit.config import Limits, Profile, Tier
 from kit.gateway import Gateway
 from kit.prompts import PromptBook
 from kit.records import RunRecorder
+from kit.sandbox import default_sandbox
 from kit.tasks import Task
 from kit.tools import Toolbox
 from kit.workspace import Workspace
@@ -34,6 +35,8 @@ class RunContext:
     options: dict[str, Any] = field(default_factory=dict)
     budget: Budget | None = None
     journal_dir: Path | None = None  # survives a torn run (the run folder does not); workflow uses it
+    sandbox: str = field(default_factory=default_sandbox)  # where every agent command runs
+    tiers: dict[str, Tier] = field(default_factory=dict)  # the experiment's role -> tier map (effective)
 
     def option(self, name: str, default: Any) -> Any:
         """A strategy knob from the experiment's ``strategy_options`` (the default otherwise)."""
@@ -45,8 +48,14 @@ class RunContext:
         return min(self.limits.max_steps, task_cap) if task_cap else self.limits.max_steps
 
     def tier(self, role: str, default: Tier) -> Tier:
-        """The tier a role runs on: the strategy's default unless the profile reassigns it."""
-        return self.profile.tier_for(role, default)
+        """The tier a role runs on: the experiment's role -> tier map (``tiers``, already resolved over
+        the strategy's defaults and the profile's ``roles``), else the profile's ``roles``, else
+        ``default``. Every strategy picks tiers through here (``agent`` calls it)."""
+        return self.tiers.get(role) or self.profile.tier_for(role, default)
+
+    def calls_left(self) -> int | None:
+        """Model calls left in the run budget (``limits.max_model_calls``), or None without one."""
+        return self.budget.remaining_calls() if self.budget is not None else None
 
     def toolbox(
         self, role: str, permissions: set[str] | frozenset[str], guard: Guard | None = None
@@ -58,6 +67,7 @@ class RunContext:
             role=role,
             timeout_s=self.limits.command_timeout_s,
             guard=guard,
+            sandbox=self.sandbox,
         )
 
     def agent(

@@ -53,6 +53,7 @@ from kit.config import ActionMode, ModelSpec, PriceSheet, Profile, RetryPolicy, 
 from kit.errors import ConfigError, MissingKeyError, ModelError  # noqa: E402
 from kit.models import scripted  # noqa: E402
 from kit.records import CallRecord, RunRecorder, utc_now  # noqa: E402
+from kit.secrets import Redactor  # noqa: E402
 from kit.usage import Usage, normalise, priced  # noqa: E402
 
 litellm.suppress_debug_info = True
@@ -233,6 +234,7 @@ class Gateway:
         )
         self._sleep = sleep
         self._targets: dict[str, _Target] = {}
+        self.redact = Redactor.for_profile(profile)  # a provider error may echo the key
 
     # -- per-tier facts --------------------------------------------------------------------
     def spec(self, tier: Tier) -> ModelSpec:
@@ -382,7 +384,9 @@ class Gateway:
                     response = litellm.completion(model=call.target.model, messages=messages, **kwargs)
             except Exception as exc:  # noqa: BLE001 - every failure is recorded, then classified
                 latency = time.monotonic() - t0
-                self._record(call.record(attempt, started_at, latency, ok=False, error=_describe(exc)))
+                self._record(
+                    call.record(attempt, started_at, latency, ok=False, error=self.redact(_describe(exc)))
+                )
                 failure = exc
             else:
                 try:
@@ -394,7 +398,7 @@ class Gateway:
             if transient and attempt < attempts:
                 self._sleep(retry_delay(failure, attempt, self.retry))
                 continue
-            raise _model_error(failure, call.spec, attempt, transient) from failure
+            raise self.redact.error(_model_error(failure, call.spec, attempt, transient)) from failure
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _finish(

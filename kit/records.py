@@ -23,11 +23,14 @@ import time
 import warnings
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from kit.usage import Usage
+
+if TYPE_CHECKING:
+    from kit.secrets import Redactor
 
 FORMAT_VERSION = 1
 
@@ -73,6 +76,9 @@ class CallRecord(BaseModel):
     )
     action_mode: str | None = None
     conversation: str | None = None
+    replayed: bool = Field(
+        False, description="Copied from a workflow journal on resume: spent by an earlier attempt of the run."
+    )
 
     @property
     def usage(self) -> Usage:
@@ -136,6 +142,15 @@ class Score(BaseModel):
     lines_removed: int = 0
     claimed_done_but_failed: bool = False
     scoring_s: float = 0.0
+    #: The report of the tests was tampered with (a canary test with the wrong outcome, a forged
+    #: stream or exit status): every requirement counts as failed, every own test as regressed.
+    tampered: bool = False
+    tamper_evidence: list[str] = Field(default_factory=list)
+    #: Set when scoring itself failed (or the tests gave no result at all): every requirement counts
+    #: as failed and this says why. A run is never left without a score.
+    unscored_reason: str | None = None
+    #: Entries of the final clone not copied for scoring (symlinks out, FIFOs, unreadable ...), and why.
+    dropped_files: list[str] = Field(default_factory=list)
 
     @property
     def defects_total(self) -> int:
@@ -154,6 +169,10 @@ class RunRecord(BaseModel):
     price_sheet: dict[str, Any] = Field(default_factory=dict)
     profile_spec: dict[str, Any] = Field(default_factory=dict)
     options: dict[str, Any] = Field(default_factory=dict)
+    role_tiers: dict[str, str] = Field(default_factory=dict, description="The strategy's role -> tier map.")
+    budget: dict[str, Any] = Field(
+        default_factory=dict, description="The run budget: max_model_calls, max_usd, max_tokens."
+    )
     started_at: str = ""
     finished_at: str = ""
     wall_s: float = 0.0
@@ -167,6 +186,7 @@ class RunRecord(BaseModel):
     counters: dict[str, Any] = Field(default_factory=dict)
     totals: Usage = Field(default_factory=Usage)
     calls: int = 0
+    sandbox: str = Field("", description="Where agent commands ran: bwrap, or none (unsandboxed).")
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
@@ -202,10 +222,12 @@ class RunRecorder:
 
     One recorder per run, passed explicitly to whoever needs it (no process-wide counters).
     It also keeps the running totals the runner needs for run.json: usage, model time, tool time,
-    event counts.
+    event counts. With a ``redactor`` (kit.secrets), every known secret value is masked in every
+    line, in diff.patch and in run.json before it reaches the disk.
     """
 
-    def __init__(self, run_dir: Path, run_id: str) -> None:
+    def __init__(self, run_dir: Path, run_id: str, redactor: Redactor | None = None) -> None:
+        self.redact = redactor if redactor is not None else (lambda text: text)
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.run_id = run_id
@@ -217,6 +239,7 @@ class RunRecorder:
         self.model_s = 0.0
         self.tool_s = 0.0
         self.event_counts: dict[str, int] = {}
+        self._by_conversation: dict[str, list[CallRecord]] = {}
         self.started = time.monotonic()
 
     # -- appenders -------------------------------------------------------------------------
@@ -225,7 +248,7 @@ class RunRecorder:
             self._seq[name] += 1
             record.seq = self._seq[name]  # type: ignore[attr-defined]
             fh = self._files[name]
-            fh.write(record.model_dump_json() + "\n")
+            fh.write(self.redact(record.model_dump_json()) + "\n")
             fh.flush()
 
     def call(self, record: CallRecord) -> None:
@@ -234,7 +257,14 @@ class RunRecorder:
         with self._lock:
             self.calls += 1
             self.totals = self.totals + record.usage
-            self.model_s += record.latency_s
+            if not record.replayed:  # a replayed call's time was spent by an earlier process
+                self.model_s += record.latency_s
+            self._by_conversation.setdefault(record.conversation or record.role, []).append(record)
+
+    def calls_of(self, conversation: str) -> list[CallRecord]:
+        """The call records of one conversation so far (the workflow journal stores them)."""
+        with self._lock:
+            return list(self._by_conversation.get(conversation, []))
 
     def event(
         self,
@@ -270,7 +300,7 @@ class RunRecorder:
 
     # -- finishing ---------------------------------------------------------------------------
     def write_diff(self, diff: str) -> None:
-        (self.run_dir / DIFF).write_text(diff, encoding="utf-8")
+        (self.run_dir / DIFF).write_text(self.redact(diff), encoding="utf-8")
 
     def finalize(self, record: RunRecord) -> Path:
         """Close the JSONL files, write their Parquet copies, then run.json atomically (the run's
@@ -278,7 +308,7 @@ class RunRecorder:
         self.close()
         write_parquet_copies(self.run_dir)
         path = self.run_dir / RUN
-        write_json_atomic(path, record.model_dump(mode="json"))
+        write_json_atomic(path, json.loads(self.redact(record.model_dump_json())))
         return path
 
     def close(self) -> None:

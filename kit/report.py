@@ -8,10 +8,16 @@ from pathlib import Path
 import pandas as pd
 
 from kit.analysis import TOKENS, Records, load, role_tier_table, strategy_table
-from kit.records import SEVERITIES
+from kit.records import SEVERITIES, load_run
 
 SCRIPTED_LABEL = "scripted model — pipeline validation, not a benchmark"
 EMBEDDED_LABEL = "embedded SmolLM2-135M — real but tiny model"
+UNSANDBOXED_LABEL = (
+    "unsandboxed: agent commands ran with `sandbox: none` (they could read the kit and other runs)"
+)
+
+TAMPERED_LABEL = "tampered: the tests' report was tampered with; scored as every requirement failed"
+UNSCORED_LABEL = "unscored: scoring failed; scored as every requirement failed (see score.unscored_reason)"
 
 
 def labels(records: Records) -> list[str]:
@@ -24,6 +30,14 @@ def labels(records: Records) -> list[str]:
         illustrative = sorted(set(runs.loc[runs["illustrative_prices"], "price_sheet"]))
         if illustrative:
             out.append(f"illustrative prices (price sheet {', '.join(illustrative)})")
+    if not runs.empty and "sandbox" in runs:
+        unsandboxed = int((runs["sandbox"] == "none").sum())
+        if unsandboxed:
+            out.append(f"{UNSANDBOXED_LABEL} ({unsandboxed} of {len(runs)} runs)")
+    for column, label in (("tampered", TAMPERED_LABEL), ("unscored", UNSCORED_LABEL)):
+        n = int(runs[column].sum()) if not runs.empty and column in runs else 0
+        if n:
+            out.append(f"{label} ({n} of {len(runs)} runs)")
     if any(m.startswith("scripted/") for m in models):
         out.append(SCRIPTED_LABEL)
     if any(m.startswith("embedded/") for m in models) or (
@@ -56,6 +70,40 @@ def describe(records: Records) -> str:
             )
     lines += [f"NOTE: {label}" for label in labels(records)]
     return "\n".join(lines)
+
+
+def _budget_text(budget: dict) -> str:
+    calls, usd, tokens = (budget.get(k) for k in ("max_model_calls", "max_usd", "max_tokens"))
+    parts = [f"{calls} model calls" if calls is not None else "no call cap"]
+    parts.append(f"${usd:g}" if usd is not None else "no USD cap")
+    parts.append(f"{tokens} tokens" if tokens is not None else "no token cap")
+    return ", ".join(parts)
+
+
+def fairness_lines(records: Records) -> list[str]:
+    """Each strategy's role -> tier map and run budget, as its runs' run.json recorded them (one line
+    per distinct setting: a results root may mix experiments)."""
+    runs = records.runs
+    if runs.empty:
+        return []
+    seen: dict[str, list[str]] = {}
+    for strategy, run_dir in zip(runs["strategy"], runs["run_dir"], strict=True):
+        run = load_run(run_dir)
+        if run is None:
+            continue
+        tiers = " ".join(f"{role}={tier}" for role, tier in run.role_tiers.items()) or "(map not recorded)"
+        line = (
+            f"{tiers} | budget: {_budget_text(run.budget)}"
+            if run.budget
+            else f"{tiers} | budget: not recorded"
+        )
+        if line not in seen.setdefault(strategy, []):
+            seen[strategy].append(line)
+    width = max(len(s) for s in seen) if seen else 0
+    out = ["Role → tier map and run budget per strategy (from run.json)"]
+    for strategy in sorted(seen):
+        out += [f"  {strategy:<{width}}  {line}" for line in seen[strategy]]
+    return out
 
 
 def _tokens(n: float) -> str:
@@ -126,6 +174,7 @@ def report_text(results_dir: str | Path) -> str:
     if records.runs.empty:
         return parts[0] + "\n"
     by = ("task", "strategy") if records.runs["task"].nunique() > 1 else ("strategy",)
+    parts += ["", *fairness_lines(records)]
     parts += [
         "",
         "Per strategy (means per run; ± = 95 % t-interval over repeats; solved = no critical/major "

@@ -30,8 +30,10 @@ from kit.gateway import Gateway
 from kit.paths import REPO_ROOT, results_root
 from kit.prompts import PromptBook
 from kit.records import RunRecord, RunRecorder, load_run, utc_now
+from kit.sandbox import check_available
+from kit.secrets import Redactor, looks_secret
 from kit.tasks import Task, expand_tasks, load_task
-from kit.workspace import create_workspace, diff
+from kit.workspace import Workspace, create_workspace, diff
 
 EXPERIMENT_COPY = "experiment.yaml"
 PRICE_SHEET_COPY = "price_sheet.yaml"
@@ -65,24 +67,31 @@ def kit_commit() -> str:
     return f"{head}+dirty" if head and dirty else head
 
 
+def _masked(value: Any, key: str = "") -> Any:
+    if is_secret_env(key) or looks_secret(key):
+        return "***"
+    if isinstance(value, dict):  # e.g. extra_headers: {"x-api-key": ...}
+        return {str(k): _masked(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_masked(v) for v in value]
+    return value if isinstance(value, str | int | float | bool | None) else repr(value)
+
+
 def redacted(profile: Profile) -> dict[str, Any]:
-    """The profile as stored in run.json: secrets a user put under a tier's ``extra`` are masked."""
+    """The profile as stored in run.json: secrets a user put under a tier's ``extra`` (nested dicts
+    such as ``extra_headers`` included) are masked by name; the recorder masks them by value too."""
     data = profile.model_dump(mode="json", exclude={"tiers": {t: {"extra"} for t in profile.tiers}})
     for tier, spec in profile.tiers.items():
-        data["tiers"][tier]["extra"] = {
-            k: "***"
-            if is_secret_env(k)
-            else (v if isinstance(v, str | int | float | bool | None) else repr(v))
-            for k, v in spec.extra.items()
-        }
+        data["tiers"][tier]["extra"] = {k: _masked(v, k) for k, v in spec.extra.items()}
     return data
 
 
 def plan(experiment: Experiment) -> list[RunSpec]:
-    """The matrix, validated up front: unknown tasks or strategies fail before anything runs."""
+    """The matrix, validated up front: unknown tasks, strategies or roles fail before anything runs."""
     tasks = [load_task(t) for t in expand_tasks(experiment.tasks)]  # `suite:<name>` -> its tasks
     for name in experiment.strategies:
         strategies.get(name)
+    strategies.experiment_tiers(experiment.strategies, experiment.tiers)
     return [
         RunSpec(task, strategy, repeat)
         for task in tasks
@@ -114,6 +123,7 @@ def run_experiment(
         experiment = Experiment.model_validate({**experiment.model_dump(), **overrides})
     profile, sheet = load_profile(experiment.profile)
     specs = plan(experiment)
+    check_available(experiment.sandbox)  # bwrap that cannot start fails here, saying how to opt out
     out = Path(results_dir or results_root()) / experiment.name
     (out / "runs").mkdir(parents=True, exist_ok=True)
     (out / EXPERIMENT_COPY).write_text(yaml.safe_dump(experiment.model_dump(mode="json"), sort_keys=False))
@@ -165,7 +175,7 @@ def _execute(
 
 def _finished(run_dir: Path, retry_errors: bool) -> bool:
     record = load_run(run_dir)
-    return record is not None and not (retry_errors and record.outcome == "error")
+    return record is not None and not (retry_errors and record.outcome in ("error", "unscored"))
 
 
 class _Spend:
@@ -192,9 +202,12 @@ def run_one(
     run_dir = out / "runs" / run_id
     if run_dir.exists():  # a torn run from an interrupted experiment: start it again from scratch
         shutil.rmtree(run_dir)
-    recorder = RunRecorder(run_dir, run_id)
+    recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))
     started_at, t0 = utc_now(), time.monotonic()
     options = experiment.strategy_options.get(spec.strategy, {})
+    tiers = strategies.role_tiers(spec.strategy, experiment.tiers.get(spec.strategy), profile)
+    limits = experiment.limits
+    budget = Budget(recorder, limits.max_usd, limits.max_tokens, limits.max_model_calls)
     record = RunRecord(
         run_id=run_id,
         experiment=experiment.name,
@@ -206,7 +219,10 @@ def run_one(
         price_sheet=sheet.model_dump(mode="json"),
         profile_spec=redacted(profile),
         options=options,
+        role_tiers=tiers,
+        budget=budget.as_dict(),
         started_at=started_at,
+        sandbox=experiment.sandbox,
     )
     workspace = None
     try:
@@ -234,8 +250,10 @@ def run_one(
             prompts=PromptBook(spec.strategy, experiment.prompt_overrides),
             limits=experiment.limits,
             options=options,
-            budget=Budget(recorder, experiment.limits.max_usd, experiment.limits.max_tokens),
+            budget=budget,
             journal_dir=out / "journals",
+            sandbox=experiment.sandbox,
+            tiers=tiers,
         )
         result = strategies.get(spec.strategy)(ctx)
         record.outcome = result.outcome
@@ -247,13 +265,7 @@ def run_one(
         recorder.event("note", "", "error", traceback.format_exc()[-2000:], ok=False)
         record.counters = {**getattr(exc, "counters", {}), "permission_denials": recorder.denials}
     if workspace is not None:
-        try:
-            record.score = scoring.score(spec.task, workspace, record.claimed_done)
-            recorder.write_diff(diff(workspace))
-        except Exception as exc:  # noqa: BLE001
-            record.error = (record.error + "; " if record.error else "") + f"scoring failed: {exc}"
-            if record.outcome != "error":
-                record.outcome = "error"
+        _score(record, spec, workspace, recorder, experiment)
     record.finished_at = utc_now()
     record.wall_s = round(time.monotonic() - t0, 3)
     record.model_s = round(recorder.model_s, 3)
@@ -262,3 +274,20 @@ def run_one(
     record.calls = recorder.calls
     recorder.finalize(record)
     return record
+
+
+def _score(
+    record: RunRecord, spec: RunSpec, workspace: Workspace, recorder: RunRecorder, experiment: Experiment
+) -> None:
+    """Score the clone (never leaves the run without a score: a scoring failure gives every requirement
+    failed, outcome ``unscored``); a tampered report gives outcome ``tampered``."""
+    record.score = scoring.score(spec.task, workspace, record.claimed_done, sandbox=experiment.sandbox)
+    if record.score.unscored_reason:
+        record.error = (record.error + "; " if record.error else "") + record.score.unscored_reason
+        record.outcome = "unscored"
+    elif record.score.tampered:
+        record.outcome = "tampered"
+    try:
+        recorder.write_diff(diff(workspace))
+    except Exception as exc:  # noqa: BLE001 - a clone whose git state is broken still has its score
+        record.error = (record.error + "; " if record.error else "") + f"diff failed: {exc}"

@@ -1,65 +1,61 @@
-"""Hidden acceptance tests -> :class:`kit.records.Score`.
+"""Hidden acceptance tests -> :class:`kit.records.Score`, in a way the code under test cannot rewrite.
 
-Scoring never runs inside the clone. It copies the clone's working tree (not ``.git``) to a temporary
-folder, puts the task's ``acceptance/`` folder in it as ``_acceptance/`` and runs pytest there with a
-JUnit XML report; in a second copy it runs the repo's own tests (``task.test_command``) to count
-regressions against the base commit. Both runs use the kit's interpreter, a timeout and the same
-scrubbed environment as the agent's commands.
+Scoring never runs in the clone, and never in the process that reads the results:
+
+1. **A clean copy.** The clone's working tree is copied (:func:`kit.scoring_copy.copy_clean`: regular
+   files and folders only; what was dropped is noted in ``Score.dropped_files``). A second copy gets
+   the base commit's test files, conftests and pytest configuration
+   (:func:`kit.scoring_copy.use_base_tests`) to judge regressions; tests the agent added only count
+   as ``tests_added``.
+2. **Fresh sandboxes** (:mod:`kit.sandbox`; ``bwrap`` by default): the hidden acceptance tests, the
+   kit's launcher and plugin live in a kit folder outside the copy, visible read-only. The interpreter
+   starts isolated (``python -I``), so the repo cannot shadow pytest or the standard library; the repo
+   goes on ``sys.path`` last. The acceptance run takes its pytest configuration from the kit only.
+3. **A stream, not a report file**: the plugin sends each test's outcome through a pipe the kit reads
+   as tests finish, and two per-run canary tests (one must pass, one must fail) run last; a wrong or
+   missing canary, a garbled stream or a forged exit status marks the run ``tampered`` -- scored as
+   every requirement failed and every own test regressed (:mod:`kit.scoring_run`).
+4. **Never unscored**: if scoring itself fails, :func:`score` still returns a Score with every
+   requirement failed and ``unscored_reason`` saying why.
+
+The base commit's own-test run is cached per (base commit, test command, sandbox), so each scoring
+runs two sandboxed pytest processes (acceptance, own tests) in parallel.
 
 **Requirements.** Each test function in ``acceptance/`` is one requirement (a parametrized test is
 one requirement that fails if any case fails). Its severity is declared with the pytest marker
 ``@pytest.mark.severity("critical" | "major" | "minor")`` on the function, its class, or the module
 (``pytestmark = pytest.mark.severity("major")``). The kit reads the markers from the source (so a
 test file that does not even import still yields its requirements, all failed) and registers the
-markers itself through a small pytest plugin, which also labels each JUnit test case with its node
-id. ``@pytest.mark.baseline_pass`` marks a requirement that is allowed to pass on the starting code.
+markers itself through its plugin. ``@pytest.mark.baseline_pass`` marks a requirement that is allowed
+to pass on the starting code.
 """
 
 from __future__ import annotations
 
 import ast
 import io
-import re
 import shlex
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
 import threading
 import time
-import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from kit.commands import run_command, scrubbed_env
 from kit.records import SEVERITIES, FailedRequirement, Score
+from kit.sandbox import default_sandbox, get_sandbox
+from kit.scoring_copy import TEST_FILE_RE, copy_clean, pytest_config_file, use_base_tests
+from kit.scoring_run import Canaries, PytestRun, prepare_kit_dir, run_pytest, run_shell
 from kit.workspace import COPY_IGNORE, Workspace, diff_stats, git_env
 
 if TYPE_CHECKING:
     from kit.tasks import Task
 
 ACCEPTANCE_DIRNAME = "_acceptance"
-PLUGIN_NAME = "orchbench_scoring_plugin"
-PLUGIN_SOURCE = '''\
-"""Loaded by the kit's scorer with -p: registers the kit's markers, labels test cases with node ids."""
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "severity(level): requirement severity: critical, major or minor")
-    config.addinivalue_line("markers", "baseline_pass: this acceptance test may pass on the starting code")
-
-
-def pytest_collection_modifyitems(session, config, items):
-    for item in items:
-        item.user_properties.append(("nodeid", item.nodeid))
-        mark = item.get_closest_marker("severity")
-        if mark is not None and mark.args:
-            item.user_properties.append(("severity", str(mark.args[0])))
-'''
-TEST_FILE_RE = re.compile(r"^(test_.*|.*_test)\.py$")
 
 
 # --------------------------------------------------------------------------- reading requirements
@@ -168,8 +164,8 @@ def count_test_functions(folder: Path) -> int:
     for path in test_files(folder):
         try:
             tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (SyntaxError, UnicodeDecodeError, OSError):
-            continue
+        except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
+            continue  # the agent's files may be anything
         for node in tree.body:
             if _is_test_func(node):
                 n += 1
@@ -178,116 +174,37 @@ def count_test_functions(folder: Path) -> int:
     return n
 
 
-# --------------------------------------------------------------------------- running pytest
+# --------------------------------------------------------------------------- the base commit
 
 
-@dataclass
-class PytestRun:
-    outcomes: dict[str, tuple[bool, str]]  # nodeid -> (passed, message)
-    exit_code: int | None
-    output: str
-    timed_out: bool
-    errors: list[str] = field(default_factory=list)  # collection errors etc. (no node id)
-
-    @property
-    def passed(self) -> set[str]:
-        return {k for k, (ok, _) in self.outcomes.items() if ok}
-
-
-def _parse_junit(path: Path) -> tuple[dict[str, tuple[bool, str]], list[str]]:
-    outcomes: dict[str, tuple[bool, str]] = {}
-    errors: list[str] = []
-    if not path.exists():
-        return outcomes, ["pytest wrote no report"]
-    try:
-        root = ET.parse(path).getroot()
-    except ET.ParseError as e:
-        return outcomes, [f"unreadable pytest report: {e}"]
-    for case in root.iter("testcase"):
-        props = {p.get("name"): p.get("value") for p in case.iter("property")}
-        nodeid = props.get("nodeid")
-        bad = case.find("failure")
-        if bad is None:
-            bad = case.find("error")
-        skipped = case.find("skipped")
-        if bad is not None:
-            msg = (bad.get("message") or bad.text or "failed").strip().splitlines()
-            ok, message = False, (msg[0] if msg else "failed")[:300]
-        elif skipped is not None:
-            ok, message = False, f"skipped: {(skipped.get('message') or '').strip()[:200]}"
-        else:
-            ok, message = True, ""
-        if nodeid is None:
-            if not ok:
-                errors.append(f"{case.get('classname', '')}.{case.get('name', '')}: {message}")
-            continue
-        prev = outcomes.get(nodeid)
-        if prev is None or prev[0]:  # keep the first failure (e.g. call failed, then teardown error)
-            outcomes[nodeid] = (ok, message)
-    return outcomes, errors
-
-
-def _run_pytest(cmd: str, cwd: Path, report: Path, plugin_dir: Path, timeout_s: float) -> PytestRun:
-    # third-party plugins of the kit's venv are not needed by task tests and double pytest's start-up
-    env = scrubbed_env({"PYTHONPATH": str(plugin_dir), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
-    full = f"{cmd} -p no:cacheprovider -p {PLUGIN_NAME} --junitxml={report}"
-    res = run_command(full, cwd, timeout_s, env=env, max_output_chars=20_000)
-    outcomes, errors = _parse_junit(report)
-    if res.timed_out:
-        errors.append(f"timed out after {timeout_s:g} s")
-    return PytestRun(outcomes, res.exit_code, res.output, res.timed_out, errors)
-
-
-def _run_own_tests(command: str, cwd: Path, report: Path, plugin_dir: Path, timeout_s: float) -> PytestRun:
-    """The repo's own tests. A pytest command gets the JUnit report; anything else is one pass/fail."""
-    if "pytest" in command:
-        return _run_pytest(command, cwd, report, plugin_dir, timeout_s)
-    env = scrubbed_env({"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
-    res = run_command(command, cwd, timeout_s, env=env, max_output_chars=20_000)
-    ok = res.exit_code == 0 and not res.timed_out
-    return PytestRun(
-        {command: (ok, "" if ok else res.output[-300:])}, res.exit_code, res.output, res.timed_out
-    )
-
-
-def _copy_tree(src: Path, dest: Path) -> None:
-    shutil.copytree(src, dest, symlinks=True, ignore=COPY_IGNORE)
-
-
-def restore_conftests(tree: Path, base: Path) -> list[str]:
-    """Put every conftest.py in ``tree`` back to its version in ``base`` (deleting ones the base does
-    not have), so the strategy cannot change how the hidden acceptance tests run or are reported.
-    Returns the relative paths that were restored or removed."""
-    changed = []
-    for path in sorted(tree.rglob("conftest.py")):
-        rel = path.relative_to(tree)
-        original = base / rel
-        if original.is_file():
-            if original.read_bytes() != path.read_bytes():
-                shutil.copyfile(original, path)
-                changed.append(rel.as_posix())
-        else:
-            path.unlink()
-            changed.append(rel.as_posix())
-    return changed
-
-
-def _extract_commit(root: Path, commit: str, dest: Path) -> None:
-    data = subprocess.run(
-        ["git", "archive", "--format=tar", commit], cwd=root, env=git_env(), capture_output=True, check=True
-    ).stdout
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        tar.extractall(dest, filter="data")
+def _extract_commit(ws: Workspace, dest: Path) -> None:
+    """The base commit's tree, read from the kit's cached base repository (the clone's own ``.git``
+    may be gone or rigged) -- falling back to the clone's when the cache no longer has it."""
+    git_dirs = [d for d in (ws.base_git_dir, ws.root / ".git") if d is not None and d.is_dir()]
+    last = "no git folder holds it"
+    for git_dir in git_dirs:
+        proc = subprocess.run(
+            ["git", f"--git-dir={git_dir}", "archive", "--format=tar", ws.base_commit],
+            env=git_env(),
+            capture_output=True,
+        )
+        if proc.returncode == 0:
+            dest.mkdir(parents=True, exist_ok=True)
+            with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
+                tar.extractall(dest, filter="data")
+            return
+        last = proc.stderr.decode("utf-8", "replace").strip()
+    raise RuntimeError(f"cannot read the base commit {ws.base_commit[:12]}: {last}")
 
 
 @dataclass
 class _Base:
     own_passed: set[str]
     tests: int
+    problem: str | None = None
 
 
-_BASE_CACHE: dict[tuple[str, str], _Base] = {}
+_BASE_CACHE: dict[tuple[str, str, str], _Base] = {}
 _BASE_LOCK = threading.Lock()
 
 
@@ -306,6 +223,9 @@ class Evaluation:
     problems: list[str]
     tests_at_base: int
     tests_now: int
+    dropped: list[str] = field(default_factory=list)  # entries of the clone not copied, and why
+    tampered: list[str] = field(default_factory=list)  # evidence; non-empty = the run is tampered
+    unscored_reason: str | None = None  # the acceptance tests gave no result at all
 
     @property
     def failed_requirements(self) -> list[Requirement]:
@@ -313,6 +233,8 @@ class Evaluation:
 
     @property
     def regressed(self) -> list[str]:
+        if self.tampered:  # nothing the own tests said can be trusted
+            return sorted(self.own_passed_at_base)
         return sorted(t for t in self.own_passed_at_base if t not in self.own.passed)
 
     @property
@@ -328,48 +250,103 @@ def _requirement_key(nodeid: str) -> str | None:
     return nodeid[len(prefix) :].split("[", 1)[0]
 
 
-def _base_info(task: Task, ws: Workspace, plugin_dir: Path, tmp: Path, timeout_s: float) -> _Base:
-    key = (ws.base_commit, task.test_command)
+def _pytest_args(command: str) -> list[str] | None:
+    """The arguments after ``pytest`` in a ``python -m pytest ...`` / ``pytest ...`` command, else None."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    if argv and Path(argv[0]).name == "pytest":
+        return argv[1:]
+    if len(argv) >= 3 and Path(argv[0]).name.startswith("python") and argv[1:3] == ["-m", "pytest"]:
+        return argv[3:]
+    return None
+
+
+_COMMON = ["-p", "no:cacheprovider", "--continue-on-collection-errors", "--maxfail=0"]
+
+
+class _Session:
+    """What the three pytest sessions of one evaluation share: sandbox, kit folder, canaries, timeout."""
+
+    def __init__(self, sandbox: str | None, kit_dir: Path, timeout_s: float) -> None:
+        self.sandbox = get_sandbox(sandbox or default_sandbox())
+        self.kit_dir = prepare_kit_dir(kit_dir)
+        self.timeout_s = timeout_s
+        self.canaries = Canaries.new()
+        self.own_canary = self.canaries.write(_mkdir(kit_dir / "canary"))
+        (kit_dir / "empty.ini").write_text("[pytest]\n", encoding="utf-8")
+
+    def acceptance(self, repo: Path, acceptance_dir: Path) -> PytestRun:
+        folder = self.kit_dir / ACCEPTANCE_DIRNAME
+        shutil.copytree(acceptance_dir, folder, ignore=COPY_IGNORE)
+        self.canaries.write(folder)
+        ini = self.kit_dir / "acceptance.ini"
+        ini.write_text("[pytest]\npython_files = test_*.py *_test.py\n", encoding="utf-8")
+        args = ["-q", "-c", str(ini), f"--rootdir={self.kit_dir}", f"--confcutdir={self.kit_dir}"]
+        args += [*_COMMON, str(folder)]
+        return run_pytest(self.sandbox, repo, self.kit_dir, "acceptance", args, self.canaries, self.timeout_s)
+
+    def own(self, label: str, repo: Path, command: str) -> PytestRun:
+        """The repo's own tests; a pytest command gets the kit's stream, anything else is one pass/fail."""
+        args = _pytest_args(command)
+        if args is None:
+            return run_shell(self.sandbox, repo, command, self.timeout_s)
+        ini = pytest_config_file(repo) or self.kit_dir / "empty.ini"
+        args = [*args, "-c", str(ini), f"--rootdir={repo}", f"--confcutdir={repo}", *_COMMON]
+        return run_pytest(
+            self.sandbox, repo, self.kit_dir, label, args, self.canaries, self.timeout_s, self.own_canary
+        )
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _base_info(session: _Session, task: Task, ws: Workspace, base_dir: Path) -> _Base:
+    """The own tests that pass at the base commit (cached when the base run was clean)."""
+    key = (ws.base_commit, task.test_command, session.sandbox.name)
     with _BASE_LOCK:
         cached = _BASE_CACHE.get(key)
     if cached is not None:
         return cached
-    base_dir = tmp / "base"
-    _extract_commit(ws.root, ws.base_commit, base_dir)
-    run = _run_own_tests(task.test_command, base_dir, tmp / "base.xml", plugin_dir, timeout_s)
-    info = _Base(own_passed=run.passed, tests=count_test_functions(base_dir))
+    tests = count_test_functions(base_dir)
+    run = session.own("base", base_dir, task.test_command)
+    info = _Base(own_passed=run.passed, tests=tests)
+    if run.tampered or not run.complete:
+        info.problem = f"the repo's own tests did not run cleanly at the base: {run.errors + run.tampered}"
+        return info  # not cached: a task problem (or a kit one) must show, not stick
     with _BASE_LOCK:
         _BASE_CACHE[key] = info
     return info
 
 
-def evaluate(task: Task, tree: Path, ws: Workspace, timeout_s: float | None = None) -> Evaluation:
-    """Run acceptance and own tests on a copy of ``tree``; ``ws`` gives the base commit."""
+def evaluate(
+    task: Task, tree: Path, ws: Workspace, timeout_s: float | None = None, *, sandbox: str | None = None
+) -> Evaluation:
+    """Run acceptance and own tests on clean copies of ``tree`` in fresh sandboxes (``sandbox``: a
+    :mod:`kit.sandbox` backend name, default the platform's); ``ws`` gives the base commit."""
     timeout = timeout_s or task.limits.scoring_timeout_s
     requirements, problems = read_requirements(task.acceptance_dir)
     with tempfile.TemporaryDirectory(prefix="orchbench-score-") as tmp_name:
         tmp = Path(tmp_name)
-        plugin_dir = tmp / "plugin"
-        plugin_dir.mkdir()
-        (plugin_dir / f"{PLUGIN_NAME}.py").write_text(PLUGIN_SOURCE, encoding="utf-8")
-        acc_dir, own_dir = tmp / "acc", tmp / "own"
-        _copy_tree(tree, acc_dir)
-        _copy_tree(tree, own_dir)
-        restore_conftests(acc_dir, task.repo_dir)  # the acceptance run ignores conftests the agent wrote
-        shutil.copytree(task.acceptance_dir, acc_dir / ACCEPTANCE_DIRNAME, ignore=COPY_IGNORE)
-        acc_cmd = (
-            f"{shlex.quote(sys.executable)} -m pytest -q -o addopts= -o 'python_files=test_*.py *_test.py' "
-            f"--rootdir=. {ACCEPTANCE_DIRNAME}"
-        )
+        session = _Session(sandbox, tmp / "kit", timeout)
+        acc_dir, own_dir, base_dir = tmp / "acc", tmp / "own", tmp / "base"
+        dropped = copy_clean(tree, acc_dir)
+        tests_now = count_test_functions(acc_dir)
+        shutil.copytree(acc_dir, own_dir)
+        _extract_commit(ws, base_dir)
+        use_base_tests(own_dir, base_dir)
         with ThreadPoolExecutor(3) as pool:
-            f_acc = pool.submit(_run_pytest, acc_cmd, acc_dir, tmp / "acc.xml", plugin_dir, timeout)
-            f_own = pool.submit(
-                _run_own_tests, task.test_command, own_dir, tmp / "own.xml", plugin_dir, timeout
-            )
-            f_base = pool.submit(_base_info, task, ws, plugin_dir, tmp, timeout)
+            f_acc = pool.submit(session.acceptance, acc_dir, task.acceptance_dir)
+            f_own = pool.submit(session.own, "own", own_dir, task.test_command)
+            f_base = pool.submit(_base_info, session, task, ws, base_dir)
             acc, own, base = f_acc.result(), f_own.result(), f_base.result()
-        tests_now = count_test_functions(own_dir)
 
+    if base.problem:
+        problems.append(base.problem)
+    tampered = [f"acceptance: {t}" for t in acc.tampered] + [f"own tests: {t}" for t in own.tampered]
     by_req: dict[str, list[tuple[bool, str]]] = {}
     for nodeid, outcome in acc.outcomes.items():
         key = _requirement_key(nodeid)
@@ -379,7 +356,9 @@ def evaluate(task: Task, tree: Path, ws: Workspace, timeout_s: float | None = No
     results: dict[str, tuple[bool, str]] = {}
     for req in requirements:
         outs = by_req.get(req.key)
-        if not outs:
+        if tampered:
+            results[req.key] = (False, f"tampered: {tampered[0]}"[:300])
+        elif not outs:
             results[req.key] = (False, f"not run ({reason})")
         else:
             bad = [m for ok, m in outs if not ok]
@@ -387,6 +366,9 @@ def evaluate(task: Task, tree: Path, ws: Workspace, timeout_s: float | None = No
     known = {r.key for r in requirements}
     for key in sorted(set(by_req) - known):
         problems.append(f"acceptance test {key} was run but not found in the source (generated?)")
+    unscored = None
+    if not acc.complete and not acc.outcomes and not tampered:
+        unscored = f"the acceptance tests gave no result: {reason}"
     return Evaluation(
         requirements=requirements,
         results=results,
@@ -396,32 +378,56 @@ def evaluate(task: Task, tree: Path, ws: Workspace, timeout_s: float | None = No
         problems=problems,
         tests_at_base=base.tests,
         tests_now=tests_now,
+        dropped=dropped,
+        tampered=tampered[:20],
+        unscored_reason=unscored,
     )
 
 
-def to_score(ev: Evaluation, ws: Workspace, claimed_done: bool, scoring_s: float) -> Score:
+def _severity(req: Requirement) -> str:
+    return req.severity if req.severity in SEVERITIES else "major"
+
+
+def _tally(
+    requirements: list[Requirement], failing: list[Requirement], message: dict[str, str]
+) -> dict[str, Any]:
+    """The Score fields about requirements. A ``baseline_pass`` test already passed on the starting
+    code: it is not a requirement (not in the totals); one that fails at the end is kept apart, in
+    ``baseline_broken``."""
+    counted = [r for r in requirements if not r.baseline_pass]
     defects = {s: 0 for s in SEVERITIES}
     failed = []
-    # a baseline_pass test already passed on the starting code: not a requirement (not in the totals);
-    # one that fails at the end is kept apart, in baseline_broken
-    requirements = [r for r in ev.requirements if not r.baseline_pass]
-    broken = [r.key for r in ev.failed_requirements if r.baseline_pass]
-    for req in (r for r in ev.failed_requirements if not r.baseline_pass):
-        sev = req.severity if req.severity in SEVERITIES else "major"
-        defects[sev] += 1  # type: ignore[index]
-        failed.append(FailedRequirement(test=req.key, severity=sev, message=ev.results[req.key][1]))  # type: ignore[arg-type]
-    files, added, removed = diff_stats(ws)
+    for req in failing:
+        if not req.baseline_pass:
+            defects[_severity(req)] += 1
+            failed.append(FailedRequirement(test=req.key, severity=_severity(req), message=message[req.key]))  # type: ignore[arg-type]
+    return {
+        "requirements_total": len(counted),
+        "requirements_by_severity": {sev: sum(_severity(r) == sev for r in counted) for sev in SEVERITIES},
+        "requirements_failed": len(failed),
+        "baseline_broken": [r.key for r in failing if r.baseline_pass],
+        "defects": defects,
+        "failed": failed,
+    }
+
+
+def _diff_stats(ws: Workspace) -> tuple[int, int, int]:
+    try:
+        return diff_stats(ws)
+    except Exception:  # noqa: BLE001 - a clone whose git state is broken still gets a score
+        return 0, 0, 0
+
+
+def _claimed_but_failed(claimed_done: bool, defects: dict[str, int]) -> bool:
+    return bool(claimed_done and (defects["critical"] or defects["major"]))
+
+
+def to_score(ev: Evaluation, ws: Workspace, claimed_done: bool, scoring_s: float) -> Score:
+    tally = _tally(ev.requirements, ev.failed_requirements, {k: m for k, (_, m) in ev.results.items()})
+    files, added, removed = _diff_stats(ws)
     regressed = ev.regressed
     return Score(
-        requirements_total=len(requirements),
-        requirements_by_severity={
-            sev: sum((r.severity if r.severity in SEVERITIES else "major") == sev for r in requirements)
-            for sev in SEVERITIES
-        },
-        requirements_failed=len(failed),
-        baseline_broken=broken,
-        defects=defects,  # type: ignore[arg-type]
-        failed=failed,
+        **tally,
         own_tests_total=len(ev.own.outcomes),
         regressions=len(regressed),
         regressed_tests=regressed,
@@ -429,13 +435,49 @@ def to_score(ev: Evaluation, ws: Workspace, claimed_done: bool, scoring_s: float
         files_touched=files,
         lines_added=added,
         lines_removed=removed,
-        claimed_done_but_failed=bool(claimed_done and (defects["critical"] or defects["major"])),
+        claimed_done_but_failed=_claimed_but_failed(claimed_done, tally["defects"]),
         scoring_s=round(scoring_s, 3),
+        tampered=bool(ev.tampered),
+        tamper_evidence=ev.tampered,
+        unscored_reason=ev.unscored_reason,
+        dropped_files=ev.dropped,
     )
 
 
-def score(task: Task, ws: Workspace, claimed_done: bool, timeout_s: float | None = None) -> Score:
-    """Score the clone's working tree against the task's hidden acceptance tests."""
+def unscored(task: Task, ws: Workspace, claimed_done: bool, reason: str, scoring_s: float) -> Score:
+    """The score of a run whose scoring failed: every requirement failed, with the reason."""
+    try:
+        requirements, _ = read_requirements(task.acceptance_dir)
+    except Exception:  # noqa: BLE001
+        requirements = []
+    message = f"not scored: {reason}"[:300]
+    tally = _tally(requirements, requirements, {r.key: message for r in requirements})
+    files, added, removed = _diff_stats(ws)
+    return Score(
+        **tally,
+        files_touched=files,
+        lines_added=added,
+        lines_removed=removed,
+        claimed_done_but_failed=_claimed_but_failed(claimed_done, tally["defects"]),
+        scoring_s=round(scoring_s, 3),
+        unscored_reason=reason[:2000],
+    )
+
+
+def score(
+    task: Task,
+    ws: Workspace,
+    claimed_done: bool,
+    timeout_s: float | None = None,
+    *,
+    sandbox: str | None = None,
+) -> Score:
+    """Score the clone's working tree against the task's hidden acceptance tests. Never raises for a
+    failure of scoring itself: that gives a score with every requirement failed and the reason."""
     started = time.monotonic()
-    ev = evaluate(task, ws.root, ws, timeout_s)
-    return to_score(ev, ws, claimed_done, time.monotonic() - started)
+    try:
+        ev = evaluate(task, ws.root, ws, timeout_s, sandbox=sandbox)
+        return to_score(ev, ws, claimed_done, time.monotonic() - started)
+    except Exception as exc:  # noqa: BLE001 - a run is never left unscored
+        reason = f"scoring failed: {type(exc).__name__}: {exc}"
+        return unscored(task, ws, claimed_done, reason, time.monotonic() - started)

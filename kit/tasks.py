@@ -205,8 +205,9 @@ class ValidationReport(BaseModel):
     durations: dict[str, float] = Field(default_factory=dict)
 
 
-def validate_task(task: Task) -> ValidationReport:
-    """Check the task contract on a fresh workspace (see the module docstring)."""
+def validate_task(task: Task, sandbox: str | None = None) -> ValidationReport:
+    """Check the task contract on a fresh workspace (see the module docstring); ``sandbox`` is the
+    scoring sandbox (``bwrap`` or ``none``; default the platform's)."""
     from kit.scoring import evaluate
     from kit.workspace import create_workspace
 
@@ -220,10 +221,12 @@ def validate_task(task: Task) -> ValidationReport:
             durations["workspace_s"] = time.monotonic() - t
 
             t = time.monotonic()
-            start = evaluate(task, ws.root, ws)
+            start = evaluate(task, ws.root, ws, sandbox=sandbox)
             durations["start_s"] = time.monotonic() - t
             problems += start.problems
-            if start.own.exit_code != 0 or start.own_failed:
+            if start.tampered or start.unscored_reason:
+                problems.append(f"scoring the start failed: {start.unscored_reason or start.tampered}")
+            if not start.own.complete or start.own_failed:
                 problems.append(
                     f"own tests fail at the start: {', '.join(start.own_failed) or _tail(start.own)}"
                 )
@@ -242,7 +245,7 @@ def validate_task(task: Task) -> ValidationReport:
             else:
                 t = time.monotonic()
                 apply_solution(task, ws.root)
-                end = evaluate(task, ws.root, ws)
+                end = evaluate(task, ws.root, ws, sandbox=sandbox)
                 durations["solution_s"] = time.monotonic() - t
                 for req in end.failed_requirements:
                     problems.append(
@@ -252,7 +255,9 @@ def validate_task(task: Task) -> ValidationReport:
                     problems.append(
                         f"with the solution, acceptance run errors: {'; '.join(end.acceptance.errors)}"
                     )
-                if end.own.exit_code != 0 or end.own_failed:
+                if end.tampered or end.unscored_reason:
+                    problems.append(f"scoring the solution failed: {end.unscored_reason or end.tampered}")
+                if not end.own.complete or end.own_failed:
                     problems.append(
                         f"with the solution, own tests fail: {', '.join(end.own_failed) or _tail(end.own)}"
                     )
@@ -303,7 +308,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return 1
     failed = 0
     for task in tasks:
-        report = validate_task(task)
+        report = validate_task(task, getattr(args, "sandbox", None))
         mark = "✓" if report.ok else "✗"
         print(f"{mark} {task.id}  ({report.durations.get('total_s', 0):.1f} s)", flush=True)
         for p in report.problems:
@@ -344,6 +349,12 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="check a task's contract (own tests, acceptance, solution)")
     p.add_argument("id", nargs="?", help="task id, task folder path, or suite:<name>")
     p.add_argument("--all", action="store_true", help="validate every task in datasets/tasks")
+    p.add_argument(
+        "--sandbox",
+        choices=["bwrap", "none"],
+        default=None,
+        help="where the tests run (default: bwrap on Linux)",
+    )
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("import-exercism", help="turn Exercism python-track exercises into tasks")

@@ -22,22 +22,25 @@ from typing import TYPE_CHECKING
 from kit.commands import run_command
 from kit.errors import TaskError
 from kit.paths import results_root
+from kit.sandbox import sandbox_env
 
 if TYPE_CHECKING:
     from kit.tasks import Task
 
 #: Never copied into a clone (build litter of the task folder itself).
 COPY_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".git")
-#: Written to .git/info/exclude: litter that running the tests creates must not show up in diffs.
-GIT_EXCLUDE = "__pycache__/\n*.pyc\n.pytest_cache/\n.ruff_cache/\n*.egg-info/\n"
+#: Written to .git/info/exclude: litter that running the tests creates must not show up in diffs,
+#: nor the kit's own state in the clone (.pdca/: the pdca strategy's status file).
+GIT_EXCLUDE = "__pycache__/\n*.pyc\n.pytest_cache/\n.ruff_cache/\n*.egg-info/\n.pdca/\n"
 
 _FIXED_DATE = "2024-01-01T00:00:00+0000"
 READY = ".orchbench-base-ready"  # marks a finished cached base (never committed)
 
 
 def git_env() -> dict[str, str]:
-    """An environment for the kit's own git calls: no user/system config, fixed identity and dates."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    """An environment for the kit's own git calls: no user/system config, fixed identity and dates.
+    Built from the sandbox's allow-list, not os.environ: whatever git runs never sees a key."""
+    env = sandbox_env()
     env.update(
         GIT_CONFIG_NOSYSTEM="1",
         GIT_CONFIG_GLOBAL=os.devnull,
@@ -53,11 +56,33 @@ def git_env() -> dict[str, str]:
 
 
 _GIT_OPTS = ["-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", "-c", "core.hooksPath=/dev/null"]
+#: Repo-config keys that name a command git would run on the kit's side (clean/smudge filters on
+#: `git add`, textconv on `git diff` ...). The agent's shell can write .git/config in its clone.
+_COMMAND_KEYS = r"^(filter|diff|merge)\..*\.(clean|smudge|process|textconv|command|driver)$"
+
+
+def git_safety_args(root: Path) -> list[str]:
+    """``-c`` options that stop a clone's own config from making the kit's git calls run commands:
+    no fsmonitor, no hooks, no pager, every filter / diff / merge driver command it names emptied
+    (a textconv becomes ``cat``)
+    (command-line ``-c`` beats the repo's config). Reading the config runs nothing."""
+    names = subprocess.run(
+        ["git", "config", "--name-only", "--get-regexp", _COMMAND_KEYS],
+        cwd=root,
+        env=git_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.split()
+    args = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat"]
+    for name in names:  # an empty textconv would fail the diff; `cat FILE` is the identity
+        args += ["-c", f"{name}=cat" if name.endswith(".textconv") else f"{name}="]
+    return args
 
 
 def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
     proc = subprocess.run(
-        ["git", *_GIT_OPTS, *args],
+        ["git", *_GIT_OPTS, *(git_safety_args(root) if (root / ".git").exists() else []), *args],
         cwd=root,
         env=env or git_env(),
         capture_output=True,
@@ -72,6 +97,9 @@ def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
 class Workspace:
     root: Path
     base_commit: str
+    #: The kit's cached base repository's git folder (the agent cannot touch it): diffs and scoring
+    #: read the base from here, so a deleted or rigged ``.git`` in the clone changes nothing.
+    base_git_dir: Path | None = None
 
 
 def create_workspace(task: Task, dest: Path) -> Workspace:
@@ -94,7 +122,7 @@ def create_workspace(task: Task, dest: Path) -> Workspace:
     (dest / ".git" / "info").mkdir(exist_ok=True)
     (dest / ".git" / "info" / "exclude").write_text(GIT_EXCLUDE, encoding="utf-8")
     commit = (base / ".git" / "refs" / "heads" / "main").read_text(encoding="utf-8").strip()
-    return Workspace(root=dest, base_commit=commit)
+    return Workspace(root=dest, base_commit=commit, base_git_dir=base / ".git")
 
 
 _bases_lock = threading.Lock()
@@ -102,7 +130,7 @@ _bases_lock = threading.Lock()
 
 def base_repository(task: Task) -> Path:
     """The cached base repository of ``task``, built on first use (keyed by the repo's content)."""
-    digest = hashlib.sha256(json.dumps(task.setup).encode())
+    digest = hashlib.sha256(json.dumps([task.setup, GIT_EXCLUDE]).encode())  # new excludes: new base
     for path in sorted(p for p in task.repo_dir.rglob("*") if p.is_file()):
         rel = path.relative_to(task.repo_dir)
         if any(part in ("__pycache__", ".pytest_cache", ".git") for part in rel.parts):
@@ -145,16 +173,40 @@ def _build_base(task: Task, dest: Path) -> None:
 
 
 def _with_temp_index(ws: Workspace, *diff_args: str) -> str:
+    """``git diff --cached`` of the working tree against the base, through a temporary index.
+
+    With the kit's base repository at hand, git runs on ITS git folder (config, refs) with the clone
+    as work tree and new objects written to a temporary folder: the clone's ``.git`` -- which the
+    agent could delete, or rig with ``core.fsmonitor`` or filter commands git would run -- is not read.
+    """
     env = git_env()
     with tempfile.TemporaryDirectory(prefix="orchbench-index-") as tmp:
         index = Path(tmp) / "index"
-        real = ws.root / ".git" / "index"
-        if real.exists():
-            shutil.copyfile(real, index)  # a head start: only changed files get re-hashed
+        if ws.base_git_dir is not None and ws.base_git_dir.is_dir():
+            git_dir = ws.base_git_dir
+            (Path(tmp) / "objects").mkdir()
+            env.update(
+                GIT_DIR=str(git_dir),
+                GIT_WORK_TREE=str(ws.root),
+                GIT_OBJECT_DIRECTORY=str(Path(tmp) / "objects"),
+                GIT_ALTERNATE_OBJECT_DIRECTORIES=str(git_dir / "objects"),
+            )
+        else:
+            real = ws.root / ".git" / "index"
+            if real.exists():
+                shutil.copyfile(real, index)  # a head start: only changed files get re-hashed
         env["GIT_INDEX_FILE"] = str(index)
         _git(ws.root, "add", "-A", env=env)
         return _git(
-            ws.root, "diff", "--cached", "--no-color", "--no-ext-diff", *diff_args, ws.base_commit, env=env
+            ws.root,
+            "diff",
+            "--cached",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            *diff_args,
+            ws.base_commit,
+            env=env,
         )
 
 

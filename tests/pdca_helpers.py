@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.actions import FINISH, render
+from kit.agent import Budget
 from kit.config import TIERS, Limits, ModelSpec, PriceSheet, Profile
 from kit.context import RunContext
 from kit.gateway import Gateway
@@ -20,15 +21,26 @@ from kit.models.policies import solution_files
 from kit.prompts import PromptBook
 from kit.records import CALLS, EVENTS, RunRecorder, read_jsonl
 from kit.strategies import pdca
-from kit.strategies.pdca_model import LOG_LINE
+from kit.strategies.pdca_status import LOG_LINE
 from kit.tasks import load_task
 from kit.usage import ModelPrice
 from kit.workspace import create_workspace
 
-TEST_CMD = "python -m pytest -q"
+# the proving command of the scripted plans: quick (CHECK re-runs it) and it fails on a broken textkit
+TEST_CMD = "python -c \"import textkit; assert textkit.slugify('Hello, World!') == 'hello-world'\""
 CRITERIA = [
-    {"id": "C1", "text": "slugify follows the specification", "how_verified": TEST_CMD},
-    {"id": "C2", "text": "word_count is unchanged", "how_verified": TEST_CMD},
+    {
+        "id": "C1",
+        "text": "slugify follows the specification",
+        "how_verified": TEST_CMD,
+        "negative_case": "a hyphen at either end",
+    },
+    {
+        "id": "C2",
+        "text": "word_count is unchanged",
+        "how_verified": TEST_CMD,
+        "negative_case": "word_count changes",
+    },
 ]
 
 
@@ -77,10 +89,19 @@ class Cast:
     decisions: list[dict] = field(default_factory=lambda: [{"decision": "stop", "reasons": ["no way"]}])
     reports: list[dict | None] = field(default_factory=list)  # executor report overrides, per session
     first_action: dict[str, tuple[str, dict]] = field(default_factory=dict)  # role -> tool call first
+    after_test: dict[int, list[tuple[str, dict]]] = field(default_factory=dict)  # executor session -> actions
+    status_replies: list[str] = field(default_factory=list)  # status-writer replies (default: the text asked)
+    brief_text: str | None = None  # what the orchestrator writes (default: it copies everything)
+    empty_scout_reports: int = 0  # the first N scout reports have no facts
     briefs: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    status_updates: list[str] = field(default_factory=list)
 
     def __call__(self, req: scripted.Request) -> Any:
         role, mode = req.context["role"], req.context.get("action_mode") or "native"
+        if req.last_user.startswith("Event: ") and "\nAppend to " in req.last_user:  # a status update
+            asked = req.last_user.split(":\n\n", 1)[1]
+            self.status_updates.append(asked)
+            return {"content": self.status_replies.pop(0) if self.status_replies else asked}
         step = sum(1 for m in req.messages if m["role"] == "assistant")
         if step == 0:
             self.briefs[role].append(req.last_user)
@@ -95,12 +116,16 @@ class Cast:
         return items.pop(0) if len(items) > 1 else items[0]
 
     def orchestrator(self, req, mode, step):
-        return f"Brief {len(self.briefs['orchestrator'])}: act on the reference below."
+        head = f"Brief {len(self.briefs['orchestrator'])}:"
+        return f"{head} {self.brief_text}" if self.brief_text is not None else f"{head}\n{req.last_user}"
 
     def scout(self, req, mode, step):
         if step == 0:
             return render(mode, "read_file", {"path": "textkit.py"}, "Look.")
         facts = {"facts": [{"pointer": "textkit.py:9", "fact": "slugify raises NotImplementedError"}]}
+        if self.empty_scout_reports > 0:
+            self.empty_scout_reports -= 1
+            facts = {"facts": []}
         return render(mode, FINISH, facts, "Facts.")
 
     def analyst(self, req, mode, step):
@@ -118,9 +143,13 @@ class Cast:
         if step < len(files):
             path, content = files[step]
             return render(mode, "write_file", {"path": path, "content": content}, f"Write {path}.")
+        session = len(self.briefs["executor"]) - 1
         if step == len(files):
             return render(mode, "run", {"command": TEST_CMD}, "Test.")
-        session = len(self.briefs["executor"]) - 1
+        extra = self.after_test.get(session, [])
+        if step <= len(files) + len(extra):
+            tool, args = extra[step - len(files) - 1]
+            return render(mode, tool, args, f"Then {tool}.")
         override = self.reports[session] if session < len(self.reports) else None
         report = {
             "unit": "",
@@ -172,7 +201,9 @@ class Outcome:
         return len(self.cast.briefs[role])
 
 
-def run_cast(tmp_path: Path, cast: Cast, mode: str = "native", **options: Any) -> Outcome:
+def run_cast(
+    tmp_path: Path, cast: Cast, mode: str = "native", max_model_calls: int | None = None, **options: Any
+) -> Outcome:
     task = load_task("micro-slugify")
     ws = create_workspace(task, tmp_path / "repo")
     recorder = RunRecorder(tmp_path / "run", "r1")
@@ -187,6 +218,7 @@ def run_cast(tmp_path: Path, cast: Cast, mode: str = "native", **options: Any) -
         prompts=PromptBook("pdca"),
         limits=Limits(max_steps=10),
         options=options,
+        budget=Budget(recorder, max_model_calls=max_model_calls),
     )
     result = pdca.run(ctx)
     recorder.close()

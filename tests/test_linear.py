@@ -60,6 +60,8 @@ def scripted_skill(actions_per_step: dict[int, list[tuple[str, dict]]]) -> Calla
     """A policy doing the given actions in each step (by step number), then ending the step."""
 
     def policy(request: Request) -> dict[str, Any]:
+        if request.context.get("role") == "reviewer":
+            return render(_mode(request), FINISH, {"issues": []}, "Nothing to report.")
         number, calls = current_step(request)
         todo = actions_per_step.get(number, [])
         if calls < len(todo):
@@ -170,6 +172,8 @@ def assistant_turns_per_step(transcript: list[dict]) -> list[int]:
     """Model replies between one step message and the next (counted from the transcript)."""
     counts: list[int] = []
     for row in transcript:
+        if row["conversation"] != "coder":
+            continue
         msg = row["message"]
         if msg["role"] == "user" and STEP_HEADER.search(str(msg.get("content") or "")):
             counts.append(0)
@@ -197,7 +201,8 @@ def test_steps_run_in_order_exactly_once(tmp_path, mode):
     )  # the task prompt rides on step 1
     assert all("Implement the function `slugify" not in text for _, _, text in turns[1:])
     assert all("cannot go back" in text for _, _, text in turns)
-    assert len({row["conversation"] for row in rec["transcript"]}) == 1  # one conversation
+    conversations = {row["conversation"] for row in rec["transcript"]}
+    assert conversations == {"coder", "reviewer#1", "reviewer#2"}  # one coder conversation
     assert [e["name"] for e in events_of(rec, "step")] == DEFAULT_STEPS
     assert [e["name"] for e in events_of(rec, "phase")] == DEFAULT_STEPS
     assert all(e["ok"] for e in events_of(rec, "step"))
@@ -208,7 +213,8 @@ def test_steps_run_in_order_exactly_once(tmp_path, mode):
     assert [e["outcome"] for e in c["per_step"]] == ["done"] * 8
     assert [e["tool_calls"] for e in c["per_step"]] == [0, 1, 1, 1, 1, 1, 1, 1]
     assert [e["steps"] for e in c["per_step"]] == assistant_turns_per_step(rec["transcript"])
-    assert c["model_calls"] == len(rec["calls"]) == 15
+    assert c["model_calls"] == len(rec["calls"]) == 15 + 2  # the coder's, then the two reviewers'
+    assert c["review_calls"] == 2 and c["review_findings"] == 0 and c["reviewer_failures"] == 0
     assert c["tool_calls"] == 7 and c["format_errors"] == 0
     assert c["gate_passed"] is True
     assert [e["gate"] for e in c["per_step"]] == [None] * 4 + [True] + [None] * 3
@@ -226,7 +232,7 @@ def test_per_step_cap_then_moves_on(tmp_path, mode):
 
     assert [n for n, _, _ in step_turns(rec["transcript"])] == list(range(1, 9))
     assert assistant_turns_per_step(rec["transcript"]) == [3] * 8
-    assert len(rec["calls"]) == 24
+    assert len(rec["calls"]) == 24 + 2 * 3  # two reviewers, capped at the step cap too
     c = result.counters
     assert (c["steps_capped"], c["steps_done"], c["steps_skipped"]) == (8, 0, 0)
     assert [e["outcome"] for e in c["per_step"]] == ["capped"] * 8
@@ -236,23 +242,27 @@ def test_per_step_cap_then_moves_on(tmp_path, mode):
     assert not any(e["ok"] for e in events_of(rec, "step"))
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_failed_gate_is_recorded_and_the_next_step_runs(tmp_path, mode):
-    broken = "def slugify(text:\n    return text\n"  # a syntax error: compileall and pytest fail
-    ctx = make_ctx(tmp_path, diligent(load_task("micro-slugify").path, implementation=broken), mode)
+@pytest.mark.parametrize("mode", ["json"])  # the gate is not about the action mode; each gate runs pytest
+def test_failed_gate_is_sent_back_then_recorded_and_the_next_step_runs(tmp_path, mode):
+    broken = "def slugify(text:\n    return text\n"  # a syntax error: compileall fails
+    policy = diligent(load_task("micro-slugify").path, implementation=broken)
+    ctx = make_ctx(tmp_path, policy, mode, options={"gate_commands": [linear.COMPILE_CHECK]})
     result, rec = run_linear(ctx)
 
     gates = events_of(rec, "gate")
-    assert len(gates) == 1 and not gates[0]["ok"]
+    assert len(gates) == 3 and not any(g["ok"] for g in gates)  # the step was sent back twice
     assert "compileall -q . -> exit 1" in gates[0]["detail"]
     c = result.counters
-    assert c["gate_passed"] is False
+    assert c["gate_passed"] is False and c["gate_sent_back"] == 2
     gate_step = c["per_step"][4]
-    assert (gate_step["name"], gate_step["outcome"], gate_step["gate"]) == (
+    assert (gate_step["name"], gate_step["outcome"], gate_step["gate"], gate_step["steps"]) == (
         "step_5_build_check",
         "gate_failed",
         False,
+        2 + 1 + 1,  # run + finish, then one finish per send-back
     )
+    sent_back = [t for t in rec["transcript"] if "gate after this step and it failed" in str(t["message"])]
+    assert len(sent_back) == 2 and "compileall" in sent_back[0]["message"]["content"]
     assert c["steps_failed"] == 1 and c["steps_done"] == 7
     # the skill goes on: steps 6, 7 and 8 were sent and worked on after the failed gate
     assert [n for n, _, _ in step_turns(rec["transcript"])] == list(range(1, 9))
@@ -269,11 +279,13 @@ def test_skipped_steps_are_recorded(tmp_path, mode):
     result, rec = run_linear(ctx)
 
     c = result.counters
-    assert [e["outcome"] for e in c["per_step"]] == ["done"] + ["skipped"] * 7
-    assert (c["steps_done"], c["steps_skipped"], c["tool_calls"]) == (1, 7, 0)
+    expected = ["done"] + ["skipped"] * 4 + ["done"] + ["skipped"] * 2  # no findings: the audit needs nothing
+    assert [e["outcome"] for e in c["per_step"]] == expected
+    assert (c["steps_done"], c["steps_skipped"], c["tool_calls"]) == (2, 6, 0)
     assert "ended without the step's write" in c["per_step"][3]["detail"]
-    assert [e["ok"] for e in events_of(rec, "step")] == [True] + [False] * 7
-    assert len(rec["calls"]) == 8
+    assert [e["ok"] for e in events_of(rec, "step")] == [o == "done" for o in expected]
+    assert len([r for r in rec["calls"] if r["role"] == "coder"]) == 8
+    assert c["review_calls"] == len([r for r in rec["calls"] if r["role"] == "reviewer"]) >= 2
     assert c["gate_passed"] is True  # the untouched repo still builds and its own tests pass
     assert result.outcome == "done" and result.claimed_done  # it said done at the last step
 
@@ -282,6 +294,8 @@ def test_format_errors_fail_one_step_only(tmp_path):
     inner = scripted_skill({})
 
     def policy(request: Request) -> Any:
+        if request.context.get("role") == "reviewer":
+            return inner(request)
         number, _ = current_step(request)
         return "this is not an action" if number == 2 else inner(request)
 
@@ -291,7 +305,7 @@ def test_format_errors_fail_one_step_only(tmp_path):
     assert c["per_step"][1]["outcome"] == "format_errors"
     assert c["per_step"][1]["format_errors"] == 3 == c["format_errors"]
     assert len(events_of(rec, "format_error")) == 3
-    assert [e["outcome"] for e in c["per_step"][2:]] == ["skipped"] * 6
+    assert [e["outcome"] for e in c["per_step"][2:]] == ["skipped"] * 3 + ["done"] + ["skipped"] * 2
     assert len(step_turns(rec["transcript"])) == 8
 
 
@@ -383,7 +397,116 @@ def test_whole_run_through_the_runner(tmp_path):
     c = record["counters"]
     assert c["steps_done"] == 8 and c["gate_passed"] is True
     assert c["params"]["max_steps_per_step"] == 4
-    assert record["calls"] == c["model_calls"] == len(read_jsonl(run_dir / CALLS)) == 15
-    assert {r["role"] for r in read_jsonl(run_dir / CALLS)} == {"coder"}
+    assert record["calls"] == c["model_calls"] == len(read_jsonl(run_dir / CALLS)) == 15 + 2
+    assert {r["role"] for r in read_jsonl(run_dir / CALLS)} == {"coder", "reviewer"}
+    assert record["role_tiers"] == {"coder": "cheap", "reviewer": "cheap"}
     assert record["score"]["requirements_failed"] == 0 and record["score"]["requirements_total"] > 0
     assert [e["name"] for e in read_jsonl(run_dir / EVENTS) if e["kind"] == "step"] == DEFAULT_STEPS
+
+
+# --------------------------------------------------------------------------- issue 14: gate, audit, budget
+
+
+def test_a_failed_gate_sends_the_step_back_and_a_fix_passes_it(tmp_path):
+    (path, good), *_ = solution_files(str(load_task("micro-slugify").path))
+    inner = scripted_skill(
+        {
+            4: [("write_file", {"path": path, "content": "def slugify(text:\n"})],
+            5: [("run", {"command": "true"})],
+        }
+    )
+
+    def policy(request: Request) -> Any:
+        last_user = next(m for m in reversed(request.messages) if m.get("role") == "user")
+        told = "gate after this step and it failed" in str(last_user.get("content"))
+        if told and request.messages[-1] is last_user:  # sent back: fix it, then end the step
+            return render(_mode(request), "write_file", {"path": path, "content": good}, "Fix the syntax.")
+        return inner(request)
+
+    options = {"gate_commands": ["python -m compileall -q ."]}
+    result, rec = run_linear(make_ctx(tmp_path, policy, "native", options=options))
+    c = result.counters
+    gate_step = c["per_step"][4]
+    assert (gate_step["outcome"], gate_step["gate"], gate_step["gate_sent_back"]) == ("done", True, 1)
+    assert [g["ok"] for g in events_of(rec, "gate")] == [False, True]
+    assert c["gate_passed"] is True and c["gate_sent_back"] == 1
+    assert gate_step["steps"] == 2 + 2  # run + finish; then (sent back) write + finish
+    # only the gate step came back: every step message was still sent once, in order
+    assert [n for n, _, _ in step_turns(rec["transcript"])] == list(range(1, 9))
+
+
+def test_a_gate_send_back_stays_within_the_step_cap(tmp_path):
+    inner = scripted_skill({4: [("write_file", {"path": "textkit.py", "content": "def slugify(text:\n"})]})
+    options = {"gate_commands": ["python -m compileall -q ."], "max_steps_per_step": 2, "gate_retries": 5}
+    result, rec = run_linear(make_ctx(tmp_path, inner, "native", options=options))
+    gate_step = result.counters["per_step"][4]
+    assert (gate_step["outcome"], gate_step["steps"], gate_step["gate_sent_back"]) == ("gate_failed", 2, 1)
+    assert len(events_of(rec, "gate")) == 2
+
+
+def test_two_read_only_reviewers_audit_and_their_findings_reach_the_coder(tmp_path):
+    problems = {1: "slugify keeps trailing dashes", 2: "no test for empty input"}
+
+    def reviewer(request: Request) -> Any:
+        seat = int(re.search(r"reviewer (\d) of 2", request.messages[1]["content"]).group(1))
+        if sum(m.get("role") == "assistant" for m in request.messages) == 0:  # tries to write: denied
+            return render(
+                _mode(request), "write_file", {"path": "hacked.txt", "content": "x"}, "Fix it myself."
+            )
+        issue = {"file": "textkit.py", "problem": problems[seat], "severity": "Major"}
+        return render(_mode(request), FINISH, {"issues": [issue]}, "Found one.")
+
+    inner = scripted_skill({})
+
+    def policy(request: Request) -> Any:
+        return reviewer(request) if request.context.get("role") == "reviewer" else inner(request)
+
+    result, rec = run_linear(make_ctx(tmp_path, policy, "native", options=NO_GATE))
+    c = result.counters
+    assert (c["review_findings"], c["review_calls"], c["reviewer_failures"]) == (2, 4, 0)
+    audit_turn = step_turns(rec["transcript"])[5][2]
+    assert "Findings of the reviewers (2)" in audit_turn
+    assert all(p in audit_turn for p in problems.values()) and "(major)" in audit_turn
+    # the reviewers saw the diff and had read tools only: their write was denied, nothing was written
+    denied = events_of(rec, "denied")
+    assert len(denied) == 2 and {d["role"] for d in denied} == {"reviewer"}
+    assert not (tmp_path / "repo" / "hacked.txt").exists()
+    review_msgs = [t for t in rec["transcript"] if t["conversation"] == "reviewer#1"]
+    assert "git diff against the starting commit" in review_msgs[1]["message"]["content"]
+    # the coder ended the audit step without changing anything although there were findings: skipped
+    audit = c["per_step"][5]
+    assert (audit["outcome"], audit["findings"]) == ("skipped", 2) and "write" in audit["detail"]
+
+
+def test_linear_and_vibe_stop_at_the_same_max_model_calls(tmp_path):
+    """The same run budget bounds both: vibe's one agent and linear's eight steps plus two reviewers.
+    The model never finishes, so each strategy spends exactly what the budget allows."""
+    from helpers import experiment as make_experiment
+    from helpers import write_profile
+
+    def endless(request: Request) -> Any:
+        return render(_mode(request), "list_files", {"path": "."}, "Looking around once more.")
+
+    profile = write_profile(tmp_path, scripted.register(endless, name="endless"), "native")
+    base = {"limits": Limits(max_steps=60, max_model_calls=11)}
+    explicit = {"linear": {**NO_GATE, "max_steps_per_step": 12}}  # 12 x 8 steps would be 96 calls
+    runs = {}
+    for name, strategies, options in (
+        ("explicit", ["vibe", "linear"], explicit),
+        ("derived", ["linear"], {"linear": NO_GATE}),
+    ):
+        exp = make_experiment(name, profile, ["micro-slugify"], strategies, **base, strategy_options=options)
+        out = run_experiment(exp, results_dir=tmp_path / "results", progress=False)
+        for strategy in strategies:
+            runs[name, strategy] = json.loads(
+                (out / "runs" / f"micro-slugify__{strategy}__scripted-test__r1" / RUN).read_text()
+            )
+    for (name, strategy), record in runs.items():
+        assert record["calls"] == 11, (name, strategy, record["calls"])
+        assert record["budget"] == {"max_model_calls": 11, "max_usd": None, "max_tokens": None}
+    assert runs["explicit", "vibe"]["outcome"] == "budget"
+    assert runs["explicit", "linear"]["outcome"] == "budget"  # the budget, not the step caps, stopped it
+    derived = runs["derived", "linear"]["counters"]
+    assert derived["params"]["step_cap_from"].startswith("run budget")
+    assert sum(e["steps"] for e in derived["per_step"]) + derived["review_calls"] == 11
+    assert [e["cap"] for e in derived["per_step"]][:5] == [1, 1, 1, 1, 1]  # 11 // 8, 10 // 7, ...

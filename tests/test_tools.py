@@ -1,6 +1,7 @@
 import os
 import time
 import tracemalloc
+from pathlib import Path
 
 import pytest
 
@@ -191,17 +192,32 @@ def test_run_output_and_exit_code(root):
     assert "100000\nexit code: 0" in r.output and len(r.output) < 1200
 
 
-def test_run_timeout_kills_the_process_group(root, tmp_path):
-    pidfile = tmp_path / "child.pid"
-    box = Toolbox(root, ["exec"], timeout_s=30)
+@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+def test_run_timeout_kills_the_process_group(root, sandbox):
+    marker = f"{time.time_ns() % 10**6 + 31}.5"  # a unique `sleep` argument to find the child by
+    box = Toolbox(root, ["exec"], timeout_s=30, sandbox=sandbox)
     started = time.monotonic()
-    r = box.execute("run", {"command": f"sleep 30 & echo $! > {pidfile}; sleep 30", "timeout_s": 1})
+    r = box.execute("run", {"command": f"sleep {marker} & sleep 30", "timeout_s": 1})
     elapsed = time.monotonic() - started
     assert elapsed < 5
     assert not r.ok and r.output.endswith("killed after 1 s (timeout)")
-    child = int(pidfile.read_text())
     time.sleep(0.2)
-    assert not _alive(child)
+    assert _sleepers(marker) == []
+
+
+def _sleepers(marker):
+    """Live (not zombie) processes whose command line is ``sleep <marker>``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    argv = fh.read().split(b"\0")
+            except OSError:
+                continue
+            if argv[:2] == [b"sleep", marker.encode()] and _alive(int(entry)):
+                found.append(int(entry))
+    return found
 
 
 def _alive(pid):
@@ -229,13 +245,74 @@ def test_secrets_never_reach_commands(root, monkeypatch):
         "HF_TOKEN",
     ]:
         monkeypatch.setenv(name, fake)
-    monkeypatch.setenv("ORCHBENCH_HARMLESS", "visible")
+    monkeypatch.setenv("ORCHBENCH_HARMLESS", "visible")  # the env is an allow-list: not passed either
     box = Toolbox(root, ["exec"])
     assert fake not in box.execute("run", {"command": "echo $OPENAI_API_KEY"}).output
     out = box.execute("run", {"command": "env"}).output
     assert fake not in out
-    assert "ORCHBENCH_HARMLESS=visible" in out and "PYTHONDONTWRITEBYTECODE=1" in out
+    assert "ORCHBENCH_HARMLESS" not in out and "PYTHONDONTWRITEBYTECODE=1" in out
     env = scrubbed_env()
     assert "PATH" in env and "HOME" in env
     assert is_secret_env("openai_base_url") and is_secret_env("GOOGLE_APPLICATION_CREDENTIALS")
     assert not is_secret_env("LANG") and not is_secret_env("PATH")
+
+
+# --------------------------------------------------------------------------- hostile input
+
+
+def test_fifos_and_devices_are_refused_not_followed(root):
+    os.mkfifo(root / "pipe")
+    os.symlink("/dev/zero", root / "zero")
+    box = Toolbox(root, ["read", "write"], timeout_s=5)
+    started = time.monotonic()
+    r = box.execute("read_file", {"path": "pipe"})
+    assert not r.ok and "named pipe" in r.output
+    assert not box.execute("write_file", {"path": "pipe", "content": "x"}).ok
+    assert not box.execute("edit_file", {"path": "pipe", "old": "a", "new": "b"}).ok
+    assert box.execute("search", {"pattern": "hello"}).output == "README.md:1: hello"
+    assert "pipe" in box.execute("list_files", {}).output
+    assert time.monotonic() - started < 10  # nothing blocked on the pipe
+
+
+def test_a_catastrophic_regex_is_stopped_by_the_time_limit(root):
+    (root / "evil.txt").write_text("a" * 40 + "b\n")
+    box = Toolbox(root, ["read"], timeout_s=1.5)
+    started = time.monotonic()
+    r = box.execute("search", {"pattern": r"^(a+)+$", "regex": True})
+    assert time.monotonic() - started < 6
+    assert not r.ok and "took longer than 1.5 s" in r.output
+    assert box.execute("search", {"pattern": "hello"}).ok  # the toolbox still works afterwards
+
+
+def test_nul_bytes_and_over_deep_or_long_input_are_tool_errors(root):
+    box = Toolbox(root, PERMISSIONS)
+    for name, args in [
+        ("read_file", {"path": "README\0.md"}),
+        ("write_file", {"path": "a\0b", "content": "x"}),
+        ("search", {"pattern": "he\0llo"}),
+        ("run", {"command": "echo \0"}),
+        ("list_files", {"path": "x" * 5000}),
+        ("replace_definitions", {"code": "def f():\n    return " + "(" * 200_000 + ")" * 200_000}),
+        ("replace_definitions", {"code": "def f():\n    return " + "-" * 300_000 + "1"}),
+        ("read_file", {"path": "/".join(["d"] * 2000)}),
+    ]:
+        r = box.execute(name, args)
+        assert not r.ok and r.output, (name, r.output)
+
+
+def test_a_write_does_not_follow_a_symlink_swapped_in_after_the_check(root, tmp_path):
+    from kit import safefs
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "pkg2").mkdir()
+    rel = Path("pkg2") / "new.py"  # what the tool checked: inside the clone
+    (root / "pkg2").rmdir()
+    os.symlink(outside, root / "pkg2")  # ... then swapped for a link to the outside
+    with pytest.raises(OSError):
+        safefs.write_text(root, rel, "pwned")
+    with pytest.raises(OSError):
+        safefs.unlink(root, Path("pkg2") / "anything")
+    assert list(outside.iterdir()) == []
+    safefs.write_text(root, Path("pkg") / "fine.py", "ok\n")  # a real folder works
+    assert (root / "pkg" / "fine.py").read_text() == "ok\n"

@@ -15,7 +15,7 @@ from kit.errors import BudgetExceeded, CallCapReached
 from kit.models import scripted
 from kit.records import read_jsonl
 from kit.strategies import workflow_runtime
-from kit.strategies.workflow_runtime import Runtime, default_concurrency
+from kit.strategies.workflow_runtime import ProviderFailure, Runtime, default_concurrency
 
 
 class Answer(BaseModel):
@@ -85,18 +85,38 @@ def test_invalid_output_is_retried_in_the_same_conversation(tmp_path):
     assert rt.calls == 1 and rt.failed_calls == 0
 
 
-def test_agent_is_none_after_bounded_retries_or_an_exception(tmp_path):
-    def down(request):
-        raise ValueError("provider down")
-
-    policy = Policy(judge=lambda r: {"content": "no idea"}, broken=down)
+def test_agent_is_none_after_bounded_retries_or_an_exception(tmp_path, monkeypatch):
+    policy = Policy(judge=lambda r: {"content": "no idea"})
     rt, _ = runtime(tmp_path, policy, format_retries=1, retry_steps=2)
     assert rt.agent("judge", Answer, role="judge", tier="cheap", permissions={"read"}) is None
     assert policy.counts["judge"] == 3 + 2  # 3 format errors, then 1 retry of 2 steps
+
+    def broken_tool_layer(*args, **kwargs):
+        raise RuntimeError("not a provider problem")
+
+    monkeypatch.setattr(rt, "_run_agent", broken_tool_layer)
     assert rt.agent("x", role="broken", tier="cheap") is None
-    assert rt.failed_calls == 2
+    assert rt.failed_calls == 2 and rt.provider_failures == 0
     # the exception was not journaled (it is redone on resume); the format failure was
     assert [e["role"] for e in read_jsonl(rt.journal.path)] == ["judge"]
+
+
+def test_a_provider_failure_is_a_stop_not_a_none(tmp_path):
+    def down(request):
+        raise ValueError("provider down")
+
+    policy = Policy(broken=down, writer=finish())
+    rt, ctx = runtime(tmp_path, policy)
+    with pytest.raises(ProviderFailure, match="failed for provider reasons") as info:
+        rt.parallel(
+            [
+                lambda: rt.agent("x", role="broken", tier="cheap"),
+                lambda: rt.agent("y", role="writer", tier="cheap"),
+            ]
+        )
+    assert "--retry-errors" in str(info.value)
+    assert policy.counts["writer"] == 1  # the sibling finished first
+    assert rt.provider_failures == 1 and [e["role"] for e in read_jsonl(rt.journal.path)] == ["writer"]
 
 
 def test_the_agent_call_cap_is_a_clear_error(tmp_path):
@@ -261,7 +281,7 @@ def test_identical_calls_are_journaled_separately_and_replayed_in_order(tmp_path
     ]
     assert got == [1, 2, 3]
     keys = [e["key"] for e in read_jsonl(rt.journal.path)]
-    assert len(set(keys)) == 3 and [k.rsplit(":", 1)[1] for k in keys] == ["0", "1", "2"]
+    assert len(set(keys)) == 3  # each chains on the one before it
 
     second = Policy(judge=lambda r: pytest.fail("a journaled call reached the model"))
     rt2, _ = runtime(tmp_path, second, name="rerun")
@@ -277,13 +297,86 @@ def test_identical_calls_are_journaled_separately_and_replayed_in_order(tmp_path
     assert third.counts["judge"] == 1 and rt2.counters()["model_agent_calls"] == 1
 
 
-def test_the_key_covers_prompt_schema_model_and_role(tmp_path):
+def test_the_key_covers_parent_prompt_schema_model_and_role(tmp_path):
     k = workflow_runtime.journal_key
-    base = k("sys", "p", Answer, "m", "judge")
-    assert base == k("sys", "p", Answer, "m", "judge")
-    assert len({base, k("sys", "q", Answer, "m", "judge"), k("sys", "p", None, "m", "judge"),
-                k("sys", "p", Answer, "m2", "judge"), k("sys", "p", Answer, "m", "editor"),
-                k("other", "p", Answer, "m", "judge")}) == 6  # fmt: skip
+    base = k("h", "sys", "p", Answer, "m", "judge")
+    assert base == k("h", "sys", "p", Answer, "m", "judge")
+    assert len({base, k("h", "sys", "q", Answer, "m", "judge"), k("h", "sys", "p", None, "m", "judge"),
+                k("h", "sys", "p", Answer, "m2", "judge"), k("h", "sys", "p", Answer, "m", "editor"),
+                k("h", "other", "p", Answer, "m", "judge"), k("h2", "sys", "p", Answer, "m", "judge")}) == 7  # fmt: skip
+
+
+def _sequence(rt, prompts, fan_out):
+    """a -> parallel(fan_out) -> z: the shape of a workflow cycle."""
+    out = [rt.agent(prompts[0], Answer, role="judge", tier="cheap", permissions={"read"}).value]
+    results = rt.parallel(
+        [lambda p=p: rt.agent(p, Answer, role="judge", tier="cheap", permissions={"read"}) for p in fan_out]
+    )
+    out += [r.value for r in results]
+    out.append(rt.agent(prompts[1], Answer, role="judge", tier="cheap", permissions={"read"}).value)
+    return out
+
+
+def test_a_change_replays_only_the_unchanged_prefix(tmp_path):
+    lock = threading.Lock()
+    counter = iter(range(1, 1000))
+
+    def judge(request):
+        with lock:
+            value = next(counter)
+        return render(mode(request), FINISH, {"value": value}, "ok")
+
+    first = Policy(judge=judge)
+    rt, _ = runtime(tmp_path, first)
+    _sequence(rt, ["a", "z"], ["p1", "p2", "p3"])
+    assert first.counts["judge"] == 5
+
+    # the same script with the second parallel sibling's prompt edited: a, p1 and p3 replay (siblings
+    # do not chain on each other); p2' runs, and z runs again because it comes after the group
+    second = Policy(judge=judge)
+    scripted.register(second, name="rt-model")
+    rt2, _ = runtime(tmp_path, second, name="edited")
+    _sequence(rt2, ["a", "z"], ["p1", "p2 edited", "p3"])
+    assert rt2.journal_hits == 3 and second.counts["judge"] == 2
+
+    # the first agent edited: nothing after it is replayed, although the later prompts are unchanged
+    third = Policy(judge=judge)
+    scripted.register(third, name="rt-model")
+    rt3, _ = runtime(tmp_path, third, name="edited-first")
+    _sequence(rt3, ["a edited", "z"], ["p1", "p2", "p3"])
+    assert rt3.journal_hits == 0 and third.counts["judge"] == 5
+
+    # nothing changed: all five replay
+    fourth = Policy(judge=judge)
+    scripted.register(fourth, name="rt-model")
+    rt4, _ = runtime(tmp_path, fourth, name="unchanged")
+    _sequence(rt4, ["a", "z"], ["p1", "p2", "p3"])
+    assert rt4.journal_hits == 5 and fourth.counts["judge"] == 0
+
+
+def test_replayed_calls_keep_their_records_and_count_in_the_budget(tmp_path):
+    policy = Policy(writer=finish(summary="x" * 40))
+    rt, ctx = runtime(tmp_path, policy)
+    rt.agent("a", role="writer", tier="cheap")
+    rt.agent("b", role="writer", tier="cheap")
+    spent = ctx.recorder.totals
+
+    rt2, ctx2 = runtime(
+        tmp_path, Policy(writer=lambda r: pytest.fail("replay called the model")), name="rerun"
+    )
+    ctx2.budget.max_model_calls = 3
+    rt2.agent("a", role="writer", tier="cheap")
+    rt2.agent("b", role="writer", tier="cheap")
+    assert ctx2.recorder.totals == spent and ctx2.recorder.calls == 2
+    rows = read_jsonl(ctx2.recorder.run_dir / "calls.jsonl")
+    assert [r["replayed"] for r in rows] == [True, True]
+    assert [r["conversation"] for r in rows] == ["writer#1", "writer#2"] and rows[0]["run_id"] == "r1"
+    assert ctx2.budget.model_calls == 2 and ctx2.recorder.model_s == 0  # the time was spent earlier
+    # one model call left in the budget: the third agent makes it, the fourth is stopped
+    scripted.register(Policy(writer=finish()), name="rt-model")
+    rt2.agent("c", role="writer", tier="cheap")
+    with pytest.raises(BudgetExceeded, match="3 model calls"):
+        rt2.agent("d", role="writer", tier="cheap")
 
 
 def test_replayed_write_calls_restore_the_clone(tmp_path):

@@ -2,8 +2,9 @@
 of micro-slugify, and a scripted policy that plays every workflow role.
 
 The policy is stateless per conversation (the step is read from the conversation) and reads the
-review round and seat from the analyzer/refuter prompt ("Review round 3, reviewer 2 of 3"), so it is
-safe under the runtime's thread pool; it counts the requests it answers per role (thread-safe).
+review round and seat from the analyzer prompt ("Review round 3, reviewer 2 of 3") and the round,
+finding and seat from the skeptic's ("Review round 3, finding 2, skeptic 1 of 3"), so it is safe
+under the runtime's thread pool; it counts the requests it answers per role (thread-safe).
 """
 
 from __future__ import annotations
@@ -29,8 +30,7 @@ from kit.tasks import Task, load_task
 from kit.usage import ModelPrice
 from kit.workspace import create_workspace
 
-ROUND = re.compile(r"Review round (\d+), (?:reviewer|refuter) (\d+) of (\d+)")
-FINDING_ID = re.compile(r"^\[(\d+)\]", re.MULTILINE)
+ROUND = re.compile(r"Review round (\d+), (?:finding (\d+), skeptic|reviewer) (\d+) of (\d+)")
 SHEET = PriceSheet(name="wf", prices={"p": ModelPrice(input=1, output=2, cache_read=0.1, cache_write=1.25)})
 
 
@@ -104,14 +104,19 @@ class WorkflowPolicy:
     """Plays implementer, analyzer, refuter and editor.
 
     verdicts: the analyzers' verdict per review round ("clean" / "issues"); the last one repeats.
-    failing:  analyzer seat -> "garbage" (answers that are no action) or "raise" (provider error).
-    confirm:  whether refuters confirm the findings.
+    issues:   how many distinct issues an "issues" report lists (the same ones from every analyzer).
+    failing:  analyzer seat -> "garbage" (answers that are no action), "raise" (provider error) or
+              "contradict" (first answer: verdict "issues" with an empty list; then a proper one).
+    confirm:  whether skeptics confirm the findings (when ``votes`` has no entry).
+    votes:    finding id -> each skeptic seat's vote, in seat order.
     interrupt_round: raise :class:`Interrupt` when an analyzer of that round is asked.
     """
 
     verdicts: list[str]
+    issues: int = 1
     failing: dict[int, str] = field(default_factory=dict)
     confirm: bool = True
+    votes: dict[int, list[bool]] = field(default_factory=dict)
     interrupt_round: int | None = None
     counts: Counter = field(default_factory=Counter)
     rounds: Counter = field(default_factory=Counter)  # (role, round) -> requests
@@ -138,29 +143,33 @@ class WorkflowPolicy:
     def _analyzer(self, request: scripted.Request, rnd: int) -> Any:
         if self.interrupt_round is not None and rnd >= self.interrupt_round:
             raise Interrupt(f"killed in round {rnd}")
-        seat = int(ROUND.search(_first_user(request)).group(2))
+        seat = int(ROUND.search(_first_user(request)).group(3))
         failure = self.failing.get(seat)
         if failure == "raise":
             raise ValueError(f"analyzer {seat} is down")
         if failure == "garbage":
             return {"content": "I am not sure what to say."}
+        if failure == "contradict" and _steps(request) == 0:  # corrected once told it is a format error
+            return render(_mode(request), FINISH, {"verdict": "issues", "issues": []}, "Reviewed.")
         verdict = self.verdicts[min(rnd, len(self.verdicts)) - 1]
         issues = []
         if verdict == "issues":
             issues = [
                 {
                     "file": "./textkit.py",
-                    "problem": f"Round {rnd} bug: slugify mishandles input",
+                    "problem": f"Round {rnd} bug{'' if n == 1 else f' {n}'}: slugify mishandles input",
                     "suggested_fix": f"fix round {rnd}",
                     "severity": "MAJOR" if seat % 2 else "major",
                 }
+                for n in range(1, self.issues + 1)
             ]
         return render(_mode(request), FINISH, {"verdict": verdict, "issues": issues}, "Reviewed.")
 
     def _refuter(self, request: scripted.Request, rnd: int) -> Any:
-        ids = [int(i) for i in FINDING_ID.findall(_first_user(request))]
-        verdicts = [{"id": i, "confirmed": self.confirm, "reason": "checked"} for i in ids]
-        return render(_mode(request), FINISH, {"verdicts": verdicts}, "Checked.")
+        match = ROUND.search(_first_user(request))
+        finding, seat = int(match.group(2)), int(match.group(3))
+        confirmed = self.votes[finding][seat - 1] if finding in self.votes else self.confirm
+        return render(_mode(request), FINISH, {"confirmed": confirmed, "reason": "checked"}, "Checked.")
 
     def _editor(self, request: scripted.Request, rnd: int) -> Any:
         found = re.search(r"Round (\d+) bug", _first_user(request))

@@ -69,7 +69,7 @@ from pydantic import (
 from kit.commands import run_command
 from kit.context import RunContext
 from kit.strategies import StrategyResult
-from kit.workspace import git_env
+from kit.workspace import git_env, git_safety_args
 
 PERMISSIONS = {"read", "write", "exec"}
 FEATURE_LIST = "feature_list.json"
@@ -399,7 +399,12 @@ class FeatureListKeeper:
 
 def _git(root: Path, *args: str) -> str:
     proc = subprocess.run(
-        ["git", *GIT_OPTS, *args], cwd=root, env=git_env(), capture_output=True, text=True, timeout=60
+        ["git", *GIT_OPTS, *git_safety_args(root), *args],
+        cwd=root,
+        env=git_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     if proc.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed in {root}: {proc.stderr.strip()}")
@@ -424,7 +429,7 @@ def _settle_commits(
 
 
 def _verify(ctx: RunContext, root: Path, session: int) -> bool:
-    res = run_command(ctx.task.test_command, root, ctx.limits.command_timeout_s)
+    res = run_command(ctx.task.test_command, root, ctx.limits.command_timeout_s, sandbox=ctx.sandbox)
     ok = not res.timed_out and res.exit_code == 0
     tail = res.output.strip().splitlines()[-1:] or [""]
     ctx.recorder.event(

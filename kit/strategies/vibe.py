@@ -1,8 +1,10 @@
 """vibe -- one prompt, one agent, a tool loop (STRATEGIES.md §1).
 
 The coder gets a short generic system prompt and the task prompt verbatim, and loops until it
-answers without a tool call (it says it is done) or hits the step cap / budget.
-Outcome: ``done`` or ``capped``.
+answers without a tool call (it says it is done) or hits the step cap / budget. Its one session is
+the whole run, so with a call budget (``limits.max_model_calls``) its step cap derives from it (the
+whole budget) unless ``strategy_options.vibe.max_steps`` sets one; otherwise ``limits.max_steps``.
+Outcome: ``done``, ``capped`` (its step cap, with budget left) or ``budget`` (the run budget used up).
 """
 
 from __future__ import annotations
@@ -16,7 +18,11 @@ PERMISSIONS = {"read", "write", "exec"}
 
 
 def run(ctx: RunContext) -> StrategyResult:
-    max_steps = ctx.option("max_steps", ctx.step_cap())
+    budget_calls = ctx.calls_left()
+    derived = ctx.step_cap() if budget_calls is None else max(1, budget_calls)
+    if budget_calls is not None and ctx.task.limits.max_steps:  # the task's own limit still tightens it
+        derived = min(derived, ctx.task.limits.max_steps)
+    max_steps = ctx.option("max_steps", derived)
     coder = ctx.agent(
         ROLE,
         tier=TIER,
@@ -26,8 +32,9 @@ def run(ctx: RunContext) -> StrategyResult:
     )
     ctx.phase("code")
     result = coder.run(ctx.task.prompt)
+    spent = result.outcome == "budget" or (result.outcome == "capped" and ctx.calls_left() == 0)
     return StrategyResult(
-        outcome="done" if result.done else "capped",
+        outcome="done" if result.done else ("budget" if spent else "capped"),
         claimed_done=result.done,
         counters={
             "steps": result.steps,

@@ -5,36 +5,47 @@ The script is ordinary code; the model never decides what runs next::
     Implement (implementer: read + write + exec)
     loop, at most max_cycles times (16; 32 for a task marked long):
         Analyze: `analyzers` analyzers in parallel (read + exec, no write), each a report
-                 {verdict: clean | issues, issues: [{file, problem, suggested_fix, severity}]}
+                 {verdict: clean | issues, issues: [{file, problem, suggested_fix, severity}]} whose
+                 verdict is clean exactly when the list is empty (a contradiction is a format error)
         findings deduplicated (normalised file + problem)
-        Refute:  every refuter seat is asked to refute them; a finding survives only if a majority of
-                 the CONFIGURED seats confirms it (a failed seat counts as not confirming)
-        no finding survives -> a clean pass; two clean passes in a row -> stop (converged-clean)
-        otherwise           -> Apply (editor: read + write + exec) the survivors; the streak is 0
+        Refute:  each finding goes to `refuters` independent skeptics (fresh conversations, all findings'
+                 skeptics in parallel); it is kept only on a strict majority of the CONFIGURED skeptics
+                 saying it is real (a failed skeptic counts as not confirming)
+        no finding kept -> a clean pass; two clean passes in a row -> stop (converged-clean)
+        otherwise       -> Apply (editor: read + write + exec) the kept findings; the streak is 0
 
-Outcome ``converged-clean`` (claimed_done) or ``capped`` (cycle cap, or the output-token / run budget
-used up: ``stop_reason`` says which). Agent calls and cycles are counted separately.
+Outcomes: ``converged-clean`` (claimed_done), ``capped`` (the cycle cap, and only that), ``budget``
+(the run budget -- ``limits.max_model_calls`` / ``max_usd`` / ``max_tokens`` -- or the workflow's
+output-token budget used up; ``stop_reason`` says which). An agent whose provider failed for good
+raises (the runtime's ProviderFailure) and the run ends as ``error``, so ``kit run --retry-errors``
+redoes it, replaying the journal. Agent calls and cycles are counted separately, and so are findings
+raised / refuted / kept.
 
 Choices where the spec is silent:
 
-* Refutation is ONE call per refuter seat covering all findings of the cycle (not one per finding per
-  seat): ``analyzers`` calls per cycle whatever the number of findings, and each seat sees the findings
-  side by side. There are as many seats as analyzers; seat i is a fresh ``refuter`` conversation.
 * A cycle counts as clean only when a majority of the configured analyzers returned a report: if most
   analyzers failed (no valid report), the cycle is *inconclusive* -- not clean (the streak resets), and
   there is nothing to apply.
-* Issues are taken only from reports whose verdict is ``issues``; a ``clean`` verdict means clean.
-  A severity outside critical/major/minor is read as major (small models write "High", "MAJOR").
-* An implementer or editor that fails (None) does not stop the loop: the analyzers judge the clone.
+* The issue list is required (an analyzer that just says it is done has not reported: format error).
+  The verdict is derived from the list when the analyzer leaves it out; when it gives one that
+  contradicts the list ("issues" with no issue, "clean" with issues) the answer is a format error and
+  the agent is asked again (the runtime's bounded retries). A severity outside critical/major/minor is
+  read as major (small models write "High", "MAJOR").
+* An implementer or editor that answers badly (None) does not stop the loop: the analyzers judge the
+  clone.
 * Tiers: implementer and editor cheap (they do the typing), analyzer and refuter medium (judgement, as
-  the auditor in pdca); a profile's ``roles`` may reassign any of them.
+  the auditor in pdca). The experiment's ``tiers: {workflow: ...}`` (or a profile's ``roles``) may
+  reassign any of them; ``tiers: {workflow: cheap}`` is the equal-tier variant.
+* Analyzers and refuters get the read and exec permissions, never write; the sandbox (when present)
+  mounts the clone read-only for their commands.
 * A CallCapReached (the runtime's agent-call cap) is not a normal stop: it propagates and the run ends
-  as ``error`` with the message saying how to raise the cap; the counters so far are logged first.
-* The prompt of an analyzer/refuter names its round and seat ("round 3, reviewer 2 of 3"), so calls
-  are distinct in the journal and in transcripts.
+  as ``error`` with the message saying how to raise the cap; the counters so far go with it.
+* The prompt of an analyzer names its round and seat ("Review round 3, reviewer 2 of 3") and that of a
+  skeptic its round, finding and seat ("Review round 3, finding 2, skeptic 1 of 3"), so calls are
+  distinct in the journal and in transcripts.
 
-Options (experiment ``strategy_options: {workflow: {...}}``): max_cycles, analyzers, clean_streak,
-max_steps, max_agent_calls, max_output_tokens, concurrency, format_retries, retry_steps.
+Options (experiment ``strategy_options: {workflow: {...}}``): max_cycles, analyzers, refuters,
+clean_streak, max_steps, max_agent_calls, max_output_tokens, concurrency, format_retries, retry_steps.
 """
 
 from __future__ import annotations
@@ -43,7 +54,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from kit.config import Tier
 from kit.context import RunContext
@@ -54,6 +65,7 @@ from kit.strategies.workflow_runtime import (
     DEFAULT_FORMAT_RETRIES,
     DEFAULT_MAX_CALLS,
     DEFAULT_RETRY_STEPS,
+    ProviderFailure,
     Runtime,
     default_concurrency,
 )
@@ -68,6 +80,7 @@ TIERS: dict[str, Tier] = {
 }
 MAX_CYCLES, MAX_CYCLES_LONG = 16, 32
 ANALYZERS = 3
+REFUTERS = 3
 CLEAN_STREAK = 2
 
 Severity = Literal["critical", "major", "minor"]
@@ -90,18 +103,30 @@ class Issue(BaseModel):
 
 
 class Analysis(BaseModel):
-    verdict: Literal["clean", "issues"]
-    issues: list[Issue] = Field(default_factory=list)
+    """An analyzer's report. The issue list is required (a bare "done" is no report); the verdict is
+    clean exactly when the list is empty: left out, it is derived from the list; contradicting the
+    list, it is rejected (a format error, asked again)."""
+
+    verdict: Literal["clean", "issues"] | None = None
+    issues: list[Issue]
+
+    @model_validator(mode="after")
+    def _verdict_follows_the_issues(self) -> Analysis:
+        derived = "issues" if self.issues else "clean"
+        if self.verdict is not None and self.verdict != derived:
+            raise ValueError(
+                f"verdict {self.verdict!r} contradicts the issue list ({len(self.issues)} issues): "
+                'use "clean" with an empty list, or "issues" with at least one issue'
+            )
+        self.verdict = derived
+        return self
 
 
-class Verdict(BaseModel):
-    id: int
-    confirmed: bool
+class Judgement(BaseModel):
+    """One skeptic's judgement of one finding."""
+
+    confirmed: bool = Field(description="True only if the problem really exists and matters for the task.")
     reason: str = ""
-
-
-class Refutation(BaseModel):
-    verdicts: list[Verdict] = Field(default_factory=list)
 
 
 @dataclass
@@ -109,6 +134,7 @@ class Finding:
     id: int
     issue: Issue
     raised_by: int = 1  # how many analyzers reported it
+    confirmations: int = 0  # how many skeptics said it is real
 
 
 # --------------------------------------------------------------------------- parameters and tallies
@@ -118,6 +144,7 @@ class Finding:
 class Params:
     max_cycles: int
     analyzers: int
+    refuters: int
     clean_streak: int
     max_steps: int
     max_agent_calls: int
@@ -127,7 +154,7 @@ class Params:
     retry_steps: int
     long_task: bool
     tiers: dict[str, str]
-    refutation: str = "one call per refuter seat covering all findings; majority of configured seats"
+    refutation: str = "per finding: `refuters` independent skeptics; kept on a strict majority of them"
 
     @classmethod
     def from_context(cls, ctx: RunContext) -> Params:
@@ -135,6 +162,7 @@ class Params:
         params = cls(
             max_cycles=int(ctx.option("max_cycles", MAX_CYCLES_LONG if long_task else MAX_CYCLES)),
             analyzers=int(ctx.option("analyzers", ANALYZERS)),
+            refuters=int(ctx.option("refuters", REFUTERS)),
             clean_streak=int(ctx.option("clean_streak", CLEAN_STREAK)),
             max_steps=int(ctx.option("max_steps", ctx.step_cap())),
             max_agent_calls=int(ctx.option("max_agent_calls", DEFAULT_MAX_CALLS)),
@@ -145,7 +173,7 @@ class Params:
             long_task=long_task,
             tiers={role: ctx.tier(role, tier) for role, tier in TIERS.items()},
         )
-        for name in ("max_cycles", "analyzers", "clean_streak", "max_steps", "max_agent_calls"):
+        for name in ("max_cycles", "analyzers", "refuters", "clean_streak", "max_steps", "max_agent_calls"):
             if getattr(params, name) < 1:
                 raise ConfigError(
                     f"workflow option {name} must be at least 1", "fix strategy_options.workflow"
@@ -159,8 +187,9 @@ class Tally:
     clean_streak_history: list[int] = field(default_factory=list)
     issues_reported: int = 0  # raw issues in all reports, before deduplication
     findings_raised: int = 0  # after deduplication, summed over cycles
-    findings_confirmed: int = 0
     findings_refuted: int = 0
+    findings_kept: int = 0
+    skeptic_calls: int = 0
     analyzer_failures: int = 0
     refuter_failures: int = 0
     inconclusive_cycles: int = 0
@@ -172,9 +201,9 @@ class Tally:
         self, cycle: int, seats: int, reports: list[Analysis], findings: list, survivors: list, clean: bool
     ) -> None:
         self.analyzer_failures += seats - len(reports)
-        self.issues_reported += sum(len(r.issues) for r in reports if r.verdict == "issues")
+        self.issues_reported += sum(len(r.issues) for r in reports)
         self.findings_raised += len(findings)
-        self.findings_confirmed += len(survivors)
+        self.findings_kept += len(survivors)
         self.findings_refuted += len(findings) - len(survivors)
         self.inconclusive_cycles += len(reports) < majority(seats)
         self.clean_streak_history.append(int(clean))
@@ -183,7 +212,7 @@ class Tally:
                 "cycle": cycle,
                 "reports": len(reports),
                 "findings": len(findings),
-                "confirmed": len(survivors),
+                "kept": len(survivors),
                 "clean": clean,
             }
         )
@@ -234,7 +263,7 @@ def coding_workflow(rt: Runtime, prompts: PromptBook, task: str, p: Params) -> S
             tally.record(cycle, p.analyzers, reports, findings, survivors, clean)
             rt.log(
                 f"cycle {cycle}: {len(reports)}/{p.analyzers} reports, {len(findings)} findings, "
-                f"{len(survivors)} confirmed -> {'clean' if clean else 'not clean'}"
+                f"{len(survivors)} kept -> {'clean' if clean else 'not clean'}"
             )
 
             if clean:
@@ -256,10 +285,12 @@ def coding_workflow(rt: Runtime, prompts: PromptBook, task: str, p: Params) -> S
                 )
                 tally.applies += 1
     except BudgetExceeded as exc:
-        outcome, stop_reason = "capped", f"budget: {exc}"
+        outcome, stop_reason = "budget", f"budget: {exc}"
         rt.log(f"stopped: {exc}", ok=False)
-    except CallCapReached:
-        rt.log(f"agent-call cap reached; counters so far: {counters(rt, p, tally, 'call cap')}", ok=False)
+    except (CallCapReached, ProviderFailure) as exc:
+        reason = "call cap" if isinstance(exc, CallCapReached) else "provider failure"
+        exc.counters = counters(rt, p, tally, reason)  # type: ignore[attr-defined] - the runner records them
+        rt.log(f"{reason}; counters so far: {exc.counters}", ok=False)  # type: ignore[attr-defined]
         raise
 
     return StrategyResult(
@@ -296,18 +327,18 @@ def analyze(rt: Runtime, prompts: PromptBook, task: str, p: Params, cycle: int) 
 def refute(
     rt: Runtime, prompts: PromptBook, task: str, p: Params, cycle: int, findings: list[Finding], tally: Tally
 ) -> list[Finding]:
-    """Every seat tries to refute all findings; a finding survives with a majority of confirmations."""
-    listing = render_findings(findings)
+    """Each finding goes to ``refuters`` independent skeptics (all of them in parallel); a finding is
+    kept only when a strict majority of its configured skeptics confirms it."""
 
-    def one(seat: int) -> Refutation | None:
+    def one(finding: Finding, seat: int) -> Judgement | None:
         message = (
-            f"Review round {cycle}, refuter {seat} of {p.analyzers}.\n\n"
+            f"Review round {cycle}, finding {finding.id}, skeptic {seat} of {p.refuters}.\n\n"
             f"The task that was implemented in this repository:\n\n{task}\n\n"
-            f"Findings to check:\n{listing}"
+            f"The finding to check:\n{render_findings([finding])}"
         )
         return rt.agent(
             message,
-            Refutation,
+            Judgement,
             role="refuter",
             tier=TIERS["refuter"],
             permissions=READ_EXEC,
@@ -315,18 +346,17 @@ def refute(
             max_steps=p.max_steps,
         )
 
-    results = rt.parallel([lambda seat=seat: one(seat) for seat in range(1, p.analyzers + 1)])
+    seats = range(1, p.refuters + 1)
+    results = rt.parallel([lambda f=f, s=s: one(f, s) for f in findings for s in seats])
+    tally.skeptic_calls += len(results)
     tally.refuter_failures += sum(r is None for r in results)
-    confirmations = {f.id: 0 for f in findings}
-    for refutation in results:
-        if refutation is None:
-            continue  # a failed seat does not confirm
-        seen: set[int] = set()
-        for v in refutation.verdicts:
-            if v.id in confirmations and v.id not in seen:
-                seen.add(v.id)
-                confirmations[v.id] += int(v.confirmed)
-    return [f for f in findings if confirmations[f.id] >= majority(p.analyzers)]
+    kept = []
+    for i, finding in enumerate(findings):
+        votes = results[i * p.refuters : (i + 1) * p.refuters]
+        finding.confirmations = sum(v is not None and v.confirmed for v in votes)
+        if finding.confirmations >= majority(p.refuters):
+            kept.append(finding)
+    return kept
 
 
 # --------------------------------------------------------------------------- small helpers
@@ -350,8 +380,6 @@ def deduplicate(reports: list[Analysis]) -> list[Finding]:
     """Unique findings of a cycle's reports, numbered from 1, in order of first appearance."""
     found: dict[tuple[str, str], Finding] = {}
     for report in reports:
-        if report.verdict != "issues":
-            continue
         for issue in report.issues:
             key = normalise(issue)
             if key in found:

@@ -17,13 +17,27 @@ and reports ``capped``). The output budget is off by default (None); the experim
 (``limits.max_tokens`` / ``max_usd``) is checked at the same points.
 
 The journal. Every completed agent call is appended to ``<journal_dir>/<run_id>.jsonl`` under a key
-built from (system prompt + prompt, schema, model, role) plus an *occurrence index* (the n-th call with
-that same key in this run), so three analyzers with identical prompts get three entries. When an
-interrupted run is redone, a call whose key is in the journal is *replayed*: no model call, the stored
-answer is returned. A write-capable call also stores the clone's diff against the base commit after it
-finished; replaying it restores the clone to exactly that state (current diff reverse-applied, stored
-diff applied, both with ``git apply`` on the working tree only), so later calls see the files they saw
-the first time. Exceptions (provider down, ...) and budget stops are not journaled: they are redone.
+that chains on everything before it: the hash of (system prompt + prompt, schema, model, role) and of
+the *chain head* -- a running hash over every earlier call's key and result (its text or object, its
+outcome, and for a write-capable call the clone's diff). When an interrupted run is redone, a call
+whose key is in the journal is *replayed*: no model call, the stored answer is returned. Because the
+key carries the whole history, a change anywhere (an edited prompt, a different answer) replays only
+the unchanged prefix: the changed call and every call after it run again. Calls inside
+:meth:`Runtime.parallel` are siblings: each chains on the head before the group plus its position, and
+the head after the group chains on all of them in order (so a changed sibling re-runs itself and what
+follows the group, not its siblings). A write-capable call also stores the clone's diff against the
+base commit; replaying it restores the clone to exactly that state (current diff reverse-applied,
+stored diff applied, with ``git apply`` on the working tree only), so later calls see the files they
+saw the first time. Each entry keeps the agent's call records; a replay writes them to this run's
+calls.jsonl marked ``replayed: true`` (conversation renamed to this run's), so they count in the run's
+totals and its model-call budget: the money was spent. Exceptions and budget stops are not journaled:
+they are redone.
+
+Provider failures. An agent whose model call failed for good (``ModelError``: the gateway gave up
+after its retries, a missing key, a broken local server) is not an agent that answered badly: the
+runtime raises :class:`ProviderFailure` (a stop: ``parallel`` re-raises it once every sibling has
+finished), so the run ends as ``error`` and ``kit run --retry-errors`` redoes it -- replaying from the
+journal everything that completed.
 
 Choices where the spec is silent (written down as asked):
 
@@ -31,12 +45,12 @@ Choices where the spec is silent (written down as asked):
   is asked again in the SAME conversation (so its exploration is not lost) to give its answer now, up
   to ``format_retries`` times (default 2) with ``retry_steps`` steps each; it is still one agent call.
 * The agent-call cap counts every :meth:`agent` call, replayed ones included, so a resumed run stops
-  where the original would have. The output budget counts the tokens of replayed calls too.
+  where the original would have. The output budget and the run budget count replayed calls too.
 * Only calls with the ``write`` permission get a diff in the journal (an exec-only role is told not to
   change files, and parallel read-only agents would race on a shared snapshot).
 * A stage of :meth:`pipeline` that returns None ends that item's flow (its result is None).
-* ``parallel`` and ``pipeline`` never swallow a stop: CallCapReached, BudgetExceeded and
-  non-``Exception`` interrupts (KeyboardInterrupt) are re-raised once every thunk has finished.
+* ``parallel`` and ``pipeline`` never swallow a stop: CallCapReached, BudgetExceeded, ProviderFailure
+  and non-``Exception`` interrupts (KeyboardInterrupt) are re-raised once every thunk has finished.
 """
 
 from __future__ import annotations
@@ -55,17 +69,24 @@ from pydantic import BaseModel
 
 from kit.config import Tier
 from kit.context import RunContext
-from kit.errors import BudgetExceeded, CallCapReached, KitError
-from kit.records import read_jsonl
+from kit.errors import BudgetExceeded, CallCapReached, KitError, ModelError
+from kit.records import CallRecord, read_jsonl
 from kit.workspace import diff as workspace_diff
-from kit.workspace import git_env
+from kit.workspace import git_env, git_safety_args
 
 T = TypeVar("T")
 
 DEFAULT_MAX_CALLS = 1000
 DEFAULT_FORMAT_RETRIES = 2
 DEFAULT_RETRY_STEPS = 3
-STOPS: tuple[type[BaseException], ...] = (CallCapReached, BudgetExceeded)
+CHAIN_ROOT = "workflow-journal-v2"
+
+
+class ProviderFailure(ModelError):
+    """An agent's model call failed for provider reasons: the run cannot be judged; it ends as error."""
+
+
+STOPS: tuple[type[BaseException], ...] = (CallCapReached, BudgetExceeded, ProviderFailure)
 
 
 def default_concurrency() -> int:
@@ -100,11 +121,13 @@ class Runtime:
             journal_path = Path(ctx.journal_dir) / f"{self.run_id}.jsonl"
         self.journal = Journal(journal_path) if journal_path is not None else None
         self._lock = threading.Lock()
-        self._occurrences: dict[str, int] = {}
+        self._chain = threading.local()  # .head: this thread's chain head (see the journal, above)
+        self._chain.head = CHAIN_ROOT
         self.calls = 0  # agent() calls, replayed ones included (the cap counts these)
         self.journal_hits = 0
+        self.replayed_calls = 0  # model-call records copied from the journal
         self.failed_calls = 0
-        self.replayed_output = 0  # output tokens of replayed calls
+        self.provider_failures = 0
         self.current_phase = ""
 
     # -- events ------------------------------------------------------------------------------
@@ -118,12 +141,11 @@ class Runtime:
     # -- budget ------------------------------------------------------------------------------
     @property
     def output_tokens(self) -> int:
-        """Output tokens of this workflow so far: the recorder's model calls plus replayed calls."""
-        return self.ctx.recorder.totals.output + self.replayed_output
+        """Output tokens of this workflow so far (the recorder's totals: replayed calls included)."""
+        return self.ctx.recorder.totals.output
 
     def check_budget(self) -> None:
-        """Raise BudgetExceeded when the run's budget or the workflow's output-token budget is spent.
-        Agents call this before every model call (it is their ``budget``)."""
+        """Raise BudgetExceeded when the run's budget or the workflow's output-token budget is spent."""
         if self.ctx.budget is not None:
             self.ctx.budget.check()
         if self.max_output_tokens is not None and self.output_tokens >= self.max_output_tokens:
@@ -132,8 +154,12 @@ class Runtime:
                 "raise strategy_options: {workflow: {max_output_tokens: N}}",
             )
 
-    # the Agent calls ``budget.check()``; the runtime is its budget
-    check = check_budget
+    def start_call(self) -> None:
+        """Before every model call of every subagent (the runtime is their ``budget``): check the
+        output-token budget, then let the run budget check and count the call."""
+        self.check_budget()
+        if self.ctx.budget is not None:
+            self.ctx.budget.start_call()
 
     # -- agent -------------------------------------------------------------------------------
     def agent(
@@ -152,7 +178,7 @@ class Runtime:
         permissions = frozenset(permissions)
         tier = self.ctx.tier(role, tier)
         model = self.ctx.gateway.spec(tier).model
-        base = journal_key(system, prompt, schema, model, role)
+        key = journal_key(self._head(), system, prompt, schema, model, role)
         with self._lock:
             if self.calls >= self.max_calls:
                 raise CallCapReached(
@@ -162,12 +188,10 @@ class Runtime:
                 )
             self.calls += 1
             conversation = f"{role}#{self.calls}"
-            occurrence = self._occurrences.get(base, 0)
-            self._occurrences[base] = occurrence + 1
-        key = f"{base}:{occurrence}"
 
         entry = self.journal.get(key) if self.journal is not None else None
         if entry is not None:
+            self._advance(key, entry)
             return self._replay(entry, schema, role, conversation)
 
         self.check_budget()
@@ -178,35 +202,45 @@ class Runtime:
             )
         except STOPS:
             raise
+        except ModelError as exc:  # the provider failed: the run ends as error (retry-errors redoes it)
+            with self._lock:
+                self.failed_calls += 1
+                self.provider_failures += 1
+            message = f"{conversation} failed for provider reasons: {exc}"
+            self.ctx.recorder.event("note", role, "agent", message[:300], ok=False)
+            raise ProviderFailure(message[:2000], "rerun with `kit run --retry-errors`") from exc
         except Exception as exc:  # noqa: BLE001 - a failed agent is None; the script goes on
             with self._lock:
                 self.failed_calls += 1
             self.ctx.recorder.event(
                 "note", role, "agent", f"{conversation} failed: {type(exc).__name__}: {exc}"[:300], ok=False
             )
+            self._advance(key, {"outcome": "exception"})
             return None
-        if outcome == "budget":
-            raise BudgetExceeded(f"budget used up during {conversation}")
         ok = value is not None
         if not ok:
             with self._lock:
                 self.failed_calls += 1
         self.ctx.recorder.event("note", role, "agent", f"{conversation} {outcome}", ok=ok)
+        entry = {
+            "key": key,
+            "role": role,
+            "tier": tier,
+            "model": model,
+            "conversation": conversation,
+            "outcome": outcome,
+            "text": value if isinstance(value, str) else None,
+            "object": value.model_dump(mode="json") if isinstance(value, BaseModel) else None,
+            "output_tokens": output,
+            "diff": workspace_diff(self.ctx.workspace) if writes else None,
+            "calls": [
+                c.model_dump(mode="json", exclude={"run_id", "seq"})
+                for c in self.ctx.recorder.calls_of(conversation)
+            ],
+        }
         if self.journal is not None:
-            self.journal.append(
-                {
-                    "key": key,
-                    "role": role,
-                    "tier": tier,
-                    "model": model,
-                    "conversation": conversation,
-                    "outcome": outcome,
-                    "text": value if isinstance(value, str) else None,
-                    "object": value.model_dump(mode="json") if isinstance(value, BaseModel) else None,
-                    "output_tokens": output,
-                    "diff": workspace_diff(self.ctx.workspace) if writes else None,
-                }
-            )
+            self.journal.append(entry)
+        self._advance(key, entry)
         return value
 
     def _run_agent(
@@ -245,6 +279,9 @@ class Runtime:
             )
             result = sub.run(nudge, max_steps=self.retry_steps)
             output += result.usage.output
+        if result.outcome == "budget":  # a stop, not a failed agent: the script ends the run
+            raise BudgetExceeded(f"{result.final.splitlines()[0] if result.final else 'budget used up'} "
+                                 f"(during {conversation})")  # fmt: skip
         if result.outcome != "done":
             return None, result.outcome, output
         if schema is not None:
@@ -256,20 +293,40 @@ class Runtime:
     ) -> Any:
         if entry.get("diff") is not None:
             restore(self.ctx.workspace, entry["diff"])
+        records = [
+            CallRecord.model_validate(
+                {**raw, "run_id": self.run_id, "conversation": conversation, "replayed": True}
+            )
+            for raw in entry.get("calls") or []
+        ]
+        for record in records:
+            self.ctx.recorder.call(record)
+        if self.ctx.budget is not None:  # every step of a journaled agent ended in one ok call
+            self.ctx.budget.add_calls(sum(r.ok for r in records))
         with self._lock:
             self.journal_hits += 1
-            self.replayed_output += int(entry.get("output_tokens") or 0)
+            self.replayed_calls += len(records)
             if entry.get("text") is None and entry.get("object") is None:
                 self.failed_calls += 1
         self.ctx.recorder.event(
             "note",
             role,
             "journal",
-            f"{conversation} replayed {entry.get('conversation')} ({entry.get('outcome')})",
+            f"{conversation} replayed {entry.get('conversation')} ({entry.get('outcome')}, "
+            f"{len(records)} call records)",
         )
         if entry.get("object") is not None and schema is not None:
             return schema.model_validate(entry["object"])
         return entry.get("text")
+
+    # -- the chain -----------------------------------------------------------------------------
+    def _head(self) -> str:
+        return getattr(self._chain, "head", CHAIN_ROOT)
+
+    def _advance(self, key: str, entry: dict[str, Any]) -> None:
+        """Move this thread's chain head past one call: its key and what it produced."""
+        result = {k: entry.get(k) for k in ("outcome", "text", "object", "diff")}
+        self._chain.head = _digest(self._head(), key, result)
 
     # -- concurrency -------------------------------------------------------------------------
     def parallel(self, thunks: Sequence[Callable[[], T]]) -> list[T | None]:
@@ -277,9 +334,20 @@ class Runtime:
         Results keep the thunks' order; a thunk that raised is None (filter before use)."""
         if not thunks:
             return []
+        start = self._head()
+        heads = [start] * len(thunks)
+
+        def sibling(i: int, thunk: Callable[[], T]) -> T:
+            self._chain.head = _digest(start, "parallel", i)  # siblings chain on the head before the group
+            try:
+                return thunk()
+            finally:
+                heads[i] = self._head()
+
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(thunks))) as pool:
-            futures = [pool.submit(t) for t in thunks]
+            futures = [pool.submit(sibling, i, t) for i, t in enumerate(thunks)]
             outcomes = [_settle(f) for f in futures]
+        self._chain.head = _digest(start, "joined", heads)
         _raise_stops(outcomes)
         return [self._unwrap(value, exc, f"parallel thunk {i}") for i, (value, exc) in enumerate(outcomes)]
 
@@ -308,8 +376,10 @@ class Runtime:
         return {
             "agent_calls": self.calls,
             "journal_hits": self.journal_hits,
+            "replayed_model_calls": self.replayed_calls,
             "model_agent_calls": self.calls - self.journal_hits,
             "failed_agent_calls": self.failed_calls,
+            "provider_failures": self.provider_failures,
             "output_tokens": self.output_tokens,
         }
 
@@ -333,9 +403,18 @@ def _raise_stops(outcomes: list[tuple[Any, BaseException | None]]) -> None:
 # --------------------------------------------------------------------------- the journal
 
 
-def journal_key(system: str, prompt: str, schema: type[BaseModel] | None, model: str, role: str) -> str:
-    """A stable hash of (prompt, schema, model, role); the system prompt counts as part of the prompt."""
+def _digest(*parts: Any) -> str:
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def journal_key(
+    parent: str, system: str, prompt: str, schema: type[BaseModel] | None, model: str, role: str
+) -> str:
+    """A stable hash of (chain head, prompt, schema, model, role); the system prompt counts as part of
+    the prompt, the chain head carries every earlier call and its result."""
     payload = {
+        "parent": parent,
         "system": system,
         "prompt": prompt,
         "schema": schema.model_json_schema() if schema is not None else None,
@@ -346,7 +425,7 @@ def journal_key(system: str, prompt: str, schema: type[BaseModel] | None, model:
 
 
 class Journal:
-    """Append-only JSONL of completed agent calls, keyed by ``<hash>:<occurrence>``."""
+    """Append-only JSONL of completed agent calls, keyed by their chained hash."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -386,7 +465,15 @@ def restore(workspace: Any, recorded: str) -> None:
 
 
 def _git_apply(root: Path, patch: str, *, reverse: bool) -> None:
-    args = ["git", "-c", "core.autocrlf=false", "apply", "--binary", "--whitespace=nowarn"]
+    args = [
+        "git",
+        "-c",
+        "core.autocrlf=false",
+        *git_safety_args(root),
+        "apply",
+        "--binary",
+        "--whitespace=nowarn",
+    ]
     if reverse:
         args.append("-R")
     proc = subprocess.run(args, cwd=root, env=git_env(), input=patch, capture_output=True, text=True)

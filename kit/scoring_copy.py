@@ -1,0 +1,199 @@
+"""The trees scoring runs on: a clean copy of the final clone, and the repo's own tests as of the base.
+
+:func:`copy_clean` copies regular files and folders only. A symlink is kept (as a copy of its target)
+only when it points to a regular file inside the clone; symlinks pointing outside or to folders,
+FIFOs, sockets, devices, unreadable entries, very large files and very deep folders are dropped, each
+with a note. ``.git``, ``__pycache__``, ``.pytest_cache`` and compiled ``*.pyc`` files are never copied
+(a stale or sourceless ``.pyc`` would be imported in place of the source). Nothing the clone holds can
+make the copy hang (files are opened non-blocking and checked to be regular) or crash it.
+
+:func:`use_base_tests` makes a copy judge regressions the way the base commit would: every test
+file, conftest, file under a ``tests/``-like folder and pytest configuration file (pytest.ini,
+tox.ini, setup.cfg, pyproject.toml, ...) is replaced by the base's version, and the ones the agent
+added are removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import stat
+import tomllib
+from pathlib import Path, PurePosixPath
+
+SKIP_NAMES = frozenset({".git", "__pycache__", ".pytest_cache"})
+SKIP_SUFFIXES = (".pyc", ".pyo")
+MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_DEPTH = 48
+MAX_NOTES = 200
+TEST_FILE_RE = re.compile(r"^(test_.*|.*_test)\.py$")
+TEST_DIRS = frozenset({"tests", "test", "testing"})
+#: The files pytest reads its configuration from, in pytest's order of precedence (pytest 9).
+CONFIG_NAMES = (
+    "pytest.toml",
+    ".pytest.toml",
+    "pytest.ini",
+    ".pytest.ini",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+)
+
+
+class _Notes(list):
+    def add(self, rel: str, why: str) -> None:
+        if len(self) < MAX_NOTES:
+            self.append(f"{rel}: {why}")
+        elif len(self) == MAX_NOTES:
+            self.append("... more dropped entries not listed")
+
+
+def _copy_file(path: str, dest: Path) -> str | None:
+    """Copy one regular file (no symlink followed, no FIFO opened blocking); a reason when dropped."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        return f"unreadable ({e.strerror})"
+    with os.fdopen(fd, "rb") as src:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return "not a regular file"
+        if st.st_size > MAX_FILE_BYTES:
+            return f"larger than {MAX_FILE_BYTES // 2**20} MB"
+        try:
+            with open(dest, "wb") as out:
+                shutil.copyfileobj(src, out)
+        except OSError as e:
+            return f"could not be copied ({e.strerror})"
+        with contextlib.suppress(OSError):
+            os.chmod(dest, stat.S_IMODE(st.st_mode) | stat.S_IRUSR | stat.S_IWUSR)
+    return None
+
+
+def _symlink_target(path: str, root: str) -> str | None:
+    """The real path of a symlink pointing at a regular file inside ``root``, else None."""
+    real = os.path.realpath(path)
+    if os.path.commonpath([real, root]) != root or not os.path.isfile(real) or os.path.islink(real):
+        return None
+    return real
+
+
+def copy_clean(src: Path, dest: Path) -> list[str]:
+    """Copy the clone at ``src`` to ``dest`` (must not exist); returns what was dropped and why."""
+    notes = _Notes()
+    root = os.path.realpath(src)
+    Path(dest).mkdir(parents=True)
+    stack: list[tuple[str, Path, int]] = [(root, Path(dest), 0)]
+    while stack:
+        folder, out, depth = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as e:
+            notes.add(os.path.relpath(folder, root), f"folder unreadable ({e.strerror})")
+            continue
+        for entry in entries:
+            rel = os.path.relpath(entry.path, root)
+            if entry.name in SKIP_NAMES or entry.name.endswith(SKIP_SUFFIXES):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError as e:
+                notes.add(rel, f"unreadable ({e.strerror})")
+                continue
+            target = out / entry.name
+            if stat.S_ISDIR(st.st_mode):
+                if depth + 1 > MAX_DEPTH:
+                    notes.add(rel, f"folder nested deeper than {MAX_DEPTH} levels")
+                    continue
+                target.mkdir()
+                stack.append((entry.path, target, depth + 1))
+            elif stat.S_ISREG(st.st_mode):
+                why = _copy_file(entry.path, target)
+                if why:
+                    notes.add(rel, why)
+            elif stat.S_ISLNK(st.st_mode):
+                real = _symlink_target(entry.path, root)
+                why = (
+                    _copy_file(real, target) if real else "symlink pointing outside the clone or to a folder"
+                )
+                if why:
+                    notes.add(rel, why)
+            else:
+                kind = (
+                    "FIFO"
+                    if stat.S_ISFIFO(st.st_mode)
+                    else "socket"
+                    if stat.S_ISSOCK(st.st_mode)
+                    else "device"
+                )
+                notes.add(rel, f"{kind}, not a regular file")
+    return list(notes)
+
+
+# --------------------------------------------------------------------------- the base's own tests
+
+
+def is_test_path(rel: PurePosixPath) -> bool:
+    """Test files, conftests, pytest configuration, and anything under a tests/ (test/, testing/) folder."""
+    name = rel.name
+    return bool(
+        TEST_FILE_RE.match(name)
+        or name == "conftest.py"
+        or name in CONFIG_NAMES
+        or any(part in TEST_DIRS for part in rel.parts[:-1])
+    )
+
+
+def _files(tree: Path) -> list[PurePosixPath]:
+    out = []
+    for folder, dirs, files in os.walk(tree):
+        dirs[:] = [d for d in dirs if d not in SKIP_NAMES]
+        for name in files:
+            out.append(PurePosixPath(Path(folder, name).relative_to(tree).as_posix()))
+    return out
+
+
+def use_base_tests(tree: Path, base: Path) -> None:
+    """Replace the test side of ``tree`` (see :func:`is_test_path`) by the one of ``base``."""
+    for rel in _files(tree):
+        if is_test_path(rel):
+            (tree / rel).unlink()
+    for rel in _files(base):
+        if is_test_path(rel):
+            target = tree / rel
+            for parent in reversed(target.relative_to(tree).parents[:-1]):
+                if (tree / parent).is_file():
+                    (tree / parent).unlink()  # the agent put a file where the base has a folder
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.is_dir():
+                shutil.rmtree(target)  # ... or a folder where the base has a file
+            shutil.copyfile(base / rel, target)
+
+
+def pytest_config_file(root: Path) -> Path | None:
+    """The file pytest would take its configuration from when started in ``root`` (pytest 9 rules)."""
+    fallback = None
+    for name in CONFIG_NAMES:
+        path = root / name
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if name == "pyproject.toml":
+            fallback = path
+            try:
+                tool = tomllib.loads(text).get("tool", {})
+            except tomllib.TOMLDecodeError:
+                continue
+            if isinstance(tool, dict) and isinstance(tool.get("pytest"), dict):
+                return path
+        elif name == "tox.ini":
+            if re.search(r"^\[pytest\]", text, re.M):
+                return path
+        elif name == "setup.cfg":
+            if re.search(r"^\[tool:pytest\]", text, re.M):
+                return path
+        else:
+            return path
+    return fallback

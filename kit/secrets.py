@@ -1,0 +1,103 @@
+"""Redaction by value: every secret the kit knows is replaced by ``***`` before anything is written.
+
+Commands never get the kit's environment (``kit.sandbox.sandbox_env`` is an allow-list), so keys do
+not pass by name; this module covers the other way a key leaks -- by value, when a provider echoes it
+in an error, a profile carries it in ``extra`` / ``extra_headers``, or a traceback quotes it. The
+known values are: the variables named by the profile's ``api_key_env``, every variable of the kit's
+environment whose name looks secret (``looks_secret``), and the values in a tier's
+``extra`` (nested dicts such as ``extra_headers`` included) whose key looks secret (``api_key``,
+``Authorization``, ``x-api-key``, ``*token*`` ...). :class:`kit.records.RunRecorder` applies it to
+every line of calls / events / transcript, to diff.patch and to run.json; the gateway to its errors.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+from collections.abc import Iterable
+from typing import Any
+
+MASK = "***"
+#: Values shorter than this are not treated as secrets (masking "1" or "true" would garble records).
+MIN_SECRET_CHARS = 8
+_SECRET_KEYS = (
+    "*key*",
+    "*token*",
+    "*secret*",
+    "*password*",
+    "*passwd*",
+    "*credential*",
+    "authorization",
+    "cookie",
+)
+
+
+def looks_secret(name: str) -> bool:
+    """A config key, header or variable name whose value is a secret (``api_key``, ``x-api-key``,
+    ``Authorization``, ``MY_SERVICE_TOKEN`` ...). Narrower than ``is_secret_env``, which also scrubs
+    whole prefixes such as ``AWS_*`` (whose values -- a region -- are not secrets to mask in text)."""
+    low = name.lower()
+    return any(fnmatch.fnmatchcase(low, p) for p in _SECRET_KEYS)
+
+
+def _secret_values(value: Any, secret: bool) -> Iterable[str]:
+    """Strings inside ``value``: all of them when ``secret``, else those under secret-looking keys."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _secret_values(item, secret or looks_secret(str(key)))
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _secret_values(item, secret)
+    elif isinstance(value, str) and secret:
+        yield value
+        scheme, _, token = value.partition(" ")
+        if token and scheme.lower() in ("bearer", "basic", "token"):
+            yield token
+
+
+class Redactor:
+    """Replaces each known secret value (and its JSON-escaped form) with ``***``."""
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        found: set[str] = set()
+        for value in values:
+            if isinstance(value, str) and len(value.strip()) >= MIN_SECRET_CHARS:
+                found.add(value.strip())
+                found.add(json.dumps(value.strip())[1:-1])
+        self.values = sorted(found, key=len, reverse=True)  # longest first: no partial leftovers
+
+    @classmethod
+    def for_profile(cls, profile: Any = None, environ: dict[str, str] | None = None) -> Redactor:
+        """Every secret the kit knows for ``profile`` (a kit.config.Profile) and its environment."""
+        env = dict(os.environ if environ is None else environ)
+        values = [v for k, v in env.items() if looks_secret(k)]
+        for spec in getattr(profile, "tiers", {}).values():
+            if spec.api_key_env and spec.api_key_env in env:
+                values.append(env[spec.api_key_env])
+            values.extend(_secret_values(spec.extra, False))
+        return cls(values)
+
+    def __bool__(self) -> bool:
+        return bool(self.values)
+
+    def __call__(self, text: str) -> str:
+        for value in self.values:
+            if value in text:
+                text = text.replace(value, MASK)
+        return text
+
+    def obj(self, data: Any) -> Any:
+        """``data`` (dicts, lists, strings ...) with every string redacted."""
+        if isinstance(data, str):
+            return self(data)
+        if isinstance(data, dict):
+            return {self(str(k)) if isinstance(k, str) else k: self.obj(v) for k, v in data.items()}
+        if isinstance(data, list | tuple):
+            return [self.obj(v) for v in data]
+        return data
+
+    def error(self, exc: BaseException) -> BaseException:
+        """``exc`` with its message redacted (in place; returned for ``raise``)."""
+        exc.args = tuple(self(a) if isinstance(a, str) else a for a in exc.args)
+        return exc
