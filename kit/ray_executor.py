@@ -28,6 +28,7 @@ from typing import Any
 from kit.config import Experiment, PriceSheet, Profile
 from kit.errors import KitError
 from kit.records import RUN, RunRecord, RunRecorder, utc_now
+from kit.secrets import Redactor
 from kit.tasks import Task, load_task
 
 INCOMING = ".incoming"
@@ -143,7 +144,7 @@ def failed_run(
     run_dir = out / "runs" / run_id
     if run_dir.exists():
         shutil.rmtree(run_dir)
-    recorder = RunRecorder(run_dir, run_id)
+    recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))  # the error text is masked too
     recorder.event("note", "", "error", error[-2000:], ok=False)
     now = utc_now()
     record = RunRecord(
