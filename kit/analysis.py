@@ -23,21 +23,27 @@ Column conventions (one place, so notebooks and tests agree):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import ValidationError
 from scipy import stats as scipy_stats
 
+from kit import columnar
 from kit.config import TIERS, PriceSheet, Profile, load_price_sheet, load_profile
 from kit.errors import ConfigError, KitError
 from kit.paths import REPO_ROOT
-from kit.records import CALLS, EVENTS, SEVERITIES, CallRecord, EventRecord, RunRecord, load_run, read_jsonl
+from kit.records import CALLS, EVENTS, SEVERITIES, CallRecord, EventRecord, RunRecord, load_run
 
 TOKENS = ("input_uncached", "cache_read", "cache_write", "output")
 BUCKETS = {  # token column -> (price column, cost column)
@@ -77,13 +83,16 @@ class Records:
     profile_specs: dict[str, dict[str, Any]] = field(default_factory=dict)  # run_key -> Profile dict
 
 
-def _run_dirs(root: Path) -> list[Path]:
-    """Run folders of ``root``: an experiment folder (has ``runs/``) or a results root of several."""
+def _experiments(root: Path) -> list[Path]:
+    """Experiment folders of ``root``: itself when it has ``runs/``, else every ``*/runs`` under it."""
     if (root / "runs").is_dir():
-        parents = [root / "runs"]
-    else:
-        parents = sorted(p for p in root.glob("*/runs") if p.is_dir())
-    return [d for parent in parents for d in sorted(parent.iterdir()) if d.is_dir()]
+        return [root]
+    return sorted(p.parent for p in root.glob("*/runs") if p.is_dir())
+
+
+def _run_dirs(exp: Path) -> list[str]:
+    with os.scandir(exp / "runs") as entries:
+        return sorted(e.path for e in entries if e.is_dir())
 
 
 def _seconds(stamps: pd.Series) -> pd.Series:
@@ -214,57 +223,253 @@ def comparable_scores(score: Mapping[str, Any]) -> dict[str, Any]:
 def load(results_dir: str | Path, missing_ok: bool = False) -> Records:
     """Read every complete run under ``results_dir`` (an experiment folder or a results root).
 
-    A folder that does not exist is an error, or with ``missing_ok`` an empty :class:`Records`.
+    Per experiment folder, the tables come from its cache (``.analysis/``, see
+    :mod:`kit.columnar`) when that was built from exactly the run folders there now; otherwise calls
+    and events are read from the runs' Parquet copies in one dataset scan (a copy missing or older
+    than its JSONL is rebuilt from the JSONL first: the JSONL is the source of truth) and the cache
+    is rewritten. A folder that does not exist is an error, or with ``missing_ok`` an empty
+    :class:`Records`.
     """
     root = repo_path(results_dir)
     if not root.is_dir() and not missing_ok:
         raise KitError(f"no results folder {root}", "run an experiment first: python -m kit run <exp>")
-    runs, calls, events, incomplete = [], [], [], []
+    parts = [_load_experiment(exp) for exp in (_experiments(root) if root.is_dir() else [])]
+    if len(parts) == 1:
+        return dataclasses.replace(parts[0], root=root)
+    frames = {}
+    for name in ("runs", "calls", "events"):
+        non_empty = [getattr(p, name) for p in parts if not getattr(p, name).empty]
+        frames[name] = pd.concat(non_empty, ignore_index=True) if non_empty else getattr(_empty(root), name)
+    return Records(
+        root=root,
+        **frames,
+        incomplete=[d for p in parts for d in p.incomplete],
+        price_sheets={k: v for p in parts for k, v in p.price_sheets.items()},
+        profile_specs={k: v for p in parts for k, v in p.profile_specs.items()},
+    )
+
+
+_TABLES = ["runs", "calls", "events"]
+
+
+def _empty(root: Path) -> Records:
+    return _build(root, [], [])
+
+
+def _load_experiment(exp: Path) -> Records:
+    """One experiment folder, from its cache when that is current, else built and cached."""
+    signatures, incomplete = {}, []
+    for d in _run_dirs(exp):
+        sig = columnar.signature(d)
+        if sig is None:
+            incomplete.append(Path(d))
+        else:
+            signatures[os.path.basename(d)] = sig
+    expect = {
+        "schema": columnar.schema_version(),
+        "experiment": str(exp.resolve()),  # run_key and run_dir depend on it
+        "runs": signatures,
+        "incomplete": [d.name for d in incomplete],
+    }
+    if signatures:
+        cached = columnar.read_cache(exp, expect, _TABLES)
+        if cached is not None:
+            manifest, frames = cached
+            return Records(exp, **frames, incomplete=incomplete, **_dicts(manifest, frames["runs"]))
+    built = _build(exp, [exp / "runs" / name for name in signatures], incomplete)
+    if not signatures:
+        return built
+    keys = built.runs["run_key"].tolist()
+    sheet_of, sheets = _intern([built.price_sheets[k] for k in keys])
+    spec_of, specs = _intern([built.profile_specs[k] for k in keys])
+    manifest = {
+        **expect,
+        "sheets": list(sheets),
+        "specs": list(specs),
+        "sheet_of": sheet_of.tolist(),
+        "spec_of": spec_of.tolist(),
+    }
+    frames = {name: getattr(built, name) for name in _TABLES}
+    if columnar.write_cache(exp, manifest, frames):
+        cached = columnar.read_cache(exp, expect, _TABLES)  # the same frames either way, to the dtype
+        if cached is not None:
+            return Records(exp, **cached[1], incomplete=incomplete, **_dicts(cached[0], cached[1]["runs"]))
+    return built
+
+
+def _dicts(manifest: dict[str, Any], runs: pd.DataFrame) -> dict[str, dict[str, dict[str, Any]]]:
+    keys = runs["run_key"].tolist()
+    sheets, specs = manifest["sheets"], manifest["specs"]
+    return {
+        "price_sheets": {k: sheets[i] for k, i in zip(keys, manifest["sheet_of"], strict=True)},
+        "profile_specs": {k: specs[i] for k, i in zip(keys, manifest["spec_of"], strict=True)},
+    }
+
+
+def _build(root: Path, run_dirs: list[Path], incomplete: list[Path]) -> Records:
+    """The tables of ``run_dirs`` (each with a run.json), read from the run folders."""
+    runs, done = [], []
     sheets: dict[str, dict[str, Any]] = {}
     specs: dict[str, dict[str, Any]] = {}
-    for run_dir in _run_dirs(root) if root.is_dir() else []:
+    for run_dir in run_dirs:
         run = load_run(run_dir)
-        if run is None:
+        if run is None:  # removed since it was listed
             incomplete.append(run_dir)
             continue
         runs.append(_run_row(run, run_dir))
-        ident = _identity(run, run_dir)
-        sheets[ident["run_key"]] = run.price_sheet
-        specs[ident["run_key"]] = run.profile_spec
-        prices = run.price_sheet.get("prices") or {}
-        for raw in read_jsonl(run_dir / CALLS):
-            rec = CallRecord.model_validate(raw).model_dump(exclude={"raw_usage"})
-            key = _price_key(run.profile_spec, rec["tier"], rec["model"])
-            price = prices.get(key) or {}
-            rec.update(ident, price_key=key, run_started_at=run.started_at)
-            rec.update({col: price.get(k, math.nan) for col, k in PRICE_COLUMNS.items()})
-            calls.append(rec)
-        for raw in read_jsonl(run_dir / EVENTS):
-            events.append(
-                EventRecord.model_validate(raw).model_dump() | ident | {"run_started_at": run.started_at}
-            )
-    call_cols = [f for f in CallRecord.model_fields if f != "raw_usage"]
-    call_cols += [*RUN_IDENTITY, "price_key", *PRICE_COLUMNS, "run_started_at"]
-    event_cols = [*EventRecord.model_fields, *RUN_IDENTITY, "run_started_at"]
+        key = runs[-1]["run_key"]
+        sheets[key], specs[key] = run.price_sheet, run.profile_spec
+        done.append(run_dir)
+    runs_df = pd.DataFrame(runs)
+    calls = _log_frame(done, runs_df, CALLS, [f for f in CallRecord.model_fields if f != "raw_usage"])
+    calls = _with_prices(calls, runs_df, sheets, specs)
+    events = _log_frame(done, runs_df, EVENTS, list(EventRecord.model_fields))
     return Records(
         root=root,
-        runs=pd.DataFrame(runs),
-        calls=_with_offsets(pd.DataFrame(calls, columns=list(dict.fromkeys(call_cols))), "started_at"),
-        events=_with_offsets(pd.DataFrame(events, columns=list(dict.fromkeys(event_cols))), "at"),
+        runs=runs_df,
+        calls=_with_offsets(calls, "started_at", runs_df),
+        events=_with_offsets(events, "at", runs_df),
         incomplete=incomplete,
         price_sheets=sheets,
         profile_specs=specs,
     )
 
 
-def _with_offsets(df: pd.DataFrame, stamp: str) -> pd.DataFrame:
+def _log_frame(done: list[Path], runs: pd.DataFrame, log: str, fields: list[str]) -> pd.DataFrame:
+    """The rows of ``log`` of every run in ``done`` (one Parquet dataset scan; rebuilt copies from
+    memory), in run order then file order, with the identity columns of run.json and ``_run`` (the
+    run's row in ``runs``)."""
+    model = columnar.COPIES[log][1]
+    files, file_runs, rebuilt = [], {}, []
+    for i, run_dir in enumerate(done):
+        table = columnar.ensure_parquet(run_dir, log)
+        if table is None:
+            path = run_dir / columnar.COPIES[log][0]
+            files.append(path)
+            file_runs[str(path)] = i
+        else:
+            table = columnar.fill_defaults(table.select(fields), model)
+            rebuilt.append(table.append_column("_run", pa.array(np.full(table.num_rows, i, np.int32))))
+    scanned = columnar.scan(files, model, fields)
+    names = scanned.column(columnar.FILENAME).combine_chunks().dictionary_encode()
+    index = np.array([file_runs[f] for f in names.dictionary.to_pylist()], dtype=np.int32)
+    run_of_row = index[names.indices.to_numpy(zero_copy_only=False)] if len(index) else np.zeros(0, np.int32)
+    scanned = scanned.drop_columns([columnar.FILENAME]).append_column("_run", pa.array(run_of_row))
+    table = pa.concat_tables([scanned, *rebuilt]) if rebuilt else scanned
+    order = table.column("_run").to_numpy()
+    if len(order) > 1 and (np.diff(order) < 0).any():
+        table = table.take(np.argsort(order, kind="stable"))
+        order = table.column("_run").to_numpy()
+    df = table.drop_columns(["_run"]).to_pandas()
+    for name in RUN_IDENTITY:
+        values = pa.array(runs[name].tolist()) if not runs.empty else pa.array([], pa.string())
+        df[name] = values.take(pa.array(order)).to_pandas() if len(df) else pd.Series([], dtype=object)
+    df["_run"] = order
+    return df
+
+
+def _tier_lookup(
+    specs: Sequence[Mapping[str, Any]], tiers: Sequence[str], vocab: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per (profile, tier): the vocab id of the tier's model and of its price key (-1: no such tier)."""
+    models = np.full((len(specs), len(tiers)), -1, dtype=np.int64)
+    keys = models.copy()
+    for s, spec in enumerate(specs):
+        for t, tier in enumerate(tiers):
+            entry = (spec.get("tiers") or {}).get(tier)
+            if entry is None:
+                continue
+            model = entry.get("model") or ""
+            models[s, t] = vocab.setdefault(model, len(vocab))
+            keys[s, t] = vocab.setdefault(entry.get("price") or model, len(vocab))
+    return models, keys
+
+
+def _price_matrix(sheets: Sequence[Mapping[str, Any]], vocab: dict[str, int]) -> np.ndarray:
+    """prices[sheet, key, column] (USD per 1M tokens, in PRICE_COLUMNS order; NaN: not in the sheet)."""
+    out = np.full((len(sheets), len(vocab), len(PRICE_COLUMNS)), np.nan)
+    for s, sheet in enumerate(sheets):
+        for key, price in (sheet.get("prices") or {}).items():
+            if key in vocab:
+                out[s, vocab[key]] = [price.get(f, np.nan) for f in PRICE_COLUMNS.values()]
+    return out
+
+
+def _codes(values: pd.Series) -> tuple[np.ndarray, list[str]]:
+    codes, uniques = pd.factorize(values)
+    return codes, [str(u) for u in uniques]
+
+
+def _with_prices(
+    calls: pd.DataFrame,
+    runs: pd.DataFrame,
+    sheets: Mapping[str, Mapping[str, Any]],
+    specs: Mapping[str, Mapping[str, Any]],
+) -> pd.DataFrame:
+    """Add ``price_key`` (the tier's key in the run's profile, else the model) and the four prices of
+    that key in the run's price sheet -- vectorised over the rows, one lookup table per distinct profile
+    and sheet."""
+    keys = runs["run_key"].tolist() if not runs.empty else []
+    spec_ids, spec_list = _intern([specs[k] for k in keys])
+    sheet_ids, sheet_list = _intern([sheets[k] for k in keys])
+    run = calls["_run"].to_numpy()
+    tier_codes, tiers = _codes(calls["tier"])
+    model_codes, models = _codes(calls["model"])
+    vocab: dict[str, int] = {}
+    _, tier_keys = _tier_lookup(spec_list, tiers, vocab)
+    model_keys = np.array([vocab.setdefault(m, len(vocab)) for m in models], dtype=np.int64)
+    key_ids = tier_keys[spec_ids[run], tier_codes] if len(calls) else np.zeros(0, np.int64)
+    key_ids = np.where(key_ids >= 0, key_ids, model_keys[model_codes] if len(models) else key_ids)
+    names = pa.array(list(vocab), pa.string())
+    calls["price_key"] = (
+        names.take(pa.array(key_ids)).to_pandas() if len(calls) else pd.Series([], dtype=object)
+    )
+    prices = _price_matrix(sheet_list, vocab)
+    for j, col in enumerate(PRICE_COLUMNS):
+        calls[col] = prices[sheet_ids[run], key_ids, j] if len(calls) else pd.Series([], dtype=float)
+    return calls
+
+
+def _instants(stamps: pd.Series) -> np.ndarray:
+    """ISO 8601 stamps as datetime64[us] UTC (NaT where unparsable); Arrow's parser, pandas' as fallback."""
+    try:
+        parsed = pc.cast(pa.array(stamps, pa.string(), from_pandas=True), pa.timestamp("us", tz="UTC"))
+        return parsed.to_numpy(zero_copy_only=False).astype("datetime64[us]")
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return _seconds(stamps).dt.tz_convert(None).to_numpy().astype("datetime64[us]")
+
+
+def _with_offsets(df: pd.DataFrame, stamp: str, runs: pd.DataFrame) -> pd.DataFrame:
     """Add ``t_s``: seconds since the run started (run.json started_at, else its first record)."""
+    run = df.pop("_run").to_numpy()
     if df.empty:
-        return df.drop(columns=["run_started_at"]).assign(t_s=pd.Series(dtype=float))
-    at = _seconds(df[stamp])
-    start = _seconds(df["run_started_at"].replace("", None))
-    start = start.fillna(at.groupby(df["run_key"]).transform("min"))
-    return df.drop(columns=["run_started_at"]).assign(t_s=(at - start).dt.total_seconds())
+        return df.assign(t_s=pd.Series(dtype=float))
+    at = _instants(df[stamp])
+    start = _instants(runs["started_at"].astype(object).where(runs["started_at"] != "", None))[run]
+    missing = np.isnat(start)
+    if missing.any():
+        first = pd.Series(at).groupby(run).transform("min").to_numpy().astype("datetime64[us]")
+        start = np.where(missing, first, start)
+    seconds = (at - start).astype("timedelta64[us]").astype(np.int64) / 1e6
+    return df.assign(t_s=np.where(np.isnat(at) | np.isnat(start), np.nan, seconds))
+
+
+def _intern(dicts: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, list[Mapping[str, Any]]]:
+    """(index of each dict among the distinct ones, the distinct ones): runs share sheets and profiles."""
+    distinct: list[Mapping[str, Any]] = []
+    ids = np.empty(len(dicts), dtype=np.int32)
+    for i, d in enumerate(dicts):
+        if distinct and d == distinct[-1]:
+            ids[i] = len(distinct) - 1
+            continue
+        for j, seen in enumerate(distinct):
+            if d == seen:
+                ids[i] = j
+                break
+        else:
+            distinct.append(d)
+            ids[i] = len(distinct) - 1
+    return ids, distinct
 
 
 # --------------------------------------------------------------------------- statistics
@@ -503,26 +708,48 @@ def _as_profile(profile: Profile | Mapping[str, Any] | str | Path) -> Profile:
     return load_profile(repo_path(profile) if Path(profile).suffix else profile)[0]
 
 
-def _priced(calls: pd.DataFrame, keys: pd.Series, sheet: PriceSheet) -> pd.DataFrame:
-    missing = sorted(set(keys) - set(sheet.prices))
+def _missing_keys(sheet: PriceSheet, keys: Sequence[str]) -> ConfigError:
+    return ConfigError(
+        f"price sheet {sheet.name!r} has no price for {', '.join(map(repr, sorted(set(keys))))}",
+        f"add them to the sheet, or pass a profile whose tiers use keys from: {', '.join(sorted(sheet.prices))}",
+    )
+
+
+def _sheet_prices(sheet: PriceSheet, keys: Sequence[str]) -> np.ndarray:
+    """prices[key, column] of ``keys`` under ``sheet`` (PRICE_COLUMNS order); a missing key is an error."""
+    missing = [k for k in keys if k not in sheet.prices]
     if missing:
-        raise ConfigError(
-            f"price sheet {sheet.name!r} has no price for {', '.join(map(repr, missing))}",
-            f"add them to the sheet, or pass a profile whose tiers use keys from: {', '.join(sorted(sheet.prices))}",
-        )
-    out = calls.copy()
-    out["price_key"] = keys
-    for col, attr in PRICE_COLUMNS.items():
-        out[col] = keys.map(lambda k, a=attr: getattr(sheet.prices[k], a)).astype(float)
+        raise _missing_keys(sheet, missing)
+    rows = [[getattr(sheet.prices[k], f) for f in PRICE_COLUMNS.values()] for k in keys]
+    return np.array(rows, dtype=float).reshape(len(keys), len(PRICE_COLUMNS))
+
+
+def _strings(codes: np.ndarray, uniques: Sequence[str]) -> pd.Series:
+    """A string column from codes into ``uniques`` (no per-row Python objects)."""
+    return pa.array(list(uniques), pa.string()).take(pa.array(codes)).to_pandas()
+
+
+def _cost(df: pd.DataFrame) -> pd.Series:
+    # Same order of operations as kit.usage.price, so a re-pricing under the recorded sheet is exact.
+    return (
+        df["input_uncached"] * df["price_input"]
+        + df["cache_read"] * df["price_cache_read"]
+        + df["cache_write"] * df["price_cache_write"]
+        + df["output"] * df["price_output"]
+    ) / 1_000_000
+
+
+def _repriced(calls: pd.DataFrame, keys: pd.Series | None, prices: np.ndarray) -> pd.DataFrame:
+    """``calls`` with ``price_key`` = ``keys`` (unless None), the price columns = ``prices`` (rows x 4)
+    and ``cost_usd`` recomputed from them (the cost before kept in ``cost_usd_recorded``)."""
+    out = calls.copy(deep=False)
+    if keys is not None:
+        out["price_key"] = keys.to_numpy()
+    for j, col in enumerate(PRICE_COLUMNS):
+        out[col] = prices[:, j]
     if "cost_usd_recorded" not in out:
         out["cost_usd_recorded"] = out["cost_usd"]
-    # Same order of operations as kit.usage.price, so a re-pricing under the recorded sheet is exact.
-    out["cost_usd"] = (
-        out["input_uncached"] * out["price_input"]
-        + out["cache_read"] * out["price_cache_read"]
-        + out["cache_write"] * out["price_cache_write"]
-        + out["output"] * out["price_output"]
-    ) / 1_000_000
+    out["cost_usd"] = _cost(out)
     return out
 
 
@@ -534,20 +761,65 @@ def reprice(
     """``calls`` with ``cost_usd`` recomputed from the recorded tokens under another price sheet.
 
     The price key of a call is its tier's key in ``profile`` when given, else the recorded
-    ``price_key``. The cost before re-pricing is kept in ``cost_usd_recorded``.
+    ``price_key``. The cost before re-pricing is kept in ``cost_usd_recorded``. Vectorised: one price
+    lookup per distinct key (or tier), then column arithmetic.
     """
     sheet = _as_sheet(price_sheet)
     if calls.empty:
         return calls.assign(cost_usd_recorded=calls["cost_usd"]) if "cost_usd" in calls else calls.copy()
     if profile is None:
-        keys = calls["price_key"]
+        codes, uniques = _codes(calls["price_key"])
+        keys = None
     else:
         prof = _as_profile(profile)
-        unknown = sorted(set(calls["tier"]) - set(prof.tiers))
+        tier_codes, tiers = _codes(calls["tier"])
+        unknown = sorted(set(tiers) - set(prof.tiers))
         if unknown:
             raise ConfigError(f"profile {prof.name!r} has no tier {', '.join(unknown)}")
-        keys = calls["tier"].map(lambda t: prof.tiers[t].price_key)
-    return _priced(calls, keys, sheet)
+        key_of = [prof.tiers[t].price_key for t in tiers]
+        uniques = list(dict.fromkeys(key_of))
+        codes = np.array([uniques.index(k) for k in key_of], dtype=np.int64)[tier_codes]
+        keys = _strings(codes, uniques)
+    return _repriced(calls, keys, _sheet_prices(sheet, uniques)[codes])
+
+
+def _move(
+    calls: pd.DataFrame,
+    roles: Mapping[str, str],
+    group: np.ndarray,
+    setups: Sequence[tuple[Profile, PriceSheet]],
+) -> pd.DataFrame:
+    """Move the calls of ``roles`` to their new tier under the (profile, sheet) of their ``group``
+    (one entry per moved call): new tier, that tier's model, price key and prices; tokens unchanged."""
+    moved = calls["role"].isin(list(roles)).to_numpy()
+    out = calls.copy(deep=False)
+    if "cost_usd_recorded" not in out:
+        out["cost_usd_recorded"] = out["cost_usd"]
+    if not moved.any():
+        return out
+    role_codes, moved_roles = _codes(calls.loc[moved, "role"])
+    new_tiers = [roles[r] for r in moved_roles]
+    combos, inverse = np.unique(group * len(new_tiers) + role_codes, return_inverse=True)
+    tiers, models, keys, prices = [], [], [], []
+    for c in combos:  # one lookup per (setup, role) pair, not per call
+        (prof, sheet), tier = setups[c // len(new_tiers)], new_tiers[c % len(new_tiers)]
+        if tier not in prof.tiers:
+            raise ConfigError(
+                f"profile {prof.name!r} has no tier {tier!r}", "pick a tier the profile defines"
+            )
+        tiers.append(tier)
+        models.append(prof.tiers[tier].model)
+        keys.append(prof.tiers[tier].price_key)
+        prices.append(_sheet_prices(sheet, [keys[-1]])[0])
+    part = calls.loc[moved].copy(deep=False)
+    part["tier"] = _strings(inverse, tiers).to_numpy()
+    part["model"] = _strings(inverse, models).to_numpy()
+    part = _repriced(part, _strings(inverse, keys), np.array(prices)[inverse])
+    for col in part.columns:
+        column = out[col].copy()
+        column.loc[moved] = part[col].to_numpy()
+        out[col] = column
+    return out
 
 
 def reassign(
@@ -558,23 +830,16 @@ def reassign(
 ) -> pd.DataFrame:
     """What if ``role`` had run on another tier: that role's calls get the new tier, its model and its
     price (tokens unchanged); every other call is left exactly as recorded."""
+    _check_tiers(roles)
+    setup = (_as_profile(profile), _as_sheet(price_sheet))
+    n = int(calls["role"].isin(list(roles)).sum()) if not calls.empty else 0
+    return _move(calls, roles, np.zeros(n, dtype=np.int64), [setup])
+
+
+def _check_tiers(roles: Mapping[str, str]) -> None:
     bad = {r: t for r, t in roles.items() if t not in TIERS}
     if bad:
         raise ConfigError(f"unknown tier(s) {bad}", f"pick one of {', '.join(TIERS)}")
-    prof, sheet = _as_profile(profile), _as_sheet(price_sheet)
-    moved = calls["role"].isin(list(roles))
-    out = calls.copy()
-    if "cost_usd_recorded" not in out:
-        out["cost_usd_recorded"] = out["cost_usd"]
-    if not moved.any():
-        return out
-    part = calls[moved].copy()
-    part["tier"] = part["role"].map(roles)
-    part["model"] = part["tier"].map(lambda t: prof.tiers[t].model)
-    part = _priced(part, part["tier"].map(lambda t: prof.tiers[t].price_key), sheet)
-    for col in part.columns:
-        out.loc[moved, col] = part[col]
-    return out
 
 
 def cost_before_after(before: pd.DataFrame, after: pd.DataFrame, by: str = "tier") -> pd.DataFrame:
@@ -613,7 +878,8 @@ class WhatIf:
 
 def whatif_price_sheet(records: Records, price_sheet: PriceSheet | str | Path | None = None) -> WhatIf:
     """Re-price every call under ``price_sheet``; ``None`` re-prices under each run's own recorded sheet
-    (a check: the after column must equal the before column)."""
+    (a check: the after column must equal the before column), from the price columns that load took
+    from those sheets."""
     calls = records.calls
     if calls.empty:
         return WhatIf(
@@ -623,9 +889,12 @@ def whatif_price_sheet(records: Records, price_sheet: PriceSheet | str | Path | 
         after = reprice(calls, price_sheet)
         note = f"re-priced {len(calls)} calls under price sheet {_as_sheet(price_sheet).name!r}"
     else:
-        after = pd.concat(
-            [reprice(g, records.price_sheets[key]) for key, g in calls.groupby("run_key", sort=False)]
-        ).loc[calls.index]
+        prices = calls[list(PRICE_COLUMNS)].to_numpy(dtype=float)
+        lacking = np.isnan(prices).any(axis=1)
+        if lacking.any():
+            sheet = _as_sheet(records.price_sheets[calls.loc[lacking, "run_key"].iloc[0]])
+            raise _missing_keys(sheet, calls.loc[lacking, "price_key"].astype(str).unique().tolist())
+        after = _repriced(calls, None, prices)
         note = "re-priced under each run's recorded price sheet (price_sheet=None): after must equal before"
     return WhatIf(note, cost_before_after(calls, after), after)
 
@@ -637,13 +906,14 @@ def whatif_reassign(records: Records, roles: Mapping[str, str]) -> WhatIf:
     if not present:
         note = f"no calls by role(s) {', '.join(roles)} in {records.root}: nothing to reassign"
         return WhatIf(note, cost_before_after(calls, calls), calls)
-    after = pd.concat(
-        [
-            reassign(g, roles, records.profile_specs[key], records.price_sheets[key])
-            for key, g in calls.groupby("run_key", sort=False)
-        ]
-    ).loc[calls.index]
+    _check_tiers(roles)
     moved = calls["role"].isin(present)
+    run_codes, run_keys = _codes(calls.loc[moved, "run_key"])
+    spec_of, specs = _intern([records.profile_specs[k] for k in run_keys])
+    sheet_of, sheets = _intern([records.price_sheets[k] for k in run_keys])
+    pairs, setup_of_run = np.unique(spec_of.astype(np.int64) * len(sheets) + sheet_of, return_inverse=True)
+    setups = [(_as_profile(specs[p // len(sheets)]), _as_sheet(sheets[p % len(sheets)])) for p in pairs]
+    after = _move(calls, {r: roles[r] for r in present}, setup_of_run[run_codes], setups)
     note = (
         f"moved {int(moved.sum())} calls of {', '.join(f'{r} -> {roles[r]}' for r in present)} "
         f"(tokens unchanged, priced at the new tier's recorded price)"

@@ -23,6 +23,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         overrides=overrides,
         retry_errors=args.retry_errors,
         grace_s=args.grace,
+        executor=args.executor,
+        address=args.address,
     )
     print(f"results: {out}")
     if not args.no_report:
@@ -75,6 +77,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=30.0,
         metavar="SECONDS",
         help="after Ctrl-C, how long runs in flight may go on before they stop (default 30)",
+    )
+    p.add_argument(
+        "--executor",
+        choices=["thread", "ray"],
+        default="thread",
+        help="thread: runs in this process (default); ray: each run as a Ray task (pip install -e '.[ray]')",
+    )
+    p.add_argument(
+        "--address",
+        default=None,
+        help="with --executor ray: auto (the cluster of this node), ray://<head>:10001, or none for a local instance",
     )
     p.set_defaults(func=_cmd_run)
 

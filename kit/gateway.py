@@ -30,6 +30,7 @@ Choices made here:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -44,6 +45,7 @@ os.environ["LITELLM_OFFLINE_MODE"] = "true"
 import litellm  # noqa: E402
 import openai  # noqa: E402
 from litellm import CustomLLM  # noqa: E402
+from litellm._internal_context import internal_sub_call  # noqa: E402 - see _quiet_logging
 from litellm.types.utils import ModelResponse  # noqa: E402
 from pydantic import BaseModel, ValidationError  # noqa: E402
 
@@ -378,7 +380,8 @@ class Gateway:
             t0 = time.monotonic()
             failure: Exception
             try:
-                response = litellm.completion(model=call.target.model, messages=messages, **kwargs)
+                with _quiet_logging():
+                    response = litellm.completion(model=call.target.model, messages=messages, **kwargs)
             except Exception as exc:  # noqa: BLE001 - every failure is recorded, then classified
                 latency = time.monotonic() - t0
                 self._record(
@@ -423,9 +426,7 @@ class Gateway:
         litellm_cost = None
         if call.target.known_to_litellm and not estimated:
             try:
-                litellm_cost = float(
-                    litellm.completion_cost(completion_response=response, model=call.target.model)
-                )
+                litellm_cost = _litellm_cost(response, call.target.model)
             except Exception:  # noqa: BLE001 - litellm may not price every model
                 litellm_cost = None
         self._record(
@@ -549,6 +550,24 @@ def _int(value: Any) -> int:
         return int(value or 0)
     except (TypeError, ValueError):
         return 0
+
+
+def _quiet_logging() -> contextlib.AbstractContextManager[None]:
+    """Skip litellm's success logging (a background thread that recomputes the cost and builds a
+    logging payload per call) when no litellm callback is configured: the kit records every call
+    itself. The pinned litellm only submits that work when the call is not marked internal."""
+    if litellm.callbacks or litellm.success_callback or litellm._async_success_callback:
+        return contextlib.nullcontext()
+    return internal_sub_call()
+
+
+def _litellm_cost(response: Any, model: str) -> float:
+    """litellm's own cost of ``response``: the figure it computed during the call (hidden params),
+    else computed now."""
+    cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+    if cost is None:
+        cost = litellm.completion_cost(completion_response=response, model=model)
+    return float(cost)
 
 
 def _known(model: str) -> bool:

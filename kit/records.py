@@ -6,6 +6,8 @@ A run folder ``results/<experiment>/runs/<run-id>/`` holds
 * ``events.jsonl``     -- one :class:`EventRecord` per tool call, denial, phase change, gate ...;
 * ``transcript.jsonl`` -- one :class:`TranscriptEntry` per message, per conversation;
 * ``diff.patch``       -- the final diff of the clone against its base commit;
+* ``calls.parquet``, ``events.parquet`` -- columnar copies of the two logs, written when the run
+  finishes and rebuilt from the JSONL when missing or stale (:mod:`kit.columnar`);
 * ``run.json``         -- the :class:`RunRecord`, written atomically last: it is the "done" marker.
 
 The analysis reads only these files, through these models. Fields only ever get added; bump
@@ -18,6 +20,7 @@ import json
 import os
 import threading
 import time
+import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -305,8 +308,10 @@ class RunRecorder:
         (self.run_dir / DIFF).write_text(self.redact(diff), encoding="utf-8")
 
     def finalize(self, record: RunRecord) -> Path:
-        """Close the JSONL files and write run.json atomically (the run's "done" marker)."""
+        """Close the JSONL files, write their Parquet copies, then run.json atomically (the run's
+        "done" marker). A failed Parquet write loses nothing: analysis rebuilds it from the JSONL."""
         self.close()
+        write_parquet_copies(self.run_dir)
         path = self.run_dir / RUN
         write_json_atomic(path, json.loads(self.redact(record.model_dump_json())))
         return path
@@ -320,6 +325,17 @@ class RunRecorder:
     @property
     def denials(self) -> int:
         return self.event_counts.get("denied", 0)
+
+
+def write_parquet_copies(run_dir: Path) -> None:
+    """Write the Parquet copies of the run's JSONL files (see :mod:`kit.columnar`); a failure is a
+    warning, never a lost run (the JSONL stays the source of truth)."""
+    from kit.columnar import write_parquet  # kit.columnar imports this module
+
+    try:
+        write_parquet(run_dir)
+    except Exception as e:  # noqa: BLE001 - a cache copy must not fail the run
+        warnings.warn(f"Parquet copy of {run_dir} not written ({type(e).__name__}: {e})", stacklevel=2)
 
 
 def load_run(run_dir: Path) -> RunRecord | None:

@@ -150,14 +150,21 @@ def run_experiment(
     overrides: dict[str, Any] | None = None,
     retry_errors: bool = False,
     grace_s: float = 30.0,
+    executor: str = "thread",
+    address: str | None = None,
 ) -> Path:
     """Run every run of ``experiment`` not yet done; returns ``<results>/<experiment name>``.
 
-    With ``retry_errors``, runs that ended with outcome ``error`` are run again too. Ctrl-C: see
-    :mod:`kit.control` (``grace_s`` is the grace period of runs in flight); once the runs in flight
-    have stopped, KeyboardInterrupt is raised. A failure to write the records (disk full, folder
-    gone read-only) stops the experiment with one ResultsError.
+    With ``retry_errors``, runs that ended with outcome ``error`` are run again too. ``executor``
+    "thread" runs them in this process; "ray" as Ray tasks (kit.ray_executor; ``address``: the
+    cluster). Ctrl-C (thread executor): see :mod:`kit.control` (``grace_s`` is the grace period of
+    runs in flight); once the runs in flight have stopped, KeyboardInterrupt is raised. A failure to
+    write the records (disk full, folder gone read-only) stops the experiment with one ResultsError.
     """
+    if executor not in EXECUTORS:
+        raise ConfigError(f"unknown executor {executor!r}", f"pick one of: {', '.join(EXECUTORS)}")
+    if address and executor != "ray":
+        raise ConfigError("--address is for the Ray executor", "add --executor ray, or drop --address")
     if not isinstance(experiment, Experiment):
         experiment = load_experiment(experiment)
     if overrides:
@@ -184,11 +191,53 @@ def run_experiment(
         todo = [s for s in specs if not _finished(out / "runs" / s.run_id(profile.name), retry_errors)]
         if todo:
             Gateway(profile, sheet).preflight()  # a missing key fails here, once, before any run
-        _execute(specs, todo, experiment, profile, sheet, out, progress, grace_s)
+        if executor == "ray":
+            _run_on_ray(specs, todo, experiment, profile, sheet, out, progress, address)
+        else:
+            _run_threads(specs, todo, experiment, profile, sheet, out, progress, grace_s)
     return out
 
 
-def _execute(
+EXECUTORS = ("thread", "ray")
+
+
+def _progress_bar(specs: list[RunSpec], todo: list[RunSpec], name: str, progress: bool) -> Any:
+    bar = tqdm(
+        total=len(specs),
+        initial=len(specs) - len(todo),
+        desc=name,
+        unit="run",
+        disable=not progress,
+        dynamic_ncols=True,
+    )
+    bar.set_postfix_str("$0.0000")
+    return bar
+
+
+def _run_on_ray(
+    specs: list[RunSpec],
+    todo: list[RunSpec],
+    experiment: Experiment,
+    profile: Profile,
+    sheet: PriceSheet,
+    out: Path,
+    progress: bool,
+    address: str | None,
+) -> None:
+    """The Ray executor (kit.ray_executor): each run a Ray task; the driver writes the records."""
+    from kit.ray_executor import run_on_ray
+
+    spent, bar = 0.0, _progress_bar(specs, todo, experiment.name, progress)
+    try:
+        for record in run_on_ray(todo, experiment, profile, sheet, out, kit_commit(), address=address):
+            spent += record.totals.cost_usd
+            bar.update(1)
+            bar.set_postfix_str(f"${spent:.4f} last: {record.strategy}/{record.task} {record.outcome}")
+    finally:
+        bar.close()
+
+
+def _run_threads(
     specs: list[RunSpec],
     todo: list[RunSpec],
     experiment: Experiment,
@@ -202,16 +251,7 @@ def _execute(
     one worker per core, collect the records. Raises KeyboardInterrupt after a Ctrl-C and
     ResultsError when records could not be written."""
     commit = kit_commit()
-    spent = 0.0
-    bar = tqdm(
-        total=len(specs),
-        initial=len(specs) - len(todo),
-        desc=experiment.name,
-        unit="run",
-        disable=not progress,
-        dynamic_ncols=True,
-    )
-    bar.set_postfix_str(f"${spent:.4f}")
+    spent, bar = 0.0, _progress_bar(specs, todo, experiment.name, progress)
     storage: list[tuple[str, OSError]] = []
     agents = ThreadPoolExecutor(max_workers=experiment.concurrency, thread_name_prefix="run")
     scorers = ThreadPoolExecutor(max_workers=_cores(), thread_name_prefix="score")
