@@ -277,7 +277,7 @@ def _load_experiment(exp: Path) -> Records:
             manifest, frames = cached
             return Records(exp, **frames, incomplete=incomplete, **_dicts(manifest, frames["runs"]))
     built = _build(exp, [exp / "runs" / name for name in signatures], incomplete)
-    if not signatures:
+    if not signatures or len(built.runs) != len(signatures):  # none, or an unreadable run.json: no cache
         return built
     keys = built.runs["run_key"].tolist()
     sheet_of, sheets = _intern([built.price_sheets[k] for k in keys])
