@@ -11,8 +11,8 @@ Column conventions (one place, so notebooks and tests agree):
   outcome, times (wall_s, model_s, tool_s), ``calls``; the score flattened (requirements_total,
   tests_added, files_touched, ... , ``defects_critical`` / ``_major`` / ``_minor`` / ``defects_total``,
   ``claimed_done_but_failed``, ``tampered``, ``unscored`` -- both recorded as every requirement failed;
-  ``scored`` (:func:`is_scored`) says whether the run counts in the score means: tampered runs do,
-  unscored, errored and interrupted runs do not); loop counters as ``counter_<name>``; the usage totals under the
+  ``scored`` (:func:`is_scored`) says whether the run counts in the score means: tampered and
+  unscored runs do, errored and interrupted runs do not); loop counters as ``counter_<name>``; the usage totals under the
   token names of the call records (input_uncached, cache_read, cache_write, output, reasoning, cost_usd).
 * ``calls`` -- one row per call attempt (every :class:`~kit.records.CallRecord` field but raw_usage),
   plus the run's identity columns, ``price_key`` (the tier's ``price`` or ``model`` in the run's
@@ -145,7 +145,7 @@ def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
         row[name] = score.get(name, math.nan)
     row["claimed_done_but_failed"] = bool(score.get("claimed_done_but_failed", False))
     row["tampered"] = bool(score.get("tampered", False))  # scored as every requirement failed
-    row["unscored"] = bool(score.get("unscored_reason"))  # scoring failed: left out of the means
+    row["unscored"] = bool(score.get("unscored_reason"))  # scoring failed: every requirement failed
     defects = score.get("defects") or {}
     for sev in SEVERITIES:
         row[f"defects_{sev}"] = defects.get(sev, 0) if score else math.nan
@@ -162,7 +162,7 @@ def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
 
 
 #: Outcomes whose score (if any) is not a measurement of the strategy: the run failed or was cut short.
-UNSCORED_OUTCOMES = ("error", "interrupted", "unscored")
+UNSCORED_OUTCOMES = ("error", "interrupted")
 #: The order outcomes are shown in; others follow alphabetically.
 OUTCOME_ORDER = (
     "done",
@@ -181,13 +181,13 @@ OUTCOME_ORDER = (
 
 def is_scored(run: RunRecord) -> bool:
     """Does this run count in the score and defect means? A tampered run does (its score fails every
-    requirement); an errored or interrupted run, or one the scorer could not score (``unscored``:
-    its all-failed score says nothing about the strategy), does not -- they are counted apart."""
+    requirement), and so does a run the scorer could not score (``unscored``: issue 10's rule -- a
+    scoring failure is a scored run with every requirement failed, never a run that silently drops
+    out of the means; the report counts them and ``--retry-errors`` reruns them). An errored or
+    interrupted run does not: it is counted apart."""
     if run.score is None:
         return False
-    if run.outcome == "tampered" or run.score.tampered:
-        return True
-    return run.outcome not in UNSCORED_OUTCOMES and not run.score.unscored_reason
+    return run.outcome not in UNSCORED_OUTCOMES
 
 
 def comparable_scores(score: Mapping[str, Any]) -> dict[str, Any]:

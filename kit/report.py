@@ -28,8 +28,8 @@ UNSANDBOXED_LABEL = (
 
 TAMPERED_LABEL = "tampered: the tests' report was tampered with; scored as every requirement failed"
 UNSCORED_LABEL = (
-    "unscored: scoring failed (see score.unscored_reason); left out of the score and defect means, "
-    "like errors; --retry-errors reruns them"
+    "unscored: scoring failed (see score.unscored_reason); scored as every requirement failed; "
+    "--retry-errors reruns them"
 )
 
 
@@ -216,8 +216,8 @@ def report_text(results_dir: str | Path) -> str:
         "",
         "Per strategy (means per run; ± = 95 % t-interval over repeats; solved = no critical/major "
         "requirement failed; failed share = requirements failed / total; done✗ = claimed done but failed)",
-        "Scores and defects are means over the scored runs only: errored, interrupted and unscored "
-        "runs are excluded (the `scored` column counts them).",
+        "Scores and defects are means over the scored runs only: errored and interrupted runs are "
+        "excluded (the `scored` column counts them); unscored runs count as every requirement failed.",
         format_strategy_table(strategy_table(records, by=by)).to_string(),
         "",
     ]

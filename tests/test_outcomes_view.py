@@ -166,3 +166,25 @@ def test_make_labs_command_starts_jupyterlab_as_this_user(tmp_path):
             proc.kill()
             proc.wait()
     assert sys.executable == cmd[0]
+
+
+def test_an_unscored_run_counts_as_every_requirement_failed_and_is_named(tmp_path):
+    """Issue 10: a scoring failure never drops a run out of the means; it is scored as every
+    requirement failed and the report counts it."""
+    exp = write_experiment(tmp_path, incomplete=False)
+    path = exp / "runs" / "micro-slugify__vibe__r1" / "run.json"
+    data = json.loads(path.read_text())
+    total = data["score"]["requirements_total"]
+    data["outcome"], data["error"] = "unscored", "scoring failed: OSError: disk on fire"
+    data["score"].update(
+        unscored_reason="scoring failed: OSError: disk on fire",
+        requirements_failed=total,
+        defects={"critical": 1, "major": 3, "minor": 3},
+    )
+    path.write_text(json.dumps(data))
+    records = analysis.load(exp)
+    t = analysis.strategy_table(records)
+    assert t.loc["vibe", ["runs", "scored", "excluded"]].tolist() == [2, 2, 0]
+    assert records.runs.set_index("run_id").loc["micro-slugify__vibe__r1", "failed_share"] == 1.0
+    text = report.describe(records)
+    assert "unscored: scoring failed" in text and "(1 of" in text
