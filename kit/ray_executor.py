@@ -138,7 +138,7 @@ def failed_run(
     spec: Any, experiment: Experiment, profile: Profile, sheet: PriceSheet, out: Path, commit: str, error: str
 ) -> RunRecord:
     """Record a run whose Ray task failed as a task: outcome ``error``, the error in run.json and a note."""
-    from kit.runner import redacted
+    from kit.runner import new_record
 
     run_id = spec.run_id(profile.name)
     run_dir = out / "runs" / run_id
@@ -147,17 +147,12 @@ def failed_run(
     recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))  # the error text is masked too
     recorder.event("note", "", "error", error[-2000:], ok=False)
     now = utc_now()
-    record = RunRecord(
-        run_id=run_id,
-        experiment=experiment.name,
-        task=spec.task.id,
-        strategy=spec.strategy,
-        profile=profile.name,
-        repeat=spec.repeat,
-        kit_commit=commit,
-        price_sheet=sheet.model_dump(mode="json"),
-        profile_spec=redacted(profile),
-        options=experiment.strategy_options.get(spec.strategy, {}),
+    record = new_record(
+        spec,
+        experiment,
+        profile,
+        sheet,
+        commit,
         started_at=now,
         finished_at=now,
         outcome="error",

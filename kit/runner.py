@@ -346,6 +346,27 @@ class PlayedRun:
     started: float  # time.monotonic() when the run started
 
 
+def new_record(
+    spec: RunSpec, experiment: Experiment, profile: Profile, sheet: PriceSheet, commit: str, **fields: Any
+) -> RunRecord:
+    """A run's record as it opens: identity, the kit commit, the price sheet and the (redacted)
+    profile, the strategy's options and the sandbox; ``fields`` fill in the rest."""
+    return RunRecord(
+        run_id=spec.run_id(profile.name),
+        experiment=experiment.name,
+        task=spec.task.id,
+        strategy=spec.strategy,
+        profile=profile.name,
+        repeat=spec.repeat,
+        kit_commit=commit,
+        price_sheet=sheet.model_dump(mode="json"),
+        profile_spec=redacted(profile),
+        options=experiment.strategy_options.get(spec.strategy, {}),
+        sandbox=experiment.sandbox,
+        **fields,
+    )
+
+
 def run_one(
     spec: RunSpec,
     experiment: Experiment,
@@ -382,21 +403,15 @@ def play_run(
     tiers = strategies.role_tiers(spec.strategy, experiment.tiers.get(spec.strategy), profile)
     limits = experiment.limits
     budget = Budget(recorder, limits.max_usd, limits.max_tokens, limits.max_model_calls, stop=stop)
-    record = RunRecord(
-        run_id=run_id,
-        experiment=experiment.name,
-        task=spec.task.id,
-        strategy=spec.strategy,
-        profile=profile.name,
-        repeat=spec.repeat,
-        kit_commit=commit,
-        price_sheet=sheet.model_dump(mode="json"),
-        profile_spec=redacted(profile),
-        options=options,
+    record = new_record(
+        spec,
+        experiment,
+        profile,
+        sheet,
+        commit,
         role_tiers=tiers,
         budget=budget.as_dict(),
         started_at=started_at,
-        sandbox=experiment.sandbox,
     )
     workspace = None
     try:
