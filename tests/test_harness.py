@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from kit.actions import FINISH, render
+from kit.agent import Budget
 from kit.config import TIERS, Experiment, Limits, ModelSpec, PriceSheet, Profile
 from kit.context import RunContext
 from kit.gateway import Gateway
@@ -177,6 +178,17 @@ def test_stops_at_all_pass_one_feature_per_session(tmp_path, mode):
         assert [h["tests_ok"] for h in c["session_history"]] == [True, True, True]
     else:
         assert checks == [] and c["session_history"][0]["tests_ok"] is None
+
+
+def test_a_spent_run_budget_ends_the_run_as_budget(tmp_path):
+    """The same run budget as every other strategy: once it is spent, the outcome says so."""
+    model = scripted.register(policy(good_initializer(2), idle_coder))
+    ctx = make_ctx(tmp_path, model, {"verify_tests": False, "max_sessions": 5, "max_steps_per_session": 2})
+    ctx.budget = Budget(ctx.recorder, max_model_calls=4)
+    result = harness.run(ctx)
+    assert result.outcome == "budget" and not result.claimed_done
+    assert result.counters["stop_reason"] == "budget"
+    assert ctx.recorder.calls == 4
 
 
 def test_stops_at_the_session_cap(tmp_path):

@@ -17,7 +17,8 @@ The loop, as the kit runs it:
    file. The kit sends the starting message (session number, features passing, the task).
 3. After each session the kit *settles* the feature list, commits what the coder left uncommitted,
    re-runs the task's test command (a ``gate`` event "tests"; it does not decide anything), and
-   stops when every feature passes (``all-pass``) or at ``max_sessions`` (``capped``).
+   stops when every feature passes (``all-pass``), at ``max_sessions`` (``capped``), or when the
+   run budget is used up (``budget``).
 
 Only ``passes`` flags may change after the initializer. The kit enforces it twice:
 (a) a Toolbox guard refuses write_file / edit_file / delete_file on feature_list.json unless the new
@@ -42,7 +43,8 @@ Choices where the specification is silent:
   kit writes a minimal one (init.sh runs the task's test command) and lists it in
   ``initializer.kit_wrote``, so the coder prompt stays true.
 * The kit's check runs the task's test command rather than init.sh, which the agents may change.
-* A used-up budget ends the loop early: outcome ``capped``, stop reason ``budget``.
+* A used-up run budget ends the loop early: outcome ``budget`` (as in vibe, linear and workflow), stop
+  reason ``budget``.
 * Step caps: ``max_steps_per_session`` and ``initializer_max_steps`` default to ``ctx.step_cap()`` (the
   experiment's cap, tightened by the task's own).
 """
@@ -146,7 +148,7 @@ def run(ctx: RunContext) -> StrategyResult:
         counters = _counters(stats, params, init, features=[], history=[0])
         counters["stop_reason"] = "budget" if result.outcome == "budget" else "no-valid-feature-list"
         return StrategyResult(
-            outcome="capped",
+            outcome="budget" if result.outcome == "budget" else "capped",
             claimed_done=False,
             counters=counters,
             summary=f"the initializer produced no valid {FEATURE_LIST} after {init['attempts']} "
@@ -231,7 +233,7 @@ def run(ctx: RunContext) -> StrategyResult:
         regressions_found=keeper.regressions,
         session_history=history,
     )
-    outcome = "all-pass" if keeper.all_pass else "capped"
+    outcome = "all-pass" if keeper.all_pass else ("budget" if stop_reason == "budget" else "capped")
     return StrategyResult(
         outcome=outcome,
         claimed_done=keeper.all_pass,
