@@ -1,3 +1,13 @@
-"""orchbench: measure how different ways of orchestrating LLM agents do on the same coding task."""
+"""orchbench: measure how different ways of orchestrating LLM agents do on the same coding task.
+
+The package is layered; each sub-package's docstring says what it is for and what it may import, and
+``tests/test_layers.py`` enforces the order (top-level vocabulary, records, sandbox, model, agent,
+tasks, strategies, run, analysis, app). Old flat module paths keep importing for one release through
+:mod:`kit.aliases`.
+"""
+
+from kit import aliases as _aliases
 
 __version__ = "0.1.0"
+
+_aliases.install()

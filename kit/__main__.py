@@ -1,3 +1,3 @@
-from kit.cli import main
+from kit.app.cli import main
 
 raise SystemExit(main())

@@ -17,7 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from kit.errors import ConfigError
 from kit.paths import EXPERIMENTS_DIR, PRICES_DIR, PROFILES_DIR
-from kit.sandbox import default_sandbox
+from kit.sandbox.backends import default_sandbox
 from kit.usage import ModelPrice
 
 Tier = Literal["cheap", "medium", "strong"]

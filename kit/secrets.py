@@ -1,12 +1,12 @@
 """Redaction by value: every secret the kit knows is replaced by ``***`` before anything is written.
 
-Commands never get the kit's environment (``kit.sandbox.sandbox_env`` is an allow-list), so keys do
+Commands never get the kit's environment (``kit.sandbox.backends.sandbox_env`` is an allow-list), so keys do
 not pass by name; this module covers the other way a key leaks -- by value, when a provider echoes it
 in an error, a profile carries it in ``extra`` / ``extra_headers``, or a traceback quotes it. The
 known values are: the variables named by the profile's ``api_key_env``, every variable of the kit's
 environment whose name looks secret (``looks_secret``), and the values in a tier's
 ``extra`` (nested dicts such as ``extra_headers`` included) whose key looks secret (``api_key``,
-``Authorization``, ``x-api-key``, ``*token*`` ...). :class:`kit.records.RunRecorder` applies it to
+``Authorization``, ``x-api-key``, ``*token*`` ...). :class:`kit.records.schema.RunRecorder` applies it to
 every line of calls / events / transcript, to diff.patch and to run.json; the gateway to its errors.
 """
 

@@ -7,7 +7,7 @@
   ``cache_control`` never nested inside ``tool_result.content``, at most 4 cache breakpoints. It
   simulates prefix caching: the prefix up to a marked block is written to the cache the first time
   it is seen if it is at least the model's minimum cacheable size
-  (:func:`kit.models.caching.min_cacheable_tokens`), and read afterwards (looking back up to 20
+  (:func:`kit.model.caching.min_cacheable_tokens`), and read afterwards (looking back up to 20
   blocks from each breakpoint, as Anthropic does).
 * :class:`FakeOpenAI` -- the OpenAI chat API (``POST /v1/chat/completions``): tool messages must
   answer a preceding assistant ``tool_calls``; automatic prefix caching from 1,024 tokens in
@@ -20,7 +20,7 @@ accounting, not to reproduce a provider's exact counts.
 What the servers answer comes from a *responder*: a callable that gets a :class:`WireRequest`
 (the conversation converted back to OpenAI shape) and returns ``{"content", "tool_calls":
 [{"name", "arguments"}]}``. :class:`PolicyResponder` adapts the kit's scripted policies
-(functions of :class:`kit.models.scripted.Request`), inferring the role from the system prompt,
+(functions of :class:`kit.model.scripted.Request`), inferring the role from the system prompt,
 so strategies make progress through litellm's real provider code.
 
 Faults are queued with :meth:`FakeServer.inject` and consumed one per request: ``429``
@@ -45,8 +45,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from kit.models import scripted
-from kit.models.caching import min_cacheable_tokens
+from kit.model import scripted
+from kit.model.caching import min_cacheable_tokens
 
 CHARS_PER_TOKEN = 4
 LOOKBACK_BLOCKS = 20  # Anthropic checks for hits up to 20 blocks before each breakpoint
@@ -615,7 +615,7 @@ class FakeOpenAI(FakeServer):
 
 @dataclass
 class PolicyResponder:
-    """Answers with a kit scripted policy (a function of :class:`kit.models.scripted.Request`).
+    """Answers with a kit scripted policy (a function of :class:`kit.model.scripted.Request`).
 
     ``roles`` maps a role name to a phrase of its system prompt; the first role whose phrase
     appears in the request's system prompt is the caller's role (a real model also learns its

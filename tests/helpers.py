@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from kit.config import Experiment, Limits, ModelSpec, PriceSheet, Profile
-from kit.records import read_jsonl
+from kit.records.schema import read_jsonl
 from kit.usage import ModelPrice
 
 PRICE = ModelPrice(input=1.0, output=5.0, cache_read=0.1, cache_write=1.25)

@@ -11,20 +11,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kit.actions import FINISH, render
-from kit.agent import Budget
+from kit.agent.loop import Budget
 from kit.config import TIERS, Limits, ModelSpec, PriceSheet, Profile
-from kit.context import RunContext
-from kit.gateway import Gateway
-from kit.models import scripted
-from kit.models.policies import solution_files
+from kit.model import scripted
+from kit.model.actions import FINISH, render
+from kit.model.gateway import Gateway
+from kit.model.policies import solution_files
 from kit.prompts import PromptBook
-from kit.records import CALLS, EVENTS, RunRecorder, read_jsonl
+from kit.records.schema import CALLS, EVENTS, RunRecorder, read_jsonl
 from kit.strategies import pdca
-from kit.strategies.pdca_status import LOG_LINE
-from kit.tasks import load_task
+from kit.strategies.context import RunContext
+from kit.strategies.pdca.status import LOG_LINE
+from kit.tasks.task import load_task
+from kit.tasks.workspace import create_workspace
 from kit.usage import ModelPrice
-from kit.workspace import create_workspace
 
 # the proving command of the scripted plans: quick (CHECK re-runs it) and it fails on a broken textkit
 TEST_CMD = "python -c \"import textkit; assert textkit.slugify('Hello, World!') == 'hello-world'\""

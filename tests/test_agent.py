@@ -6,14 +6,14 @@ import pytest
 from helpers import scripted_profile
 from pydantic import BaseModel
 
-from kit.actions import FINISH, FormatError, parse_text_action, render
-from kit.agent import SHORTENED, Agent, AgentConfig, Budget
-from kit.gateway import Gateway
-from kit.models import scripted
-from kit.records import RunRecorder, read_jsonl
-from kit.tasks import load_task
-from kit.tools import Toolbox
-from kit.workspace import create_workspace
+from kit.agent.loop import SHORTENED, Agent, AgentConfig, Budget
+from kit.agent.toolbox import Toolbox
+from kit.model import scripted
+from kit.model.actions import FINISH, FormatError, parse_text_action, render
+from kit.model.gateway import Gateway
+from kit.records.schema import RunRecorder, read_jsonl
+from kit.tasks.task import load_task
+from kit.tasks.workspace import create_workspace
 
 ALL = {"read", "write", "exec"}
 

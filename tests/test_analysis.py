@@ -7,7 +7,8 @@ import math
 import pytest
 from records_fixture import write_experiment
 
-from kit import analysis, report
+from kit import analysis
+from kit.analysis import report
 from kit.errors import KitError
 
 

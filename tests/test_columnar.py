@@ -15,8 +15,9 @@ import pytest
 from pydantic import BaseModel
 from records_fixture import PRICE_SHEET, write_experiment
 
-from kit import analysis, columnar
-from kit.records import CALLS, EVENTS, CallRecord
+from kit import analysis
+from kit.records import columnar
+from kit.records.schema import CALLS, EVENTS, CallRecord
 from kit.usage import ModelPrice, Usage, price
 
 

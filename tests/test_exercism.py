@@ -2,10 +2,10 @@ import argparse
 import shutil
 from pathlib import Path
 
-from kit.exercism import import_exercism
-from kit.scoring import read_requirements, score
-from kit.tasks import add_cli, load_task
-from kit.workspace import create_workspace
+from kit.tasks.exercism.importer import import_exercism
+from kit.tasks.scoring.scorer import read_requirements, score
+from kit.tasks.task import add_cli, load_task
+from kit.tasks.workspace import create_workspace
 
 FIXTURES = Path(__file__).parent / "fixtures" / "exercism"
 
@@ -242,8 +242,8 @@ def test_invalid_task_is_reported_and_fails_the_command(tmp_path, capsys):
 def test_the_example_mapping_file_loads_and_matches():
     import ast
 
-    from kit.exercism_marks import load_severity_map
     from kit.paths import DATASETS
+    from kit.tasks.exercism.marks import load_severity_map
 
     smap = load_severity_map(DATASETS / "severities" / "exercism-example.yaml")
     node = ast.parse("def test_x(self):\n    assert f() == 1\n").body[0]

@@ -6,15 +6,14 @@ from __future__ import annotations
 import pytest
 from helpers import experiment, write_profile
 
-from kit.agent import Budget
+from kit.agent.loop import Budget
+from kit.analysis.report import report_text
 from kit.config import Limits, ModelSpec, Profile, load_experiment
-from kit.context import RunContext
 from kit.errors import BudgetExceeded, ConfigError
-from kit.models import scripted
+from kit.model import scripted
 from kit.paths import EXPERIMENTS_DIR
-from kit.records import CALLS, load_run, read_jsonl
-from kit.report import report_text
-from kit.runner import plan, run_experiment
+from kit.records.schema import CALLS, load_run, read_jsonl
+from kit.run.runner import plan, run_experiment
 from kit.strategies import (
     DEFAULT_TIERS,
     STRATEGIES,
@@ -25,6 +24,7 @@ from kit.strategies import (
     vibe,
     workflow,
 )
+from kit.strategies.context import RunContext
 
 
 def profile_with_roles(roles: dict[str, str]) -> Profile:
@@ -105,7 +105,7 @@ def test_shipped_experiments_have_explicit_maps_one_budget_and_equal_tier_varian
 
 def test_run_json_and_the_report_show_each_strategys_map_and_budget(tmp_path):
     def done(request):
-        from kit.actions import FINISH, render
+        from kit.model.actions import FINISH, render
 
         return render(request.context.get("action_mode") or "native", FINISH, {"summary": "ok"}, "Done.")
 

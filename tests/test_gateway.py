@@ -14,9 +14,9 @@ from pydantic import BaseModel
 
 from kit.config import ModelSpec, PriceSheet, Profile, load_price_sheet
 from kit.errors import MissingKeyError, ModelError
-from kit.gateway import Gateway
-from kit.models import scripted
-from kit.records import RunRecorder, read_jsonl
+from kit.model import scripted
+from kit.model.gateway import Gateway
+from kit.records.schema import RunRecorder, read_jsonl
 from kit.usage import ModelPrice, Usage, normalise, price
 
 PAYLOADS = Path(__file__).parent / "fixtures" / "payloads"

@@ -12,7 +12,7 @@ from litellm.llms.custom_httpx.http_handler import HTTPHandler
 from test_gateway import MESSAGES, Capture, gateway_for, payload
 
 from kit.config import load_price_sheet
-from kit.records import read_jsonl
+from kit.records.schema import read_jsonl
 
 
 def _client() -> HTTPHandler:

@@ -2,7 +2,7 @@
 
 The scripted policy is stateless: the step is the number of assistant turns in the conversation, the
 session number comes from the conversation id ``coder#<k>``, and the feature list is read from the
-clone, so the same policy speaks every action mode through :func:`kit.actions.render`.
+clone, so the same policy speaks every action mode through :func:`kit.model.actions.render`.
 """
 
 from __future__ import annotations
@@ -16,19 +16,19 @@ from typing import Any
 import pytest
 import yaml
 
-from kit.actions import FINISH, render
-from kit.agent import Budget
+from kit.agent.loop import Budget
 from kit.config import TIERS, Experiment, Limits, ModelSpec, PriceSheet, Profile
-from kit.context import RunContext
-from kit.gateway import Gateway
-from kit.models import scripted
+from kit.model import scripted
+from kit.model.actions import FINISH, render
+from kit.model.gateway import Gateway
 from kit.prompts import PromptBook
-from kit.records import RunRecorder, load_run, read_jsonl
-from kit.runner import run_experiment
+from kit.records.schema import RunRecorder, load_run, read_jsonl
+from kit.run.runner import run_experiment
 from kit.strategies import harness
-from kit.tasks import load_task
+from kit.strategies.context import RunContext
+from kit.tasks.task import load_task
+from kit.tasks.workspace import create_workspace
 from kit.usage import ModelPrice
-from kit.workspace import create_workspace
 
 Action = tuple[str, dict[str, Any]]
 FINISHED: Action = (FINISH, {"summary": "Done."})

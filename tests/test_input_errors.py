@@ -10,12 +10,12 @@ import yaml
 from helpers import experiment, run_json, write_profile
 from pydantic import ValidationError
 
-from kit.cli import main
+from kit.app.cli import main
 from kit.config import Experiment, Limits, ModelSpec, load_experiment
 from kit.errors import ConfigError, ResultsError
 from kit.paths import TASKS_DIR
-from kit.runner import run_experiment
-from kit.tasks import TaskLimits, load_task
+from kit.run.runner import run_experiment
+from kit.tasks.task import TaskLimits, load_task
 from kit.usage import ModelPrice
 
 LATIN1 = "name: caf\xe9\n".encode("latin-1")  # a byte that is not UTF-8
@@ -169,7 +169,7 @@ def test_an_unwritable_results_folder_is_one_message(tmp_path, capsys, monkeypat
 def test_disk_full_while_writing_records_stops_with_one_message_and_a_rerun_finishes(
     tmp_path, capsys, monkeypatch
 ):
-    from kit.records import RunRecorder
+    from kit.records.schema import RunRecorder
 
     profile = write_profile(tmp_path, "scripted/done", "native")
     exp = write_experiment(tmp_path, profile, repeats=2)
@@ -191,7 +191,7 @@ def test_disk_full_while_writing_records_stops_with_one_message_and_a_rerun_fini
 
 
 def test_disk_full_when_writing_run_json_leaves_no_half_file(tmp_path, monkeypatch):
-    import kit.records as records
+    import kit.records.schema as records
 
     def full(fh_or_data, *a, **kw):
         raise OSError(errno.ENOSPC, "No space left on device")

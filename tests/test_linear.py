@@ -12,22 +12,22 @@ from typing import Any
 import pytest
 import yaml
 
-from kit.actions import FINISH, render
-from kit.agent import Budget
+from kit.agent.loop import Budget
 from kit.config import TIERS, Experiment, Limits, ModelSpec, PriceSheet, Profile
-from kit.context import RunContext
 from kit.errors import ConfigError
-from kit.gateway import Gateway
-from kit.models import scripted
-from kit.models.policies import solution_files
-from kit.models.scripted import Request
+from kit.model import scripted
+from kit.model.actions import FINISH, render
+from kit.model.gateway import Gateway
+from kit.model.policies import solution_files
+from kit.model.scripted import Request
 from kit.prompts import PromptBook
-from kit.records import CALLS, EVENTS, RUN, TRANSCRIPT, RunRecorder, read_jsonl
-from kit.runner import run_experiment
+from kit.records.schema import CALLS, EVENTS, RUN, TRANSCRIPT, RunRecorder, read_jsonl
+from kit.run.runner import run_experiment
 from kit.strategies import linear
-from kit.tasks import load_task
+from kit.strategies.context import RunContext
+from kit.tasks.task import load_task
+from kit.tasks.workspace import create_workspace
 from kit.usage import ModelPrice
-from kit.workspace import create_workspace
 
 MODES = ["native", "json", "text"]
 STEP_HEADER = re.compile(r"^Step (\d+) of (\d+): ", re.MULTILINE)

@@ -6,9 +6,9 @@ import pytest
 from pydantic import BaseModel
 
 from kit.config import load_profile
-from kit.gateway import Gateway
-from kit.models.check import PREFIX
-from kit.records import RunRecorder, read_jsonl
+from kit.model.check import PREFIX
+from kit.model.gateway import Gateway
+from kit.records.schema import RunRecorder, read_jsonl
 
 pytestmark = pytest.mark.live
 

@@ -12,7 +12,8 @@ import nbformat
 import pytest
 from records_fixture import write_experiment
 
-from kit import lab, notebooks
+from kit.app import notebooks
+from kit.app import prompt_lab as lab
 from kit.errors import ConfigError, KitError
 from kit.paths import NOTEBOOKS_DIR
 
@@ -72,7 +73,7 @@ def test_a_failing_cell_names_the_notebook_and_the_error(tmp_path):
 
 
 def test_prompt_lab_notebook_runs(tmp_path):
-    pytest.importorskip("kit.runner")
+    pytest.importorskip("kit.run.runner")
     (out,) = notebooks.execute_all(
         tmp_path,
         only="03",
@@ -168,7 +169,7 @@ def test_prompt_lab_compares_the_two_runs(prompts, tmp_path, monkeypatch):
             )
         return folder
 
-    monkeypatch.setitem(sys.modules, "kit.runner", types.SimpleNamespace(run_experiment=run_experiment))
+    monkeypatch.setitem(sys.modules, "kit.run.runner", types.SimpleNamespace(run_experiment=run_experiment))
     result = lab.prompt_lab(
         "vibe", "coder", "Be careful.", "micro-slugify", profile="scripted", results_dir=tmp_path / "labres"
     )
@@ -191,7 +192,7 @@ def test_prompt_lab_compares_the_two_runs(prompts, tmp_path, monkeypatch):
 def test_all_three_notebooks_on_records_the_scripted_model_produced(tmp_path):
     """The CI check of issue #7: a real (scripted) experiment through the runner, then every notebook."""
     from kit.config import Experiment, Limits
-    from kit.runner import run_experiment
+    from kit.run.runner import run_experiment
 
     exp = run_experiment(
         Experiment(

@@ -15,10 +15,11 @@ import urllib.request
 import pytest
 from records_fixture import write_experiment
 
-from kit import analysis, figures, report
-from kit.notebooks import headless, jupyter_lab_command
+from kit import analysis
+from kit.analysis import figures, report
+from kit.app.notebooks import headless, jupyter_lab_command
 from kit.paths import REPO_ROOT, TASKS_DIR
-from kit.tasks import load_task, validate_task
+from kit.tasks.task import load_task, validate_task
 
 
 def set_outcome(exp, run_id: str, outcome: str, error: str | None = None, score: bool = True) -> None:
@@ -82,7 +83,7 @@ def test_the_pareto_plot_leaves_unscored_runs_out_and_says_how_many(mixed, tmp_p
 
 
 def test_kit_report_survives_a_run_json_that_is_not_a_run_record(mixed, capsys):
-    from kit.cli import main
+    from kit.app.cli import main
 
     (mixed.root / "runs" / "micro-slugify__vibe__r0" / "run.json").write_text('{"run_id": 3}')
     assert main(["report", str(mixed.root)]) == 0

@@ -11,11 +11,11 @@ import yaml
 from pdca_helpers import PASS, TEST_CMD, Cast, plan, run_cast, verdict
 
 from kit.config import TIERS, Experiment, Limits
-from kit.models import scripted
+from kit.model import scripted
 from kit.paths import PRICES_DIR
-from kit.records import CALLS, EVENTS, load_run, read_jsonl
-from kit.runner import run_experiment
-from kit.strategies.pdca_plan import PlanDraft, check_plan
+from kit.records.schema import CALLS, EVENTS, load_run, read_jsonl
+from kit.run.runner import run_experiment
+from kit.strategies.pdca.plan import PlanDraft, check_plan
 
 TWO_UNITS = [
     {"id": "U1", "expected_result": "slugify written", "criteria": ["C1"]},

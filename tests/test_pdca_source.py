@@ -8,9 +8,9 @@ import copy
 import pytest
 from pdca_helpers import CRITERIA, PASS, TEST_CMD, Cast, plan, run_cast, verdict
 
-from kit.agent import ToolCall
-from kit.strategies.pdca_plan import PlanDraft, check_plan, structure_key
-from kit.strategies.pdca_reports import Evidence, ExecutorReport, check_evidence
+from kit.agent.loop import ToolCall
+from kit.strategies.pdca.plan import PlanDraft, check_plan, structure_key
+from kit.strategies.pdca.reports import Evidence, ExecutorReport, check_evidence
 
 BROKEN = ("write_file", {"path": "textkit.py", "content": "def slugify(:\n"})
 # both quote kinds and a backslash: the old repr()-based matching refused this honest command
@@ -271,7 +271,7 @@ def test_the_orchestrator_brief_is_all_a_role_gets_unless_the_safety_net_is_on(t
 
 
 def test_tool_attempt_reads_both_written_forms_and_leaves_answers_alone():
-    from kit.actions import FINISH, tool_attempt
+    from kit.model.actions import FINISH, tool_attempt
 
     json_call = tool_attempt('{"thought": "look", "tool": "read_file", "args": {"path": "a.py"}}')
     assert (json_call.tool, json_call.args) == ("read_file", {"path": "a.py"})

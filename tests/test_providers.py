@@ -14,13 +14,13 @@ import yaml
 from fake_providers import PolicyResponder, role_phrases
 from helpers import experiment, rows, run_json
 
-from kit.actions import FINISH, render
 from kit.config import Limits, ModelSpec, PriceSheet, Profile, RetryPolicy, load_price_sheet
 from kit.errors import ConfigError, ModelError
-from kit.gateway import Gateway
-from kit.models.caching import min_cacheable_tokens
-from kit.records import CALLS, RunRecorder, read_jsonl
-from kit.runner import run_experiment
+from kit.model.actions import FINISH, render
+from kit.model.caching import min_cacheable_tokens
+from kit.model.gateway import Gateway
+from kit.records.schema import CALLS, RunRecorder, read_jsonl
+from kit.run.runner import run_experiment
 from kit.usage import ModelPrice
 
 SONNET = "anthropic/claude-sonnet-4-5"
@@ -343,7 +343,7 @@ def test_no_empty_reply_ends_a_run_as_done(fake_anthropic, tmp_path, monkeypatch
 
 
 def test_models_check_tiered_reads_the_cache_on_every_tier(fake_anthropic, tmp_path, monkeypatch):
-    from kit.cli import main
+    from kit.app.cli import main
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     out = io.StringIO()
@@ -388,11 +388,11 @@ def fake_profile_obj(server) -> tuple[Profile, PriceSheet]:
 def test_pdca_runs_against_the_fake_anthropic(fake_anthropic, tmp_path):
     from pdca_helpers import Cast
 
-    from kit.context import RunContext
     from kit.prompts import PromptBook
     from kit.strategies import pdca
-    from kit.tasks import load_task
-    from kit.workspace import create_workspace
+    from kit.strategies.context import RunContext
+    from kit.tasks.task import load_task
+    from kit.tasks.workspace import create_workspace
 
     task = load_task("micro-slugify")
     cast = Cast()
@@ -425,12 +425,12 @@ def test_pdca_runs_against_the_fake_anthropic(fake_anthropic, tmp_path):
 def test_workflow_runs_against_the_fake_anthropic(fake_anthropic, tmp_path):
     from workflow_helpers import WorkflowPolicy
 
-    from kit.agent import Budget
-    from kit.context import RunContext
+    from kit.agent.loop import Budget
     from kit.prompts import PromptBook
     from kit.strategies import workflow
-    from kit.tasks import load_task
-    from kit.workspace import create_workspace
+    from kit.strategies.context import RunContext
+    from kit.tasks.task import load_task
+    from kit.tasks.workspace import create_workspace
 
     task = load_task("micro-slugify")
     policy = WorkflowPolicy(verdicts=["clean"])
@@ -462,10 +462,10 @@ def test_workflow_runs_against_the_fake_anthropic(fake_anthropic, tmp_path):
 
 
 def test_the_agent_over_the_openai_wire(fake_openai, tmp_path):
-    from kit.agent import Agent, AgentConfig
-    from kit.tasks import load_task
-    from kit.tools import Toolbox
-    from kit.workspace import create_workspace
+    from kit.agent.loop import Agent, AgentConfig
+    from kit.agent.toolbox import Toolbox
+    from kit.tasks.task import load_task
+    from kit.tasks.workspace import create_workspace
 
     fake_openai.responder = PolicyResponder(explorer(4))
     ws = create_workspace(load_task("micro-slugify"), tmp_path / "repo")
@@ -480,7 +480,7 @@ def test_the_agent_over_the_openai_wire(fake_openai, tmp_path):
 
 
 def test_report_counts_the_calls_whose_usage_was_estimated(fake_openai, tmp_path, monkeypatch):
-    from kit.report import report_text
+    from kit.analysis.report import report_text
 
     monkeypatch.setenv("FAKE_ANTHROPIC_KEY", "test-key")
     fake_openai.responder = PolicyResponder(explorer(3))
@@ -526,7 +526,7 @@ def test_the_kit_keeps_litellm_offline_by_itself(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("LITELLM_")}
     env.update(HTTP_PROXY=proxy, HTTPS_PROXY=proxy, http_proxy=proxy, https_proxy=proxy, NO_PROXY="")
     code = (
-        "import os, kit.gateway as g; "
+        "import os, kit.model.gateway as g; "
         "print(os.environ['LITELLM_LOCAL_MODEL_COST_MAP'], os.environ['LITELLM_OFFLINE_MODE'], "
         "len(g.litellm.model_cost) > 100)"
     )

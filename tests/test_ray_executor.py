@@ -21,8 +21,8 @@ from helpers import experiment, rows, run_json, write_profile
 from kit import analysis
 from kit.config import load_profile
 from kit.paths import REPO_ROOT
-from kit.ray_executor import INCOMING, run_on_ray, run_remote
-from kit.runner import plan, run_experiment
+from kit.run.ray_executor import INCOMING, run_on_ray, run_remote
+from kit.run.runner import plan, run_experiment
 
 VOLATILE = {
     "started_at",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kit import reference
+from kit.analysis import reference
 from kit.errors import ConfigError
 
 

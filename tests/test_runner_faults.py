@@ -15,11 +15,11 @@ import pytest
 import yaml
 from helpers import experiment, rows, run_json, write_profile
 
-from kit.cli import main
-from kit.control import ResultsLock
+from kit.app.cli import main
 from kit.errors import ResultsError
 from kit.paths import REPO_ROOT
-from kit.runner import run_experiment
+from kit.run.control import ResultsLock
+from kit.run.runner import run_experiment
 
 RUN_IDS = [f"micro-slugify__vibe__scripted-test__r{i}" for i in range(1, 4)]
 
@@ -113,7 +113,7 @@ def test_a_second_runner_on_the_same_results_folder_fails_at_once_naming_the_hol
         [
             sys.executable,
             "-c",
-            "import sys, time; from kit.control import ResultsLock\n"
+            "import sys, time; from kit.run.control import ResultsLock\n"
             f"with ResultsLock({str(folder)!r}):\n    print('held', flush=True); time.sleep(60)",
         ],
         cwd=REPO_ROOT,
@@ -177,7 +177,7 @@ def test_a_corrupt_run_json_is_a_torn_run_redone_and_does_not_break_the_report(t
 
 
 def test_kit_run_exits_non_zero_when_a_run_ended_in_error_and_points_at_retry_errors(tmp_path, capsys):
-    from kit.models import scripted
+    from kit.model import scripted
 
     def broken(req):
         raise RuntimeError("provider exploded")
@@ -204,8 +204,8 @@ def test_scoring_runs_on_its_own_pool_sized_to_the_cores(tmp_path, monkeypatch):
     scoring in the agent threads, a run would start only once a scoring had ended)."""
     from datetime import datetime
 
-    import kit.runner as runner
-    from kit.records import Score
+    import kit.run.runner as runner
+    from kit.records.schema import Score
 
     lock = threading.Lock()
     active, peak, spans = [0], [0], []
@@ -241,8 +241,8 @@ def test_scoring_runs_on_its_own_pool_sized_to_the_cores(tmp_path, monkeypatch):
 def test_a_run_that_finishes_within_the_grace_period_is_kept(tmp_path):
     """Ctrl-C (a SIGINT to this process) arrives during r1's only model call: r1 finishes within the
     grace period and is kept as done and scored; r2 and r3 never start; KeyboardInterrupt follows."""
-    from kit.actions import render
-    from kit.models import scripted
+    from kit.model import scripted
+    from kit.model.actions import render
 
     def interrupt_then_finish(req):
         if req.index == 0:
@@ -264,8 +264,8 @@ def test_a_run_that_finishes_within_the_grace_period_is_kept(tmp_path):
 def test_ctrl_c_ends_a_workflow_run_as_interrupted_without_counting_a_failed_agent(tmp_path):
     """grace 0: the stop is set at once; the workflow's first agent stops at its next step, and the
     Interrupted it raises ends the whole workflow (it is one of the workflow's STOPS)."""
-    from kit.models import scripted
-    from kit.records import read_jsonl
+    from kit.model import scripted
+    from kit.records.schema import read_jsonl
 
     def interrupt_then_look_around(req):
         if req.index == 0:

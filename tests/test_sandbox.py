@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from kit.agent.toolbox import Toolbox
 from kit.paths import REPO_ROOT
-from kit.sandbox import (
+from kit.sandbox.backends import (
     Limits,
     SandboxUnavailable,
     check_available,
@@ -22,7 +23,6 @@ from kit.sandbox import (
     process_limit_mechanism,
     sandbox_env,
 )
-from kit.tools import Toolbox
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap needs Linux")
 
@@ -241,7 +241,7 @@ def test_unknown_or_broken_sandbox_gives_one_clear_error(monkeypatch):
         get_sandbox("docker")
     broken = type(BWRAP)()
     broken.binary = "/bin/false"
-    monkeypatch.setattr("kit.sandbox.get_sandbox", lambda name: broken)
+    monkeypatch.setattr("kit.sandbox.backends.get_sandbox", lambda name: broken)
     with pytest.raises(SandboxUnavailable, match="set `sandbox: none` in the experiment to opt out"):
         check_available.__wrapped__("bwrap")
     check_available.__wrapped__("none")  # never refused
@@ -252,7 +252,8 @@ def test_the_report_flags_unsandboxed_runs(tmp_path):
 
     from records_fixture import write_experiment
 
-    from kit import analysis, report
+    from kit import analysis
+    from kit.analysis import report
 
     exp = write_experiment(tmp_path)
     run_files = sorted(exp.glob("runs/*/run.json"))
@@ -273,8 +274,8 @@ def test_the_clones_git_config_cannot_make_the_kits_git_run_commands(tmp_path):
     harness's commits) run outside the sandbox, so a filter / fsmonitor there must not execute."""
     import subprocess
 
-    from kit.tasks import load_task
-    from kit.workspace import create_workspace, diff, git_env
+    from kit.tasks.task import load_task
+    from kit.tasks.workspace import create_workspace, diff, git_env
 
     ws = create_workspace(load_task("micro-slugify"), tmp_path / "run" / "repo")
     marker = tmp_path / "RAN"
@@ -303,7 +304,7 @@ def test_a_read_only_bind_inside_the_clone_stays_read_only(runs):
 def test_a_venv_under_tmp_stays_visible_over_the_private_tmp(monkeypatch):
     """A checkout in a temp folder (CI clones to /tmp) has its venv under /tmp: the interpreter's
     prefixes must be bound after the private /tmp, or the command cannot even start."""
-    import kit.sandbox as sandbox_mod
+    import kit.sandbox.backends as sandbox_mod
 
     monkeypatch.setattr(sandbox_mod, "_prefix_binds", lambda: [Path("/tmp/some-checkout/.venv")])
     argv = sandbox_mod.BwrapSandbox().argv(["true"], Path("/tmp/run/repo"), writable=True)

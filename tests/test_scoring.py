@@ -4,11 +4,11 @@ import textwrap
 
 import pytest
 
-from kit import scoring
-from kit.scoring import read_requirements, score
-from kit.scoring_run import Canaries, read_stream
-from kit.tasks import apply_solution, list_tasks, load_task
-from kit.workspace import create_workspace
+from kit.tasks.scoring import scorer as scoring
+from kit.tasks.scoring.scorer import read_requirements, score
+from kit.tasks.scoring.session import Canaries, read_stream
+from kit.tasks.task import apply_solution, list_tasks, load_task
+from kit.tasks.workspace import create_workspace
 
 TASK_IDS = ["micro-slugify", "table-computed-columns", "csv-export-stream", "bugfix-date-range"]
 
@@ -99,9 +99,9 @@ def test_skipped_acceptance_tests_count_as_failed(tmp_path):
 
 
 def test_a_conftest_written_by_the_agent_cannot_rig_the_acceptance_tests(tmp_path):
-    from kit.scoring import score
-    from kit.tasks import load_task
-    from kit.workspace import create_workspace
+    from kit.tasks.scoring.scorer import score
+    from kit.tasks.task import load_task
+    from kit.tasks.workspace import create_workspace
 
     task = load_task("micro-slugify")
     ws = create_workspace(task, tmp_path / "repo")
@@ -401,7 +401,7 @@ def test_an_unfinished_session_is_not_tampering():
 def _run_done(tmp_path):
     from helpers import experiment, run_json, write_profile
 
-    from kit.runner import run_experiment
+    from kit.run.runner import run_experiment
 
     profile = write_profile(tmp_path, "scripted/done", "native")
     out = run_experiment(
@@ -444,7 +444,8 @@ def test_the_report_counts_tampered_and_unscored_runs(tmp_path):
 
     from records_fixture import write_experiment
 
-    from kit import analysis, report
+    from kit import analysis
+    from kit.analysis import report
 
     exp = write_experiment(tmp_path)
     run_files = sorted(exp.glob("runs/*/run.json"))

@@ -14,12 +14,12 @@ import pytest
 import yaml
 from helpers import PRICE, experiment, run_json
 
-from kit import sandbox as sandbox_mod
-from kit.actions import FINISH, render
 from kit.config import ModelSpec, PriceSheet, Profile
-from kit.models import scripted
-from kit.runner import redacted, run_experiment
-from kit.sandbox import SandboxUnavailable, get_sandbox
+from kit.model import scripted
+from kit.model.actions import FINISH, render
+from kit.run.runner import redacted, run_experiment
+from kit.sandbox import backends as sandbox_mod
+from kit.sandbox.backends import SandboxUnavailable, get_sandbox
 from kit.secrets import Redactor
 
 KEY = "sk-canary-KEY-7f3a9c1e5b2d4f60"  # the provider key, in a variable whose name looks harmless

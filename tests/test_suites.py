@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kit import tasks
 from kit.config import Experiment
 from kit.errors import ConfigError
-from kit.scoring import read_requirements
+from kit.tasks import task as tasks
+from kit.tasks.scoring.scorer import read_requirements
 
 HARD = [
     "exercism-sgf-parsing",
@@ -64,7 +64,7 @@ def test_a_suite_naming_an_unknown_task_fails_before_anything_runs(tmp_path, mon
 
 def test_runner_plan_expands_a_suite():
     from kit.config import load_experiment
-    from kit.runner import plan
+    from kit.run.runner import plan
 
     shipped = plan(load_experiment("exercism-hard"))
     assert len(shipped) == 12 * 5 * 3 and shipped[0].task.id == HARD[0]

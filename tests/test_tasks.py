@@ -4,7 +4,7 @@ import shutil
 import pytest
 
 from kit.errors import ConfigError, TaskError
-from kit.tasks import add_cli, list_tasks, load_task, validate_task
+from kit.tasks.task import add_cli, list_tasks, load_task, validate_task
 
 SHIPPED = {"micro-slugify", "table-computed-columns", "csv-export-stream", "bugfix-date-range"}
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from kit.commands import is_secret_env, scrubbed_env
-from kit.records import EVENTS, RunRecorder, read_jsonl
-from kit.tools import PERMISSIONS, TOOL_PERMISSION, Toolbox
+from kit.agent.toolbox import PERMISSIONS, TOOL_PERMISSION, Toolbox
+from kit.records.schema import EVENTS, RunRecorder, read_jsonl
+from kit.sandbox.commands import is_secret_env, scrubbed_env
 
 
 @pytest.fixture
@@ -301,7 +301,7 @@ def test_nul_bytes_and_over_deep_or_long_input_are_tool_errors(root):
 
 
 def test_a_write_does_not_follow_a_symlink_swapped_in_after_the_check(root, tmp_path):
-    from kit import safefs
+    from kit.agent import safefs
 
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kit import verdict
+from kit.analysis import verdict
+from kit.analysis.figures import pareto_front
 from kit.errors import KitError
-from kit.figures import pareto_front
 
 
 def _standardised(n: int, seed: int = 1) -> np.ndarray:

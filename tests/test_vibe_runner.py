@@ -15,7 +15,7 @@ from helpers import experiment, rows, run_json, write_profile
 from kit.config import Limits
 from kit.errors import ConfigError
 from kit.paths import REPO_ROOT
-from kit.runner import run_experiment
+from kit.run.runner import run_experiment
 
 MODES = ["native", "json", "text"]
 
@@ -66,7 +66,7 @@ def test_saying_done_scores_every_requirement_as_a_defect(tmp_path, mode):
 
 
 def test_step_cap_gives_outcome_capped(tmp_path):
-    from kit.models import scripted
+    from kit.model import scripted
 
     model = scripted.register(
         lambda req: {"tool_calls": [{"name": "list_files", "arguments": {}}]}, name="looper"
@@ -84,7 +84,7 @@ def test_step_cap_gives_outcome_capped(tmp_path):
 
 
 def test_an_exception_inside_a_run_is_recorded_and_the_experiment_goes_on(tmp_path):
-    from kit.models import scripted
+    from kit.model import scripted
 
     def broken(req):
         raise RuntimeError("policy exploded")
@@ -172,7 +172,7 @@ def test_sigkill_in_the_middle_then_rerun_finishes_every_run_exactly_once(tmp_pa
 
 def test_secrets_in_a_profile_never_reach_run_json():
     from kit.config import ModelSpec, Profile
-    from kit.runner import redacted
+    from kit.run.runner import redacted
 
     spec = ModelSpec(model="openai/x", extra={"api_key": "sk-live-123", "frequency_penalty": 0.8})
     data = redacted(
@@ -194,7 +194,7 @@ def test_a_missing_key_fails_once_before_any_run(tmp_path, monkeypatch):
 
 
 def test_retry_errors_reruns_only_the_runs_that_failed(tmp_path):
-    from kit.models import scripted
+    from kit.model import scripted
 
     state = {"broken": True}
 
@@ -204,7 +204,7 @@ def test_retry_errors_reruns_only_the_runs_that_failed(tmp_path):
         return render_done(req)
 
     def render_done(req):
-        from kit.actions import render
+        from kit.model.actions import render
 
         return render(req.context.get("action_mode") or "native", "finish", {"summary": "ok"})
 

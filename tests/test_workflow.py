@@ -9,18 +9,18 @@ import pytest
 from pydantic import ValidationError
 from workflow_helpers import Interrupt, WorkflowPolicy, _mode, make_ctx, profile
 
-from kit.actions import FINISH, render
 from kit.config import Experiment, Limits
 from kit.errors import CallCapReached
-from kit.models import scripted
+from kit.model import scripted
+from kit.model.actions import FINISH, render
 from kit.prompts import PromptBook
-from kit.records import load_run, read_jsonl
-from kit.runner import run_experiment
+from kit.records.schema import load_run, read_jsonl
+from kit.run.runner import run_experiment
 from kit.strategies import workflow
-from kit.strategies.workflow_runtime import ProviderFailure
-from kit.tasks import load_task
+from kit.strategies.workflow.runtime import ProviderFailure
+from kit.tasks.task import load_task
+from kit.tasks.workspace import diff
 from kit.usage import ModelPrice
-from kit.workspace import diff
 
 
 def run_workflow(tmp_path, policy, **options):
@@ -323,8 +323,8 @@ def experiment(**options) -> Experiment:
 @pytest.fixture
 def scripted_profile(monkeypatch):
     """The runner loads profiles by name: serve an in-memory one."""
-    from kit import runner
     from kit.config import PriceSheet
+    from kit.run import runner
 
     def load(name):
         sheet = PriceSheet(

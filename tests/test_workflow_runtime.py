@@ -10,12 +10,12 @@ import pytest
 from pydantic import BaseModel
 from workflow_helpers import make_ctx
 
-from kit.actions import FINISH, render
 from kit.errors import BudgetExceeded, CallCapReached
-from kit.models import scripted
-from kit.records import read_jsonl
-from kit.strategies import workflow_runtime
-from kit.strategies.workflow_runtime import ProviderFailure, Runtime, default_concurrency
+from kit.model import scripted
+from kit.model.actions import FINISH, render
+from kit.records.schema import read_jsonl
+from kit.strategies.workflow import runtime as workflow_runtime
+from kit.strategies.workflow.runtime import ProviderFailure, Runtime, default_concurrency
 
 
 class Answer(BaseModel):

@@ -3,8 +3,8 @@ import subprocess
 import pytest
 
 from kit.errors import TaskError
-from kit.tasks import load_task
-from kit.workspace import create_workspace, diff, diff_stats
+from kit.tasks.task import load_task
+from kit.tasks.workspace import create_workspace, diff, diff_stats
 
 
 def _git(root, *args):

@@ -17,18 +17,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kit.actions import FINISH, render
-from kit.agent import Budget
+from kit.agent.loop import Budget
 from kit.config import Limits, ModelSpec, PriceSheet, Profile
-from kit.context import RunContext
-from kit.gateway import Gateway
-from kit.models import scripted
-from kit.models.policies import solution_files
+from kit.model import scripted
+from kit.model.actions import FINISH, render
+from kit.model.gateway import Gateway
+from kit.model.policies import solution_files
 from kit.prompts import PromptBook
-from kit.records import RunRecorder
-from kit.tasks import Task, load_task
+from kit.records.schema import RunRecorder
+from kit.strategies.context import RunContext
+from kit.tasks.task import Task, load_task
+from kit.tasks.workspace import create_workspace
 from kit.usage import ModelPrice
-from kit.workspace import create_workspace
 
 ROUND = re.compile(r"Review round (\d+), (?:finding (\d+), skeptic|reviewer) (\d+) of (\d+)")
 SHEET = PriceSheet(name="wf", prices={"p": ModelPrice(input=1, output=2, cache_read=0.1, cache_write=1.25)})

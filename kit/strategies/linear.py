@@ -68,13 +68,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kit.commands import run_command
-from kit.context import RunContext
+from kit.agent.toolbox import TOOL_PERMISSION, ToolResult
 from kit.errors import ConfigError
 from kit.prompts import PROMPTS_DIR
+from kit.sandbox.commands import run_command
 from kit.strategies import StrategyResult
-from kit.tools import TOOL_PERMISSION, ToolResult
-from kit.workspace import diff
+from kit.strategies.context import RunContext
+from kit.tasks.workspace import diff
 
 ROLE = "coder"
 TIER = "cheap"

@@ -9,8 +9,8 @@ Outcome: ``done``, ``capped`` (its step cap, with budget left) or ``budget`` (th
 
 from __future__ import annotations
 
-from kit.context import RunContext
 from kit.strategies import StrategyResult
+from kit.strategies.context import RunContext
 
 ROLE = "coder"
 TIER = "cheap"

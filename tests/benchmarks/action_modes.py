@@ -4,7 +4,7 @@
 
 Runs the vibe strategy once per (mode, repeat) and prints, per mode: valid-action rate, format
 errors, tool calls, files written, acceptance requirements passed, wall time. The kit's default
-for the embedded model (kit.gateway.EMBEDDED_ACTION_MODE) is the mode that does best here.
+for the embedded model (kit.model.gateway.EMBEDDED_ACTION_MODE) is the mode that does best here.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from kit.config import Experiment, Limits, load_profile  # noqa: E402
-from kit.records import read_jsonl  # noqa: E402
-from kit.runner import RunSpec, run_one  # noqa: E402
-from kit.tasks import load_task  # noqa: E402
+from kit.records.schema import read_jsonl  # noqa: E402
+from kit.run.runner import RunSpec, run_one  # noqa: E402
+from kit.tasks.task import load_task  # noqa: E402
 
 
 def main() -> None:

@@ -18,16 +18,16 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from kit.actions import render  # noqa: E402
-from kit.agent import Agent, AgentConfig  # noqa: E402
+from kit.agent.loop import Agent, AgentConfig  # noqa: E402
+from kit.agent.toolbox import Toolbox  # noqa: E402
 from kit.config import ModelSpec, PriceSheet, Profile  # noqa: E402
-from kit.gateway import Gateway  # noqa: E402
-from kit.models import scripted  # noqa: E402
-from kit.records import RunRecorder  # noqa: E402
-from kit.tasks import load_task  # noqa: E402
-from kit.tools import Toolbox  # noqa: E402
+from kit.model import scripted  # noqa: E402
+from kit.model.actions import render  # noqa: E402
+from kit.model.gateway import Gateway  # noqa: E402
+from kit.records.schema import RunRecorder  # noqa: E402
+from kit.tasks.task import load_task  # noqa: E402
+from kit.tasks.workspace import create_workspace  # noqa: E402
 from kit.usage import ModelPrice  # noqa: E402
-from kit.workspace import create_workspace  # noqa: E402
 
 
 def measure(mode: str, steps: int, folder: Path) -> dict[str, float]:

@@ -36,8 +36,9 @@ import pyarrow.dataset as ds
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from kit import analysis, columnar
-from kit.records import CALLS, EVENTS, RUN, CallRecord, EventRecord, RunRecord, Score
+from kit import analysis
+from kit.records import columnar
+from kit.records.schema import CALLS, EVENTS, RUN, CallRecord, EventRecord, RunRecord, Score
 
 TIERS = ("cheap", "medium", "strong")
 ROLES = {

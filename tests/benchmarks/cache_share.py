@@ -22,16 +22,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the fake
 
 from fake_providers import FakeAnthropic, PolicyResponder  # noqa: E402
 
-from kit.actions import FINISH, render  # noqa: E402
-from kit.agent import Agent, AgentConfig  # noqa: E402
+from kit.agent.loop import Agent, AgentConfig  # noqa: E402
+from kit.agent.toolbox import Toolbox  # noqa: E402
 from kit.config import ModelSpec, Profile, load_price_sheet  # noqa: E402
-from kit.gateway import Gateway  # noqa: E402
+from kit.model.actions import FINISH, render  # noqa: E402
+from kit.model.gateway import Gateway  # noqa: E402
 from kit.prompts import PromptBook  # noqa: E402
-from kit.records import RunRecorder  # noqa: E402
-from kit.tasks import load_task  # noqa: E402
-from kit.tools import Toolbox  # noqa: E402
+from kit.records.schema import RunRecorder  # noqa: E402
+from kit.tasks.task import load_task  # noqa: E402
+from kit.tasks.workspace import create_workspace  # noqa: E402
 from kit.usage import Usage  # noqa: E402
-from kit.workspace import create_workspace  # noqa: E402
 
 FILES = ["textkit.py", "README.md", "tests/test_textkit.py"]
 

@@ -33,9 +33,9 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's kit, whatever is installed
 
-import kit.runner as runner  # noqa: E402
+import kit.run.runner as runner  # noqa: E402
 from kit.config import Experiment, Limits  # noqa: E402
-from kit.records import load_run  # noqa: E402
+from kit.records.schema import load_run  # noqa: E402
 
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kit.sandbox import get_sandbox, process_limit_mechanism, sandbox_env
+from kit.sandbox.backends import get_sandbox, process_limit_mechanism, sandbox_env
 
 COMMANDS = {"true": ["true"], "python -c pass": [sys.executable, "-c", "pass"]}
 TARGET_MS = 50.0

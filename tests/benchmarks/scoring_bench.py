@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from kit.scoring import score
-from kit.tasks import apply_solution, load_task
-from kit.workspace import create_workspace
+from kit.tasks.scoring.scorer import score
+from kit.tasks.task import apply_solution, load_task
+from kit.tasks.workspace import create_workspace
 
 
 def cpu_s() -> float:

@@ -12,8 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from kit.tasks import Task, list_tasks, load_task
-from kit.workspace import create_workspace
+from kit.tasks.task import Task, list_tasks, load_task
+from kit.tasks.workspace import create_workspace
 
 
 def n_files(task: Task) -> int:

@@ -1,0 +1,369 @@
+"""The agent loop every strategy reuses: ask the model for an action, run it, repeat.
+
+One :class:`Agent` is one conversation of one role. ``run(message)`` adds a user turn and loops
+until the agent finishes, hits its step cap, its budget, or too many invalid actions in a row.
+Calling ``run`` again continues the same conversation (the linear skill sends one step per turn);
+a strategy that wants a fresh context creates a new Agent.
+
+Context management: the system prompt and the first user message are never changed, so the
+prompt prefix stays byte-identical and provider prompt caches keep hitting; when the conversation
+grows past ~70 % of the model's window, the oldest tool outputs are shortened (once, oldest first).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from kit.agent.toolbox import Toolbox
+from kit.config import Tier
+from kit.errors import BudgetExceeded, Interrupted
+from kit.model import actions
+from kit.model.actions import FINISH, Action, FormatError
+from kit.model.gateway import Gateway, Reply
+from kit.records.schema import RunRecorder
+from kit.usage import Usage
+
+Outcome = Literal["done", "capped", "budget", "format_errors"]
+SHORTENED = "[... output shortened to keep the prompt within the model's window ...]"
+
+
+@dataclass
+class Budget:
+    """The run budget (the experiment's ``limits``), shared by every agent of a run, all roles together.
+
+    :meth:`start_call` is called before each model call: it raises BudgetExceeded when the USD or
+    token totals (the recorder's) or the number of model calls are used up, and otherwise counts the
+    call -- atomically, so parallel agents never overshoot ``max_model_calls``. ``stop`` is the
+    runner's cooperative stop (Ctrl-C): once set, the next check raises :class:`Interrupted`."""
+
+    recorder: RunRecorder | None = None
+    max_usd: float | None = None
+    max_tokens: int | None = None
+    max_model_calls: int | None = None
+    model_calls: int = 0  # calls started (or replayed from a journal) in this run
+    stop: threading.Event | None = None
+    interrupted: bool = False  # a check raised Interrupted (even if a strategy swallowed it)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def check(self) -> None:
+        """Raise Interrupted after Ctrl-C, BudgetExceeded if any part of the budget is used up
+        (counts nothing)."""
+        if self.stop is not None and self.stop.is_set():
+            self.interrupted = True
+            raise Interrupted("the experiment was interrupted (Ctrl-C): this run stops here")
+        if self.max_model_calls is not None and self.model_calls >= self.max_model_calls:
+            raise BudgetExceeded(
+                f"run budget of {self.max_model_calls} model calls used up",
+                "raise limits.max_model_calls in the experiment",
+            )
+        if self.recorder is None:
+            return
+        t = self.recorder.totals
+        if self.max_usd is not None and t.cost_usd >= self.max_usd:
+            raise BudgetExceeded(f"run budget of ${self.max_usd:.4f} used up (${t.cost_usd:.4f})")
+        if self.max_tokens is not None and t.total_tokens >= self.max_tokens:
+            raise BudgetExceeded(f"run budget of {self.max_tokens} tokens used up ({t.total_tokens})")
+
+    def start_call(self) -> None:
+        """Check, then count one model call."""
+        with self._lock:
+            self.check()
+            self.model_calls += 1
+
+    def add_calls(self, n: int) -> None:
+        """Count ``n`` calls made elsewhere (replayed from a workflow journal: they were spent)."""
+        with self._lock:
+            self.model_calls += n
+
+    def remaining_calls(self) -> int | None:
+        """Model calls left, or None without a call budget."""
+        if self.max_model_calls is None:
+            return None
+        return max(0, self.max_model_calls - self.model_calls)
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        """The caps, as run.json records them."""
+        return {
+            "max_model_calls": self.max_model_calls,
+            "max_usd": self.max_usd,
+            "max_tokens": self.max_tokens,
+        }
+
+
+@dataclass
+class AgentConfig:
+    role: str
+    tier: Tier
+    system_prompt: str
+    max_steps: int = 60
+    max_format_errors: int = 3
+    result_schema: type[BaseModel] | None = None
+    action_mode: actions.Mode | None = None  # None: the gateway's default for the tier's model
+    max_output_tokens: int | None = None
+
+
+@dataclass
+class ToolCall:
+    """One executed action, exactly as the model gave it (the tool log strategies check claims against)."""
+
+    tool: str
+    args: dict[str, Any]
+    ok: bool
+    denied: bool
+    output: str
+
+
+@dataclass
+class AgentResult:
+    outcome: Outcome
+    final: str = ""
+    result: BaseModel | None = None
+    steps: int = 0
+    format_errors: int = 0
+    tool_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    tool_log: list[ToolCall] = field(default_factory=list)
+
+    @property
+    def done(self) -> bool:
+        return self.outcome == "done"
+
+
+class Agent:
+    def __init__(
+        self,
+        config: AgentConfig,
+        gateway: Gateway,
+        toolbox: Toolbox,
+        recorder: RunRecorder | None = None,
+        *,
+        conversation: str | None = None,
+        budget: Budget | None = None,
+    ) -> None:
+        self.config = config
+        self.gateway = gateway
+        self.toolbox = toolbox
+        self.recorder = recorder
+        self.conversation = conversation or config.role
+        self.budget = budget or Budget()
+        self.mode: actions.Mode = config.action_mode or gateway.action_mode(config.tier)
+        self.allowed = toolbox.allowed()
+        self.window_chars = int(gateway.context_window(config.tier) * 4 * 0.7)
+        self.messages: list[dict[str, Any]] = []
+        self._shortened: set[int] = set()
+        self._native_tools: list[dict[str, Any]] | None = None
+        self._add({"role": "system", "content": self._system_prompt()})
+
+    # -- the loop ------------------------------------------------------------------------------
+    def run(self, message: str, max_steps: int | None = None) -> AgentResult:
+        """Send ``message`` as a user turn and loop until done or a cap; returns what happened."""
+        self._add({"role": "user", "content": message})
+        res = AgentResult(outcome="capped")
+        cap = max_steps if max_steps is not None else self.config.max_steps
+        errors_in_a_row = 0
+        while res.steps < cap:
+            try:
+                self.budget.start_call()
+            except BudgetExceeded as e:
+                res.outcome, res.final = "budget", str(e)
+                return res
+            res.steps += 1
+            reply = self._ask()
+            res.usage = res.usage + reply.usage
+            self._add(self._assistant_message(reply))
+            try:
+                batch = self._parse(reply)
+                finish = next((a for a in batch if a.tool == FINISH), None)
+                for action in batch:
+                    if action is not finish:
+                        res.tool_calls += 1
+                        out = self.toolbox.execute(action.tool, action.args)
+                        res.tool_log.append(
+                            ToolCall(action.tool, dict(action.args), out.ok, out.denied, out.output)
+                        )
+                        self._observe(out.output, action)
+                if finish is not None:
+                    res.result = self._validate(finish)
+                    if finish.call_id:  # every native tool call gets an answer
+                        self._observe("ok", finish)
+                    res.outcome = "done"
+                    res.final = str(finish.args.get("summary", reply.content or ""))
+                    return res
+                errors_in_a_row = 0
+            except FormatError as e:
+                res.format_errors += 1
+                errors_in_a_row += 1
+                self._event("format_error", "parse", str(e), ok=False)
+                if not getattr(e, "answered", False):
+                    self._observe(str(e), None)
+                if errors_in_a_row >= self.config.max_format_errors:
+                    res.outcome, res.final = "format_errors", str(e)
+                    return res
+        return res
+
+    # -- one model call ------------------------------------------------------------------------
+    def _ask(self) -> Reply:
+        tools = None
+        schema = None
+        if not self.allowed:
+            schema = self.config.result_schema  # no tools at all: a (structured) answer
+        elif self.mode == "native":
+            if self._native_tools is None:
+                self._native_tools = [
+                    spec_to_openai(s) for s in self.toolbox.specs() if s.name in self.allowed
+                ]
+                self._native_tools.append(finish_tool(self.config.result_schema))
+            tools = self._native_tools
+        self._fit_window()
+        json_schema = (
+            actions.json_action_schema(self.allowed) if self.mode == "json" and self.allowed else None
+        )
+        return self.gateway.call(
+            role=self.config.role,
+            tier=self.config.tier,
+            messages=self.messages,
+            tools=tools or None,
+            schema=schema,
+            conversation=self.conversation,
+            max_tokens=self.config.max_output_tokens,
+            action_mode=self.mode,
+            json_schema=json_schema,
+        )
+
+    def _parse(self, reply: Reply) -> list[Action]:
+        if reply.tool_calls:  # whatever the mode, a tool call is an action (and may be denied)
+            bad = [tc for tc in reply.tool_calls if tc.error]
+            if bad:
+                error = FormatError(f"tool call {bad[0].name!r}: {bad[0].error}")
+                for tc in reply.tool_calls:  # every native tool call gets an answer
+                    self._observe(str(error), Action(tc.name, {}, tc.id))
+                error.answered = True  # type: ignore[attr-defined]
+                raise error
+            return [Action(tc.name, tc.arguments, tc.id) for tc in reply.tool_calls]
+        if not self.allowed:  # a tool written into the answer is still an attempt: denied, counted
+            attempt = actions.tool_attempt(reply.content)
+            return [attempt if attempt is not None else self._structured_finish(reply)]
+        if self.mode == "native":
+            if self.config.result_schema is None:
+                return [Action(FINISH, {"summary": reply.content or ""})]
+            return [self._structured_finish(reply)]
+        if self.mode == "json":
+            return [actions.parse_json_action(reply.content, self.allowed)]
+        return [actions.parse_text_action(reply.content, self.allowed)]
+
+    def _structured_finish(self, reply: Reply) -> Action:
+        if self.config.result_schema is None:
+            return Action(FINISH, {"summary": reply.content or ""})
+        if reply.parsed is not None:
+            return Action(FINISH, reply.parsed.model_dump())
+        text = (reply.content or "").strip()
+        try:
+            data = json.loads(text.strip("`").removeprefix("json").strip()) if text else None
+        except json.JSONDecodeError:
+            data = None
+        if isinstance(data, dict):
+            return Action(FINISH, data)
+        raise FormatError(
+            f"Answer with one JSON object matching the {self.config.result_schema.__name__} schema."
+        )
+
+    def _validate(self, finish: Action) -> BaseModel | None:
+        schema = self.config.result_schema
+        if schema is None:
+            return None
+        try:
+            return schema.model_validate(finish.args)
+        except ValidationError as e:
+            if finish.call_id:
+                self._observe("rejected", finish)
+            raise FormatError(
+                f"Your result does not match the {schema.__name__} schema: {str(e)[:500]}"
+            ) from None
+
+    # -- conversation bookkeeping ----------------------------------------------------------
+    def _system_prompt(self) -> str:
+        prompt = self.config.system_prompt.strip()
+        if not self.allowed or self.mode == "native":
+            return prompt
+        tools = "\n".join(f"- {describe(s)}" for s in self.toolbox.specs() if s.name in self.allowed)
+        schema = self.config.result_schema
+        fields = list(schema.model_fields) if schema is not None else None
+        how = (
+            actions.text_mode_help(self.allowed, fields)
+            if self.mode == "text"
+            else actions.json_mode_help(self.allowed, fields)
+        )
+        return f"{prompt}\n\nTools:\n{tools}\n\n{how}"
+
+    def _assistant_message(self, reply: Reply) -> dict[str, Any]:
+        if self.mode == "native" and reply.tool_calls:
+            return reply.message
+        return {"role": "assistant", "content": reply.content or ""}
+
+    def _observe(self, output: str, action: Action | None) -> None:
+        if self.mode == "native" and action is not None and action.call_id:
+            self._add({"role": "tool", "tool_call_id": action.call_id, "content": output})
+        else:
+            self._add({"role": "user", "content": f"Observation:\n{output}" if action else output})
+
+    def _add(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+        if self.recorder is not None:
+            self.recorder.transcript(self.conversation, self.config.role, message)
+
+    def _event(self, kind: str, name: str, detail: str, ok: bool = True) -> None:
+        if self.recorder is not None:
+            self.recorder.event(kind, self.config.role, name, detail[:300], ok=ok)  # type: ignore[arg-type]
+
+    def _fit_window(self) -> None:
+        """Shorten the oldest tool outputs (never the first two messages) until the prompt fits."""
+        size = sum(len(str(m.get("content") or "")) for m in self.messages)
+        for i, msg in enumerate(self.messages):
+            if size <= self.window_chars:
+                return
+            if i < 2 or i in self._shortened or msg["role"] not in ("tool", "user"):
+                continue
+            content = str(msg.get("content") or "")
+            if len(content) <= 400 or (msg["role"] == "user" and not content.startswith("Observation:")):
+                continue
+            msg["content"] = content[:300] + "\n" + SHORTENED
+            self._shortened.add(i)
+            size -= len(content) - len(msg["content"])
+
+
+# --------------------------------------------------------------------------- tool specs
+
+
+def spec_to_openai(spec: Any) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": spec.name, "description": spec.description, "parameters": spec.parameters},
+    }
+
+
+def finish_tool(schema: type[BaseModel] | None) -> dict[str, Any]:
+    params = (
+        schema.model_json_schema()
+        if schema is not None
+        else {
+            "type": "object",
+            "properties": {"summary": {"type": "string", "description": "What you did."}},
+            "required": ["summary"],
+        }
+    )
+    return {
+        "type": "function",
+        "function": {"name": FINISH, "description": "Call when the work is complete.", "parameters": params},
+    }
+
+
+def describe(spec: Any) -> str:
+    props = spec.parameters.get("properties", {})
+    required = set(spec.parameters.get("required", []))
+    args = ", ".join(p if p in required else f"{p}?" for p in props)
+    return f"{spec.name}({args}): {spec.description}"

@@ -1,0 +1,115 @@
+"""Old module paths, kept importing for one release (0.2 removes them).
+
+Until this release ``kit/`` was one flat folder. Every old path in :data:`MODULES` still imports: the
+import returns the module at its new path (the same object, so monkeypatching either name patches
+both) and warns with a :class:`DeprecationWarning` that names the new path. :data:`NAMES` covers the
+old modules that are now packages of the same name (``kit.records`` was one module and is now a
+folder): an old name read from the package resolves, with the same warning, from the module it moved
+to. This table is the one list of what moved; ``tests/test_layers.py`` checks every entry imports.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import warnings
+from types import ModuleType
+
+#: old module path -> new module path
+MODULES: dict[str, str] = {
+    "kit.actions": "kit.model.actions",
+    "kit.analysis_load": "kit.analysis.load",
+    "kit.cli": "kit.app.cli",
+    "kit.columnar": "kit.records.parquet",
+    "kit.commands": "kit.sandbox.commands",
+    "kit.context": "kit.strategies.context",
+    "kit.control": "kit.run.control",
+    "kit.exercism": "kit.tasks.exercism.importer",
+    "kit.exercism_marks": "kit.tasks.exercism.marks",
+    "kit.figures": "kit.analysis.figures",
+    "kit.gateway": "kit.model.gateway",
+    "kit.lab": "kit.app.prompt_lab",
+    "kit.models": "kit.model",
+    "kit.models.caching": "kit.model.caching",
+    "kit.models.check": "kit.model.check",
+    "kit.models.local": "kit.model.embedded",
+    "kit.models.policies": "kit.model.policies",
+    "kit.models.scripted": "kit.model.scripted",
+    "kit.notebooks": "kit.app.notebooks",
+    "kit.processes": "kit.sandbox.processes",
+    "kit.ray_executor": "kit.run.ray_executor",
+    "kit.reference": "kit.analysis.reference",
+    "kit.report": "kit.analysis.report",
+    "kit.repricing": "kit.analysis.repricing",
+    "kit.runner": "kit.run.runner",
+    "kit.safefs": "kit.agent.safefs",
+    "kit.scoring": "kit.tasks.scoring.scorer",
+    "kit.scoring_copy": "kit.tasks.scoring.clean_copy",
+    "kit.scoring_launcher": "kit.tasks.scoring.launcher",
+    "kit.scoring_plugin": "kit.tasks.scoring.plugin",
+    "kit.scoring_run": "kit.tasks.scoring.session",
+    "kit.strategies.pdca_plan": "kit.strategies.pdca.plan",
+    "kit.strategies.pdca_reports": "kit.strategies.pdca.reports",
+    "kit.strategies.pdca_status": "kit.strategies.pdca.status",
+    "kit.strategies.pdca_writer": "kit.strategies.pdca.writer",
+    "kit.strategies.workflow_runtime": "kit.strategies.workflow.runtime",
+    "kit.tables": "kit.analysis.tables",
+    "kit.tools": "kit.agent.toolbox",
+    "kit.toolset": "kit.agent.tools",
+    "kit.verdict": "kit.analysis.verdict",
+    "kit.workspace": "kit.tasks.workspace",
+}
+
+#: old module that is now a package of the same name -> the module(s) its old names live in now
+NAMES: dict[str, tuple[str, ...]] = {
+    "kit.agent": ("kit.agent.loop", "kit.agent.budget"),
+    "kit.records": ("kit.records.schema", "kit.records.recorder", "kit.records.parquet"),
+    "kit.sandbox": ("kit.sandbox.backends", "kit.sandbox.processes"),
+    "kit.tasks": ("kit.tasks.task", "kit.tasks.validate"),
+}
+
+
+def _warn(old: str, new: str) -> None:
+    warnings.warn(f"{old} is deprecated and goes in 0.2: use {new}", DeprecationWarning, stacklevel=3)
+
+
+class _Alias(importlib.abc.Loader):
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None  # a throwaway module; exec_module swaps the real one into sys.modules
+
+    def exec_module(self, module: ModuleType) -> None:
+        _warn(self.old, self.new)
+        sys.modules[self.old] = importlib.import_module(self.new)  # the import system returns this one
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):  # noqa: ANN001, ANN201 - the finder protocol
+        if fullname not in MODULES:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _Alias(fullname, MODULES[fullname]))
+
+
+def install() -> None:
+    """Put the alias finder first on ``sys.meta_path`` (once)."""
+    if not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())
+
+
+def old_name(package: str, name: str) -> object:
+    """``package.name`` for an old name of a module that is now ``package`` (a package ``__getattr__``)."""
+    if name.startswith("_"):
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    for module_name in NAMES.get(package, ()):
+        if importlib.util.find_spec(module_name) is None:
+            continue
+        module = importlib.import_module(module_name)
+        if name in vars(module):
+            _warn(f"{package}.{name}", f"{module_name}.{name}")
+            return getattr(module, name)
+    raise AttributeError(f"module {package!r} has no attribute {name!r}")

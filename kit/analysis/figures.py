@@ -1,0 +1,194 @@
+"""Matplotlib figures from the analysis tables, saved as PNG; every function returns the file's Path.
+
+Figures are drawn on :class:`matplotlib.figure.Figure` objects rendered by the Agg canvas, without
+pyplot: nothing touches the process-wide backend, so they work the same in a kernel, a test or a CLI.
+With no data a figure still gets written, saying so, so a notebook never breaks on an empty folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from kit.analysis import cache_economics
+
+BUCKET_LABELS = {
+    "cost_uncached": "uncached input",
+    "cost_cache_read": "cache read",
+    "cost_cache_write": "cache write",
+    "cost_output": "output",
+}
+TIER_COLORS = {"cheap": "tab:green", "medium": "tab:orange", "strong": "tab:red"}
+
+
+def _new(width: float = 7.0, height: float = 4.5) -> Figure:
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig: Figure, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def _empty(path: str | Path, title: str, message: str) -> Path:
+    fig = _new(6, 2.5)
+    ax = fig.subplots()
+    ax.set_title(title)
+    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes)
+    ax.set_axis_off()
+    return _save(fig, path)
+
+
+Y_LABELS = {
+    "failed_share": "share of requirements failed (0 = all met)",
+    "defects_total": "defects (acceptance failures)",
+}
+
+
+def pareto_front(runs: pd.DataFrame, y: str = "failed_share") -> pd.DataFrame:
+    """The runs no other run beats on both cost and ``y`` (sorted by cost)."""
+    pts = runs.dropna(subset=["cost_usd", y]).sort_values(["cost_usd", y])
+    front, best = [], float("inf")
+    for idx, row in pts.iterrows():
+        if row[y] < best:
+            front.append(idx)
+            best = row[y]
+    return pts.loc[front]
+
+
+def scored_runs(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The runs a defects plot may show (``scored``), and a note on the others, e.g.
+    'left out (not scored): 2 error, 1 interrupted' ('' when none are left out)."""
+    if runs.empty or "scored" not in runs:
+        return runs, ""
+    keep = runs["scored"].astype(bool)
+    out = runs.loc[~keep, "outcome"].value_counts().sort_index()
+    note = "left out (not scored): " + ", ".join(f"{n} {o}" for o, n in out.items()) if len(out) else ""
+    return runs[keep], note
+
+
+def pareto(runs: pd.DataFrame, path: str | Path, y: str = "failed_share") -> Path:
+    """Cost vs ``y`` (by default the share of requirements failed, comparable across tasks with
+    different numbers of requirements), one point per scored run, coloured by strategy; the Pareto
+    front as a step line. Runs that were not scored (error, interrupted ...) are left out, and the
+    figure says how many."""
+    title = f"Cost vs {'failed share' if y == 'failed_share' else y} per run"
+    runs, note = scored_runs(runs)
+    if runs.empty:
+        return _empty(path, title, "no scored runs" + (f"\n{note}" if note else ""))
+    fig = _new()
+    ax = fig.subplots()
+    for strategy, g in runs.groupby("strategy", sort=True):
+        ax.scatter(g["cost_usd"], g[y], label=strategy, s=45, alpha=0.8)
+    front = pareto_front(runs, y)
+    if len(front) > 1:
+        ax.step(front["cost_usd"], front[y], where="post", color="grey", lw=1, ls="--", label="Pareto front")
+    ax.set_xlabel("cost per run (USD)")
+    ax.set_ylabel(Y_LABELS.get(y, y))
+    ax.set_title(f"{title}\n{note}" if note else title)
+    ax.legend(fontsize="small")
+    return _save(fig, path)
+
+
+def tier_cost_bars(calls: pd.DataFrame, path: str | Path) -> Path:
+    """Per tier, one stacked bar of cost: uncached input / cache read / cache write / output."""
+    title = "Cost per tier by token bucket"
+    if calls.empty:
+        return _empty(path, title, "no calls")
+    table = cache_economics(calls)
+    fig = _new()
+    ax = fig.subplots()
+    bottom = pd.Series(0.0, index=table.index)
+    for col, label in BUCKET_LABELS.items():
+        values = table[col].fillna(0.0)
+        ax.bar(table.index, values, bottom=bottom, label=label)
+        bottom = bottom + values
+    ax.set_ylabel("USD")
+    ax.set_title(title)
+    ax.legend(fontsize="small")
+    return _save(fig, path)
+
+
+def timeline(calls: pd.DataFrame, path: str | Path, max_runs: int = 6) -> Path:
+    """One panel per run (the first ``max_runs``, one repeat per strategy first): each call is a bar
+    from its start to its end, x = seconds since the run started, y = role, colour = tier."""
+    title = "Calls over time by role"
+    if calls.empty:
+        return _empty(path, title, "no calls")
+    firsts = calls.sort_values(["strategy", "repeat", "run_key"]).drop_duplicates("run_key")
+    order = pd.concat([firsts.drop_duplicates("strategy"), firsts]).drop_duplicates("run_key")
+    run_keys = list(order["run_key"])[:max_runs]
+    fig = _new(8, 1.0 + 1.6 * len(run_keys))
+    axes = fig.subplots(len(run_keys), 1, squeeze=False)[:, 0]
+    for ax, run_key in zip(axes, run_keys, strict=True):
+        c = calls[calls["run_key"] == run_key]
+        roles = sorted(set(c["role"]))
+        for tier, g in c.groupby("tier"):
+            y = g["role"].map(roles.index)
+            ax.barh(
+                y,
+                g["latency_s"].clip(lower=0.05),
+                left=g["t_s"],
+                height=0.6,
+                color=TIER_COLORS.get(tier, "tab:blue"),
+                label=tier,
+            )
+        ax.set_yticks(range(len(roles)), roles)
+        ax.set_xlim(left=0)
+        ax.set_ylim(-0.6, len(roles) - 0.4 + 0.6 * (len(roles) > 1))
+        ax.set_title(f"{c['strategy'].iloc[0]} — {run_key}", fontsize="small", loc="left")
+        ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    axes[-1].set_xlabel("seconds since run start")
+    fig.suptitle(title)
+    return _save(fig, path)
+
+
+def tier_shares_vs_reference(reference: pd.Series, measured: pd.Series, path: str | Path) -> Path:
+    """Side-by-side bars of the share of cost per tier: the reference figures vs the measured runs."""
+    tiers = list(dict.fromkeys([*reference.index, *measured.index]))
+    fig = _new()
+    ax = fig.subplots()
+    x = range(len(tiers))
+    ax.bar([i - 0.2 for i in x], [100 * reference.get(t, 0.0) for t in tiers], width=0.4, label="reference")
+    if measured.notna().any():
+        ax.bar([i + 0.2 for i in x], [100 * measured.get(t, 0.0) for t in tiers], width=0.4, label="measured")
+    else:
+        ax.text(0.98, 0.95, "no measured runs", ha="right", va="top", transform=ax.transAxes)
+    ax.set_xticks(list(x), tiers)
+    ax.set_ylabel("% of cost")
+    ax.set_title("Share of cost per tier")
+    ax.legend(fontsize="small")
+    return _save(fig, path)
+
+
+def frontier(table: pd.DataFrame, path: str | Path) -> Path:
+    """One panel per task family: each strategy's mean cost vs mean failed share
+    (:func:`kit.analysis.verdict.frontier_table`); the strategies on the family's frontier joined by a line."""
+    title = "Cost-quality frontier per task family"
+    table = table.dropna(subset=["cost_usd", "failed_share"]) if not table.empty else table
+    if table.empty:
+        return _empty(path, title, "no scored runs")
+    families = list(dict.fromkeys(table.index.get_level_values("family")))
+    fig = _new(4.2 * len(families) + 1.0, 4.0)
+    axes = fig.subplots(1, len(families), squeeze=False)[0]
+    for ax, family in zip(axes, families, strict=True):
+        t = table.loc[family]
+        for strategy, row in t.iterrows():
+            ax.scatter(row["cost_usd"], row["failed_share"], s=60, label=strategy)
+            ax.annotate(str(strategy), (row["cost_usd"], row["failed_share"]), fontsize="small",
+                        xytext=(4, 4), textcoords="offset points")  # fmt: skip
+        front = t[t["on_frontier"]].sort_values("cost_usd")
+        if len(front) > 1:
+            ax.plot(front["cost_usd"], front["failed_share"], color="grey", lw=1, ls="--")
+        ax.set_title(f"{family} ({int(t['runs'].sum())} runs)", fontsize="small")
+        ax.set_xlabel("mean cost per run (USD)")
+    axes[0].set_ylabel(Y_LABELS["failed_share"])
+    fig.suptitle(title)
+    return _save(fig, path)

@@ -1,0 +1,220 @@
+"""Tables over loaded :class:`~kit.analysis.Records`: per strategy, outcomes, errors, per role x tier,
+tier cost shares, cost buckets and cache economics; and the 95 % t-interval helpers they use."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import pandas as pd
+from scipy import stats as scipy_stats
+
+from kit.analysis.load import BUCKETS, OUTCOME_ORDER, TOKENS, Records
+from kit.config import TIERS
+from kit.records.schema import SEVERITIES
+
+# --------------------------------------------------------------------------- statistics
+
+
+def t_critical_95(df: int) -> float:
+    """Two-sided 95 % Student-t critical value for ``df`` degrees of freedom (NaN for df < 1)."""
+    if df < 1:
+        return math.nan
+    return float(scipy_stats.t.ppf(0.975, df))
+
+
+def ci95_halfwidth(values: Sequence[float] | pd.Series) -> float:
+    """Half-width of the 95 % t-interval of the mean; NaN with fewer than two values."""
+    s = pd.Series(values, dtype=float).dropna()
+    if len(s) < 2:
+        return math.nan
+    return t_critical_95(len(s) - 1) * float(s.std(ddof=1)) / math.sqrt(len(s))
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def strategy_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.DataFrame:
+    """One row per strategy (or per ``by`` group) over its repeats.
+
+    It leads with the scores comparable across tasks (:func:`comparable_scores`): ``solved_rate``
+    (share of scored runs with no critical or major failure) and ``failed_share`` (mean share of
+    requirements failed), then the raw defect counts, which depend on how many requirements a task has;
+    ``failed_share_<severity>`` (the share failed among the requirements of that severity) come last.
+    All of these are means over the *scored* runs only (``excluded`` = the runs left out of them:
+    error, interrupted, unscored -- see :func:`outcome_table` and :func:`is_scored`); time, calls,
+    tokens and cost are means over all runs (that money was spent). ``runs``, ``scored``,
+    ``excluded`` and ``claimed_done_but_failed`` are counts; ``*_ci95`` is the half-width of the 95 %
+    t-interval of the mean over repeats (NaN with one run).
+    """
+    runs = records.runs
+    columns = [
+        "runs",
+        "scored",
+        "solved_rate",
+        "solved_rate_ci95",
+        "failed_share",
+        "failed_share_ci95",
+        "excluded",
+        *[c for sev in (*SEVERITIES, "total") for c in (sev, f"{sev}_ci95")],
+        "claimed_done_but_failed",
+        "tests_added",
+        "files_touched",
+        "wall_s",
+        "wall_s_ci95",
+        "calls",
+        *TOKENS,
+        "cost_usd",
+        "cost_usd_ci95",
+        *[f"failed_share_{sev}" for sev in SEVERITIES],
+    ]
+    if runs.empty:
+        return pd.DataFrame(columns=columns, index=pd.Index([], name=by[0]))
+    rows = {}
+    for key, g in runs.groupby(list(by), sort=True):
+        scored = g[g["scored"].astype(bool)]
+        row: dict[str, float] = {"runs": len(g), "scored": len(scored), "excluded": len(g) - len(scored)}
+        for name in ("solved", "failed_share"):
+            key_name = "solved_rate" if name == "solved" else name
+            row[key_name] = scored[name].mean()
+            row[f"{key_name}_ci95"] = ci95_halfwidth(scored[name])
+        for sev in (*SEVERITIES, "total"):
+            row[sev] = scored[f"defects_{sev}"].mean()
+            row[f"{sev}_ci95"] = ci95_halfwidth(scored[f"defects_{sev}"])
+        row["claimed_done_but_failed"] = int(scored["claimed_done_but_failed"].sum())
+        for name in ("tests_added", "files_touched", "wall_s", "calls", *TOKENS, "cost_usd"):
+            row[name] = g[name].mean()
+        for sev in SEVERITIES:
+            row[f"failed_share_{sev}"] = scored[f"failed_share_{sev}"].mean()
+        row["wall_s_ci95"] = ci95_halfwidth(g["wall_s"])
+        row["cost_usd_ci95"] = ci95_halfwidth(g["cost_usd"])
+        rows[key if len(by) > 1 else key[0]] = row
+    table = pd.DataFrame.from_dict(rows, orient="index")[columns]
+    table.index.names = list(by)
+    return table
+
+
+def outcome_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.DataFrame:
+    """How many runs of each strategy (or ``by`` group) ended in each outcome, plus ``runs`` and
+    ``scored`` (the runs the defect means are taken over)."""
+    runs = records.runs
+    if runs.empty:
+        return pd.DataFrame(columns=["runs", "scored"], index=pd.Index([], name=by[0]))
+    counts = runs.groupby([*by, "outcome"]).size().unstack("outcome", fill_value=0)
+    order = [o for o in OUTCOME_ORDER if o in counts.columns]
+    counts = counts[order + sorted(c for c in counts.columns if c not in order)]
+    counts.columns.name = None
+    grouped = runs.groupby(list(by))
+    counts.insert(0, "runs", grouped.size())
+    counts.insert(1, "scored", grouped["scored"].sum().astype(int))
+    return counts
+
+
+def error_runs(records: Records) -> pd.DataFrame:
+    """The runs that ended in ``error``, with their message (run_key, task, strategy, repeat, error)."""
+    cols = ["run_key", "task", "strategy", "repeat", "error"]
+    runs = records.runs
+    if runs.empty:
+        return pd.DataFrame(columns=cols)
+    bad = runs[runs["outcome"] == "error"]
+    return bad[cols].fillna({"error": "(no message)"}).reset_index(drop=True)
+
+
+def role_tier_table(records: Records) -> pd.DataFrame:
+    """Per (strategy, role, tier), summed over all runs: calls, tokens, cost and its share of the strategy."""
+    calls = records.calls
+    cols = ["runs", "calls", "failed", *TOKENS, "cost_usd", "cost_share"]
+    if calls.empty:
+        return pd.DataFrame(
+            columns=cols, index=pd.MultiIndex.from_tuples([], names=["strategy", "role", "tier"])
+        )
+    g = calls.groupby(["strategy", "role", "tier"], sort=True)
+    table = g[list(TOKENS) + ["cost_usd"]].sum()
+    table.insert(0, "runs", g["run_key"].nunique())
+    table.insert(1, "calls", g.size())
+    table.insert(2, "failed", g["ok"].apply(lambda s: int((~s.astype(bool)).sum())))
+    strategy_cost = table.groupby(level="strategy")["cost_usd"].transform("sum")
+    table["cost_share"] = (table["cost_usd"] / strategy_cost.where(strategy_cost > 0)).fillna(0.0)
+    return table[cols]
+
+
+def _order_tiers(index: pd.Index) -> list[str]:
+    return [t for t in TIERS if t in index] + sorted(t for t in index if t not in TIERS)
+
+
+def tier_cost_shares(records: Records, strategy: str | None = None) -> pd.Series:
+    """Share (0..1) of the cost spent on each tier, over all runs or those of ``strategy``; empty if none."""
+    calls = records.calls if strategy is None else records.calls[records.calls["strategy"] == strategy]
+    cost = calls.groupby("tier")["cost_usd"].sum() if not calls.empty else pd.Series(dtype=float)
+    cost = cost.reindex(_order_tiers(cost.index))
+    total = cost.sum()
+    return (cost / total if total > 0 else cost * math.nan).rename("share")
+
+
+def runs_note(records: Records, strategy: str) -> str:
+    """One line: how many runs of ``strategy`` there are to measure (or that there are none)."""
+    n = int((records.runs["strategy"] == strategy).sum()) if not records.runs.empty else 0
+    if n == 0:
+        return f"no {strategy} runs in {records.root}: nothing measured to compare"
+    return f"measured: {n} {strategy} run(s) in {records.root}"
+
+
+def bucket_costs(calls: pd.DataFrame) -> pd.DataFrame:
+    """``calls`` plus ``cost_uncached``, ``cost_cache_read``, ``cost_cache_write``, ``cost_output``.
+
+    Each bucket is its tokens times the call's own price (``price_*`` columns, USD per 1M tokens).
+    """
+    out = calls.copy()
+    for tokens, (price, cost) in BUCKETS.items():
+        out[cost] = out[tokens].astype(float) * out[price].astype(float) / 1_000_000
+    return out
+
+
+def _conversation_key(calls: pd.DataFrame) -> pd.Series:
+    conv = calls["conversation"].astype(object).where(calls["conversation"].notna(), calls["role"])
+    return calls["run_key"].astype(str) + "/" + conv.astype(str)
+
+
+def cache_economics(records: Records | pd.DataFrame) -> pd.DataFrame:
+    """Per tier: what reading, writing, uncached input and output each cost, and warm vs cold turns.
+
+    * ``hit_ratio`` -- cache_read / (input_uncached + cache_read + cache_write);
+    * ``warm_turn_usd`` -- median cost of the calls that read from the cache (cache_read > 0);
+    * ``cold_turn_usd`` -- median cost of the first call of each conversation (conversation id, else
+      the role, within a run) when it read nothing from the cache: the turn that pays for the prompt;
+    * ``cold_warm_ratio`` -- cold / warm (NaN when either is missing).
+    """
+    calls = records.calls if isinstance(records, Records) else records
+    cols = [
+        "calls",
+        *TOKENS,
+        "cost_uncached",
+        "cost_cache_read",
+        "cost_cache_write",
+        "cost_output",
+        "cost_usd",
+        "hit_ratio",
+        "warm_turn_usd",
+        "cold_turn_usd",
+        "cold_warm_ratio",
+    ]
+    if calls.empty:
+        return pd.DataFrame(columns=cols, index=pd.Index([], name="tier"))
+    c = bucket_costs(calls)
+    c["_conv"] = _conversation_key(c)
+    first = c.groupby("_conv")["seq"].transform("min") == c["seq"]
+    cold = c[first & (c["cache_read"] == 0)].groupby("tier")["cost_usd"].median()
+    warm = c[c["cache_read"] > 0].groupby("tier")["cost_usd"].median()
+    g = c.groupby("tier")
+    table = g[
+        [*TOKENS, "cost_uncached", "cost_cache_read", "cost_cache_write", "cost_output", "cost_usd"]
+    ].sum()
+    table.insert(0, "calls", g.size())
+    prompt = table["input_uncached"] + table["cache_read"] + table["cache_write"]
+    table["hit_ratio"] = (table["cache_read"] / prompt.where(prompt > 0)).fillna(0.0)
+    table["warm_turn_usd"] = warm.reindex(table.index)
+    table["cold_turn_usd"] = cold.reindex(table.index)
+    table["cold_warm_ratio"] = table["cold_turn_usd"] / table["warm_turn_usd"].where(
+        table["warm_turn_usd"] > 0
+    )
+    return table.reindex(_order_tiers(table.index))[cols]

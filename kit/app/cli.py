@@ -1,0 +1,147 @@
+"""`python -m kit run | report | tasks | models | notebooks`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import threading
+from pathlib import Path
+
+from kit.errors import KitError
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from kit.run.runner import outcome_counts, run_experiment
+
+    overrides = {"profile": args.profile} if args.profile else None
+    out = run_experiment(
+        args.experiment,
+        results_dir=args.results,
+        progress=not args.quiet,
+        overrides=overrides,
+        retry_errors=args.retry_errors,
+        grace_s=args.grace,
+        executor=args.executor,
+        address=args.address,
+    )
+    print(f"results: {out}")
+    if not args.no_report:
+        from kit.analysis.report import report_text
+
+        print(report_text(out))
+    errors = outcome_counts(out).get("error", 0)
+    if errors:
+        print(
+            f"error: {errors} run(s) ended in outcome `error` (their messages are in the report: "
+            f"python -m kit report {out})\n  -> fix the cause, then rerun just those: "
+            f"python -m kit run {args.experiment} --retry-errors",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from kit.analysis.report import report_text
+
+    print(report_text(Path(args.results_dir)))
+    return 0
+
+
+def _cmd_models_check(args: argparse.Namespace) -> int:
+    from kit.config import load_profile
+    from kit.model.check import check_profile, format_result
+
+    _, sheet = load_profile(args.profile)
+    result = check_profile(args.profile, records_dir=args.records, api_base=args.api_base)
+    print(format_result(result, sheet.illustrative))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m kit", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="run an experiment (resumes: finished runs are skipped)")
+    p.add_argument("experiment", help="experiments/NAME.yaml or NAME")
+    p.add_argument("--profile", help="override the experiment's profile (e.g. local, scripted, tiered)")
+    p.add_argument("--results", type=Path, default=None, help="results folder (default results/)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--no-report", action="store_true", help="do not print the report at the end")
+    p.add_argument("--retry-errors", action="store_true", help="also rerun runs whose outcome was error")
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="after Ctrl-C, how long runs in flight may go on before they stop (default 30)",
+    )
+    p.add_argument(
+        "--executor",
+        choices=["thread", "ray"],
+        default="thread",
+        help="thread: runs in this process (default); ray: each run as a Ray task (pip install -e '.[ray]')",
+    )
+    p.add_argument(
+        "--address",
+        default=None,
+        help="with --executor ray: auto (the cluster of this node), ray://<head>:10001, or none for a local instance",
+    )
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("report", help="print the per-strategy and per-role x tier tables")
+    p.add_argument("results_dir", help="results/NAME")
+    p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("models", help="check the models of a profile")
+    msub = p.add_subparsers(dest="models_command", required=True)
+    c = msub.add_parser("check", help="call each tier twice with a shared prefix; show tokens and cost")
+    c.add_argument("--profile", default="local")
+    c.add_argument("--records", type=Path, default=None, help="folder for the calls (default: a temp folder)")
+    c.add_argument(
+        "--api-base", default=None, help="send every tier to this base URL (a proxy, a local or fake server)"
+    )
+    c.set_defaults(func=_cmd_models_check)
+
+    from kit.tasks import task as tasks
+
+    tasks.add_cli(sub)
+    if importlib.util.find_spec("kit.app.notebooks") is not None:
+        from kit.app import notebooks
+
+        notebooks.add_cli(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KitError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a file the kit had to read or write: one line, no traceback
+        where = f": {e.filename}" if e.filename else ""
+        print(f"error: {e.strerror or e}{where}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            "interrupted: finished runs are kept; run the same command again to resume "
+            "(interrupted and torn runs are redone)",
+            file=sys.stderr,
+        )
+        if _runs_in_flight():  # the second Ctrl-C: do not wait for them (they are redone next time)
+            local = sys.modules.get("kit.model.embedded")
+            if local is not None:
+                local.stop_server()  # os._exit skips atexit, which would stop the embedded model
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
+        return 130
+
+
+def _runs_in_flight() -> bool:
+    """Threads of the runner's pools (``run_*`` / ``score_*``) still alive."""
+    return any(t.name.startswith(("run_", "score_")) and t.is_alive() for t in threading.enumerate())

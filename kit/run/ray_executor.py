@@ -1,0 +1,217 @@
+"""Run an experiment's runs as Ray tasks: ``python -m kit run EXP --executor ray [--address ...]``.
+
+Each run is one Ray task. On the worker it unpacks the task folder (shipped once per task as a Ray
+object), runs :func:`kit.run.runner.run_one` -- workspace, strategy, scoring -- into a worker-local temp
+folder, and returns the files of the run folder (bytes and mtimes; the git clone ``repo/`` stays on
+the worker, its ``diff.patch`` comes back). The driver alone writes ``results/``: each run folder is
+assembled under ``<experiment>/.incoming/``, ``run.json`` last, and moved into ``runs/<id>`` with one
+rename, so a killed driver leaves either a whole run or none (resume, the report and analysis work
+unchanged). A task that fails as a task (worker died, node lost, unpicklable input) becomes a run with
+outcome ``error`` and the Ray error as its message.
+
+Ray is an optional dependency: ``pip install -e '.[ray]'``. The worker nodes need the kit installed
+(same version) and the provider keys in their environment; see the README.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import tarfile
+import tempfile
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from kit.config import Experiment, PriceSheet, Profile
+from kit.errors import KitError
+from kit.records.schema import RUN, RunRecord, RunRecorder, utc_now
+from kit.secrets import Redactor
+from kit.tasks.task import Task, load_task
+
+INCOMING = ".incoming"
+WORKSPACE = "repo"  # the run's git clone: left on the worker
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise KitError(
+            "the Ray executor needs ray, which is not installed",
+            "pip install -e '.[ray]' (or run without --executor ray)",
+        ) from None
+    return ray
+
+
+def pack_task(task: Task) -> bytes:
+    """The task folder as a gzipped tar (mtimes kept: the workspace base cache keys on them)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(task.path, arcname=task.path.name)
+    return buf.getvalue()
+
+
+def _unpack_task(blob: bytes, dest: Path) -> Task:
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+        tar.extractall(dest, filter="tar")
+    (folder,) = [p for p in dest.iterdir() if p.is_dir()]
+    return load_task(folder)
+
+
+def _files(root: Path, skip_top: str | None = None) -> dict[str, tuple[bytes, int]]:
+    """Regular files under ``root`` (relative POSIX path -> (bytes, mtime_ns)); symlinks are not followed."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        if here == root and skip_top in dirnames:
+            dirnames.remove(skip_top)
+        for name in filenames:
+            path = here / name
+            if path.is_file() and not path.is_symlink():
+                out[path.relative_to(root).as_posix()] = (path.read_bytes(), path.stat().st_mtime_ns)
+    return out
+
+
+def run_remote(
+    task_blob: bytes,
+    strategy: str,
+    repeat: int,
+    experiment: Experiment,
+    profile: Profile,
+    sheet: PriceSheet,
+    commit: str,
+) -> dict[str, Any]:
+    """The body of one Ray task: one run in a worker-local temp folder; returns its files."""
+    from kit.run.runner import RunSpec, run_one
+
+    with tempfile.TemporaryDirectory(prefix="orchbench-ray-") as tmp:
+        task = _unpack_task(task_blob, Path(tmp) / "task")
+        spec = RunSpec(task, strategy, repeat)
+        out = Path(tmp) / "out" / experiment.name
+        run_one(spec, experiment, profile, sheet, out, commit)
+        run_dir = out / "runs" / spec.run_id(profile.name)
+        return {
+            "run": _files(run_dir, skip_top=WORKSPACE),
+            "other": {k: v for k, v in _files(out, skip_top="runs").items()},
+        }
+
+
+def _safe(root: Path, rel: str) -> Path:
+    path = (root / rel).resolve()
+    if not path.is_relative_to(root.resolve()) or path == root.resolve():
+        raise KitError(f"a worker returned a file outside its run folder: {rel!r}")
+    return path
+
+
+def _write(root: Path, files: dict[str, tuple[bytes, int]]) -> None:
+    for rel, (data, mtime) in sorted(files.items()):
+        path = _safe(root, rel)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        os.utime(path, ns=(mtime, mtime))
+
+
+def install_run(out: Path, run_id: str, files: dict[str, tuple[bytes, int]]) -> RunRecord:
+    """Write a run folder returned by a worker into ``out/runs/run_id``: assembled aside, run.json
+    last, then one rename (an old torn folder of the same run is replaced)."""
+    if RUN not in files:
+        raise KitError(f"the worker returned run {run_id} without its {RUN}")
+    record = RunRecord.model_validate_json(files[RUN][0])
+    staging = out / INCOMING / run_id
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    _write(staging, {k: v for k, v in files.items() if k != RUN})
+    _write(staging, {RUN: files[RUN]})
+    with open(staging / RUN, "rb") as fh:
+        os.fsync(fh.fileno())
+    final = out / "runs" / run_id
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(staging, final)
+    return record
+
+
+def failed_run(
+    spec: Any, experiment: Experiment, profile: Profile, sheet: PriceSheet, out: Path, commit: str, error: str
+) -> RunRecord:
+    """Record a run whose Ray task failed as a task: outcome ``error``, the error in run.json and a note."""
+    from kit.run.runner import new_record
+
+    run_id = spec.run_id(profile.name)
+    run_dir = out / "runs" / run_id
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))  # the error text is masked too
+    recorder.event("note", "", "error", error[-2000:], ok=False)
+    now = utc_now()
+    record = new_record(
+        spec,
+        experiment,
+        profile,
+        sheet,
+        commit,
+        started_at=now,
+        finished_at=now,
+        outcome="error",
+        error=f"ray task failed: {error.strip().splitlines()[-1] if error.strip() else 'unknown error'}",
+    )
+    recorder.finalize(record)
+    return record
+
+
+def run_on_ray(
+    todo: list[Any],
+    experiment: Experiment,
+    profile: Profile,
+    sheet: PriceSheet,
+    out: Path,
+    commit: str,
+    address: str | None = None,
+    remote_fn: Callable[..., dict[str, Any]] = run_remote,
+) -> Iterator[RunRecord]:
+    """Run ``todo`` (RunSpecs) as Ray tasks, at most ``experiment.concurrency`` in flight; yield each
+    run's record as the driver writes it. Joins the running Ray instance if there is one, else
+    ``ray.init(address)`` (None: a new local instance; "auto": the cluster of this node)."""
+    ray = _ray()
+    if not todo:
+        return
+    started_here = not ray.is_initialized()
+    if started_here:
+        try:
+            ray.init(address=address, include_dashboard=False, logging_level="WARNING", log_to_driver=False)
+        except (ConnectionError, ValueError, RuntimeError) as e:
+            raise KitError(
+                f"could not reach Ray at {address or 'a new local instance'}: {e}",
+                "start a cluster (ray start --head) and pass --address auto, or ray://<head>:10001",
+            ) from None
+    shutil.rmtree(out / INCOMING, ignore_errors=True)  # left by a killed driver
+    try:
+        task_fn = ray.remote(num_cpus=1, max_retries=0)(remote_fn)
+        tasks = {s.task.id: s.task for s in todo}
+        blobs = {tid: ray.put(pack_task(task)) for tid, task in tasks.items()}  # once per task
+        queue, pending = list(todo), {}
+        while queue or pending:
+            while queue and len(pending) < max(1, experiment.concurrency):
+                spec = queue.pop(0)
+                ref = task_fn.remote(
+                    blobs[spec.task.id], spec.strategy, spec.repeat, experiment, profile, sheet, commit
+                )
+                pending[ref] = spec
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            spec = pending.pop(ready[0])
+            try:
+                files = ray.get(ready[0])
+                record = install_run(out, spec.run_id(profile.name), files["run"])
+                _write(
+                    out, {k: v for k, v in files["other"].items() if not k.startswith(("runs/", INCOMING))}
+                )
+            except Exception:  # noqa: BLE001 - a failed task is a run with outcome error, not a crash
+                record = failed_run(spec, experiment, profile, sheet, out, commit, traceback.format_exc())
+            yield record
+    finally:
+        shutil.rmtree(out / INCOMING, ignore_errors=True)
+        if started_here:
+            ray.shutdown()

@@ -1,0 +1,78 @@
+"""Running commands for agents and for scoring through :mod:`kit.sandbox.backends` (a timeout that kills
+everything, bounded output, rlimits), and the names of environment variables that hold secrets."""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+
+from kit.sandbox.backends import DEFAULT_LIMITS, Limits, Result, get_sandbox, sandbox_env
+
+#: Environment variables matching any of these (case-insensitive glob on the name) are secrets: never
+#: added to a command's environment (which is built from an allow-list anyway), masked in records.
+SECRET_ENV_PATTERNS = [
+    "*API_KEY*",
+    "*APIKEY*",
+    "*_KEY",
+    "*TOKEN*",
+    "*SECRET*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*CREDENTIAL*",
+    "AWS_*",
+    "AZURE_*",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "ANTHROPIC_*",
+    "OPENAI_*",
+    "GEMINI_*",
+    "DEEPSEEK_*",
+    "LITELLM_*",
+    "HF_*",
+    "HUGGING_FACE_*",
+    "GH_*",
+    "GITHUB_*",
+]
+
+
+def is_secret_env(name: str) -> bool:
+    upper = name.upper()
+    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in SECRET_ENV_PATTERNS)
+
+
+def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for any command the kit starts: built from an allow-list (``sandbox_env``),
+    never from the kit's own os.environ, so no provider key passes whatever its name."""
+    return sandbox_env(extra)
+
+
+#: Same fields as before the sandbox existed; kept as a name for callers.
+CommandResult = Result
+
+
+def run_command(
+    command: str | list[str],
+    cwd: Path,
+    timeout_s: float,
+    *,
+    env: dict[str, str] | None = None,
+    max_output_chars: int = 10_000,
+    sandbox: str = "none",
+    writable: bool = True,
+    limits: Limits = DEFAULT_LIMITS,
+) -> Result:
+    """Run ``command`` (a shell string or an argv list) through the sandbox called ``sandbox``.
+
+    Commands an agent can influence pass the run's sandbox (``ctx.sandbox``); ``none`` -- the default,
+    for the kit's own trusted commands such as a task's setup -- is a process group with the timeout,
+    the rlimits and the allow-listed environment. Either way the timeout kills everything and the
+    output keeps head and tail.
+    """
+    return get_sandbox(sandbox).run(
+        command,
+        Path(cwd),
+        writable=writable,
+        timeout_s=timeout_s,
+        limits=limits,
+        env=env,
+        max_output_chars=max_output_chars,
+    )

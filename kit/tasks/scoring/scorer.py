@@ -1,0 +1,483 @@
+"""Hidden acceptance tests -> :class:`kit.records.schema.Score`, in a way the code under test cannot rewrite.
+
+Scoring never runs in the clone, and never in the process that reads the results:
+
+1. **A clean copy.** The clone's working tree is copied (:func:`kit.tasks.scoring.clean_copy.copy_clean`: regular
+   files and folders only; what was dropped is noted in ``Score.dropped_files``). A second copy gets
+   the base commit's test files, conftests and pytest configuration
+   (:func:`kit.tasks.scoring.clean_copy.use_base_tests`) to judge regressions; tests the agent added only count
+   as ``tests_added``.
+2. **Fresh sandboxes** (:mod:`kit.sandbox.backends`; ``bwrap`` by default): the hidden acceptance tests, the
+   kit's launcher and plugin live in a kit folder outside the copy, visible read-only. The interpreter
+   starts isolated (``python -I``), so the repo cannot shadow pytest or the standard library; the repo
+   goes on ``sys.path`` last. The acceptance run takes its pytest configuration from the kit only.
+3. **A stream, not a report file**: the plugin sends each test's outcome through a pipe the kit reads
+   as tests finish, and two per-run canary tests (one must pass, one must fail) run last; a wrong or
+   missing canary, a garbled stream or a forged exit status marks the run ``tampered`` -- scored as
+   every requirement failed and every own test regressed (:mod:`kit.tasks.scoring.session`).
+4. **Never unscored**: if scoring itself fails, :func:`score` still returns a Score with every
+   requirement failed and ``unscored_reason`` saying why.
+
+The base commit's own-test run is cached per (base commit, test command, sandbox), so each scoring
+runs two sandboxed pytest processes (acceptance, own tests) in parallel.
+
+**Requirements.** Each test function in ``acceptance/`` is one requirement (a parametrized test is
+one requirement that fails if any case fails). Its severity is declared with the pytest marker
+``@pytest.mark.severity("critical" | "major" | "minor")`` on the function, its class, or the module
+(``pytestmark = pytest.mark.severity("major")``). The kit reads the markers from the source (so a
+test file that does not even import still yields its requirements, all failed) and registers the
+markers itself through its plugin. ``@pytest.mark.baseline_pass`` marks a requirement that is allowed
+to pass on the starting code.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import shlex
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kit.records.schema import SEVERITIES, FailedRequirement, Score
+from kit.sandbox.backends import default_sandbox, get_sandbox
+from kit.tasks.scoring.clean_copy import TEST_FILE_RE, copy_clean, pytest_config_file, use_base_tests
+from kit.tasks.scoring.session import Canaries, PytestRun, prepare_kit_dir, run_pytest, run_shell
+from kit.tasks.workspace import COPY_IGNORE, Workspace, diff_stats, git_env
+
+if TYPE_CHECKING:
+    from kit.tasks.task import Task
+
+ACCEPTANCE_DIRNAME = "_acceptance"
+
+
+# --------------------------------------------------------------------------- reading requirements
+
+
+@dataclass
+class Requirement:
+    key: str  # "<file relative to acceptance/>::[Class::]function"
+    severity: str | None  # None = not declared (a task error)
+    baseline_pass: bool = False
+
+
+def _marks(node: ast.expr) -> list[ast.expr]:
+    return list(node.elts) if isinstance(node, ast.List | ast.Tuple) else [node]
+
+
+def _read_marks(exprs: list[ast.expr]) -> tuple[str | None, bool]:
+    severity, baseline = None, False
+    for expr in exprs:
+        target = expr.func if isinstance(expr, ast.Call) else expr
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name == "severity" and isinstance(expr, ast.Call) and expr.args:
+            arg = expr.args[0]
+            severity = str(arg.value) if isinstance(arg, ast.Constant) else "<not a string literal>"
+        elif name == "baseline_pass":
+            baseline = True
+    return severity, baseline
+
+
+def _pytestmark(body: list[ast.stmt]) -> list[ast.expr]:
+    out: list[ast.expr] = []
+    for stmt in body:
+        if isinstance(stmt, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets
+        ):
+            out.extend(_marks(stmt.value))
+    return out
+
+
+def _merge(*levels: tuple[str | None, bool]) -> tuple[str | None, bool]:
+    """Closest level wins for severity (function > class > module); baseline_pass from any level."""
+    severity = next((s for s, _ in levels if s is not None), None)
+    return severity, any(b for _, b in levels)
+
+
+def _is_test_class(node: ast.stmt) -> bool:
+    """A ``Test*`` class, or a unittest.TestCase subclass (pytest collects those whatever their name)."""
+    if not isinstance(node, ast.ClassDef):
+        return False
+    bases = [b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in node.bases]
+    return node.name.startswith("Test") or any(b.endswith("TestCase") for b in bases)
+
+
+def _is_test_func(node: ast.stmt) -> bool:
+    return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
+
+
+def test_files(folder: Path) -> list[Path]:
+    """Test files under ``folder`` (pytest's default names), skipping .git and hidden folders."""
+    out = []
+    for p in sorted(Path(folder).rglob("*.py")):
+        rel = p.relative_to(folder)
+        if any(part.startswith(".") or part == "__pycache__" for part in rel.parts[:-1]):
+            continue
+        if TEST_FILE_RE.match(p.name):
+            out.append(p)
+    return out
+
+
+def read_requirements(acceptance_dir: Path) -> tuple[list[Requirement], list[str]]:
+    """The requirements declared in ``acceptance_dir`` and the problems found reading them."""
+    reqs: list[Requirement] = []
+    problems: list[str] = []
+    for path in test_files(acceptance_dir):
+        rel = path.relative_to(acceptance_dir).as_posix()
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        except (SyntaxError, UnicodeDecodeError) as e:
+            problems.append(f"acceptance/{rel}: cannot parse: {e}")
+            continue
+        module = _read_marks(_pytestmark(tree.body))
+        for node in tree.body:
+            if _is_test_func(node):
+                own = _read_marks(node.decorator_list)  # type: ignore[union-attr]
+                reqs.append(Requirement(f"{rel}::{node.name}", *_merge(own, module)))  # type: ignore[union-attr]
+            elif _is_test_class(node):
+                cls = _merge(_read_marks(node.decorator_list), _read_marks(_pytestmark(node.body)))
+                for sub in node.body:
+                    if _is_test_func(sub):
+                        own = _read_marks(sub.decorator_list)  # type: ignore[union-attr]
+                        key = f"{rel}::{node.name}::{sub.name}"  # type: ignore[union-attr]
+                        reqs.append(Requirement(key, *_merge(own, cls, module)))
+    for r in reqs:
+        if r.severity is None:
+            problems.append(f"acceptance test {r.key} has no @pytest.mark.severity(...)")
+        elif r.severity not in SEVERITIES:
+            problems.append(f"acceptance test {r.key}: severity {r.severity!r} is not one of {SEVERITIES}")
+    if not reqs:
+        problems.append(f"no acceptance tests found in {acceptance_dir}")
+    return reqs, problems
+
+
+def count_test_functions(folder: Path) -> int:
+    """Test functions (``def test*``, module level or in ``Test*`` classes) in test files under folder."""
+    n = 0
+    for path in test_files(folder):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
+            continue  # the agent's files may be anything
+        for node in tree.body:
+            if _is_test_func(node):
+                n += 1
+            elif _is_test_class(node):
+                n += sum(1 for sub in node.body if _is_test_func(sub))
+    return n
+
+
+# --------------------------------------------------------------------------- the base commit
+
+
+def _extract_commit(ws: Workspace, dest: Path) -> None:
+    """The base commit's tree, read from the kit's cached base repository (the clone's own ``.git``
+    may be gone or rigged) -- falling back to the clone's when the cache no longer has it."""
+    git_dirs = [d for d in (ws.base_git_dir, ws.root / ".git") if d is not None and d.is_dir()]
+    last = "no git folder holds it"
+    for git_dir in git_dirs:
+        proc = subprocess.run(
+            ["git", f"--git-dir={git_dir}", "archive", "--format=tar", ws.base_commit],
+            env=git_env(),
+            capture_output=True,
+        )
+        if proc.returncode == 0:
+            dest.mkdir(parents=True, exist_ok=True)
+            with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
+                tar.extractall(dest, filter="data")
+            return
+        last = proc.stderr.decode("utf-8", "replace").strip()
+    raise RuntimeError(f"cannot read the base commit {ws.base_commit[:12]}: {last}")
+
+
+@dataclass
+class _Base:
+    own_passed: set[str]
+    tests: int
+    problem: str | None = None
+
+
+_BASE_CACHE: dict[tuple[str, str, str], _Base] = {}
+_BASE_LOCK = threading.Lock()
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+@dataclass
+class Evaluation:
+    """Everything scoring found out; :func:`score` condenses it, ``tasks validate`` reads it all."""
+
+    requirements: list[Requirement]
+    results: dict[str, tuple[bool, str]]  # requirement key -> (passed, message)
+    acceptance: PytestRun
+    own: PytestRun
+    own_passed_at_base: set[str]
+    problems: list[str]
+    tests_at_base: int
+    tests_now: int
+    dropped: list[str] = field(default_factory=list)  # entries of the clone not copied, and why
+    tampered: list[str] = field(default_factory=list)  # evidence; non-empty = the run is tampered
+    unscored_reason: str | None = None  # the acceptance tests gave no result at all
+
+    @property
+    def failed_requirements(self) -> list[Requirement]:
+        return [r for r in self.requirements if not self.results[r.key][0]]
+
+    @property
+    def regressed(self) -> list[str]:
+        if self.tampered:  # nothing the own tests said can be trusted
+            return sorted(self.own_passed_at_base)
+        return sorted(t for t in self.own_passed_at_base if t not in self.own.passed)
+
+    @property
+    def own_failed(self) -> list[str]:
+        failed = sorted(k for k, (ok, _) in self.own.outcomes.items() if not ok)
+        return failed + self.own.errors
+
+
+def _requirement_key(nodeid: str) -> str | None:
+    prefix = ACCEPTANCE_DIRNAME + "/"
+    if not nodeid.startswith(prefix):
+        return None
+    return nodeid[len(prefix) :].split("[", 1)[0]
+
+
+def _pytest_args(command: str) -> list[str] | None:
+    """The arguments after ``pytest`` in a ``python -m pytest ...`` / ``pytest ...`` command, else None."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    if argv and Path(argv[0]).name == "pytest":
+        return argv[1:]
+    if len(argv) >= 3 and Path(argv[0]).name.startswith("python") and argv[1:3] == ["-m", "pytest"]:
+        return argv[3:]
+    return None
+
+
+_COMMON = ["-p", "no:cacheprovider", "--continue-on-collection-errors", "--maxfail=0"]
+
+
+class _Session:
+    """What the three pytest sessions of one evaluation share: sandbox, kit folder, canaries, timeout."""
+
+    def __init__(self, sandbox: str | None, kit_dir: Path, timeout_s: float) -> None:
+        self.sandbox = get_sandbox(sandbox or default_sandbox())
+        self.kit_dir = prepare_kit_dir(kit_dir)
+        self.timeout_s = timeout_s
+        self.canaries = Canaries.new()
+        self.own_canary = self.canaries.write(_mkdir(kit_dir / "canary"))
+        (kit_dir / "empty.ini").write_text("[pytest]\n", encoding="utf-8")
+
+    def acceptance(self, repo: Path, acceptance_dir: Path) -> PytestRun:
+        folder = self.kit_dir / ACCEPTANCE_DIRNAME
+        shutil.copytree(acceptance_dir, folder, ignore=COPY_IGNORE)
+        self.canaries.write(folder)
+        ini = self.kit_dir / "acceptance.ini"
+        ini.write_text("[pytest]\npython_files = test_*.py *_test.py\n", encoding="utf-8")
+        args = ["-q", "-c", str(ini), f"--rootdir={self.kit_dir}", f"--confcutdir={self.kit_dir}"]
+        args += [*_COMMON, str(folder)]
+        return run_pytest(self.sandbox, repo, self.kit_dir, "acceptance", args, self.canaries, self.timeout_s)
+
+    def own(self, label: str, repo: Path, command: str) -> PytestRun:
+        """The repo's own tests; a pytest command gets the kit's stream, anything else is one pass/fail."""
+        args = _pytest_args(command)
+        if args is None:
+            return run_shell(self.sandbox, repo, command, self.timeout_s)
+        ini = pytest_config_file(repo) or self.kit_dir / "empty.ini"
+        args = [*args, "-c", str(ini), f"--rootdir={repo}", f"--confcutdir={repo}", *_COMMON]
+        return run_pytest(
+            self.sandbox, repo, self.kit_dir, label, args, self.canaries, self.timeout_s, self.own_canary
+        )
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _base_info(session: _Session, task: Task, ws: Workspace, base_dir: Path) -> _Base:
+    """The own tests that pass at the base commit (cached when the base run was clean)."""
+    key = (ws.base_commit, task.test_command, session.sandbox.name)
+    with _BASE_LOCK:
+        cached = _BASE_CACHE.get(key)
+    if cached is not None:
+        return cached
+    tests = count_test_functions(base_dir)
+    run = session.own("base", base_dir, task.test_command)
+    info = _Base(own_passed=run.passed, tests=tests)
+    if run.tampered or not run.complete:
+        info.problem = f"the repo's own tests did not run cleanly at the base: {run.errors + run.tampered}"
+        return info  # not cached: a task problem (or a kit one) must show, not stick
+    with _BASE_LOCK:
+        _BASE_CACHE[key] = info
+    return info
+
+
+def evaluate(
+    task: Task, tree: Path, ws: Workspace, timeout_s: float | None = None, *, sandbox: str | None = None
+) -> Evaluation:
+    """Run acceptance and own tests on clean copies of ``tree`` in fresh sandboxes (``sandbox``: a
+    :mod:`kit.sandbox.backends` backend name, default the platform's); ``ws`` gives the base commit."""
+    timeout = timeout_s or task.limits.scoring_timeout_s
+    requirements, problems = read_requirements(task.acceptance_dir)
+    with tempfile.TemporaryDirectory(prefix="orchbench-score-") as tmp_name:
+        tmp = Path(tmp_name)
+        session = _Session(sandbox, tmp / "kit", timeout)
+        acc_dir, own_dir, base_dir = tmp / "acc", tmp / "own", tmp / "base"
+        dropped = copy_clean(tree, acc_dir)
+        tests_now = count_test_functions(acc_dir)
+        shutil.copytree(acc_dir, own_dir)
+        _extract_commit(ws, base_dir)
+        use_base_tests(own_dir, base_dir)
+        with ThreadPoolExecutor(3) as pool:
+            f_acc = pool.submit(session.acceptance, acc_dir, task.acceptance_dir)
+            f_own = pool.submit(session.own, "own", own_dir, task.test_command)
+            f_base = pool.submit(_base_info, session, task, ws, base_dir)
+            acc, own, base = f_acc.result(), f_own.result(), f_base.result()
+
+    if base.problem:
+        problems.append(base.problem)
+    tampered = [f"acceptance: {t}" for t in acc.tampered] + [f"own tests: {t}" for t in own.tampered]
+    by_req: dict[str, list[tuple[bool, str]]] = {}
+    for nodeid, outcome in acc.outcomes.items():
+        key = _requirement_key(nodeid)
+        if key is not None:
+            by_req.setdefault(key, []).append(outcome)
+    reason = "; ".join(acc.errors)[:300] or "not run"
+    results: dict[str, tuple[bool, str]] = {}
+    for req in requirements:
+        outs = by_req.get(req.key)
+        if tampered:
+            results[req.key] = (False, f"tampered: {tampered[0]}"[:300])
+        elif not outs:
+            results[req.key] = (False, f"not run ({reason})")
+        else:
+            bad = [m for ok, m in outs if not ok]
+            results[req.key] = (not bad, bad[0] if bad else "")
+    known = {r.key for r in requirements}
+    for key in sorted(set(by_req) - known):
+        problems.append(f"acceptance test {key} was run but not found in the source (generated?)")
+    unscored = None
+    if not acc.complete and not acc.outcomes and not tampered:
+        unscored = f"the acceptance tests gave no result: {reason}"
+    return Evaluation(
+        requirements=requirements,
+        results=results,
+        acceptance=acc,
+        own=own,
+        own_passed_at_base=base.own_passed,
+        problems=problems,
+        tests_at_base=base.tests,
+        tests_now=tests_now,
+        dropped=dropped,
+        tampered=tampered[:20],
+        unscored_reason=unscored,
+    )
+
+
+def _severity(req: Requirement) -> str:
+    return req.severity if req.severity in SEVERITIES else "major"
+
+
+def _tally(
+    requirements: list[Requirement], failing: list[Requirement], message: dict[str, str]
+) -> dict[str, Any]:
+    """The Score fields about requirements. A ``baseline_pass`` test already passed on the starting
+    code: it is not a requirement (not in the totals); one that fails at the end is kept apart, in
+    ``baseline_broken``."""
+    counted = [r for r in requirements if not r.baseline_pass]
+    defects = {s: 0 for s in SEVERITIES}
+    failed = []
+    for req in failing:
+        if not req.baseline_pass:
+            defects[_severity(req)] += 1
+            failed.append(FailedRequirement(test=req.key, severity=_severity(req), message=message[req.key]))  # type: ignore[arg-type]
+    return {
+        "requirements_total": len(counted),
+        "requirements_by_severity": {sev: sum(_severity(r) == sev for r in counted) for sev in SEVERITIES},
+        "requirements_failed": len(failed),
+        "baseline_broken": [r.key for r in failing if r.baseline_pass],
+        "defects": defects,
+        "failed": failed,
+    }
+
+
+def _diff_stats(ws: Workspace) -> tuple[int, int, int]:
+    try:
+        return diff_stats(ws)
+    except Exception:  # noqa: BLE001 - a clone whose git state is broken still gets a score
+        return 0, 0, 0
+
+
+def _claimed_but_failed(claimed_done: bool, defects: dict[str, int]) -> bool:
+    return bool(claimed_done and (defects["critical"] or defects["major"]))
+
+
+def to_score(ev: Evaluation, ws: Workspace, claimed_done: bool, scoring_s: float) -> Score:
+    tally = _tally(ev.requirements, ev.failed_requirements, {k: m for k, (_, m) in ev.results.items()})
+    files, added, removed = _diff_stats(ws)
+    regressed = ev.regressed
+    return Score(
+        **tally,
+        own_tests_total=len(ev.own.outcomes),
+        regressions=len(regressed),
+        regressed_tests=regressed,
+        tests_added=ev.tests_now - ev.tests_at_base,
+        files_touched=files,
+        lines_added=added,
+        lines_removed=removed,
+        claimed_done_but_failed=_claimed_but_failed(claimed_done, tally["defects"]),
+        scoring_s=round(scoring_s, 3),
+        tampered=bool(ev.tampered),
+        tamper_evidence=ev.tampered,
+        unscored_reason=ev.unscored_reason,
+        dropped_files=ev.dropped,
+    )
+
+
+def unscored(task: Task, ws: Workspace, claimed_done: bool, reason: str, scoring_s: float) -> Score:
+    """The score of a run whose scoring failed: every requirement failed, with the reason."""
+    try:
+        requirements, _ = read_requirements(task.acceptance_dir)
+    except Exception:  # noqa: BLE001
+        requirements = []
+    message = f"not scored: {reason}"[:300]
+    tally = _tally(requirements, requirements, {r.key: message for r in requirements})
+    files, added, removed = _diff_stats(ws)
+    return Score(
+        **tally,
+        files_touched=files,
+        lines_added=added,
+        lines_removed=removed,
+        claimed_done_but_failed=_claimed_but_failed(claimed_done, tally["defects"]),
+        scoring_s=round(scoring_s, 3),
+        unscored_reason=reason[:2000],
+    )
+
+
+def score(
+    task: Task,
+    ws: Workspace,
+    claimed_done: bool,
+    timeout_s: float | None = None,
+    *,
+    sandbox: str | None = None,
+) -> Score:
+    """Score the clone's working tree against the task's hidden acceptance tests. Never raises for a
+    failure of scoring itself: that gives a score with every requirement failed and the reason."""
+    started = time.monotonic()
+    try:
+        ev = evaluate(task, ws.root, ws, timeout_s, sandbox=sandbox)
+        return to_score(ev, ws, claimed_done, time.monotonic() - started)
+    except Exception as exc:  # noqa: BLE001 - a run is never left unscored
+        reason = f"scoring failed: {type(exc).__name__}: {exc}"
+        return unscored(task, ws, claimed_done, reason, time.monotonic() - started)
