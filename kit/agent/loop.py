@@ -261,9 +261,9 @@ class Agent:
             return Action(FINISH, {"summary": reply.content or ""})
         if reply.parsed is not None:
             return Action(FINISH, reply.parsed.model_dump())
-        text = (reply.content or "").strip()
+        text = actions.strip_fence(reply.content)
         try:
-            data = json.loads(text.strip("`").removeprefix("json").strip()) if text else None
+            data = json.loads(text) if text else None
         except json.JSONDecodeError:
             data = None
         if isinstance(data, dict):

@@ -61,10 +61,18 @@ def json_action_schema(tool_names: list[str]) -> dict[str, Any]:
     }
 
 
+_FENCE = re.compile(r"^```[\w+-]*[^\S\n]*\n?|```\s*$")
+
+
+def strip_fence(text: str | None) -> str:
+    """``text`` without one surrounding fenced block (```` ```json ... ``` ````), stripped; the one
+    fence stripper of the kit (JSON actions, structured answers, reports)."""
+    text = (text or "").strip()
+    return _FENCE.sub("", text).strip() if text.startswith("```") else text
+
+
 def parse_json_action(content: str | None, allowed: list[str]) -> Action:
-    text = (content or "").strip()
-    if text.startswith("```"):
-        text = re.sub(r"^```[a-zA-Z]*\n?|```\s*$", "", text).strip()
+    text = strip_fence(content)
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
@@ -149,7 +157,7 @@ def tool_attempt(content: str | None) -> Action | None:
     (a JSON action naming ``finish`` comes back as the finish action carrying the answer).
     The agent executes it anyway so the toolbox denies it and the denial is counted."""
     text = (content or "").strip()
-    body = re.sub(r"^```[a-zA-Z]*\n?|```\s*$", "", text).strip() if text.startswith("```") else text
+    body = strip_fence(text)
     try:
         data = json.loads(body)
     except json.JSONDecodeError:

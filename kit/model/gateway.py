@@ -51,7 +51,8 @@ from pydantic import BaseModel, ValidationError  # noqa: E402
 
 from kit.config import ActionMode, ModelSpec, PriceSheet, Profile, RetryPolicy, Tier  # noqa: E402
 from kit.errors import ConfigError, MissingKeyError, ModelError  # noqa: E402
-from kit.model import scripted  # noqa: E402
+from kit.model import scripted
+from kit.model.actions import strip_fence  # noqa: E402
 from kit.records.schema import CallRecord, RunRecorder, utc_now  # noqa: E402
 from kit.secrets import Redactor  # noqa: E402
 from kit.usage import Usage, normalise, priced  # noqa: E402
@@ -482,10 +483,7 @@ class Gateway:
 
 def parse_structured(content: str | None, schema: type[BaseModel]) -> tuple[BaseModel | None, str | None]:
     """Validate a model's JSON answer against ``schema``; tolerate a fenced ```json block."""
-    text = (content or "").strip()
-    if text.startswith("```"):
-        text = text.strip("`")
-        text = text.split("\n", 1)[1] if "\n" in text else ""
+    text = strip_fence(content)
     try:
         return schema.model_validate_json(text), None
     except ValidationError as e:

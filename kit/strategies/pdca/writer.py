@@ -11,9 +11,8 @@ the file to the kit (noted), so a STOP can still be written down.
 
 from __future__ import annotations
 
-import re
-
 from kit.errors import BudgetExceeded
+from kit.model.actions import strip_fence
 from kit.strategies.context import RunContext
 from kit.strategies.pdca.status import StatusFile
 
@@ -22,7 +21,7 @@ WRITERS = ("model", "kit")
 
 
 def _plain(text: str) -> str:
-    return " ".join(re.sub(r"^```\w*\n?|```\s*$", "", (text or "").strip()).split())
+    return " ".join(strip_fence(text).split())
 
 
 class StatusWriter:
