@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kit.agent.loop import Budget
+from kit.agent.budget import Budget
 from kit.config import TIERS, Limits, ModelSpec, PriceSheet, Profile
 from kit.model import scripted
 from kit.model.actions import FINISH, render

@@ -6,7 +6,8 @@ import pytest
 from helpers import scripted_profile
 from pydantic import BaseModel
 
-from kit.agent.loop import SHORTENED, Agent, AgentConfig, Budget
+from kit.agent.budget import Budget
+from kit.agent.loop import SHORTENED, Agent, AgentConfig
 from kit.agent.toolbox import Toolbox
 from kit.model import scripted
 from kit.model.actions import FINISH, FormatError, parse_text_action, render

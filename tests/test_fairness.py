@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from helpers import experiment, write_profile
 
-from kit.agent.loop import Budget
+from kit.agent.budget import Budget
 from kit.analysis.report import report_text
 from kit.config import Limits, ModelSpec, Profile, load_experiment
 from kit.errors import BudgetExceeded, ConfigError

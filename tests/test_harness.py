@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kit.agent.loop import Budget
+from kit.agent.budget import Budget
 from kit.config import TIERS, Experiment, Limits, ModelSpec, PriceSheet, Profile
 from kit.model import scripted
 from kit.model.actions import FINISH, render

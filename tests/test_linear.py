@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kit.agent.loop import Budget
+from kit.agent.budget import Budget
 from kit.config import TIERS, Experiment, Limits, ModelSpec, PriceSheet, Profile
 from kit.errors import ConfigError
 from kit.model import scripted

@@ -425,7 +425,7 @@ def test_pdca_runs_against_the_fake_anthropic(fake_anthropic, tmp_path):
 def test_workflow_runs_against_the_fake_anthropic(fake_anthropic, tmp_path):
     from workflow_helpers import WorkflowPolicy
 
-    from kit.agent.loop import Budget
+    from kit.agent.budget import Budget
     from kit.prompts import PromptBook
     from kit.strategies import workflow
     from kit.strategies.context import RunContext

@@ -33,7 +33,7 @@ from pydantic import ValidationError
 from tqdm.auto import tqdm
 
 from kit import strategies
-from kit.agent.loop import Budget
+from kit.agent.budget import Budget
 from kit.config import Experiment, PriceSheet, Profile, format_errors, load_experiment, load_profile
 from kit.errors import ConfigError, Interrupted, ResultsError
 from kit.model.gateway import Gateway

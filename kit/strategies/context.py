@@ -10,7 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from kit.agent.loop import Agent, AgentConfig, Budget
+from kit.agent.budget import Budget
+from kit.agent.loop import Agent, AgentConfig
 from kit.agent.toolbox import Toolbox
 from kit.config import Limits, Profile, Tier
 from kit.model.gateway import Gateway

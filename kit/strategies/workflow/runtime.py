@@ -264,7 +264,7 @@ class Runtime:
             result_schema=schema,
             conversation=conversation,
         )
-        sub.budget = self  # type: ignore[assignment] - duck-typed: the agent only calls check()
+        sub.budget = self  # the runtime is a CallBudget: its output budget, then the run's
         result = sub.run(prompt)
         output = result.usage.output
         retries = 0
