@@ -6,7 +6,7 @@ in an error, a profile carries it in ``extra`` / ``extra_headers``, or a traceba
 known values are: the variables named by the profile's ``api_key_env``, every variable of the kit's
 environment whose name looks secret (``looks_secret``), and the values in a tier's
 ``extra`` (nested dicts such as ``extra_headers`` included) whose key looks secret (``api_key``,
-``Authorization``, ``x-api-key``, ``*token*`` ...). :class:`kit.records.schema.RunRecorder` applies it to
+``Authorization``, ``x-api-key``, ``*token*`` ...). :class:`kit.records.recorder.RunRecorder` applies it to
 every line of calls / events / transcript, to diff.patch and to run.json; the gateway to its errors.
 """
 

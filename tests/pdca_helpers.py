@@ -18,7 +18,8 @@ from kit.model.actions import FINISH, render
 from kit.model.gateway import Gateway
 from kit.model.policies import solution_files
 from kit.prompts import PromptBook
-from kit.records.schema import CALLS, EVENTS, RunRecorder, read_jsonl
+from kit.records.recorder import RunRecorder
+from kit.records.schema import CALLS, EVENTS, read_jsonl
 from kit.strategies import pdca
 from kit.strategies.context import RunContext
 from kit.strategies.pdca.status import LOG_LINE

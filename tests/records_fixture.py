@@ -1,4 +1,4 @@
-"""A synthetic experiment folder written with kit.records.schema.RunRecorder, with numbers a test can sum by hand.
+"""A synthetic experiment folder written with kit.records.recorder.RunRecorder, with numbers a test can sum by hand.
 
 Experiment ``fixture``: strategies vibe and pdca, two repeats each, on task ``micro-slugify``, under an
 illustrative price sheet whose keys are the profile's ``price`` entries. Every call's cost is computed with
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import yaml
 
-from kit.records.schema import CallRecord, RunRecord, RunRecorder, Score
+from kit.records.recorder import RunRecorder
+from kit.records.schema import CallRecord, RunRecord, Score
 from kit.usage import ModelPrice, Usage, price
 
 PRICES = {

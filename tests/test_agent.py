@@ -12,7 +12,8 @@ from kit.agent.toolbox import Toolbox
 from kit.model import scripted
 from kit.model.actions import FINISH, FormatError, parse_text_action, render
 from kit.model.gateway import Gateway
-from kit.records.schema import RunRecorder, read_jsonl
+from kit.records.recorder import RunRecorder
+from kit.records.schema import read_jsonl
 from kit.tasks.task import load_task
 from kit.tasks.workspace import create_workspace
 

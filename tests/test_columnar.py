@@ -16,13 +16,14 @@ from pydantic import BaseModel
 from records_fixture import PRICE_SHEET, write_experiment
 
 from kit import analysis
-from kit.records import columnar
+from kit.analysis import cache
+from kit.records import parquet
 from kit.records.schema import CALLS, EVENTS, CallRecord
 from kit.usage import ModelPrice, Usage, price
 
 
 def _strip_parquet(exp: Path) -> None:
-    for p in [*exp.glob("runs/*/*.parquet"), *exp.glob(f"{columnar.CACHE_DIR}/*")]:
+    for p in [*exp.glob("runs/*/*.parquet"), *exp.glob(f"{cache.CACHE_DIR}/*")]:
         p.unlink()
 
 
@@ -43,19 +44,19 @@ def results(tmp_path_factory) -> Path:
 
 def test_finished_runs_have_parquet_copies_equal_to_their_jsonl(results):
     run = results / "a" / "fx" / "runs" / "micro-slugify__pdca__r0"
-    for log, (copy, model) in columnar.COPIES.items():
-        assert columnar.is_fresh(run, log)
+    for log, (copy, model) in parquet.COPIES.items():
+        assert parquet.is_fresh(run, log)
         from_parquet = pq.read_table(run / copy)
-        assert from_parquet.schema == columnar.arrow_schema(model)
-        assert from_parquet.equals(columnar.jsonl_table(run / log, model))
-    assert pq.read_table(run / columnar.CALLS_PARQUET).num_rows == 4
-    assert not (results / "a" / "fx" / "runs" / "micro-slugify__vibe__r9" / columnar.CALLS_PARQUET).exists()
+        assert from_parquet.schema == parquet.arrow_schema(model)
+        assert from_parquet.equals(parquet.jsonl_table(run / log, model))
+    assert pq.read_table(run / parquet.CALLS_PARQUET).num_rows == 4
+    assert not (results / "a" / "fx" / "runs" / "micro-slugify__vibe__r9" / parquet.CALLS_PARQUET).exists()
 
 
 def test_the_same_tables_from_parquet_and_from_jsonl(results, tmp_path):
     exp = results / "a" / "fx"
     from_parquet = analysis.load(exp)
-    assert (exp / columnar.CACHE_DIR / columnar.MANIFEST).exists()
+    assert (exp / cache.CACHE_DIR / cache.MANIFEST).exists()
     cached = analysis.load(exp)  # the experiment cache is current now
     jsonl_only = tmp_path / "fx"
     shutil.copytree(exp, jsonl_only)
@@ -64,7 +65,7 @@ def test_the_same_tables_from_parquet_and_from_jsonl(results, tmp_path):
     _same(from_parquet, cached)
     _same(from_parquet, from_jsonl)
     assert len(from_jsonl.calls) == 14 and len(from_jsonl.events) == 14
-    assert all(columnar.is_fresh(d, CALLS) for d in jsonl_only.glob("runs/*__r[01]"))
+    assert all(parquet.is_fresh(d, CALLS) for d in jsonl_only.glob("runs/*__r[01]"))
     pd.testing.assert_frame_equal(
         analysis.role_tier_table(from_parquet), analysis.role_tier_table(from_jsonl)
     )
@@ -80,14 +81,14 @@ def test_a_stale_or_missing_copy_is_rebuilt_from_the_jsonl(results, tmp_path):
     with open(stale / CALLS, "a", encoding="utf-8") as fh:
         fh.write(extra.model_dump_json() + "\n")
     os.utime(stale / CALLS, ns=(os.stat(stale / CALLS).st_mtime_ns + 10**9,) * 2)  # surely newer
-    (missing / columnar.EVENTS_PARQUET).unlink()
-    assert not columnar.is_fresh(stale, CALLS) and not columnar.is_fresh(missing, EVENTS)
+    (missing / parquet.EVENTS_PARQUET).unlink()
+    assert not parquet.is_fresh(stale, CALLS) and not parquet.is_fresh(missing, EVENTS)
 
     after = analysis.load(exp)
     assert len(after.calls) == len(before.calls) + 1
     row = after.calls[(after.calls["run_id"] == "micro-slugify__vibe__r0") & (after.calls["seq"] == 4)]
     assert row["output"].tolist() == [7] and row["price_key"].tolist() == ["fx-medium"]
-    assert columnar.is_fresh(stale, CALLS) and columnar.is_fresh(missing, EVENTS)  # rewritten
+    assert parquet.is_fresh(stale, CALLS) and parquet.is_fresh(missing, EVENTS)  # rewritten
     reference = tmp_path / "ref" / "fx"
     shutil.copytree(exp, reference)
     _strip_parquet(reference)
@@ -98,10 +99,8 @@ def test_an_older_file_without_newer_columns_reads_as_the_defaults(results, tmp_
     exp = tmp_path / "fx"
     shutil.copytree(results / "a" / "fx", exp)
     run = exp / "runs" / "micro-slugify__vibe__r1"
-    old = pq.read_table(run / columnar.CALLS_PARQUET).drop_columns(
-        ["cost_mismatch", "action_mode", "attempt"]
-    )
-    pq.write_table(old, run / columnar.CALLS_PARQUET)  # newer than the JSONL: used as is
+    old = pq.read_table(run / parquet.CALLS_PARQUET).drop_columns(["cost_mismatch", "action_mode", "attempt"])
+    pq.write_table(old, run / parquet.CALLS_PARQUET)  # newer than the JSONL: used as is
     calls = analysis.load(exp).calls
     mine = calls[calls["run_id"] == "micro-slugify__vibe__r1"]
     assert len(mine) == 3
@@ -119,7 +118,7 @@ def test_the_schema_follows_the_models():
         extra: dict[str, int] = {}
         usage: Usage | None = None
 
-    schema = columnar.arrow_schema(Later)
+    schema = parquet.arrow_schema(Later)
     assert schema.names == list(Later.model_fields)
     assert [str(t) for t in schema.types] == [
         "string",
@@ -130,7 +129,7 @@ def test_the_schema_follows_the_models():
         "string",
         "string",
     ]
-    assert set(columnar.arrow_schema(CallRecord).names) == set(CallRecord.model_fields)
+    assert set(parquet.arrow_schema(CallRecord).names) == set(CallRecord.model_fields)
 
 
 # --------------------------------------------------------------------------- re-pricing, row by row

@@ -16,7 +16,8 @@ from kit.config import ModelSpec, PriceSheet, Profile, load_price_sheet
 from kit.errors import MissingKeyError, ModelError
 from kit.model import scripted
 from kit.model.gateway import Gateway
-from kit.records.schema import RunRecorder, read_jsonl
+from kit.records.recorder import RunRecorder
+from kit.records.schema import read_jsonl
 from kit.usage import ModelPrice, Usage, normalise, price
 
 PAYLOADS = Path(__file__).parent / "fixtures" / "payloads"

@@ -22,7 +22,8 @@ from kit.model import scripted
 from kit.model.actions import FINISH, render
 from kit.model.gateway import Gateway
 from kit.prompts import PromptBook
-from kit.records.schema import RunRecorder, load_run, read_jsonl
+from kit.records.recorder import RunRecorder
+from kit.records.schema import load_run, read_jsonl
 from kit.run.runner import run_experiment
 from kit.strategies import harness
 from kit.strategies.context import RunContext

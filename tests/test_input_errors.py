@@ -169,7 +169,7 @@ def test_an_unwritable_results_folder_is_one_message(tmp_path, capsys, monkeypat
 def test_disk_full_while_writing_records_stops_with_one_message_and_a_rerun_finishes(
     tmp_path, capsys, monkeypatch
 ):
-    from kit.records.schema import RunRecorder
+    from kit.records.recorder import RunRecorder
 
     profile = write_profile(tmp_path, "scripted/done", "native")
     exp = write_experiment(tmp_path, profile, repeats=2)

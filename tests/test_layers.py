@@ -48,7 +48,7 @@ def resolve(importer: str, node: ast.ImportFrom) -> str:
     if not node.level:
         return node.module or ""
     base = importer.split(".")
-    if not MODULES[importer].name == "__init__.py":
+    if MODULES[importer].name != "__init__.py":
         base = base[:-1]
     base = base[: len(base) - (node.level - 1)]
     return ".".join([*base, *([node.module] if node.module else [])])

@@ -21,7 +21,8 @@ from kit.model.gateway import Gateway
 from kit.model.policies import solution_files
 from kit.model.scripted import Request
 from kit.prompts import PromptBook
-from kit.records.schema import CALLS, EVENTS, RUN, TRANSCRIPT, RunRecorder, read_jsonl
+from kit.records.recorder import RunRecorder
+from kit.records.schema import CALLS, EVENTS, RUN, TRANSCRIPT, read_jsonl
 from kit.run.runner import run_experiment
 from kit.strategies import linear
 from kit.strategies.context import RunContext

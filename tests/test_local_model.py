@@ -8,7 +8,8 @@ from pydantic import BaseModel
 from kit.config import load_profile
 from kit.model.check import PREFIX
 from kit.model.gateway import Gateway
-from kit.records.schema import RunRecorder, read_jsonl
+from kit.records.recorder import RunRecorder
+from kit.records.schema import read_jsonl
 
 pytestmark = pytest.mark.live
 

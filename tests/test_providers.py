@@ -19,7 +19,8 @@ from kit.errors import ConfigError, ModelError
 from kit.model.actions import FINISH, render
 from kit.model.caching import min_cacheable_tokens
 from kit.model.gateway import Gateway
-from kit.records.schema import CALLS, RunRecorder, read_jsonl
+from kit.records.recorder import RunRecorder
+from kit.records.schema import CALLS, read_jsonl
 from kit.run.runner import run_experiment
 from kit.usage import ModelPrice
 

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from kit.agent.toolbox import PERMISSIONS, TOOL_PERMISSION, Toolbox
-from kit.records.schema import EVENTS, RunRecorder, read_jsonl
+from kit.records.recorder import RunRecorder
+from kit.records.schema import EVENTS, read_jsonl
 from kit.sandbox.commands import is_secret_env, scrubbed_env
 
 

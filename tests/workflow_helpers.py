@@ -24,7 +24,7 @@ from kit.model.actions import FINISH, render
 from kit.model.gateway import Gateway
 from kit.model.policies import solution_files
 from kit.prompts import PromptBook
-from kit.records.schema import RunRecorder
+from kit.records.recorder import RunRecorder
 from kit.strategies.context import RunContext
 from kit.tasks.task import Task, load_task
 from kit.tasks.workspace import create_workspace

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from kit.errors import BudgetExceeded, Interrupted
-from kit.records.schema import RunRecorder
+from kit.records.recorder import RunRecorder
 
 
 class CallBudget(Protocol):

@@ -25,7 +25,7 @@ from kit.errors import BudgetExceeded
 from kit.model import actions
 from kit.model.actions import FINISH, Action, FormatError
 from kit.model.gateway import Gateway, Reply
-from kit.records.schema import RunRecorder
+from kit.records.recorder import RunRecorder
 from kit.usage import Usage
 
 Outcome = Literal["done", "capped", "budget", "format_errors"]

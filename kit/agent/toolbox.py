@@ -28,7 +28,7 @@ from pathlib import Path
 
 from kit.agent import safefs
 from kit.agent.tools import TOOLS, BadArgs, Refused, ToolResult, ToolSpec
-from kit.records.schema import RunRecorder
+from kit.records.recorder import RunRecorder
 from kit.sandbox.backends import default_sandbox, get_sandbox
 
 __all__ = ["PERMISSIONS", "TOOL_PERMISSION", "TOOLS", "ToolResult", "ToolSpec", "Toolbox"]

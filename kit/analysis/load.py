@@ -1,6 +1,6 @@
 """Loading: the run folders of an experiment (or a results root) -> :class:`Records` (runs, calls, events).
 
-The row building, the Parquet / cache loading (:mod:`kit.records.columnar`) and the price columns of the calls;
+The row building, the Parquet / cache loading (:mod:`kit.records.parquet`, :mod:`kit.analysis.cache`) and the price columns of the calls;
 the columns are documented in :mod:`kit.analysis`, which re-exports every public name here.
 """
 
@@ -20,9 +20,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kit.analysis import cache
 from kit.errors import KitError
 from kit.paths import REPO_ROOT
-from kit.records import columnar
+from kit.records import parquet
 from kit.records.schema import CALLS, EVENTS, SEVERITIES, CallRecord, EventRecord, RunRecord, load_run
 
 TOKENS = ("input_uncached", "cache_read", "cache_write", "output")
@@ -201,7 +202,7 @@ def load(results_dir: str | Path, missing_ok: bool = False) -> Records:
     """Read every complete run under ``results_dir`` (an experiment folder or a results root).
 
     Per experiment folder, the tables come from its cache (``.analysis/``, see
-    :mod:`kit.records.columnar`) when that was built from exactly the run folders there now; otherwise calls
+    :mod:`kit.records.parquet`, :mod:`kit.analysis.cache`) when that was built from exactly the run folders there now; otherwise calls
     and events are read from the runs' Parquet copies in one dataset scan (a copy missing or older
     than its JSONL is rebuilt from the JSONL first: the JSONL is the source of truth) and the cache
     is rewritten. A folder that does not exist is an error, or with ``missing_ok`` an empty
@@ -237,19 +238,19 @@ def _load_experiment(exp: Path) -> Records:
     """One experiment folder, from its cache when that is current, else built and cached."""
     signatures, incomplete = {}, []
     for d in _run_dirs(exp):
-        sig = columnar.signature(d)
+        sig = cache.signature(d)
         if sig is None:
             incomplete.append(Path(d))
         else:
             signatures[os.path.basename(d)] = sig
     expect = {
-        "schema": columnar.schema_version(),
+        "schema": cache.schema_version(),
         "experiment": str(exp.resolve()),  # run_key and run_dir depend on it
         "runs": signatures,
         "incomplete": [d.name for d in incomplete],
     }
     if signatures:
-        cached = columnar.read_cache(exp, expect, _TABLES)
+        cached = cache.read_cache(exp, expect, _TABLES)
         if cached is not None:
             manifest, frames = cached
             return Records(exp, **frames, incomplete=incomplete, **_dicts(manifest, frames["runs"]))
@@ -267,8 +268,8 @@ def _load_experiment(exp: Path) -> Records:
         "spec_of": spec_of.tolist(),
     }
     frames = {name: getattr(built, name) for name in _TABLES}
-    if columnar.write_cache(exp, manifest, frames):
-        cached = columnar.read_cache(exp, expect, _TABLES)  # the same frames either way, to the dtype
+    if cache.write_cache(exp, manifest, frames):
+        cached = cache.read_cache(exp, expect, _TABLES)  # the same frames either way, to the dtype
         if cached is not None:
             return Records(exp, **cached[1], incomplete=incomplete, **_dicts(cached[0], cached[1]["runs"]))
     return built
@@ -316,22 +317,22 @@ def _log_frame(done: list[Path], runs: pd.DataFrame, log: str, fields: list[str]
     """The rows of ``log`` of every run in ``done`` (one Parquet dataset scan; rebuilt copies from
     memory), in run order then file order, with the identity columns of run.json and ``_run`` (the
     run's row in ``runs``)."""
-    model = columnar.COPIES[log][1]
+    model = parquet.COPIES[log][1]
     files, file_runs, rebuilt = [], {}, []
     for i, run_dir in enumerate(done):
-        table = columnar.ensure_parquet(run_dir, log)
+        table = parquet.ensure_parquet(run_dir, log)
         if table is None:
-            path = run_dir / columnar.COPIES[log][0]
+            path = run_dir / parquet.COPIES[log][0]
             files.append(path)
             file_runs[str(path)] = i
         else:
-            table = columnar.fill_defaults(table.select(fields), model)
+            table = parquet.fill_defaults(table.select(fields), model)
             rebuilt.append(table.append_column("_run", pa.array(np.full(table.num_rows, i, np.int32))))
-    scanned = columnar.scan(files, model, fields)
-    names = scanned.column(columnar.FILENAME).combine_chunks().dictionary_encode()
+    scanned = parquet.scan(files, model, fields)
+    names = scanned.column(parquet.FILENAME).combine_chunks().dictionary_encode()
     index = np.array([file_runs[f] for f in names.dictionary.to_pylist()], dtype=np.int32)
     run_of_row = index[names.indices.to_numpy(zero_copy_only=False)] if len(index) else np.zeros(0, np.int32)
-    scanned = scanned.drop_columns([columnar.FILENAME]).append_column("_run", pa.array(run_of_row))
+    scanned = scanned.drop_columns([parquet.FILENAME]).append_column("_run", pa.array(run_of_row))
     table = pa.concat_tables([scanned, *rebuilt]) if rebuilt else scanned
     order = table.column("_run").to_numpy()
     if len(order) > 1 and (np.diff(order) < 0).any():

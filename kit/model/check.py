@@ -17,7 +17,8 @@ from pathlib import Path
 from kit.config import TIERS, Profile, load_profile
 from kit.model.caching import min_cacheable_tokens
 from kit.model.gateway import Gateway
-from kit.records.schema import CALLS, RunRecorder
+from kit.records.recorder import RunRecorder
+from kit.records.schema import CALLS
 
 MARGIN = 1.25  # token counters differ between providers; stay clear of the minimum
 HEAD = "You review Python code for a team that values small, tested functions.\n"

@@ -53,7 +53,8 @@ from kit.config import ActionMode, ModelSpec, PriceSheet, Profile, RetryPolicy, 
 from kit.errors import ConfigError, MissingKeyError, ModelError  # noqa: E402
 from kit.model import scripted
 from kit.model.actions import strip_fence  # noqa: E402
-from kit.records.schema import CallRecord, RunRecorder, utc_now  # noqa: E402
+from kit.records.recorder import RunRecorder
+from kit.records.schema import CallRecord, utc_now  # noqa: E402
 from kit.secrets import Redactor  # noqa: E402
 from kit.usage import Usage, normalise, priced  # noqa: E402
 

@@ -7,10 +7,11 @@ A run folder ``results/<experiment>/runs/<run-id>/`` holds
 * ``transcript.jsonl`` -- one :class:`TranscriptEntry` per message, per conversation;
 * ``diff.patch``       -- the final diff of the clone against its base commit;
 * ``calls.parquet``, ``events.parquet`` -- columnar copies of the two logs, written when the run
-  finishes and rebuilt from the JSONL when missing or stale (:mod:`kit.records.columnar`);
+  finishes and rebuilt from the JSONL when missing or stale (:mod:`kit.records.parquet`);
 * ``run.json``         -- the :class:`RunRecord`, written atomically last: it is the "done" marker.
 
-The analysis reads only these files, through these models. Fields only ever get added; bump
+:class:`kit.records.recorder.RunRecorder` writes them. The analysis reads only these files, through
+these models; ``docs/records.md`` describes every field. Fields only ever get added; bump
 ``FORMAT_VERSION`` when a field changes meaning.
 """
 
@@ -19,8 +20,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
-import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -30,7 +29,7 @@ from pydantic import BaseModel, Field
 from kit.usage import Usage
 
 if TYPE_CHECKING:
-    from kit.secrets import Redactor
+    pass
 
 FORMAT_VERSION = 1
 
@@ -220,122 +219,6 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             continue
     return rows
-
-
-class RunRecorder:
-    """Appends a run's records as they happen; thread-safe (workflow agents run in parallel).
-
-    One recorder per run, passed explicitly to whoever needs it (no process-wide counters).
-    It also keeps the running totals the runner needs for run.json: usage, model time, tool time,
-    event counts. With a ``redactor`` (kit.secrets), every known secret value is masked in every
-    line, in diff.patch and in run.json before it reaches the disk.
-    """
-
-    def __init__(self, run_dir: Path, run_id: str, redactor: Redactor | None = None) -> None:
-        self.redact = redactor if redactor is not None else (lambda text: text)
-        self.run_dir = Path(run_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.run_id = run_id
-        self._lock = threading.Lock()
-        self._seq = {CALLS: 0, EVENTS: 0, TRANSCRIPT: 0}
-        self._files = {name: open(self.run_dir / name, "a", encoding="utf-8") for name in self._seq}  # noqa: SIM115 - closed in close()
-        self.totals = Usage()
-        self.calls = 0
-        self.model_s = 0.0
-        self.tool_s = 0.0
-        self.event_counts: dict[str, int] = {}
-        self._by_conversation: dict[str, list[CallRecord]] = {}
-        self.started = time.monotonic()
-
-    # -- appenders -------------------------------------------------------------------------
-    def _append(self, name: str, record: BaseModel) -> None:
-        with self._lock:
-            self._seq[name] += 1
-            record.seq = self._seq[name]  # type: ignore[attr-defined]
-            fh = self._files[name]
-            fh.write(self.redact(record.model_dump_json()) + "\n")
-            fh.flush()
-
-    def call(self, record: CallRecord) -> None:
-        record.run_id = self.run_id
-        self._append(CALLS, record)
-        with self._lock:
-            self.calls += 1
-            self.totals = self.totals + record.usage
-            if not record.replayed:  # a replayed call's time was spent by an earlier process
-                self.model_s += record.latency_s
-            self._by_conversation.setdefault(record.conversation or record.role, []).append(record)
-
-    def calls_of(self, conversation: str) -> list[CallRecord]:
-        """The call records of one conversation so far (the workflow journal stores them)."""
-        with self._lock:
-            return list(self._by_conversation.get(conversation, []))
-
-    def event(
-        self,
-        kind: EventKind,
-        role: str = "",
-        name: str = "",
-        detail: str = "",
-        ok: bool = True,
-        duration_s: float = 0.0,
-    ) -> None:
-        self._append(
-            EVENTS,
-            EventRecord(
-                run_id=self.run_id,
-                kind=kind,
-                role=role,
-                name=name,
-                detail=detail,
-                ok=ok,
-                duration_s=duration_s,
-            ),
-        )
-        with self._lock:
-            self.event_counts[kind] = self.event_counts.get(kind, 0) + 1
-            if kind in ("tool", "denied"):
-                self.tool_s += duration_s
-
-    def transcript(self, conversation: str, role: str, message: dict[str, Any]) -> None:
-        self._append(
-            TRANSCRIPT,
-            TranscriptEntry(run_id=self.run_id, conversation=conversation, role=role, message=message),
-        )
-
-    # -- finishing ---------------------------------------------------------------------------
-    def write_diff(self, diff: str) -> None:
-        (self.run_dir / DIFF).write_text(self.redact(diff), encoding="utf-8")
-
-    def finalize(self, record: RunRecord) -> Path:
-        """Close the JSONL files, write their Parquet copies, then run.json atomically (the run's
-        "done" marker). A failed Parquet write loses nothing: analysis rebuilds it from the JSONL."""
-        self.close()
-        write_parquet_copies(self.run_dir)
-        path = self.run_dir / RUN
-        write_json_atomic(path, json.loads(self.redact(record.model_dump_json())))
-        return path
-
-    def close(self) -> None:
-        with self._lock:
-            for fh in self._files.values():
-                if not fh.closed:
-                    fh.close()
-
-    @property
-    def denials(self) -> int:
-        return self.event_counts.get("denied", 0)
-
-
-def write_parquet_copies(run_dir: Path) -> None:
-    """Write the Parquet copies of the run's JSONL files (see :mod:`kit.records.columnar`); a failure is a
-    warning, never a lost run (the JSONL stays the source of truth)."""
-    from kit.records.columnar import write_parquet  # kit.records.columnar imports this module
-
-    try:
-        write_parquet(run_dir)
-    except Exception as e:  # noqa: BLE001 - a cache copy must not fail the run
-        warnings.warn(f"Parquet copy of {run_dir} not written ({type(e).__name__}: {e})", stacklevel=2)
 
 
 def load_run(run_dir: Path) -> RunRecord | None:

@@ -27,7 +27,8 @@ from typing import Any
 
 from kit.config import Experiment, PriceSheet, Profile
 from kit.errors import KitError
-from kit.records.schema import RUN, RunRecord, RunRecorder, utc_now
+from kit.records.recorder import RunRecorder
+from kit.records.schema import RUN, RunRecord, utc_now
 from kit.secrets import Redactor
 from kit.tasks.task import Task, load_task
 

@@ -39,7 +39,8 @@ from kit.errors import ConfigError, Interrupted, ResultsError
 from kit.model.gateway import Gateway
 from kit.paths import REPO_ROOT, results_root
 from kit.prompts import PromptBook
-from kit.records.schema import RunRecord, RunRecorder, load_run, utc_now
+from kit.records.recorder import RunRecorder
+from kit.records.schema import RunRecord, load_run, utc_now
 from kit.run.control import Interrupts, ResultsLock
 from kit.sandbox.backends import check_available
 from kit.sandbox.commands import is_secret_env

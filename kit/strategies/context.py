@@ -16,7 +16,7 @@ from kit.agent.toolbox import Toolbox
 from kit.config import Limits, Profile, Tier
 from kit.model.gateway import Gateway
 from kit.prompts import PromptBook
-from kit.records.schema import RunRecorder
+from kit.records.recorder import RunRecorder
 from kit.sandbox.backends import default_sandbox
 from kit.tasks.task import Task
 from kit.tasks.workspace import Workspace

@@ -24,7 +24,7 @@ from kit.config import ModelSpec, PriceSheet, Profile  # noqa: E402
 from kit.model import scripted  # noqa: E402
 from kit.model.actions import render  # noqa: E402
 from kit.model.gateway import Gateway  # noqa: E402
-from kit.records.schema import RunRecorder  # noqa: E402
+from kit.records.recorder import RunRecorder  # noqa: E402
 from kit.tasks.task import load_task  # noqa: E402
 from kit.tasks.workspace import create_workspace  # noqa: E402
 from kit.usage import ModelPrice  # noqa: E402

@@ -37,7 +37,8 @@ import pyarrow.json as pj
 import pyarrow.parquet as pq
 
 from kit import analysis
-from kit.records import columnar
+from kit.analysis import cache as acache
+from kit.records import parquet as rparquet
 from kit.records.schema import CALLS, EVENTS, RUN, CallRecord, EventRecord, RunRecord, Score
 
 TIERS = ("cheap", "medium", "strong")
@@ -103,7 +104,7 @@ def _call_table(
         "action_mode": ["tools"] * n,
         "conversation": role,
     }
-    schema = columnar.arrow_schema(CallRecord)
+    schema = rparquet.arrow_schema(CallRecord)
     for name, f in CallRecord.model_fields.items():  # fields added later: their default
         cols.setdefault(name, [f.default if isinstance(f.default, str | int | float | bool) else None] * n)
     return pa.table({f.name: pa.array(cols[f.name], f.type) for f in schema}, schema=schema)
@@ -124,7 +125,7 @@ def synthesise(root: Path, n_calls: int, per_run: int = 100, events_per_run: int
     run_ids = [f"task{i % 50:02d}__{s}__bench__r{i // 150 + 1}_{i}" for i, s in enumerate(strategies)]
     calls = _call_table(run_ids, strategies, per_run, rng)
     call_lines = _jsonl_lines(calls)
-    ev_schema = columnar.arrow_schema(EventRecord)
+    ev_schema = rparquet.arrow_schema(EventRecord)
     template = RunRecord(
         run_id="x",
         experiment="scale",
@@ -160,8 +161,8 @@ def synthesise(root: Path, n_calls: int, per_run: int = 100, events_per_run: int
             for j in range(events_per_run)
         ]
         (d / EVENTS).write_text("".join(json.dumps(e) + "\n" for e in events))
-        pq.write_table(part, d / columnar.CALLS_PARQUET)
-        pq.write_table(pa.Table.from_pylist(events, schema=ev_schema), d / columnar.EVENTS_PARQUET)
+        pq.write_table(part, d / rparquet.CALLS_PARQUET)
+        pq.write_table(pa.Table.from_pylist(events, schema=ev_schema), d / rparquet.EVENTS_PARQUET)
         run = dict(
             template, run_id=run_id, task=run_id.split("__")[0], strategy=strategy, repeat=i // 150 + 1
         )
@@ -189,17 +190,17 @@ def measure(exp: Path, repeat: int, rebuild_too: bool = True) -> dict[str, float
     ratio = w.table.loc["total", "cost_after"] / w.table.loc["total", "cost_before"]
     assert abs(ratio - 1.5) < 1e-9, ratio  # every price x 1.5: the re-pricing is checked, not just timed
     jsonl = sorted((exp / "runs").glob(f"*/{CALLS}"))
-    parquet = sorted((exp / "runs").glob(f"*/{columnar.CALLS_PARQUET}"))
+    parquet = sorted((exp / "runs").glob(f"*/{rparquet.CALLS_PARQUET}"))
     figures["floor: JSONL"], t = _timed(lambda: pa.concat_tables([pj.read_json(p) for p in jsonl]), repeat)
     assert t.num_rows == len(records.calls)
     figures["floor: Parquet"], t = _timed(lambda: ds.dataset([str(p) for p in parquet]).to_table(), repeat)
     assert t.num_rows == len(records.calls)
-    cache = exp / columnar.CACHE_DIR / "calls.parquet"
+    cache = exp / acache.CACHE_DIR / "calls.parquet"
     figures["floor: 1 Parquet file"], t = _timed(lambda: pq.read_table(cache), repeat)
     assert t.num_rows == len(records.calls)
 
     def rebuild():
-        for p in [*(exp / "runs").glob("*/*.parquet"), *(exp / columnar.CACHE_DIR).glob("*")]:
+        for p in [*(exp / "runs").glob("*/*.parquet"), *(exp / acache.CACHE_DIR).glob("*")]:
             p.unlink()
         return analysis.load(exp)
 

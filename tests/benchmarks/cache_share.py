@@ -28,7 +28,7 @@ from kit.config import ModelSpec, Profile, load_price_sheet  # noqa: E402
 from kit.model.actions import FINISH, render  # noqa: E402
 from kit.model.gateway import Gateway  # noqa: E402
 from kit.prompts import PromptBook  # noqa: E402
-from kit.records.schema import RunRecorder  # noqa: E402
+from kit.records.recorder import RunRecorder  # noqa: E402
 from kit.tasks.task import load_task  # noqa: E402
 from kit.tasks.workspace import create_workspace  # noqa: E402
 from kit.usage import Usage  # noqa: E402
