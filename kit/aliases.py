@@ -103,7 +103,8 @@ def install() -> None:
 
 def old_name(package: str, name: str) -> object:
     """``package.name`` for an old name of a module that is now ``package`` (a package ``__getattr__``)."""
-    if name.startswith("_"):
+    if name.startswith("_") or importlib.util.find_spec(f"{package}.{name}") is not None:
+        # a submodule (``from kit.agent import safefs``): the import system loads it itself
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
     for module_name in NAMES.get(package, ()):
         if importlib.util.find_spec(module_name) is None:

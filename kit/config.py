@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import platform
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -17,10 +18,17 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from kit.errors import ConfigError
 from kit.paths import EXPERIMENTS_DIR, PRICES_DIR, PROFILES_DIR
-from kit.sandbox.backends import default_sandbox
 from kit.usage import ModelPrice
 
 Tier = Literal["cheap", "medium", "strong"]
+SandboxName = Literal["bwrap", "none"]
+
+
+def default_sandbox() -> SandboxName:
+    """The sandbox an experiment gets unless it says otherwise: bwrap on Linux, none elsewhere."""
+    return "bwrap" if platform.system() == "Linux" else "none"
+
+
 TIERS: tuple[Tier, ...] = ("cheap", "medium", "strong")
 ActionMode = Literal["native", "json", "text"]
 
@@ -161,7 +169,7 @@ class Experiment(_Strict):
     prompt_overrides: dict[str, str] = Field(
         default_factory=dict, description="'<strategy>/<role>' -> prompt text replacing the file."
     )
-    sandbox: Literal["bwrap", "none"] = Field(
+    sandbox: SandboxName = Field(
         default_factory=default_sandbox,
         description="Where agent commands run: bwrap (default on Linux) or none (unsandboxed, flagged).",
     )

@@ -33,6 +33,37 @@ _SECRET_KEYS = (
 )
 
 
+#: Environment variables matching any of these (case-insensitive glob on the name) are secrets: never
+#: added to a command's environment (which is built from an allow-list anyway), masked in records.
+SECRET_ENV_PATTERNS = [
+    "*API_KEY*",
+    "*APIKEY*",
+    "*_KEY",
+    "*TOKEN*",
+    "*SECRET*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*CREDENTIAL*",
+    "AWS_*",
+    "AZURE_*",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "ANTHROPIC_*",
+    "OPENAI_*",
+    "GEMINI_*",
+    "DEEPSEEK_*",
+    "LITELLM_*",
+    "HF_*",
+    "HUGGING_FACE_*",
+    "GH_*",
+    "GITHUB_*",
+]
+
+
+def is_secret_env(name: str) -> bool:
+    upper = name.upper()
+    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in SECRET_ENV_PATTERNS)
+
+
 def looks_secret(name: str) -> bool:
     """A config key, header or variable name whose value is a secret (``api_key``, ``x-api-key``,
     ``Authorization``, ``MY_SERVICE_TOKEN`` ...). Narrower than ``is_secret_env``, which also scrubs

@@ -16,7 +16,7 @@ import pytest
 from kit.agent.toolbox import Toolbox
 from kit.paths import REPO_ROOT
 from kit.sandbox.backends import (
-    Limits,
+    ProcessLimits,
     SandboxUnavailable,
     check_available,
     get_sandbox,
@@ -140,8 +140,8 @@ def test_setsid_and_background_children_do_not_outlive_the_command(runs, backend
 def test_memory_limit_holds(runs):
     _, mine = runs
     grab = "python -c 'x = bytearray(400 * 1024 * 1024); print(\"GOT\", len(x))'"
-    assert "GOT" in sh(grab, mine, limits=Limits(memory_mb=2048)).output
-    res = sh(grab, mine, limits=Limits(memory_mb=200))
+    assert "GOT" in sh(grab, mine, limits=ProcessLimits(memory_mb=2048)).output
+    res = sh(grab, mine, limits=ProcessLimits(memory_mb=200))
     assert "GOT" not in res.output and "MemoryError" in res.output
 
 
@@ -164,7 +164,7 @@ def test_process_limit_holds_even_as_root(runs, backend):
         'print("STARTED", len(procs))\n'
         "[p.kill() for p in procs]\n'"
     )
-    res = sh(spawn, mine, limits=Limits(processes=20), sandbox=get_sandbox(backend))
+    res = sh(spawn, mine, limits=ProcessLimits(processes=20), sandbox=get_sandbox(backend))
     started = int(res.output.split("STARTED")[1].split()[0])
     assert "REFUSED" in res.output and started < 20, res.output
 
@@ -174,7 +174,7 @@ def test_a_fork_bomb_is_contained_and_cleaned_up(runs):
     marker = f"{time.time_ns() % 10**6 + 200}.75"
     bomb = f"b() {{ sleep {marker} & b & b; }}; b"
     started = time.monotonic()
-    res = sh(bomb, mine, limits=Limits(processes=64), timeout_s=3)
+    res = sh(bomb, mine, limits=ProcessLimits(processes=64), timeout_s=3)
     assert time.monotonic() - started < 15
     assert res.timed_out or res.exit_code is not None
     time.sleep(0.3)

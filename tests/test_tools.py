@@ -8,7 +8,8 @@ import pytest
 from kit.agent.toolbox import PERMISSIONS, TOOL_PERMISSION, Toolbox
 from kit.records.recorder import RunRecorder
 from kit.records.schema import EVENTS, read_jsonl
-from kit.sandbox.commands import is_secret_env, scrubbed_env
+from kit.sandbox.commands import scrubbed_env
+from kit.secrets import is_secret_env
 
 
 @pytest.fixture

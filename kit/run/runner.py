@@ -43,8 +43,7 @@ from kit.records.recorder import RunRecorder
 from kit.records.schema import RunRecord, load_run, utc_now
 from kit.run.control import Interrupts, ResultsLock
 from kit.sandbox.backends import check_available
-from kit.sandbox.commands import is_secret_env
-from kit.secrets import Redactor, looks_secret
+from kit.secrets import Redactor, is_secret_env, looks_secret
 from kit.strategies.context import RunContext
 from kit.tasks.scoring import scorer as scoring
 from kit.tasks.task import Task, expand_tasks, load_task

@@ -39,15 +39,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from kit.config import default_sandbox  # noqa: F401 - re-exported: the sandbox's public names
 from kit.errors import KitError
 from kit.sandbox.processes import (  # noqa: F401 - re-exported: the sandbox's public names
     DEFAULT_LIMITS,
-    Limits,
+    ProcessLimits,
     Result,
     _as_argv,
     process_limit_mechanism,
     run_process,
 )
+from kit.secrets import is_secret_env
 
 
 class SandboxUnavailable(KitError):
@@ -64,7 +66,7 @@ class Sandbox(Protocol):
         *,
         writable: bool,
         timeout_s: float,
-        limits: Limits = DEFAULT_LIMITS,
+        limits: ProcessLimits = DEFAULT_LIMITS,
         env: dict[str, str] | None = None,
         ro_binds: Sequence[Path] = (),
         pass_fds: Sequence[int] = (),
@@ -92,7 +94,6 @@ def sandbox_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     bytecode files. ``extra`` is added on top, except names that look like secrets (``is_secret_env``),
     which are dropped.
     """
-    from kit.sandbox.commands import is_secret_env  # the patterns live with the other command helpers
 
     env = {k: os.environ[k] for k in ENV_ALLOW if k in os.environ}
     env.setdefault("LANG", "C.UTF-8")
@@ -123,7 +124,7 @@ class NoSandbox:
         *,
         writable: bool,
         timeout_s: float,
-        limits: Limits = DEFAULT_LIMITS,
+        limits: ProcessLimits = DEFAULT_LIMITS,
         env: dict[str, str] | None = None,
         ro_binds: Sequence[Path] = (),
         pass_fds: Sequence[int] = (),
@@ -225,7 +226,7 @@ class BwrapSandbox:
         *,
         writable: bool,
         timeout_s: float,
-        limits: Limits = DEFAULT_LIMITS,
+        limits: ProcessLimits = DEFAULT_LIMITS,
         env: dict[str, str] | None = None,
         ro_binds: Sequence[Path] = (),
         pass_fds: Sequence[int] = (),
@@ -245,10 +246,6 @@ class BwrapSandbox:
 
 #: Short names -> backends. A container backend would be one more entry.
 BACKENDS: dict[str, type] = {"bwrap": BwrapSandbox, "none": NoSandbox}
-
-
-def default_sandbox() -> str:
-    return "bwrap" if platform.system() == "Linux" else "none"
 
 
 def _unknown(name: str) -> ValueError:

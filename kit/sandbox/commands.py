@@ -1,42 +1,12 @@
 """Running commands for agents and for scoring through :mod:`kit.sandbox.backends` (a timeout that kills
-everything, bounded output, rlimits), and the names of environment variables that hold secrets."""
+everything, bounded output, rlimits), with an environment that never carries a secret
+(:func:`kit.secrets.is_secret_env`)."""
 
 from __future__ import annotations
 
-import fnmatch
 from pathlib import Path
 
-from kit.sandbox.backends import DEFAULT_LIMITS, Limits, Result, get_sandbox, sandbox_env
-
-#: Environment variables matching any of these (case-insensitive glob on the name) are secrets: never
-#: added to a command's environment (which is built from an allow-list anyway), masked in records.
-SECRET_ENV_PATTERNS = [
-    "*API_KEY*",
-    "*APIKEY*",
-    "*_KEY",
-    "*TOKEN*",
-    "*SECRET*",
-    "*PASSWORD*",
-    "*PASSWD*",
-    "*CREDENTIAL*",
-    "AWS_*",
-    "AZURE_*",
-    "GOOGLE_APPLICATION_CREDENTIALS",
-    "ANTHROPIC_*",
-    "OPENAI_*",
-    "GEMINI_*",
-    "DEEPSEEK_*",
-    "LITELLM_*",
-    "HF_*",
-    "HUGGING_FACE_*",
-    "GH_*",
-    "GITHUB_*",
-]
-
-
-def is_secret_env(name: str) -> bool:
-    upper = name.upper()
-    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in SECRET_ENV_PATTERNS)
+from kit.sandbox.backends import DEFAULT_LIMITS, ProcessLimits, Result, get_sandbox, sandbox_env
 
 
 def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -58,7 +28,7 @@ def run_command(
     max_output_chars: int = 10_000,
     sandbox: str = "none",
     writable: bool = True,
-    limits: Limits = DEFAULT_LIMITS,
+    limits: ProcessLimits = DEFAULT_LIMITS,
 ) -> Result:
     """Run ``command`` (a shell string or an argv list) through the sandbox called ``sandbox``.
 

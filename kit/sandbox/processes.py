@@ -27,7 +27,7 @@ from pathlib import Path
 
 
 @dataclass(frozen=True)
-class Limits:
+class ProcessLimits:
     """rlimits applied to the sandboxed process tree (each process; ``processes`` for the whole tree)."""
 
     cpu_s: int = 600
@@ -36,7 +36,7 @@ class Limits:
     file_size_mb: int = 512
 
 
-DEFAULT_LIMITS = Limits()
+DEFAULT_LIMITS = ProcessLimits()
 
 
 @dataclass
@@ -75,7 +75,7 @@ def _cgroup_root() -> Path | None:
 
 
 def process_limit_mechanism() -> str:
-    """How ``Limits.processes`` is enforced here: ``cgroup pids.max``, ``RLIMIT_NPROC`` or ``none``."""
+    """How ``ProcessLimits.processes`` is enforced here: ``cgroup pids.max``, ``RLIMIT_NPROC`` or ``none``."""
     if _cgroup_root() is not None:
         return "cgroup pids.max"
     return "RLIMIT_NPROC" if os.getuid() != 0 else "none (root without a writable pids cgroup)"
@@ -119,7 +119,7 @@ class _Cgroup:
                 time.sleep(0.005)
 
 
-def _rlimits(limits: Limits) -> list[tuple[int, str, int]]:
+def _rlimits(limits: ProcessLimits) -> list[tuple[int, str, int]]:
     """(resource, prlimit option, value) for each limit, capped at the hard limit already in force."""
     mb = 1024 * 1024
     wanted = [
@@ -140,7 +140,9 @@ def _prlimit() -> str | None:
     return shutil.which("prlimit", path="/usr/bin:/bin:/usr/sbin:/sbin")
 
 
-def _launcher(argv: list[str], limits: Limits, cgroup_procs: str | None) -> tuple[list[str], Callable | None]:
+def _launcher(
+    argv: list[str], limits: ProcessLimits, cgroup_procs: str | None
+) -> tuple[list[str], Callable | None]:
     """How to start ``argv`` inside the cgroup with the rlimits.
 
     With util-linux ``prlimit`` present: ``/bin/sh`` writes its own pid into the cgroup, then execs
@@ -218,7 +220,7 @@ def run_process(
     cwd: Path,
     *,
     timeout_s: float,
-    limits: Limits,
+    limits: ProcessLimits,
     env: dict[str, str],
     pass_fds: Sequence[int] = (),
     max_output_chars: int = 10_000,
