@@ -1,6 +1,7 @@
 """The agent's tools: one small function each, in a registry (``TOOLS``), as mini-swe-agent keeps its
 actions. A tool is ``fn(box, **args) -> ToolResult``; ``@tool`` records its name, the permission it
-needs, its description and its JSON schema. :class:`kit.agent.toolbox.Toolbox` checks permissions, arguments
+needs, its description and its JSON schema; ``box`` is a :class:`ToolHost`, the one interface a tool may
+use. :class:`kit.agent.toolbox.Toolbox` checks permissions, arguments
 and paths, records events and calls the function; the functions use the box's containment helpers
 (``box.resolve``, ``box.inside``, ``box.rel``, ``box.deadline``, ``box.step_timeout``) and
 :mod:`kit.agent.safefs` for every file access. To add a tool: write one function here with ``@tool``.
@@ -14,12 +15,37 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kit.agent import safefs
+from kit.sandbox.backends import Sandbox
 
-if TYPE_CHECKING:
-    from kit.agent.toolbox import Toolbox
+
+class ToolHost(Protocol):
+    """What a tool may use: the clone, its limits, and the containment helpers. The toolbox
+    (:class:`kit.agent.toolbox.Toolbox`) implements it; a tool sees nothing else of the kit."""
+
+    root: Path  # the clone, resolved
+    sandbox: Sandbox  # where commands (and searches) run
+    writable: bool  # False: the role has no write permission; the sandbox mounts the clone read-only
+    timeout_s: float  # the experiment's per-command limit
+    max_read_bytes: int
+    max_output_chars: int
+
+    def resolve(self, path: str, *, write: bool = False) -> Path:
+        """``path`` inside the clone, or raise Refused (absolute, ``..``, a symlink out, under .git)."""
+
+    def inside(self, target: Path) -> Path:
+        """``target`` (already resolved, inside the clone) relative to the clone's root."""
+
+    def rel(self, p: Path) -> str:
+        """``p`` as the model should see it (relative to the clone)."""
+
+    def deadline(self) -> safefs.Deadline:
+        """A fresh deadline for one call (the step's time limit)."""
+
+    def step_timeout(self, requested: float | None) -> float:
+        """The command timeout: the agent's request may only lower the experiment's."""
 
 
 @dataclass
@@ -99,7 +125,7 @@ def _import_slot(lines: list[str]) -> int:
     return slot
 
 
-def _python_files(box: Toolbox, deadline: safefs.Deadline) -> list[Path]:
+def _python_files(box: ToolHost, deadline: safefs.Deadline) -> list[Path]:
     return [
         p for p in safefs.walk(box.root, deadline) if p.suffix == ".py" and not p.is_symlink() and p.is_file()
     ]
@@ -118,7 +144,7 @@ def _python_files(box: Toolbox, deadline: safefs.Deadline) -> list[Path]:
     },
     [],
 )
-def list_files(box: Toolbox, path: str = ".", max_entries: int = 500) -> ToolResult:
+def list_files(box: ToolHost, path: str = ".", max_entries: int = 500) -> ToolResult:
     base = box.resolve(path)
     if not base.exists():
         return ToolResult(False, f"no such folder: {path}")
@@ -145,7 +171,7 @@ def list_files(box: Toolbox, path: str = ".", max_entries: int = 500) -> ToolRes
     ["path"],
 )
 def read_file(
-    box: Toolbox, path: str, start_line: int | None = None, end_line: int | None = None
+    box: ToolHost, path: str, start_line: int | None = None, end_line: int | None = None
 ) -> ToolResult:
     target = box.resolve(path)
     if target.is_dir():
@@ -199,7 +225,7 @@ def read_file(
     },
     ["pattern"],
 )
-def search(box: Toolbox, pattern: str, path: str = ".", regex: bool = False) -> ToolResult:
+def search(box: ToolHost, pattern: str, path: str = ".", regex: bool = False) -> ToolResult:
     """Runs ``safefs.SEARCH`` in the sandbox, clone read-only: a catastrophic regex is killed."""
     base = box.resolve(path)
     if not base.exists():
@@ -231,7 +257,7 @@ def search(box: Toolbox, pattern: str, path: str = ".", regex: bool = False) -> 
     },
     ["path", "content"],
 )
-def write_file(box: Toolbox, path: str, content: str) -> ToolResult:
+def write_file(box: ToolHost, path: str, content: str) -> ToolResult:
     target = box.resolve(path, write=True)
     if target.is_dir():
         return ToolResult(False, f"{path} is a folder")
@@ -251,7 +277,7 @@ def write_file(box: Toolbox, path: str, content: str) -> ToolResult:
     },
     ["path", "old", "new"],
 )
-def edit_file(box: Toolbox, path: str, old: str, new: str) -> ToolResult:
+def edit_file(box: ToolHost, path: str, old: str, new: str) -> ToolResult:
     target = box.resolve(path, write=True)
     if not target.exists() or target.is_dir():
         return ToolResult(False, f"no such file: {path}; use write_file to create it")
@@ -283,7 +309,7 @@ def edit_file(box: Toolbox, path: str, old: str, new: str) -> ToolResult:
     },
     ["code"],
 )
-def replace_definitions(box: Toolbox, code: str, path: str | None = None) -> ToolResult:
+def replace_definitions(box: ToolHost, code: str, path: str | None = None) -> ToolResult:
     try:
         new = ast.parse(code)
     except SyntaxError as e:
@@ -351,7 +377,7 @@ def replace_definitions(box: Toolbox, code: str, path: str | None = None) -> Too
     },
     ["path"],
 )
-def delete_file(box: Toolbox, path: str) -> ToolResult:
+def delete_file(box: ToolHost, path: str) -> ToolResult:
     target = box.resolve(path, write=True)
     parent = box.resolve(os.path.dirname(path) or ".")  # the folder holding the entry itself
     entry = parent / os.path.basename(path.rstrip("/"))
@@ -375,7 +401,7 @@ def delete_file(box: Toolbox, path: str) -> ToolResult:
     },
     ["command"],
 )
-def run(box: Toolbox, command: str, timeout_s: float | None = None) -> ToolResult:
+def run(box: ToolHost, command: str, timeout_s: float | None = None) -> ToolResult:
     timeout = box.step_timeout(timeout_s)
     res = box.sandbox.run(
         command,
