@@ -2,9 +2,11 @@ import argparse
 import shutil
 from pathlib import Path
 
+from kit.app.tasks_cli import add_cli
 from kit.tasks.exercism.importer import import_exercism
-from kit.tasks.scoring.scorer import read_requirements, score
-from kit.tasks.task import add_cli, load_task
+from kit.tasks.requirements import read_requirements
+from kit.tasks.scoring.scorer import score
+from kit.tasks.task import load_task
 from kit.tasks.workspace import create_workspace
 
 FIXTURES = Path(__file__).parent / "fixtures" / "exercism"

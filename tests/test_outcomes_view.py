@@ -19,7 +19,8 @@ from kit import analysis
 from kit.analysis import figures, report
 from kit.app.notebooks import headless, jupyter_lab_command
 from kit.paths import REPO_ROOT, TASKS_DIR
-from kit.tasks.task import load_task, validate_task
+from kit.tasks.task import load_task
+from kit.tasks.validate import validate_task
 
 
 def set_outcome(exp, run_id: str, outcome: str, error: str | None = None, score: bool = True) -> None:

@@ -4,8 +4,9 @@ import textwrap
 
 import pytest
 
+from kit.tasks.requirements import read_requirements
 from kit.tasks.scoring import scorer as scoring
-from kit.tasks.scoring.scorer import read_requirements, score
+from kit.tasks.scoring.scorer import score
 from kit.tasks.scoring.session import Canaries, read_stream
 from kit.tasks.task import apply_solution, list_tasks, load_task
 from kit.tasks.workspace import create_workspace

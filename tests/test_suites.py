@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from kit.app import tasks_cli
 from kit.config import Experiment
 from kit.errors import ConfigError
 from kit.tasks import task as tasks
-from kit.tasks.scoring.scorer import read_requirements
+from kit.tasks.requirements import read_requirements
 
 HARD = [
     "exercism-sgf-parsing",
@@ -84,7 +85,7 @@ def test_validate_command_takes_a_suite_name(capsys):
     import argparse
 
     parser = argparse.ArgumentParser()
-    tasks.add_cli(parser.add_subparsers(dest="command"))
+    tasks_cli.add_cli(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["tasks", "validate", "suite:nope"])
     assert args.func(args) == 1
     assert "unknown suite 'nope'" in capsys.readouterr().out

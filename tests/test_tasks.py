@@ -3,8 +3,10 @@ import shutil
 
 import pytest
 
+from kit.app.tasks_cli import add_cli
 from kit.errors import ConfigError, TaskError
-from kit.tasks.task import add_cli, list_tasks, load_task, validate_task
+from kit.tasks.task import list_tasks, load_task
+from kit.tasks.validate import validate_task
 
 SHIPPED = {"micro-slugify", "table-computed-columns", "csv-export-stream", "bugfix-date-range"}
 

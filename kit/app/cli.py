@@ -105,9 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.set_defaults(func=_cmd_models_check)
 
-    from kit.tasks import task as tasks
+    from kit.app import tasks_cli
 
-    tasks.add_cli(sub)
+    tasks_cli.add_cli(sub)
     if importlib.util.find_spec("kit.app.notebooks") is not None:
         from kit.app import notebooks
 

@@ -296,7 +296,8 @@ def import_exercise(
     finally:
         shutil.rmtree(holder, ignore_errors=True)
     if validate:
-        from kit.tasks.task import load_task, validate_task
+        from kit.tasks.task import load_task
+        from kit.tasks.validate import validate_task
 
         report = validate_task(load_task(target))
         result.validated, result.problems = report.ok, report.problems

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from kit.config import load_yaml_model
 from kit.errors import ConfigError
 from kit.records.schema import SEVERITIES
+from kit.tasks.requirements import is_test_class, is_test_func
 
 RAISE_CHECKS = {"assertRaises", "assertRaisesRegex", "assertRaisesRegexp", "raises"}
 
@@ -123,28 +124,17 @@ def default_severity(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     return "minor"
 
 
-def _is_test_class(node: ast.stmt) -> bool:
-    if not isinstance(node, ast.ClassDef):
-        return False
-    bases = [b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in node.bases]
-    return node.name.startswith("Test") or any(b.endswith("TestCase") for b in bases)
-
-
-def _is_test_func(node: ast.stmt) -> bool:
-    return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
-
-
 def test_functions(
     tree: ast.Module, filename: str
 ) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
     """(requirement key, node) for each test function, keyed as kit.tasks.scoring.scorer keys requirements."""
     out = []
     for node in tree.body:
-        if _is_test_func(node):
+        if is_test_func(node):
             out.append((f"{filename}::{node.name}", node))  # type: ignore[union-attr]
-        elif _is_test_class(node):
+        elif is_test_class(node):
             for sub in node.body:  # type: ignore[union-attr]
-                if _is_test_func(sub):
+                if is_test_func(sub):
                     out.append((f"{filename}::{node.name}::{sub.name}", sub))  # type: ignore[union-attr]
     return out
 

@@ -23,12 +23,13 @@ import stat
 import tomllib
 from pathlib import Path, PurePosixPath
 
+from kit.tasks.requirements import TEST_FILE_RE
+
 SKIP_NAMES = frozenset({".git", "__pycache__", ".pytest_cache"})
 SKIP_SUFFIXES = (".pyc", ".pyo")
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 48
 MAX_NOTES = 200
-TEST_FILE_RE = re.compile(r"^(test_.*|.*_test)\.py$")
 TEST_DIRS = frozenset({"tests", "test", "testing"})
 #: The files pytest reads its configuration from, in pytest's order of precedence (pytest 9).
 CONFIG_NAMES = (

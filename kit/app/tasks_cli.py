@@ -1,0 +1,112 @@
+"""``python -m kit tasks list | validate | import-exercism``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kit.errors import KitError
+from kit.paths import TASKS_DIR
+from kit.tasks.exercism.importer import import_exercism, summary_table
+from kit.tasks.task import (
+    SUITE_PREFIX,
+    expand_tasks,
+    list_tasks,
+    load_suite,
+    load_task,
+    severity_counts,
+    suite_names,
+)
+from kit.tasks.validate import validate_task
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    tasks = list_tasks()
+    if not tasks:
+        print(f"no tasks in {TASKS_DIR}")
+        return 0
+    width = max(len(t.id) for t in tasks)
+    for t in tasks:
+        counts = severity_counts(t)
+        sev = " ".join(f"{n} {s}" for s, n in counts.items() if n)
+        total = sum(counts.values())
+        print(f"{t.id:<{width}}  {t.language:<7} {total:>2} acceptance ({sev})  {t.title}")
+    for name in suite_names():
+        suite = load_suite(name)
+        print(f"suite {SUITE_PREFIX}{name}: {len(suite.tasks)} tasks: {', '.join(suite.tasks)}")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    target = getattr(args, "id", None) or getattr(args, "path", None)
+    try:
+        if getattr(args, "all", False):
+            tasks = list_tasks()
+        elif target:
+            tasks = [load_task(t) for t in expand_tasks([target])]
+        else:
+            print("give a task id or folder, or --all")
+            return 2
+    except KitError as e:
+        print(f"✗ {e}")
+        return 1
+    failed = 0
+    for task in tasks:
+        report = validate_task(task, getattr(args, "sandbox", None))
+        mark = "✓" if report.ok else "✗"
+        print(f"{mark} {task.id}  ({report.durations.get('total_s', 0):.1f} s)", flush=True)
+        for p in report.problems:
+            print(f"    - {p}")
+        failed += not report.ok
+    if len(tasks) > 1:
+        print(f"{len(tasks) - failed}/{len(tasks)} tasks valid")
+    return 1 if failed else 0
+
+
+def cmd_import_exercism(args: argparse.Namespace) -> int:
+    dest = Path(args.dest) if getattr(args, "dest", None) else TASKS_DIR
+    results = import_exercism(
+        Path(args.path),
+        dest,
+        severities=getattr(args, "severities", None),
+        validate=not getattr(args, "no_validate", False),
+        progress=getattr(args, "progress", False),
+    )
+    if not results:
+        print(f"no exercises found in {args.path}")
+        return 1
+    print(summary_table(results))
+    return 0 if all(r.ok or r.status == "skipped" for r in results) else 1
+
+
+def add_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``tasks list | validate | import-exercism`` (each leaf sets ``func``)."""
+    tasks = subparsers.add_parser("tasks", help="list, validate and import tasks")
+    sub = tasks.add_subparsers(dest="tasks_command", metavar="{list,validate,import-exercism}")
+    tasks.set_defaults(func=lambda _args: (tasks.print_help(), 2)[1])
+
+    p = sub.add_parser("list", help="the tasks in datasets/tasks with their acceptance tests by severity")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("validate", help="check a task's contract (own tests, acceptance, solution)")
+    p.add_argument("id", nargs="?", help="task id, task folder path, or suite:<name>")
+    p.add_argument("--all", action="store_true", help="validate every task in datasets/tasks")
+    p.add_argument(
+        "--sandbox",
+        choices=["bwrap", "none"],
+        default=None,
+        help="where the tests run (default: bwrap on Linux)",
+    )
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("import-exercism", help="turn Exercism python-track exercises into tasks")
+    p.add_argument("path", help="one exercise folder or a folder of them")
+    p.add_argument("--dest", default=None, help=f"where to write the tasks (default {TASKS_DIR})")
+    p.add_argument(
+        "--severities",
+        default=None,
+        help="YAML mapping of test names to severities (see kit.tasks.exercism.marks)",
+    )
+    p.add_argument("--no-validate", action="store_true", help="import only; do not validate each task")
+    p.add_argument("--progress", action="store_true", help="print each exercise as it is done")
+    p.set_defaults(func=cmd_import_exercism)

@@ -1,0 +1,129 @@
+"""A task's requirements: the acceptance tests it declares, read from their source with ``ast``
+(nothing is imported), each with its severity (``@pytest.mark.severity("major")`` on the function, its
+class or the module; the closest wins) and whether it is expected to pass on the starting code
+(``@pytest.mark.baseline_pass``)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from kit.records.schema import SEVERITIES
+
+#: pytest's default test file names
+TEST_FILE_RE = re.compile(r"^(test_.*|.*_test)\.py$")
+
+
+@dataclass
+class Requirement:
+    key: str  # "<file relative to acceptance/>::[Class::]function"
+    severity: str | None  # None = not declared (a task error)
+    baseline_pass: bool = False
+
+
+def _marks(node: ast.expr) -> list[ast.expr]:
+    return list(node.elts) if isinstance(node, ast.List | ast.Tuple) else [node]
+
+
+def _read_marks(exprs: list[ast.expr]) -> tuple[str | None, bool]:
+    severity, baseline = None, False
+    for expr in exprs:
+        target = expr.func if isinstance(expr, ast.Call) else expr
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name == "severity" and isinstance(expr, ast.Call) and expr.args:
+            arg = expr.args[0]
+            severity = str(arg.value) if isinstance(arg, ast.Constant) else "<not a string literal>"
+        elif name == "baseline_pass":
+            baseline = True
+    return severity, baseline
+
+
+def _pytestmark(body: list[ast.stmt]) -> list[ast.expr]:
+    out: list[ast.expr] = []
+    for stmt in body:
+        if isinstance(stmt, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets
+        ):
+            out.extend(_marks(stmt.value))
+    return out
+
+
+def _merge(*levels: tuple[str | None, bool]) -> tuple[str | None, bool]:
+    """Closest level wins for severity (function > class > module); baseline_pass from any level."""
+    severity = next((s for s, _ in levels if s is not None), None)
+    return severity, any(b for _, b in levels)
+
+
+def is_test_class(node: ast.stmt) -> bool:
+    """A ``Test*`` class, or a unittest.TestCase subclass (pytest collects those whatever their name)."""
+    if not isinstance(node, ast.ClassDef):
+        return False
+    bases = [b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in node.bases]
+    return node.name.startswith("Test") or any(b.endswith("TestCase") for b in bases)
+
+
+def is_test_func(node: ast.stmt) -> bool:
+    return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
+
+
+def test_files(folder: Path) -> list[Path]:
+    """Test files under ``folder`` (pytest's default names), skipping .git and hidden folders."""
+    out = []
+    for p in sorted(Path(folder).rglob("*.py")):
+        rel = p.relative_to(folder)
+        if any(part.startswith(".") or part == "__pycache__" for part in rel.parts[:-1]):
+            continue
+        if TEST_FILE_RE.match(p.name):
+            out.append(p)
+    return out
+
+
+def read_requirements(acceptance_dir: Path) -> tuple[list[Requirement], list[str]]:
+    """The requirements declared in ``acceptance_dir`` and the problems found reading them."""
+    reqs: list[Requirement] = []
+    problems: list[str] = []
+    for path in test_files(acceptance_dir):
+        rel = path.relative_to(acceptance_dir).as_posix()
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        except (SyntaxError, UnicodeDecodeError) as e:
+            problems.append(f"acceptance/{rel}: cannot parse: {e}")
+            continue
+        module = _read_marks(_pytestmark(tree.body))
+        for node in tree.body:
+            if is_test_func(node):
+                own = _read_marks(node.decorator_list)  # type: ignore[union-attr]
+                reqs.append(Requirement(f"{rel}::{node.name}", *_merge(own, module)))  # type: ignore[union-attr]
+            elif is_test_class(node):
+                cls = _merge(_read_marks(node.decorator_list), _read_marks(_pytestmark(node.body)))
+                for sub in node.body:
+                    if is_test_func(sub):
+                        own = _read_marks(sub.decorator_list)  # type: ignore[union-attr]
+                        key = f"{rel}::{node.name}::{sub.name}"  # type: ignore[union-attr]
+                        reqs.append(Requirement(key, *_merge(own, cls, module)))
+    for r in reqs:
+        if r.severity is None:
+            problems.append(f"acceptance test {r.key} has no @pytest.mark.severity(...)")
+        elif r.severity not in SEVERITIES:
+            problems.append(f"acceptance test {r.key}: severity {r.severity!r} is not one of {SEVERITIES}")
+    if not reqs:
+        problems.append(f"no acceptance tests found in {acceptance_dir}")
+    return reqs, problems
+
+
+def count_test_functions(folder: Path) -> int:
+    """Test functions (``def test*``, module level or in ``Test*`` classes) in test files under folder."""
+    n = 0
+    for path in test_files(folder):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
+            continue  # the agent's files may be anything
+        for node in tree.body:
+            if is_test_func(node):
+                n += 1
+            elif is_test_class(node):
+                n += sum(1 for sub in node.body if is_test_func(sub))
+    return n
