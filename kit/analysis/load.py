@@ -258,8 +258,8 @@ def _load_experiment(exp: Path) -> Records:
     if not signatures or len(built.runs) != len(signatures):  # none, or an unreadable run.json: no cache
         return built
     keys = built.runs["run_key"].tolist()
-    sheet_of, sheets = _intern([built.price_sheets[k] for k in keys])
-    spec_of, specs = _intern([built.profile_specs[k] for k in keys])
+    sheet_of, sheets = intern_dicts([built.price_sheets[k] for k in keys])
+    spec_of, specs = intern_dicts([built.profile_specs[k] for k in keys])
     manifest = {
         **expect,
         "sheets": list(sheets),
@@ -373,7 +373,7 @@ def _price_matrix(sheets: Sequence[Mapping[str, Any]], vocab: dict[str, int]) ->
     return out
 
 
-def _codes(values: pd.Series) -> tuple[np.ndarray, list[str]]:
+def category_codes(values: pd.Series) -> tuple[np.ndarray, list[str]]:
     codes, uniques = pd.factorize(values)
     return codes, [str(u) for u in uniques]
 
@@ -388,11 +388,11 @@ def _with_prices(
     that key in the run's price sheet -- vectorised over the rows, one lookup table per distinct profile
     and sheet."""
     keys = runs["run_key"].tolist() if not runs.empty else []
-    spec_ids, spec_list = _intern([specs[k] for k in keys])
-    sheet_ids, sheet_list = _intern([sheets[k] for k in keys])
+    spec_ids, spec_list = intern_dicts([specs[k] for k in keys])
+    sheet_ids, sheet_list = intern_dicts([sheets[k] for k in keys])
     run = calls["_run"].to_numpy()
-    tier_codes, tiers = _codes(calls["tier"])
-    model_codes, models = _codes(calls["model"])
+    tier_codes, tiers = category_codes(calls["tier"])
+    model_codes, models = category_codes(calls["model"])
     vocab: dict[str, int] = {}
     _, tier_keys = _tier_lookup(spec_list, tiers, vocab)
     model_keys = np.array([vocab.setdefault(m, len(vocab)) for m in models], dtype=np.int64)
@@ -432,7 +432,7 @@ def _with_offsets(df: pd.DataFrame, stamp: str, runs: pd.DataFrame) -> pd.DataFr
     return df.assign(t_s=np.where(np.isnat(at) | np.isnat(start), np.nan, seconds))
 
 
-def _intern(dicts: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, list[Mapping[str, Any]]]:
+def intern_dicts(dicts: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, list[Mapping[str, Any]]]:
     """(index of each dict among the distinct ones, the distinct ones): runs share sheets and profiles."""
     distinct: list[Mapping[str, Any]] = []
     ids = np.empty(len(dicts), dtype=np.int32)

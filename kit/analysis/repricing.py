@@ -15,8 +15,8 @@ import pandas as pd
 import pyarrow as pa
 from pydantic import ValidationError
 
-from kit.analysis.load import PRICE_COLUMNS, TOKENS, Records, _codes, _intern, repo_path
-from kit.analysis.tables import _order_tiers
+from kit.analysis.load import PRICE_COLUMNS, TOKENS, Records, category_codes, intern_dicts, repo_path
+from kit.analysis.tables import order_tiers
 from kit.config import TIERS, PriceSheet, Profile, load_price_sheet, load_profile
 from kit.errors import ConfigError
 
@@ -107,11 +107,11 @@ def reprice(
     if calls.empty:
         return calls.assign(cost_usd_recorded=calls["cost_usd"]) if "cost_usd" in calls else calls.copy()
     if profile is None:
-        codes, uniques = _codes(calls["price_key"])
+        codes, uniques = category_codes(calls["price_key"])
         keys = None
     else:
         prof = _as_profile(profile)
-        tier_codes, tiers = _codes(calls["tier"])
+        tier_codes, tiers = category_codes(calls["tier"])
         unknown = sorted(set(tiers) - set(prof.tiers))
         if unknown:
             raise ConfigError(f"profile {prof.name!r} has no tier {', '.join(unknown)}")
@@ -136,7 +136,7 @@ def _move(
         out["cost_usd_recorded"] = out["cost_usd"]
     if not moved.any():
         return out
-    role_codes, moved_roles = _codes(calls.loc[moved, "role"])
+    role_codes, moved_roles = category_codes(calls.loc[moved, "role"])
     new_tiers = [roles[r] for r in moved_roles]
     combos, inverse = np.unique(group * len(new_tiers) + role_codes, return_inverse=True)
     tiers, models, keys, prices = [], [], [], []
@@ -191,7 +191,7 @@ def cost_before_after(before: pd.DataFrame, after: pd.DataFrame, by: str = "tier
         return pd.DataFrame({"cost": df["cost_usd"], "tokens": tokens, by: df[by]}).groupby(by).sum()
 
     b, a = sums(before), sums(after)
-    index = _order_tiers(b.index.union(a.index)) if by == "tier" else sorted(b.index.union(a.index))
+    index = order_tiers(b.index.union(a.index)) if by == "tier" else sorted(b.index.union(a.index))
     table = pd.DataFrame(
         {
             "cost_before": b["cost"].reindex(index, fill_value=0.0),
@@ -247,9 +247,9 @@ def whatif_reassign(records: Records, roles: Mapping[str, str]) -> WhatIf:
         return WhatIf(note, cost_before_after(calls, calls), calls)
     _check_tiers(roles)
     moved = calls["role"].isin(present)
-    run_codes, run_keys = _codes(calls.loc[moved, "run_key"])
-    spec_of, specs = _intern([records.profile_specs[k] for k in run_keys])
-    sheet_of, sheets = _intern([records.price_sheets[k] for k in run_keys])
+    run_codes, run_keys = category_codes(calls.loc[moved, "run_key"])
+    spec_of, specs = intern_dicts([records.profile_specs[k] for k in run_keys])
+    sheet_of, sheets = intern_dicts([records.price_sheets[k] for k in run_keys])
     pairs, setup_of_run = np.unique(spec_of.astype(np.int64) * len(sheets) + sheet_of, return_inverse=True)
     setups = [(_as_profile(specs[p // len(sheets)]), _as_sheet(sheets[p % len(sheets)])) for p in pairs]
     after = _move(calls, {r: roles[r] for r in present}, setup_of_run[run_codes], setups)

@@ -138,7 +138,7 @@ def role_tier_table(records: Records) -> pd.DataFrame:
     return table[cols]
 
 
-def _order_tiers(index: pd.Index) -> list[str]:
+def order_tiers(index: pd.Index) -> list[str]:
     return [t for t in TIERS if t in index] + sorted(t for t in index if t not in TIERS)
 
 
@@ -146,7 +146,7 @@ def tier_cost_shares(records: Records, strategy: str | None = None) -> pd.Series
     """Share (0..1) of the cost spent on each tier, over all runs or those of ``strategy``; empty if none."""
     calls = records.calls if strategy is None else records.calls[records.calls["strategy"] == strategy]
     cost = calls.groupby("tier")["cost_usd"].sum() if not calls.empty else pd.Series(dtype=float)
-    cost = cost.reindex(_order_tiers(cost.index))
+    cost = cost.reindex(order_tiers(cost.index))
     total = cost.sum()
     return (cost / total if total > 0 else cost * math.nan).rename("share")
 
@@ -217,4 +217,4 @@ def cache_economics(records: Records | pd.DataFrame) -> pd.DataFrame:
     table["cold_warm_ratio"] = table["cold_turn_usd"] / table["warm_turn_usd"].where(
         table["warm_turn_usd"] > 0
     )
-    return table.reindex(_order_tiers(table.index))[cols]
+    return table.reindex(order_tiers(table.index))[cols]
