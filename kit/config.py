@@ -184,7 +184,7 @@ class Experiment(_Strict):
 # --------------------------------------------------------------------------- loading
 
 
-def format_errors(err: ValidationError) -> str:
+def describe_validation_errors(err: ValidationError) -> str:
     """A pydantic error as lines of ``field `a.b`: message``."""
     lines = []
     for e in err.errors():
@@ -214,7 +214,7 @@ def load_yaml_model(path: Path, model: type[M], what: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(f"{path}: invalid {what}:\n{format_errors(e)}") from None
+        raise ConfigError(f"{path}: invalid {what}:\n{describe_validation_errors(e)}") from None
 
 
 def _resolve(name_or_path: str | Path, folder: Path, what: str) -> Path:

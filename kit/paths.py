@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from pathlib import Path, PurePath
 
 KIT_DIR = Path(__file__).resolve().parent
 REPO_ROOT = KIT_DIR.parent
@@ -22,3 +22,14 @@ def results_root() -> Path:
     absolute path (a relative ORCHBENCH_RESULTS_DIR is taken from the current folder): git and the
     commands run in other folders."""
     return Path(os.environ.get("ORCHBENCH_RESULTS_DIR") or REPO_ROOT / "results").expanduser().resolve()
+
+
+#: The one ignore list: folders and file endings the kit never copies into a clone or a scoring copy,
+#: never walks for requirements and never shows in a diff (git's folder and test / build litter).
+IGNORED_DIRS = (".git", "__pycache__", ".pytest_cache", ".ruff_cache")
+IGNORED_SUFFIXES = (".pyc", ".pyo")
+
+
+def is_ignored(rel: PurePath) -> bool:
+    """Whether a path (relative to a repository) is under an ignored folder or has an ignored ending."""
+    return any(part in IGNORED_DIRS for part in rel.parts) or rel.name.endswith(IGNORED_SUFFIXES)

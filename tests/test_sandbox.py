@@ -274,8 +274,9 @@ def test_the_clones_git_config_cannot_make_the_kits_git_run_commands(tmp_path):
     harness's commits) run outside the sandbox, so a filter / fsmonitor there must not execute."""
     import subprocess
 
+    from kit.tasks.git import git_env
     from kit.tasks.task import load_task
-    from kit.tasks.workspace import create_workspace, diff, git_env
+    from kit.tasks.workspace import create_workspace, diff
 
     ws = create_workspace(load_task("micro-slugify"), tmp_path / "run" / "repo")
     marker = tmp_path / "RAN"

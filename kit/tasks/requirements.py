@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from kit.paths import is_ignored
 from kit.records.schema import SEVERITIES
 
 #: pytest's default test file names
@@ -73,7 +74,7 @@ def test_files(folder: Path) -> list[Path]:
     out = []
     for p in sorted(Path(folder).rglob("*.py")):
         rel = p.relative_to(folder)
-        if any(part.startswith(".") or part == "__pycache__" for part in rel.parts[:-1]):
+        if any(part.startswith(".") for part in rel.parts[:-1]) or is_ignored(rel):
             continue
         if TEST_FILE_RE.match(p.name):
             out.append(p)

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kit.config import SafeName, load_yaml_model
 from kit.errors import ConfigError, TaskError
-from kit.paths import TASKS_DIR
+from kit.paths import TASKS_DIR, is_ignored
 from kit.records.schema import SEVERITIES
 from kit.tasks.requirements import read_requirements
 
@@ -172,7 +172,7 @@ def apply_solution(task: Task, root: Path) -> None:
         raise TaskError(f"task {task.id!r} has no solution/ folder")
     for src in sorted(task.solution_dir.rglob("*")):
         rel = src.relative_to(task.solution_dir)
-        if src.is_dir() or rel.as_posix() == DELETED_FILE or "__pycache__" in rel.parts:
+        if src.is_dir() or rel.as_posix() == DELETED_FILE or is_ignored(rel):
             continue
         dest = root / rel
         dest.parent.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from kit.errors import KitError
+from kit.paths import is_ignored
 from kit.tasks.requirements import test_files
 from kit.tasks.scoring.scorer import evaluate
 from kit.tasks.task import Task, apply_solution
@@ -92,7 +93,11 @@ def uncollected_test_files(task: Task) -> list[str]:
     collected = set(test_files(task.acceptance_dir))
     problems = []
     for path in sorted(task.acceptance_dir.rglob("*.py")):
-        if path in collected or path.name == "conftest.py" or "__pycache__" in path.parts:
+        if (
+            path in collected
+            or path.name == "conftest.py"
+            or is_ignored(path.relative_to(task.acceptance_dir))
+        ):
             continue
         try:
             tree = ast.parse(path.read_bytes())

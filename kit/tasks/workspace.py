@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -20,77 +19,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kit.errors import TaskError
-from kit.paths import results_root
-from kit.sandbox.backends import sandbox_env
+from kit.paths import IGNORED_DIRS, IGNORED_SUFFIXES, is_ignored, results_root
 from kit.sandbox.commands import run_command
+from kit.tasks.git import git_env, run_git
 
 if TYPE_CHECKING:
     from kit.tasks.task import Task
 
-#: Never copied into a clone (build litter of the task folder itself).
-COPY_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".git")
+#: Never copied into a clone (build litter of the task folder itself): the kit's one ignore list.
+COPY_IGNORE = shutil.ignore_patterns(*IGNORED_DIRS, *(f"*{s}" for s in IGNORED_SUFFIXES))
 #: Written to .git/info/exclude: litter that running the tests creates must not show up in diffs,
 #: nor the kit's own state in the clone (.pdca/: the pdca strategy's status file).
-GIT_EXCLUDE = "__pycache__/\n*.pyc\n.pytest_cache/\n.ruff_cache/\n*.egg-info/\n.pdca/\n"
+GIT_EXCLUDE = "".join(
+    [*(f"{d}/\n" for d in IGNORED_DIRS if d != ".git"), *(f"*{s}\n" for s in IGNORED_SUFFIXES), ".pdca/\n"]
+)
 
-_FIXED_DATE = "2024-01-01T00:00:00+0000"
 READY = ".orchbench-base-ready"  # marks a finished cached base (never committed)
-
-
-def git_env() -> dict[str, str]:
-    """An environment for the kit's own git calls: no user/system config, fixed identity and dates.
-    Built from the sandbox's allow-list, not os.environ: whatever git runs never sees a key."""
-    env = sandbox_env()
-    env.update(
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_CONFIG_GLOBAL=os.devnull,
-        GIT_AUTHOR_NAME="orchbench",
-        GIT_AUTHOR_EMAIL="orchbench@localhost",
-        GIT_COMMITTER_NAME="orchbench",
-        GIT_COMMITTER_EMAIL="orchbench@localhost",
-        GIT_AUTHOR_DATE=_FIXED_DATE,
-        GIT_COMMITTER_DATE=_FIXED_DATE,
-        GIT_TERMINAL_PROMPT="0",
-    )
-    return env
-
-
-_GIT_OPTS = ["-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", "-c", "core.hooksPath=/dev/null"]
-#: Repo-config keys that name a command git would run on the kit's side (clean/smudge filters on
-#: `git add`, textconv on `git diff` ...). The agent's shell can write .git/config in its clone.
-_COMMAND_KEYS = r"^(filter|diff|merge)\..*\.(clean|smudge|process|textconv|command|driver)$"
-
-
-def git_safety_args(root: Path) -> list[str]:
-    """``-c`` options that stop a clone's own config from making the kit's git calls run commands:
-    no fsmonitor, no hooks, no pager, every filter / diff / merge driver command it names emptied
-    (a textconv becomes ``cat``)
-    (command-line ``-c`` beats the repo's config). Reading the config runs nothing."""
-    names = subprocess.run(
-        ["git", "config", "--name-only", "--get-regexp", _COMMAND_KEYS],
-        cwd=root,
-        env=git_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stdout.split()
-    args = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat"]
-    for name in names:  # an empty textconv would fail the diff; `cat FILE` is the identity
-        args += ["-c", f"{name}=cat" if name.endswith(".textconv") else f"{name}="]
-    return args
-
-
-def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    proc = subprocess.run(
-        ["git", *_GIT_OPTS, *(git_safety_args(root) if (root / ".git").exists() else []), *args],
-        cwd=root,
-        env=env or git_env(),
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        raise TaskError(f"git {' '.join(args)} failed in {root}: {proc.stderr.strip()}")
-    return proc.stdout
 
 
 @dataclass
@@ -117,8 +61,8 @@ def create_workspace(task: Task, dest: Path) -> Workspace:
     dest.parent.mkdir(parents=True, exist_ok=True)
     base = base_repository(task)
     env = git_env()
-    _git(dest.parent, "clone", "-q", "--local", "--template=", str(base), str(dest), env=env)
-    _git(dest, "remote", "remove", "origin", env=env)
+    run_git(dest.parent, "clone", "-q", "--local", "--template=", str(base), str(dest), env=env)
+    run_git(dest, "remote", "remove", "origin", env=env)
     (dest / ".git" / "info").mkdir(exist_ok=True)
     (dest / ".git" / "info" / "exclude").write_text(GIT_EXCLUDE, encoding="utf-8")
     commit = (base / ".git" / "refs" / "heads" / "main").read_text(encoding="utf-8").strip()
@@ -133,7 +77,7 @@ def base_repository(task: Task) -> Path:
     digest = hashlib.sha256(json.dumps([task.setup, GIT_EXCLUDE]).encode())  # new excludes: new base
     for path in sorted(p for p in task.repo_dir.rglob("*") if p.is_file()):
         rel = path.relative_to(task.repo_dir)
-        if any(part in ("__pycache__", ".pytest_cache", ".git") for part in rel.parts):
+        if is_ignored(rel):
             continue
         st = path.stat()  # size + mtime: an edited task file gives a new base
         digest.update(f"{rel.as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
@@ -165,11 +109,11 @@ def _build_base(task: Task, dest: Path) -> None:
         if res.timed_out or res.exit_code != 0:
             raise TaskError(f"task {task.id!r}: setup command {command!r} failed:\n{res.output[-2000:]}")
     env = git_env()
-    _git(dest, "init", "-q", "-b", "main", "--template=", env=env)
+    run_git(dest, "init", "-q", "-b", "main", "--template=", env=env)
     (dest / ".git" / "info").mkdir(exist_ok=True)
     (dest / ".git" / "info" / "exclude").write_text(GIT_EXCLUDE + READY + "\n", encoding="utf-8")
-    _git(dest, "add", "-A", env=env)
-    _git(dest, "commit", "-q", "--allow-empty", "--no-verify", "-m", f"base: task {task.id}", env=env)
+    run_git(dest, "add", "-A", env=env)
+    run_git(dest, "commit", "-q", "--allow-empty", "--no-verify", "-m", f"base: task {task.id}", env=env)
 
 
 def _with_temp_index(ws: Workspace, *diff_args: str) -> str:
@@ -196,8 +140,8 @@ def _with_temp_index(ws: Workspace, *diff_args: str) -> str:
             if real.exists():
                 shutil.copyfile(real, index)  # a head start: only changed files get re-hashed
         env["GIT_INDEX_FILE"] = str(index)
-        _git(ws.root, "add", "-A", env=env)
-        return _git(
+        run_git(ws.root, "add", "-A", env=env)
+        return run_git(
             ws.root,
             "diff",
             "--cached",

@@ -71,7 +71,7 @@ from pydantic import (
 from kit.sandbox.commands import run_command
 from kit.strategies import StrategyResult
 from kit.strategies.context import RunContext
-from kit.tasks.workspace import git_env, git_safety_args
+from kit.tasks.git import git_env, git_safety_args
 
 PERMISSIONS = {"read", "write", "exec"}
 FEATURE_LIST = "feature_list.json"

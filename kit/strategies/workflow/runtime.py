@@ -71,8 +71,8 @@ from kit.config import Tier
 from kit.errors import BudgetExceeded, CallCapReached, Interrupted, KitError, ModelError
 from kit.records.schema import CallRecord, read_jsonl
 from kit.strategies.context import RunContext
+from kit.tasks.git import git_env, git_safety_args
 from kit.tasks.workspace import diff as workspace_diff
-from kit.tasks.workspace import git_env, git_safety_args
 
 T = TypeVar("T")
 

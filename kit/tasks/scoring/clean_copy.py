@@ -23,10 +23,11 @@ import stat
 import tomllib
 from pathlib import Path, PurePosixPath
 
+from kit.paths import IGNORED_DIRS, IGNORED_SUFFIXES
 from kit.tasks.requirements import TEST_FILE_RE
 
-SKIP_NAMES = frozenset({".git", "__pycache__", ".pytest_cache"})
-SKIP_SUFFIXES = (".pyc", ".pyo")
+SKIP_NAMES = frozenset(IGNORED_DIRS)
+SKIP_SUFFIXES = IGNORED_SUFFIXES
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 48
 MAX_NOTES = 200

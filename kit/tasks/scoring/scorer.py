@@ -47,11 +47,12 @@ from typing import Any
 
 from kit.records.schema import SEVERITIES, FailedRequirement, Score
 from kit.sandbox.backends import default_sandbox, get_sandbox
+from kit.tasks.git import git_env
 from kit.tasks.requirements import Requirement, count_test_functions, read_requirements, test_files  # noqa: F401 - re-exported
 from kit.tasks.scoring.clean_copy import copy_clean, pytest_config_file, use_base_tests
 from kit.tasks.scoring.session import Canaries, PytestRun, prepare_kit_dir, run_pytest, run_shell
 from kit.tasks.task import Task
-from kit.tasks.workspace import COPY_IGNORE, Workspace, diff_stats, git_env
+from kit.tasks.workspace import COPY_IGNORE, Workspace, diff_stats
 
 ACCEPTANCE_DIRNAME = "_acceptance"
 
