@@ -34,7 +34,14 @@ from tqdm.auto import tqdm
 
 from kit import strategies
 from kit.agent.budget import Budget
-from kit.config import Experiment, PriceSheet, Profile, format_errors, load_experiment, load_profile
+from kit.config import (
+    Experiment,
+    PriceSheet,
+    Profile,
+    describe_validation_errors,
+    load_experiment,
+    load_profile,
+)
 from kit.errors import ConfigError, Interrupted, ResultsError
 from kit.model.gateway import Gateway
 from kit.paths import REPO_ROOT, results_root
@@ -173,7 +180,7 @@ def run_experiment(
             experiment = Experiment.model_validate({**experiment.model_dump(), **overrides})
         except ValidationError as e:
             raise ConfigError(
-                f"invalid override of experiment {experiment.name!r}:\n{format_errors(e)}"
+                f"invalid override of experiment {experiment.name!r}:\n{describe_validation_errors(e)}"
             ) from None
     profile, sheet = load_profile(experiment.profile)
     specs = plan(experiment)
