@@ -215,6 +215,39 @@ def _wait(proc: subprocess.Popen, timeout_s: float) -> bool:
         os.close(fd)
 
 
+class _HeadTail:
+    """A command's output as it comes, keeping only its first and last ``half`` bytes."""
+
+    def __init__(self, half: int) -> None:
+        self.half = half
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def read_all(self, stream) -> None:  # noqa: ANN001 - the Popen's stdout
+        while True:
+            chunk = stream.read1(65536)
+            if not chunk:
+                break
+            self.total += len(chunk)
+            room = self.half - len(self.head)
+            if room > 0:
+                self.head.extend(chunk[:room])
+                chunk = chunk[room:]
+            if chunk:
+                self.tail.extend(chunk)
+                if len(self.tail) > self.half:
+                    del self.tail[: len(self.tail) - self.half]
+
+    def text(self) -> tuple[str, int]:
+        """The kept output (a marker where the middle was dropped) and how many bytes were dropped."""
+        truncated = max(self.total - len(self.head) - len(self.tail), 0)
+        text = self.head.decode("utf-8", "replace")
+        if truncated > 0:
+            text += f"\n[... {truncated} chars truncated ...]\n"
+        return text + self.tail.decode("utf-8", "replace"), truncated
+
+
 def run_process(
     argv: list[str],
     cwd: Path,
@@ -252,28 +285,8 @@ def run_process(
         if cgroup:
             cgroup.remove()
         raise
-    half = max(max_output_chars // 2, 1)
-    head = bytearray()
-    tail = bytearray()
-    total = [0]
-
-    def reader() -> None:
-        assert proc.stdout is not None
-        while True:
-            chunk = proc.stdout.read1(65536)
-            if not chunk:
-                break
-            total[0] += len(chunk)
-            room = half - len(head)
-            if room > 0:
-                head.extend(chunk[:room])
-                chunk = chunk[room:]
-            if chunk:
-                tail.extend(chunk)
-                if len(tail) > half:
-                    del tail[: len(tail) - half]
-
-    thread = threading.Thread(target=reader, daemon=True)
+    output = _HeadTail(max(max_output_chars // 2, 1))
+    thread = threading.Thread(target=output.read_all, args=(proc.stdout,), daemon=True)
     thread.start()
     timed_out = False
     try:
@@ -286,15 +299,11 @@ def run_process(
     thread.join(timeout=5)
     with contextlib.suppress(Exception):
         proc.stdout.close()  # type: ignore[union-attr]
-    truncated = total[0] - len(head) - len(tail)
-    text = head.decode("utf-8", "replace")
-    if truncated > 0:
-        text += f"\n[... {truncated} chars truncated ...]\n"
-    text += tail.decode("utf-8", "replace")
+    text, truncated = output.text()
     return Result(
         exit_code=None if timed_out else proc.returncode,
         output=text,
         timed_out=timed_out,
         duration_s=time.monotonic() - started,
-        truncated_chars=max(truncated, 0),
+        truncated_chars=truncated,
     )
