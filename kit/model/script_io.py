@@ -12,7 +12,7 @@ from typing import Any
 
 
 @dataclass
-class Reply:
+class ScriptedReply:
     """One answer of a scripted model, explicitly (a script may also yield a str, dict or model)."""
 
     content: str | None = None

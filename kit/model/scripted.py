@@ -7,7 +7,7 @@ generator or a callable; each item it yields may be
 * a ``dict``                     -> ``{"content", "tool_calls": [{"name", "arguments"}], "usage",
   "latency_s"}`` (any subset);
 * a pydantic model instance      -> its JSON as the content (structured output);
-* a :class:`Reply`               -> all of the above, explicitly;
+* a :class:`ScriptedReply`       -> all of the above, explicitly;
 * an ``Exception`` instance      -> raised as the provider error (e.g. ``litellm.RateLimitError``).
 
 A callable receives a :class:`Request` (messages, tools, response schema, and the gateway's call
@@ -33,9 +33,18 @@ from typing import Any
 from pydantic import BaseModel
 
 from kit.errors import ModelError
-from kit.model.script_io import Reply, Request
+from kit.model.script_io import Request, ScriptedReply
 
-__all__ = ["CALL_CONTEXT", "Reply", "Request", "Script", "complete", "get_script", "register", "to_reply"]
+__all__ = [
+    "CALL_CONTEXT",
+    "Request",
+    "ScriptedReply",
+    "Script",
+    "complete",
+    "get_script",
+    "register",
+    "to_reply",
+]
 
 # Set by the gateway around each call so that policies can see who is calling.
 CALL_CONTEXT: ContextVar[dict[str, Any] | None] = ContextVar("orchbench_call_context", default=None)
@@ -113,17 +122,17 @@ def get_script(model: str) -> Script:
     return script
 
 
-def to_reply(item: Any) -> Reply:
-    if isinstance(item, Reply):
+def to_reply(item: Any) -> ScriptedReply:
+    if isinstance(item, ScriptedReply):
         return item
     if isinstance(item, BaseException):
         raise item
     if isinstance(item, str):
-        return Reply(content=item)
+        return ScriptedReply(content=item)
     if isinstance(item, BaseModel):
-        return Reply(content=item.model_dump_json())
+        return ScriptedReply(content=item.model_dump_json())
     if isinstance(item, dict):
-        return Reply(
+        return ScriptedReply(
             content=item.get("content"),
             tool_calls=list(item.get("tool_calls") or []),
             usage=item.get("usage"),
