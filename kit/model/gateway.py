@@ -1,18 +1,18 @@
-"""The gateway: the only module that imports litellm.
+"""The gateway: the one door to models (with :mod:`kit.model.litellm_private`, the only importers of
+litellm).
 
 One call = role + tier + messages + either tools (native tool calls) or a response schema (a
-pydantic model, sent as a JSON-schema ``response_format``). It returns the text, the tool calls or
-the parsed object, and a :class:`~kit.usage.Usage`, and appends one line per attempt to the run's
-``calls.jsonl`` as it happens. Cost comes from the profile's price sheet; where litellm knows the
+pydantic model, sent as a JSON-schema ``response_format``). It returns a
+:class:`~kit.model.replies.Reply` -- the text, the tool calls or the parsed object, and a
+:class:`~kit.usage.Usage` -- and appends one line per attempt to the run's ``calls.jsonl`` as it
+happens (see ``docs/records.md``). Cost comes from the profile's price sheet; where litellm knows the
 model, litellm's own figure is recorded beside it and a disagreement over 1 % is flagged.
 
-Choices made here:
+Choices made here (``docs/strategies.md``, "Where the kit chooses"):
 
-* **One retry policy, the kit's** (:class:`~kit.config.RetryPolicy`): litellm is called with
+* **One retry policy, the kit's** (:mod:`kit.model.retry`): litellm is called with
   ``max_retries=0`` so the provider SDKs never retry behind the kit's back; every attempt is a
-  row in ``calls.jsonl``; a transient failure waits for the provider's ``retry-after-ms`` /
-  ``Retry-After`` (litellm's header parser), else an exponential backoff; 529 "overloaded" counts
-  as transient like 429.
+  row in ``calls.jsonl``.
 * **An empty reply is a failed attempt**: no choices, or no text and no tool call, is recorded
   as ``ok=false`` (with the tokens it was billed) and retried, then a :class:`ModelError` -- never
   a finish. A reply the SDK cannot parse surfaces as a litellm error and is retried the same way.
@@ -23,59 +23,66 @@ Choices made here:
   the newest message, whatever its role), so the marker lands where the provider accepts it
   (e.g. on an Anthropic ``tool_result`` block, not inside its content). On by default for Claude;
   a tier turns it on or off with ``cache_breakpoints``.
-* **Offline**: litellm's remote fetches (model cost map, other catalogs) are switched off before
-  it is imported (``LITELLM_LOCAL_MODEL_COST_MAP``, ``LITELLM_OFFLINE_MODE``): prices and model
-  facts come from the pinned package, the same online and offline.
+* **Offline**: importing :mod:`kit.model.litellm_private` first switches litellm's remote fetches
+  off before litellm is imported: prices and model facts come from the pinned package, the same
+  online and offline.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
-# Before litellm is imported: never fetch the cost map or any other catalog over the network.
-os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-os.environ["LITELLM_OFFLINE_MODE"] = "true"
+from kit.model import litellm_private  # first: it switches litellm offline, then imports it
 
-import litellm  # noqa: E402
-import openai  # noqa: E402
-from litellm import CustomLLM  # noqa: E402
-from litellm._internal_context import internal_sub_call  # noqa: E402 - see _quiet_logging
-from litellm.types.utils import ModelResponse  # noqa: E402
-from pydantic import BaseModel, ValidationError  # noqa: E402
+# isort: split
+import litellm
+import openai
+from litellm import CustomLLM
+from litellm.types.utils import ModelResponse
+from pydantic import BaseModel
 
-from kit.config import ActionMode, ModelSpec, PriceSheet, Profile, RetryPolicy, Tier  # noqa: E402
-from kit.errors import ConfigError, MissingKeyError, ModelError  # noqa: E402
+from kit.config import ActionMode, ModelSpec, PriceSheet, Profile, RetryPolicy, Tier
+from kit.errors import ConfigError, MissingKeyError
 from kit.model import scripted
-from kit.model.actions import strip_fence  # noqa: E402
+from kit.model.calls import CACHE_POINTS, Call, Target, disagrees, request_options
+from kit.model.replies import Reply, ToolCall, as_int, emptiness, parse_structured, tool_call, usage_dict
+from kit.model.retry import (
+    TRANSIENT,
+    TRANSIENT_STATUS,
+    EmptyReply,
+    describe,
+    is_transient,
+    model_error,
+    retry_delay,
+)
 from kit.records.recorder import RunRecorder
-from kit.records.schema import CallRecord, utc_now  # noqa: E402
-from kit.secrets import Redactor  # noqa: E402
-from kit.usage import Usage, normalise, priced  # noqa: E402
+from kit.records.schema import CallRecord, utc_now
+from kit.secrets import Redactor
+from kit.usage import Usage, normalise, priced
+
+__all__ = [
+    "CACHE_POINTS",
+    "EMBEDDED_ACTION_MODE",
+    "EMBEDDED_PREFIX",
+    "SCRIPTED_PREFIX",
+    "TRANSIENT",
+    "TRANSIENT_STATUS",
+    "EmptyReply",
+    "Gateway",
+    "Reply",
+    "ToolCall",
+    "is_transient",
+    "parse_structured",
+    "retry_delay",
+]
 
 litellm.suppress_debug_info = True
 litellm.drop_params = True  # e.g. temperature on models that refuse it
 
-TRANSIENT = (
-    litellm.RateLimitError,
-    litellm.InternalServerError,
-    litellm.ServiceUnavailableError,
-    litellm.APIConnectionError,
-    litellm.Timeout,
-    litellm.BadGatewayError,
-)
-TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 529})  # plus every 5xx
-COST_TOLERANCE = 0.01
-# litellm's cache_control_injection_points: the system prompt and the newest message.
-CACHE_POINTS: list[dict[str, Any]] = [
-    {"location": "message", "role": "system"},
-    {"location": "message", "index": -1},
-]
 EMBEDDED_PREFIX = "embedded/"
 SCRIPTED_PREFIX = "scripted/"
 # What the embedded model does best (measured with tests/benchmarks/action_modes.py; see README).
@@ -117,92 +124,7 @@ class _ScriptedHandler(CustomLLM):
         )
 
 
-litellm.custom_provider_map = [p for p in litellm.custom_provider_map if p.get("provider") != "scripted"] + [
-    {"provider": "scripted", "custom_handler": _ScriptedHandler()}
-]
-litellm.utils.custom_llm_setup()
-
-
-# --------------------------------------------------------------------------- results
-
-
-class EmptyReply(Exception):
-    """A 200 reply with nothing in it (no choices, or no text and no tool call)."""
-
-
-@dataclass
-class ToolCall:
-    id: str
-    name: str
-    arguments: dict[str, Any]
-    error: str | None = None  # arguments were not a JSON object
-
-
-@dataclass
-class Reply:
-    content: str | None
-    tool_calls: list[ToolCall]
-    usage: Usage
-    latency_s: float
-    model: str
-    parsed: BaseModel | None = None
-    parse_error: str | None = None
-    raw_usage: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def message(self) -> dict[str, Any]:
-        """The assistant message to append to a conversation (OpenAI shape)."""
-        msg: dict[str, Any] = {"role": "assistant", "content": self.content or ""}
-        if self.tool_calls:
-            msg["tool_calls"] = [
-                {
-                    "id": tc.id,
-                    "type": "function",
-                    "function": {"name": tc.name, "arguments": json.dumps(tc.arguments)},
-                }
-                for tc in self.tool_calls
-            ]
-        return msg
-
-
-@dataclass
-class _Call:
-    """The fixed facts of one gateway call (shared by its attempts)."""
-
-    role: str
-    tier: str
-    spec: ModelSpec
-    target: _Target
-    schema: type[BaseModel] | None
-    conversation: str | None
-    action_mode: str | None
-
-    def record(
-        self, attempt: int, started_at: str, latency: float, *, usage: Usage | None = None, **fields: Any
-    ) -> CallRecord:
-        tokens = usage.model_dump() if usage is not None else {}
-        return CallRecord(
-            run_id="",
-            role=self.role,
-            tier=self.tier,
-            model=self.spec.model,
-            attempt=attempt,
-            latency_s=latency,
-            started_at=started_at,
-            action_mode=self.action_mode,
-            conversation=self.conversation,
-            **tokens,
-            **fields,
-        )
-
-
-@dataclass
-class _Target:
-    """Where a tier's calls really go."""
-
-    model: str  # as passed to litellm
-    kwargs: dict[str, Any]
-    known_to_litellm: bool
+litellm_private.register_provider("scripted", _ScriptedHandler())
 
 
 # --------------------------------------------------------------------------- the gateway
@@ -235,7 +157,7 @@ class Gateway:
             max_backoff_s=policy.max_backoff_s if max_backoff_s is None else max_backoff_s,
         )
         self._sleep = sleep
-        self._targets: dict[str, _Target] = {}
+        self._targets: dict[str, Target] = {}
         self.redact = Redactor.for_profile(profile)  # a provider error may echo the key
 
     # -- per-tier facts --------------------------------------------------------------------
@@ -282,7 +204,7 @@ class Gateway:
     def _token_model(self, spec: ModelSpec) -> str:
         return spec.model if not spec.model.startswith((EMBEDDED_PREFIX, SCRIPTED_PREFIX)) else ""
 
-    def _target(self, spec: ModelSpec) -> _Target:
+    def _target(self, spec: ModelSpec) -> Target:
         if spec.model in self._targets:
             return self._targets[spec.model]
         kwargs: dict[str, Any] = dict(spec.extra)
@@ -292,11 +214,11 @@ class Gateway:
             from kit.model.embedded import ensure_server
 
             server = ensure_server()
-            target = _Target(
+            target = Target(
                 f"openai/{server.alias}", {**kwargs, "api_base": server.api_base, "api_key": "local"}, False
             )
         elif spec.model.startswith(SCRIPTED_PREFIX):
-            target = _Target(spec.model, kwargs, False)
+            target = Target(spec.model, kwargs, False)
         else:
             if spec.api_key_env:
                 key = os.environ.get(spec.api_key_env)
@@ -314,7 +236,7 @@ class Gateway:
                         f"model {spec.model!r} needs {missing}, which is not set",
                         f"export {missing.split(',')[0]}=... or pick --profile local",
                     )
-            target = _Target(spec.model, kwargs, spec.model in litellm.model_cost or _known(spec.model))
+            target = Target(spec.model, kwargs, spec.model in litellm.model_cost or _known(spec.model))
         self._targets[spec.model] = target
         return target
 
@@ -336,28 +258,10 @@ class Gateway:
         (a raw JSON schema, e.g. the JSON-action schema) only constrains the output."""
         spec = self.spec(tier)
         target = self._target(spec)
-        kwargs: dict[str, Any] = dict(target.kwargs)
-        kwargs["timeout"] = spec.timeout_s
-        kwargs["max_retries"] = 0  # the kit's retry loop is the only one: every attempt recorded
-        kwargs["max_tokens"] = max_tokens or spec.max_output_tokens
-        if spec.temperature is not None:
-            kwargs["temperature"] = spec.temperature
-        if tools:
-            kwargs["tools"] = tools
-        if schema is not None:
-            kwargs["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()},
-            }
-        elif json_schema is not None:
-            kwargs["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "action", "schema": json_schema},
-            }
-        if _wants_cache_breakpoints(spec):
-            kwargs["cache_control_injection_points"] = [dict(p) for p in CACHE_POINTS]
-
-        call = _Call(role, tier, spec, target, schema, conversation, action_mode)
+        kwargs = request_options(
+            spec, target, tools=tools, schema=schema, json_schema=json_schema, max_tokens=max_tokens
+        )
+        call = Call(role, tier, spec, target, schema, conversation, action_mode)
         token = scripted.CALL_CONTEXT.set(
             {
                 **self.context,
@@ -373,21 +277,19 @@ class Gateway:
         finally:
             scripted.CALL_CONTEXT.reset(token)
 
-    def _call_with_retries(
-        self, call: _Call, messages: list[dict[str, Any]], kwargs: dict[str, Any]
-    ) -> Reply:
+    def _call_with_retries(self, call: Call, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> Reply:
         attempts = self.retry.max_retries + 1
         for attempt in range(1, attempts + 1):
             started_at = utc_now()
             t0 = time.monotonic()
             failure: Exception
             try:
-                with _quiet_logging():
+                with litellm_private.quiet_logging():
                     response = litellm.completion(model=call.target.model, messages=messages, **kwargs)
             except Exception as exc:  # noqa: BLE001 - every failure is recorded, then classified
                 latency = time.monotonic() - t0
                 self._record(
-                    call.record(attempt, started_at, latency, ok=False, error=self.redact(_describe(exc)))
+                    call.record(attempt, started_at, latency, ok=False, error=self.redact(describe(exc)))
                 )
                 failure = exc
             else:
@@ -400,12 +302,12 @@ class Gateway:
             if transient and attempt < attempts:
                 self._sleep(retry_delay(failure, attempt, self.retry))
                 continue
-            raise self.redact.error(_model_error(failure, call.spec, attempt, transient)) from failure
+            raise self.redact.error(model_error(failure, call.spec, attempt, transient)) from failure
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _finish(
         self,
-        call: _Call,
+        call: Call,
         response: Any,
         messages: list[dict[str, Any]],
         kwargs: dict[str, Any],
@@ -413,18 +315,18 @@ class Gateway:
         latency: float,
         started_at: str,
     ) -> Reply:
-        raw = _usage_dict(response)
+        raw = usage_dict(response)
         choice = response.choices[0] if response.choices else None
         message = getattr(choice, "message", None)
         content = getattr(message, "content", None) if message is not None else None
-        tool_calls = [_tool_call(tc) for tc in (getattr(message, "tool_calls", None) or [])]
-        estimated = not (_int(raw.get("prompt_tokens")) or _int(raw.get("completion_tokens")))
+        tool_calls = [tool_call(tc) for tc in (getattr(message, "tool_calls", None) or [])]
+        estimated = not (as_int(raw.get("prompt_tokens")) or as_int(raw.get("completion_tokens")))
         if estimated:
             tokens = self._estimate(call.spec, messages, kwargs.get("tools"), content, tool_calls)
         else:
             tokens = normalise(raw)
         usage = priced(tokens, self.price_sheet.get(call.spec.price_key))
-        empty = _emptiness(response, content, tool_calls)
+        empty = emptiness(response, content, tool_calls)
         litellm_cost = None
         if call.target.known_to_litellm and not estimated:
             try:
@@ -441,7 +343,7 @@ class Gateway:
                 usage=usage,
                 usage_estimated=estimated,
                 litellm_cost_usd=litellm_cost,
-                cost_mismatch=litellm_cost is not None and _disagrees(usage.cost_usd, litellm_cost),
+                cost_mismatch=litellm_cost is not None and disagrees(usage.cost_usd, litellm_cost),
                 raw_usage=raw,
             )
         )
@@ -482,88 +384,9 @@ class Gateway:
 # --------------------------------------------------------------------------- helpers
 
 
-def parse_structured(content: str | None, schema: type[BaseModel]) -> tuple[BaseModel | None, str | None]:
-    """Validate a model's JSON answer against ``schema``; tolerate a fenced ```json block."""
-    text = strip_fence(content)
-    try:
-        return schema.model_validate_json(text), None
-    except ValidationError as e:
-        return None, _short(e, 600)
-
-
-def _wants_cache_breakpoints(spec: ModelSpec) -> bool:
-    if spec.cache_breakpoints is not None:
-        return spec.cache_breakpoints
-    m = spec.model.lower()
-    return "claude" in m or m.startswith("anthropic/")
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Worth another attempt: rate limits, overload (529), 5xx, timeouts, resets, empty replies."""
-    if isinstance(exc, (*TRANSIENT, EmptyReply)):
-        return True
-    if isinstance(exc, litellm.AuthenticationError | litellm.BadRequestError | ModelError):
-        return False
-    status = getattr(exc, "status_code", None)
-    return isinstance(status, int) and (status in TRANSIENT_STATUS or status >= 500)
-
-
-def retry_delay(exc: BaseException, attempt: int, policy: RetryPolicy) -> float:
-    """Seconds to wait before the next attempt: the provider's ``retry-after-ms`` or
-    ``Retry-After`` (seconds or an HTTP date, parsed by litellm), else exponential backoff; never
-    more than ``policy.max_backoff_s``."""
-    headers = getattr(exc, "litellm_response_headers", None)
-    if headers is None:
-        headers = getattr(getattr(exc, "response", None), "headers", None)
-    wait: float | None = None
-    if headers is not None:
-        try:
-            wait = float(headers.get("retry-after-ms") or "") / 1000
-        except ValueError:
-            wait = None
-        if wait is None and headers.get("retry-after"):
-            seconds = litellm.utils._get_retry_after_from_exception_header(headers)
-            wait = float(seconds) if seconds is not None and seconds >= 0 else None
-    if wait is None or wait < 0:
-        wait = policy.backoff_s * 2 ** (attempt - 1)
-    return min(wait, policy.max_backoff_s)
-
-
-def _emptiness(response: Any, content: str | None, tool_calls: list[ToolCall]) -> str | None:
-    """Why a 200 reply is unusable, or None when it has text or a tool call."""
-    if not getattr(response, "choices", None):
-        return "the reply had no choices"
-    if not tool_calls and not (content or "").strip():
-        return "the reply had no text and no tool call"
-    return None
-
-
-def _describe(exc: BaseException) -> str:
-    status = getattr(exc, "status_code", None)
-    code = f" [{status}]" if isinstance(status, int) else ""
-    return f"{type(exc).__name__}{code}: {_short(exc)}"
-
-
-def _int(value: Any) -> int:
-    try:
-        return int(value or 0)
-    except (TypeError, ValueError):
-        return 0
-
-
-def _quiet_logging() -> contextlib.AbstractContextManager[None]:
-    """Skip litellm's success logging (a background thread that recomputes the cost and builds a
-    logging payload per call) when no litellm callback is configured: the kit records every call
-    itself. The pinned litellm only submits that work when the call is not marked internal."""
-    if litellm.callbacks or litellm.success_callback or litellm._async_success_callback:
-        return contextlib.nullcontext()
-    return internal_sub_call()
-
-
 def _litellm_cost(response: Any, model: str) -> float:
-    """litellm's own cost of ``response``: the figure it computed during the call (hidden params),
-    else computed now."""
-    cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+    """litellm's own cost of ``response``: the figure it computed during the call, else computed now."""
+    cost = litellm_private.hidden_response_cost(response)
     if cost is None:
         cost = litellm.completion_cost(completion_response=response, model=model)
     return float(cost)
@@ -575,56 +398,3 @@ def _known(model: str) -> bool:
         return True
     except Exception:  # noqa: BLE001
         return False
-
-
-def _usage_dict(response: Any) -> dict[str, Any]:
-    usage = getattr(response, "usage", None)
-    if usage is None:
-        return {}
-    data = usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
-    return {k: v for k, v in data.items() if v is not None}
-
-
-def _tool_call(tc: Any) -> ToolCall:
-    fn = getattr(tc, "function", None) or tc.get("function", {})
-    name = getattr(fn, "name", None) or (fn.get("name") if isinstance(fn, dict) else "") or ""
-    raw_args = getattr(fn, "arguments", None) if not isinstance(fn, dict) else fn.get("arguments")
-    tc_id = (
-        getattr(tc, "id", None) or (tc.get("id") if isinstance(tc, dict) else None) or uuid.uuid4().hex[:8]
-    )
-    try:
-        args = json.loads(raw_args) if isinstance(raw_args, str) and raw_args.strip() else (raw_args or {})
-        if not isinstance(args, dict):
-            return ToolCall(tc_id, name, {}, error="arguments must be a JSON object")
-        return ToolCall(tc_id, name, args)
-    except json.JSONDecodeError as e:
-        return ToolCall(tc_id, name, {}, error=f"arguments are not valid JSON: {e}")
-
-
-def _disagrees(ours: float, theirs: float) -> bool:
-    scale = max(abs(ours), abs(theirs))
-    return scale > 0 and abs(ours - theirs) / scale > COST_TOLERANCE
-
-
-def _short(exc: BaseException, limit: int = 300) -> str:
-    text = " ".join(str(exc).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _model_error(exc: BaseException, spec: ModelSpec, attempts: int, transient: bool) -> ModelError:
-    if isinstance(exc, ModelError):
-        return exc
-    if isinstance(exc, litellm.AuthenticationError):
-        return MissingKeyError(
-            f"{spec.model}: the provider rejected the API key ({_short(exc, 160)})",
-            f"check {spec.api_key_env or 'the provider key'} or pick --profile local",
-        )
-    if transient:
-        return ModelError(
-            f"{spec.model}: gave up after {attempts} attempts: {_describe(exc)[:240]}",
-            "the provider is failing or rate-limiting; rerun later -- finished runs are kept and skipped",
-        )
-    return ModelError(
-        f"{spec.model}: {type(exc).__name__}: {_short(exc, 300)}",
-        "check the model string and options in the profile",
-    )

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.model.actions import FINISH, render
-from kit.model.scripted import Request
+from kit.model.script_io import Request
 
 
 def _latency() -> float:

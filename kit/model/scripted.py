@@ -7,7 +7,7 @@ generator or a callable; each item it yields may be
 * a ``dict``                     -> ``{"content", "tool_calls": [{"name", "arguments"}], "usage",
   "latency_s"}`` (any subset);
 * a pydantic model instance      -> its JSON as the content (structured output);
-* a :class:`Reply`               -> all of the above, explicitly;
+* a :class:`ScriptedReply`       -> all of the above, explicitly;
 * an ``Exception`` instance      -> raised as the provider error (e.g. ``litellm.RateLimitError``).
 
 A callable receives a :class:`Request` (messages, tools, response schema, and the gateway's call
@@ -28,43 +28,26 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 
 from kit.errors import ModelError
+from kit.model.script_io import Request, ScriptedReply
+
+__all__ = [
+    "CALL_CONTEXT",
+    "Request",
+    "ScriptedReply",
+    "Script",
+    "complete",
+    "get_script",
+    "register",
+    "to_reply",
+]
 
 # Set by the gateway around each call so that policies can see who is calling.
 CALL_CONTEXT: ContextVar[dict[str, Any] | None] = ContextVar("orchbench_call_context", default=None)
-
-
-@dataclass
-class Reply:
-    content: str | None = None
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    usage: dict[str, int] | None = None
-    latency_s: float = 0.0
-
-
-@dataclass
-class Request:
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]] | None
-    response_format: dict[str, Any] | None
-    context: dict[str, Any]
-    index: int  # 0-based number of this request within the script
-
-    @property
-    def role(self) -> str:
-        return self.context.get("role", "")
-
-    @property
-    def last_user(self) -> str:
-        for m in reversed(self.messages):
-            if m.get("role") in ("user", "tool"):
-                return _text(m.get("content"))
-        return ""
 
 
 Source = Iterable[Any] | Callable[[Request], Any]
@@ -139,27 +122,17 @@ def get_script(model: str) -> Script:
     return script
 
 
-def _text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content blocks
-        return "".join(_text(b.get("text")) if isinstance(b, dict) else str(b) for b in content)
-    return str(content)
-
-
-def to_reply(item: Any) -> Reply:
-    if isinstance(item, Reply):
+def to_reply(item: Any) -> ScriptedReply:
+    if isinstance(item, ScriptedReply):
         return item
     if isinstance(item, BaseException):
         raise item
     if isinstance(item, str):
-        return Reply(content=item)
+        return ScriptedReply(content=item)
     if isinstance(item, BaseModel):
-        return Reply(content=item.model_dump_json())
+        return ScriptedReply(content=item.model_dump_json())
     if isinstance(item, dict):
-        return Reply(
+        return ScriptedReply(
             content=item.get("content"),
             tool_calls=list(item.get("tool_calls") or []),
             usage=item.get("usage"),

@@ -1,0 +1,109 @@
+"""The kit's one retry policy for model calls, and how a failed call is described.
+
+litellm is called with ``max_retries=0``, so the provider SDKs never retry behind the kit's back: the
+gateway's loop is the only one, and every attempt is a row in ``calls.jsonl`` (see
+``docs/records.md``). A failure is *transient* (worth another attempt) when it is a rate limit, an
+overload (529 counts like 429), a 5xx, a timeout, a dropped connection or an empty reply; the wait
+before the next attempt is the provider's ``retry-after-ms`` / ``Retry-After``, else an exponential
+backoff capped by :class:`~kit.config.RetryPolicy`. When the kit gives up, :func:`model_error` turns
+the last failure into the :class:`~kit.errors.ModelError` the run ends with (see
+``docs/strategies.md``, "Outcomes and stop reasons").
+
+litellm's exception classes come through :mod:`kit.model.litellm_private` (only it and the gateway
+use litellm directly).
+"""
+
+from __future__ import annotations
+
+from kit.config import ModelSpec, RetryPolicy
+from kit.errors import MissingKeyError, ModelError
+from kit.model.litellm_private import (
+    APIConnectionError,
+    AuthenticationError,
+    BadGatewayError,
+    BadRequestError,
+    InternalServerError,
+    RateLimitError,
+    ServiceUnavailableError,
+    Timeout,
+    retry_after_seconds,
+)
+
+
+class EmptyReply(Exception):
+    """A 200 reply with nothing in it (no choices, or no text and no tool call)."""
+
+
+TRANSIENT = (
+    RateLimitError,
+    InternalServerError,
+    ServiceUnavailableError,
+    APIConnectionError,
+    Timeout,
+    BadGatewayError,
+)
+TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 529})  # plus every 5xx
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Worth another attempt: rate limits, overload (529), 5xx, timeouts, resets, empty replies."""
+    if isinstance(exc, (*TRANSIENT, EmptyReply)):
+        return True
+    if isinstance(exc, AuthenticationError | BadRequestError | ModelError):
+        return False
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and (status in TRANSIENT_STATUS or status >= 500)
+
+
+def retry_delay(exc: BaseException, attempt: int, policy: RetryPolicy) -> float:
+    """Seconds to wait before the next attempt: the provider's ``retry-after-ms`` or
+    ``Retry-After`` (seconds or an HTTP date, parsed by litellm), else exponential backoff; never
+    more than ``policy.max_backoff_s``."""
+    headers = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+    wait: float | None = None
+    if headers is not None:
+        try:
+            wait = float(headers.get("retry-after-ms") or "") / 1000
+        except ValueError:
+            wait = None
+        if wait is None and headers.get("retry-after"):
+            seconds = retry_after_seconds(headers)
+            wait = float(seconds) if seconds is not None and seconds >= 0 else None
+    if wait is None or wait < 0:
+        wait = policy.backoff_s * 2 ** (attempt - 1)
+    return min(wait, policy.max_backoff_s)
+
+
+def describe(exc: BaseException) -> str:
+    """``Type [status]: message`` on one line, as ``calls.jsonl``'s ``error`` field records it."""
+    status = getattr(exc, "status_code", None)
+    code = f" [{status}]" if isinstance(status, int) else ""
+    return f"{type(exc).__name__}{code}: {short(exc)}"
+
+
+def short(exc: BaseException, limit: int = 300) -> str:
+    """``exc``'s message on one line, cut to ``limit`` characters."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def model_error(exc: BaseException, spec: ModelSpec, attempts: int, transient: bool) -> ModelError:
+    """The error a call ends with once the kit stops retrying ``exc`` (with a hint saying what to do)."""
+    if isinstance(exc, ModelError):
+        return exc
+    if isinstance(exc, AuthenticationError):
+        return MissingKeyError(
+            f"{spec.model}: the provider rejected the API key ({short(exc, 160)})",
+            f"check {spec.api_key_env or 'the provider key'} or pick --profile local",
+        )
+    if transient:
+        return ModelError(
+            f"{spec.model}: gave up after {attempts} attempts: {describe(exc)[:240]}",
+            "the provider is failing or rate-limiting; rerun later -- finished runs are kept and skipped",
+        )
+    return ModelError(
+        f"{spec.model}: {type(exc).__name__}: {short(exc, 300)}",
+        "check the model string and options in the profile",
+    )
