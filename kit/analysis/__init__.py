@@ -1,10 +1,15 @@
-"""Records -> pandas tables: per strategy, per role x tier, cache economics, re-pricing (the text report is kit.analysis.report).
+"""Records -> pandas tables: per strategy, per role x tier, cache economics, re-pricing and what-ifs,
+verdicts, the published reference figures, the text report (:mod:`kit.analysis.report`) and the figures
+(:mod:`kit.analysis.figures`).
 
-This module is the public face of three modules: loading in :mod:`kit.analysis.load`, the tables and their
+May import: the top-level modules and ``kit.records`` only -- the analysis reads records, never runs
+anything (``tests/test_layers.py``).
+
+This package's ``__init__`` is the public face of three modules: loading in :mod:`kit.analysis.load`, the tables and their
 statistics in :mod:`kit.analysis.tables`, re-pricing and what-ifs in :mod:`kit.analysis.repricing`. Every public name of
 those is re-exported here (``__all__``), so callers use ``analysis.<name>``.
 
-Everything here reads only the run folders written by :mod:`kit.records.schema` (``run.json``,
+Everything here reads only the run folders written by :mod:`kit.records.recorder` (``run.json``,
 ``calls.jsonl``, ``events.jsonl``), through its models. A run folder without ``run.json`` is an
 incomplete run: it is listed in :attr:`Records.incomplete` and left out of every table.
 
