@@ -159,7 +159,7 @@ OUTCOME_ORDER = (
 
 def is_scored(run: RunRecord) -> bool:
     """Does this run count in the score and defect means? A tampered run does (its score fails every
-    requirement), and so does a run the scorer could not score (``unscored``: issue 10's rule -- a
+    requirement), and so does a run the scorer could not score (``unscored``: a
     scoring failure is a scored run with every requirement failed, never a run that silently drops
     out of the means; the report counts them and ``--retry-errors`` reruns them). An errored or
     interrupted run does not: it is counted apart."""
