@@ -204,7 +204,8 @@ def test_scoring_runs_on_its_own_pool_sized_to_the_cores(tmp_path, monkeypatch):
     scoring in the agent threads, a run would start only once a scoring had ended)."""
     from datetime import datetime
 
-    import kit.run.runner as runner
+    import kit.run.single as single
+    import kit.run.threads as threads
     from kit.records.schema import Score
 
     lock = threading.Lock()
@@ -221,8 +222,8 @@ def test_scoring_runs_on_its_own_pool_sized_to_the_cores(tmp_path, monkeypatch):
             spans.append((t, time.time()))
         return Score(requirements_total=1, requirements_failed=1)
 
-    monkeypatch.setattr(runner, "_cores", lambda: 1)
-    monkeypatch.setattr(runner.scoring, "score", slow_score)
+    monkeypatch.setattr(threads, "_cores", lambda: 1)
+    monkeypatch.setattr(single.scoring, "score", slow_score)
     monkeypatch.setenv("ORCHBENCH_SCRIPTED_LATENCY_S", "0.2")
     profile = write_profile(tmp_path, "scripted/done", "native")
     out = run_experiment(

@@ -13,7 +13,8 @@ from kit.errors import KitError
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from kit.run.runner import outcome_counts, run_experiment
+    from kit.run.results import outcome_counts
+    from kit.run.runner import run_experiment
 
     overrides = {"profile": args.profile} if args.profile else None
     out = run_experiment(

@@ -85,7 +85,8 @@ def run_remote(
     commit: str,
 ) -> dict[str, Any]:
     """The body of one Ray task: one run in a worker-local temp folder; returns its files."""
-    from kit.run.runner import RunSpec, run_one
+    from kit.run.plan import RunSpec
+    from kit.run.single import run_one
 
     with tempfile.TemporaryDirectory(prefix="orchbench-ray-") as tmp:
         task = _unpack_task(task_blob, Path(tmp) / "task")
@@ -138,7 +139,7 @@ def failed_run(
     spec: Any, experiment: Experiment, profile: Profile, sheet: PriceSheet, out: Path, commit: str, error: str
 ) -> RunRecord:
     """Record a run whose Ray task failed as a task: outcome ``error``, the error in run.json and a note."""
-    from kit.run.runner import new_record
+    from kit.run.single import new_record
 
     run_id = spec.run_id(profile.name)
     run_dir = out / "runs" / run_id
