@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from kit.config import Experiment, PriceSheet, Profile, format_errors, load_experiment, load_profile
+from kit.config import Experiment, format_errors, load_experiment, load_profile
 from kit.errors import ConfigError
 from kit.model.gateway import Gateway
 from kit.run.control import ResultsLock
@@ -30,7 +30,7 @@ from kit.run.results import (
     storage_error,
 )
 from kit.run.single import PlayedRun, new_record, play_run, run_one, score_run
-from kit.run.threads import progress_bar, run_threads
+from kit.run.threads import run_threads
 from kit.sandbox.backends import check_available
 
 __all__ = [
@@ -105,30 +105,9 @@ def run_experiment(
         if todo:
             Gateway(profile, sheet).preflight()  # a missing key fails here, once, before any run
         if executor == "ray":
-            _run_on_ray(specs, todo, experiment, profile, sheet, out, progress, address)
+            from kit.run.ray_executor import run_ray  # Ray is optional: imported when asked for
+
+            run_ray(specs, todo, experiment, profile, sheet, out, progress, address)
         else:
             run_threads(specs, todo, experiment, profile, sheet, out, progress, grace_s)
     return out
-
-
-def _run_on_ray(
-    specs: list[RunSpec],
-    todo: list[RunSpec],
-    experiment: Experiment,
-    profile: Profile,
-    sheet: PriceSheet,
-    out: Path,
-    progress: bool,
-    address: str | None,
-) -> None:
-    """The Ray executor (kit.run.ray_executor): each run a Ray task; the driver writes the records."""
-    from kit.run.ray_executor import run_on_ray
-
-    spent, bar = 0.0, progress_bar(specs, todo, experiment.name, progress)
-    try:
-        for record in run_on_ray(todo, experiment, profile, sheet, out, kit_commit(), address=address):
-            spent += record.totals.cost_usd
-            bar.update(1)
-            bar.set_postfix_str(f"${spent:.4f} last: {record.strategy}/{record.task} {record.outcome}")
-    finally:
-        bar.close()

@@ -11,14 +11,12 @@ from __future__ import annotations
 import os
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any
-
-from tqdm.auto import tqdm
 
 from kit.config import Experiment, PriceSheet, Profile
 from kit.records.schema import RunRecord
 from kit.run.control import Interrupts
 from kit.run.plan import RunSpec, kit_commit
+from kit.run.progress import progress_bar
 from kit.run.results import storage_error
 from kit.run.single import PlayedRun, play_run, score_run
 
@@ -29,20 +27,6 @@ def _cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
-
-
-def progress_bar(specs: list[RunSpec], todo: list[RunSpec], name: str, progress: bool) -> Any:
-    """The experiment's tqdm bar: every run of the plan, those already done counted in."""
-    bar = tqdm(
-        total=len(specs),
-        initial=len(specs) - len(todo),
-        desc=name,
-        unit="run",
-        disable=not progress,
-        dynamic_ncols=True,
-    )
-    bar.set_postfix_str("$0.0000")
-    return bar
 
 
 def run_threads(
