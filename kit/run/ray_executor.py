@@ -29,7 +29,7 @@ from kit.config import Experiment, PriceSheet, Profile
 from kit.errors import KitError
 from kit.records.schema import RUN, RunRecord, RunRecorder, utc_now
 from kit.run.plan import RunSpec, kit_commit
-from kit.run.progress import progress_bar
+from kit.run.progress import ExperimentState, progress_bar
 from kit.run.single import new_record, run_one
 from kit.secrets import Redactor
 from kit.tasks.task import Task, load_task
@@ -231,12 +231,14 @@ def run_ray(
     out: Path,
     progress: bool,
     address: str | None,
+    state: ExperimentState,
 ) -> None:
     """The Ray executor as :func:`kit.run.runner.run_experiment` calls it: :func:`run_on_ray` with the
-    experiment's progress bar."""
+    experiment's progress bar; each record written counts in ``state``."""
     spent, bar = 0.0, progress_bar(specs, todo, experiment.name, progress)
     try:
         for record in run_on_ray(todo, experiment, profile, sheet, out, kit_commit(), address=address):
+            state.recorded(record)
             spent += record.totals.cost_usd
             bar.update(1)
             bar.set_postfix_str(f"${spent:.4f} last: {record.strategy}/{record.task} {record.outcome}")

@@ -20,6 +20,7 @@ from kit.errors import ConfigError
 from kit.model.gateway import Gateway
 from kit.run.control import ResultsLock
 from kit.run.plan import RunSpec, kit_commit, plan, redacted
+from kit.run.progress import ExperimentState
 from kit.run.results import (
     EXPERIMENT_COPY,
     INTERRUPTED,
@@ -36,6 +37,7 @@ from kit.sandbox.backends import check_available
 __all__ = [
     "EXECUTORS",
     "EXPERIMENT_COPY",
+    "ExperimentState",
     "INTERRUPTED",
     "PRICE_SHEET_COPY",
     "PlayedRun",
@@ -65,6 +67,7 @@ def run_experiment(
     grace_s: float = 30.0,
     executor: str = "thread",
     address: str | None = None,
+    state: ExperimentState | None = None,
 ) -> Path:
     """Run every run of ``experiment`` not yet done; returns ``<results>/<experiment name>``.
 
@@ -73,7 +76,10 @@ def run_experiment(
     cluster). Ctrl-C (thread executor): see :mod:`kit.run.control` (``grace_s`` is the grace period of
     runs in flight); once the runs in flight have stopped, KeyboardInterrupt is raised. A failure to
     write the records (disk full, folder gone read-only) stops the experiment with one ResultsError.
+    ``state``, when given, is kept up to date as the runs go (the CLI asks it after Ctrl-C whether
+    runs are still executing); one per call.
     """
+    state = ExperimentState() if state is None else state
     if executor not in EXECUTORS:
         raise ConfigError(f"unknown executor {executor!r}", f"pick one of: {', '.join(EXECUTORS)}")
     if address and executor != "ray":
@@ -102,12 +108,13 @@ def run_experiment(
         except OSError as e:
             raise storage_error(out, e) from None
         todo = [s for s in specs if not finished(out / "runs" / s.run_id(profile.name), retry_errors)]
+        state.todo = len(todo)
         if todo:
             Gateway(profile, sheet).preflight()  # a missing key fails here, once, before any run
         if executor == "ray":
             from kit.run.ray_executor import run_ray  # Ray is optional: imported when asked for
 
-            run_ray(specs, todo, experiment, profile, sheet, out, progress, address)
+            run_ray(specs, todo, experiment, profile, sheet, out, progress, address, state)
         else:
-            run_threads(specs, todo, experiment, profile, sheet, out, progress, grace_s)
+            run_threads(specs, todo, experiment, profile, sheet, out, progress, grace_s, state)
     return out

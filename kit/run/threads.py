@@ -16,7 +16,7 @@ from kit.config import Experiment, PriceSheet, Profile
 from kit.records.schema import RunRecord
 from kit.run.control import Interrupts
 from kit.run.plan import RunSpec, kit_commit
-from kit.run.progress import progress_bar
+from kit.run.progress import ExperimentState, progress_bar
 from kit.run.results import storage_error
 from kit.run.single import PlayedRun, play_run, score_run
 
@@ -38,10 +38,12 @@ def run_threads(
     out: Path,
     progress: bool,
     grace_s: float,
+    state: ExperimentState,
 ) -> None:
     """The thread executor: play up to ``concurrency`` runs at once, score finished ones on a pool of
-    one worker per core, collect the records. Raises KeyboardInterrupt after a Ctrl-C and
-    ResultsError when records could not be written."""
+    one worker per core, collect the records. ``state`` counts each phase in flight until it ends
+    (one still executing after a second Ctrl-C stays counted). Raises KeyboardInterrupt after a
+    Ctrl-C and ResultsError when records could not be written."""
     commit = kit_commit()
     spent, bar = 0.0, progress_bar(specs, todo, experiment.name, progress)
     storage: list[tuple[str, OSError]] = []
@@ -55,7 +57,7 @@ def run_threads(
                 return None
             return play_run(spec, experiment, profile, sheet, out, commit, ctl.stop)
 
-        playing: dict[Future, RunSpec] = {agents.submit(play, s): s for s in todo}
+        playing: dict[Future, RunSpec] = {state.track(agents.submit(play, s)): s for s in todo}
         scoring: dict[Future, RunSpec] = {}
         try:
             while playing or scoring:
@@ -75,8 +77,9 @@ def run_threads(
                         ctl.drain(grace_s=0)  # no run can be recorded: stop them all now
                         continue
                     if isinstance(result, PlayedRun):
-                        scoring[scorers.submit(score_run, result)] = spec
+                        scoring[state.track(scorers.submit(score_run, result))] = spec
                     elif isinstance(result, RunRecord):
+                        state.recorded(result)
                         spent += result.totals.cost_usd
                         bar.update(1)
                         bar.set_postfix_str(
