@@ -1,5 +1,5 @@
 """The runner under faults and mistakes: Ctrl-C, a second runner, relative paths, corrupt records,
-errors made visible, and scoring on its own pool (issue 12; issue 15 item 2)."""
+errors made visible, and scoring on its own pool (``kit.run.control``, ``kit.run.threads``)."""
 
 from __future__ import annotations
 
