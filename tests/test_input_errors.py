@@ -1,4 +1,4 @@
-"""Bad input gets one clear message and a non-zero exit, never a traceback (issue 12, point 5)."""
+"""Bad input gets one clear message and a non-zero exit, never a traceback."""
 
 from __future__ import annotations
 

@@ -190,7 +190,7 @@ def test_prompt_lab_compares_the_two_runs(prompts, tmp_path, monkeypatch):
 
 
 def test_all_three_notebooks_on_records_the_scripted_model_produced(tmp_path):
-    """The CI check of issue #7: a real (scripted) experiment through the runner, then every notebook."""
+    """What CI checks: a real (scripted) experiment through the runner, then every notebook on it."""
     from kit.config import Experiment, Limits
     from kit.run.runner import run_experiment
 

@@ -1,6 +1,7 @@
 """Outcomes are first-class in the views: counts by outcome, defect means over scored runs only with
 the excluded count beside them, errors with their message, the Pareto plot leaving unscored runs out
--- plus `tasks validate` on broken acceptance files and `make lab`'s flags (issue 12)."""
+-- plus `tasks validate` on broken acceptance files and `make lab`'s flags (``docs/strategies.md``,
+``## Outcomes and stop reasons``)."""
 
 from __future__ import annotations
 

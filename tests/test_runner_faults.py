@@ -1,5 +1,5 @@
 """The runner under faults and mistakes: Ctrl-C, a second runner, relative paths, corrupt records,
-errors made visible, and scoring on its own pool (issue 12; issue 15 item 2)."""
+errors made visible, and scoring on its own pool (``kit.run.control``, ``kit.run.threads``)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from kit.app.cli import main
 from kit.errors import ResultsError
 from kit.paths import REPO_ROOT
 from kit.run.control import ResultsLock
+from kit.run.progress import ExperimentState
 from kit.run.runner import run_experiment
 
 RUN_IDS = [f"micro-slugify__vibe__scripted-test__r{i}" for i in range(1, 4)]
@@ -204,7 +205,8 @@ def test_scoring_runs_on_its_own_pool_sized_to_the_cores(tmp_path, monkeypatch):
     scoring in the agent threads, a run would start only once a scoring had ended)."""
     from datetime import datetime
 
-    import kit.run.runner as runner
+    import kit.run.single as single
+    import kit.run.threads as threads
     from kit.records.schema import Score
 
     lock = threading.Lock()
@@ -221,16 +223,18 @@ def test_scoring_runs_on_its_own_pool_sized_to_the_cores(tmp_path, monkeypatch):
             spans.append((t, time.time()))
         return Score(requirements_total=1, requirements_failed=1)
 
-    monkeypatch.setattr(runner, "_cores", lambda: 1)
-    monkeypatch.setattr(runner.scoring, "score", slow_score)
+    monkeypatch.setattr(threads, "_cores", lambda: 1)
+    monkeypatch.setattr(single.scoring, "score", slow_score)
     monkeypatch.setenv("ORCHBENCH_SCRIPTED_LATENCY_S", "0.2")
     profile = write_profile(tmp_path, "scripted/done", "native")
     out = run_experiment(
         experiment("pool", profile, ["micro-slugify"], ["vibe"], repeats=6, concurrency=2),
         results_dir=tmp_path,
         progress=False,
+        state=(state := ExperimentState()),
     )
     runs = [run_json(d) for d in (out / "runs").iterdir()]
+    assert (state.todo, state.done, state.in_flight) == (6, 6, 0)
     assert len(runs) == 6 and all(r["score"]["requirements_failed"] == 1 for r in runs)
     assert peak[0] == 1  # bounded by the scoring pool, not by the two agent threads
     starts = [datetime.fromisoformat(r["started_at"].replace("Z", "+00:00")).timestamp() for r in runs]
@@ -252,8 +256,10 @@ def test_a_run_that_finishes_within_the_grace_period_is_kept(tmp_path):
 
     profile = write_profile(tmp_path, scripted.register(interrupt_then_finish, name="sigint12"), "native")
     exp = experiment("grace", profile, ["micro-slugify"], ["vibe"], repeats=3)
+    state = ExperimentState()
     with pytest.raises(KeyboardInterrupt):
-        run_experiment(exp, results_dir=tmp_path, progress=False, grace_s=30)
+        run_experiment(exp, results_dir=tmp_path, progress=False, grace_s=30, state=state)
+    assert (state.todo, state.done, state.in_flight) == (3, 1, 0)  # nothing left for the CLI to abandon
     runs = tmp_path / "grace" / "runs"
     assert [d.name for d in runs.iterdir()] == ["micro-slugify__vibe__scripted-test__r1"]
     run = run_json(runs / "micro-slugify__vibe__scripted-test__r1")

@@ -6,26 +6,32 @@ import argparse
 import importlib.util
 import os
 import sys
-import threading
 from pathlib import Path
 
 from kit.errors import KitError
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from kit.run.runner import outcome_counts, run_experiment
+    from kit.run.progress import ExperimentState
+    from kit.run.results import outcome_counts
+    from kit.run.runner import run_experiment
 
     overrides = {"profile": args.profile} if args.profile else None
-    out = run_experiment(
-        args.experiment,
-        results_dir=args.results,
-        progress=not args.quiet,
-        overrides=overrides,
-        retry_errors=args.retry_errors,
-        grace_s=args.grace,
-        executor=args.executor,
-        address=args.address,
-    )
+    state = ExperimentState()
+    try:
+        out = run_experiment(
+            args.experiment,
+            results_dir=args.results,
+            progress=not args.quiet,
+            overrides=overrides,
+            retry_errors=args.retry_errors,
+            grace_s=args.grace,
+            executor=args.executor,
+            address=args.address,
+            state=state,
+        )
+    except KeyboardInterrupt:  # the second Ctrl-C leaves runs executing: do not wait for them
+        return _interrupted(abandon=state.in_flight > 0)
     print(f"results: {out}")
     if not args.no_report:
         from kit.analysis.report import report_text
@@ -127,21 +133,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e.strerror or e}{where}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(
-            "interrupted: finished runs are kept; run the same command again to resume "
-            "(interrupted and torn runs are redone)",
-            file=sys.stderr,
-        )
-        if _runs_in_flight():  # the second Ctrl-C: do not wait for them (they are redone next time)
-            local = sys.modules.get("kit.model.embedded")
-            if local is not None:
-                local.stop_server()  # os._exit skips atexit, which would stop the embedded model
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(130)
-        return 130
+        return _interrupted(abandon=False)
 
 
-def _runs_in_flight() -> bool:
-    """Threads of the runner's pools (``run_*`` / ``score_*``) still alive."""
-    return any(t.name.startswith(("run_", "score_")) and t.is_alive() for t in threading.enumerate())
+def _interrupted(abandon: bool) -> int:
+    """Exit status 130 after Ctrl-C. With ``abandon`` (runs still executing in worker threads, which
+    the interpreter would wait for on exit) the process ends at once; those runs are left torn and
+    redone by the next ``kit run``."""
+    print(
+        "interrupted: finished runs are kept; run the same command again to resume "
+        "(interrupted and torn runs are redone)",
+        file=sys.stderr,
+    )
+    if abandon:
+        local = sys.modules.get("kit.model.embedded")
+        if local is not None:
+            local.stop_server()  # os._exit skips atexit, which would stop the embedded model
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    return 130

@@ -81,8 +81,8 @@ class Interrupts:
     """SIGINT handling for the length of a ``with`` block (main thread only; elsewhere it does nothing).
 
     ``draining``: set by the first Ctrl-C -- start no new run. ``stop``: set ``grace_s`` seconds later
-    (by :meth:`tick`, which the runner's loop calls) or by the second Ctrl-C -- agents stop at their
-    next step.
+    (by :meth:`tick`, which the thread executor's loop calls) or by the second Ctrl-C -- agents stop
+    at their next step.
     """
 
     def __init__(self, grace_s: float = 30.0) -> None:

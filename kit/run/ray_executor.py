@@ -1,7 +1,7 @@
 """Run an experiment's runs as Ray tasks: ``python -m kit run EXP --executor ray [--address ...]``.
 
 Each run is one Ray task. On the worker it unpacks the task folder (shipped once per task as a Ray
-object), runs :func:`kit.run.runner.run_one` -- workspace, strategy, scoring -- into a worker-local temp
+object), runs :func:`kit.run.single.run_one` -- workspace, strategy, scoring -- into a worker-local temp
 folder, and returns the files of the run folder (bytes and mtimes; the git clone ``repo/`` stays on
 the worker, its ``diff.patch`` comes back). The driver alone writes ``results/``: each run folder is
 assembled under ``<experiment>/.incoming/``, ``run.json`` last, and moved into ``runs/<id>`` with one
@@ -29,6 +29,9 @@ from kit.config import Experiment, PriceSheet, Profile
 from kit.errors import KitError
 from kit.records.recorder import RunRecorder
 from kit.records.schema import RUN, RunRecord, utc_now
+from kit.run.plan import RunSpec, kit_commit
+from kit.run.progress import ExperimentState, progress_bar
+from kit.run.single import new_record, run_one
 from kit.secrets import Redactor
 from kit.tasks.task import Task, load_task
 
@@ -86,8 +89,6 @@ def run_remote(
     commit: str,
 ) -> dict[str, Any]:
     """The body of one Ray task: one run in a worker-local temp folder; returns its files."""
-    from kit.run.runner import RunSpec, run_one
-
     with tempfile.TemporaryDirectory(prefix="orchbench-ray-") as tmp:
         task = _unpack_task(task_blob, Path(tmp) / "task")
         spec = RunSpec(task, strategy, repeat)
@@ -136,11 +137,15 @@ def install_run(out: Path, run_id: str, files: dict[str, tuple[bytes, int]]) -> 
 
 
 def failed_run(
-    spec: Any, experiment: Experiment, profile: Profile, sheet: PriceSheet, out: Path, commit: str, error: str
+    spec: RunSpec,
+    experiment: Experiment,
+    profile: Profile,
+    sheet: PriceSheet,
+    out: Path,
+    commit: str,
+    error: str,
 ) -> RunRecord:
     """Record a run whose Ray task failed as a task: outcome ``error``, the error in run.json and a note."""
-    from kit.run.runner import new_record
-
     run_id = spec.run_id(profile.name)
     run_dir = out / "runs" / run_id
     if run_dir.exists():
@@ -164,7 +169,7 @@ def failed_run(
 
 
 def run_on_ray(
-    todo: list[Any],
+    todo: list[RunSpec],
     experiment: Experiment,
     profile: Profile,
     sheet: PriceSheet,
@@ -173,7 +178,7 @@ def run_on_ray(
     address: str | None = None,
     remote_fn: Callable[..., dict[str, Any]] = run_remote,
 ) -> Iterator[RunRecord]:
-    """Run ``todo`` (RunSpecs) as Ray tasks, at most ``experiment.concurrency`` in flight; yield each
+    """Run ``todo`` as Ray tasks, at most ``experiment.concurrency`` in flight; yield each
     run's record as the driver writes it. Joins the running Ray instance if there is one, else
     ``ray.init(address)`` (None: a new local instance; "auto": the cluster of this node)."""
     ray = _ray()
@@ -216,3 +221,27 @@ def run_on_ray(
         shutil.rmtree(out / INCOMING, ignore_errors=True)
         if started_here:
             ray.shutdown()
+
+
+def run_ray(
+    specs: list[RunSpec],
+    todo: list[RunSpec],
+    experiment: Experiment,
+    profile: Profile,
+    sheet: PriceSheet,
+    out: Path,
+    progress: bool,
+    address: str | None,
+    state: ExperimentState,
+) -> None:
+    """The Ray executor as :func:`kit.run.runner.run_experiment` calls it: :func:`run_on_ray` with the
+    experiment's progress bar; each record written counts in ``state``."""
+    spent, bar = 0.0, progress_bar(specs, todo, experiment.name, progress)
+    try:
+        for record in run_on_ray(todo, experiment, profile, sheet, out, kit_commit(), address=address):
+            state.recorded(record)
+            spent += record.totals.cost_usd
+            bar.update(1)
+            bar.set_postfix_str(f"${spent:.4f} last: {record.strategy}/{record.task} {record.outcome}")
+    finally:
+        bar.close()

@@ -34,6 +34,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's kit, whatever is installed
 
 import kit.run.runner as runner  # noqa: E402
+import kit.run.threads as threads  # noqa: E402
 from kit.config import Experiment, Limits  # noqa: E402
 from kit.records.schema import load_run  # noqa: E402
 
@@ -115,10 +116,10 @@ def main() -> None:
     ap.add_argument("--scoring-pool", type=int, default=None, help="scoring workers (default: cores)")
     args = ap.parse_args()
     os.environ["ORCHBENCH_SCRIPTED_LATENCY_S"] = str(args.latency)
-    cores = runner._cores()
+    cores = threads._cores()
     if args.scoring_pool:
-        runner._cores = lambda: args.scoring_pool  # type: ignore[assignment]
-    pool = runner._cores()
+        threads._cores = lambda: args.scoring_pool  # type: ignore[assignment]
+    pool = threads._cores()
     results = Path(tempfile.mkdtemp(prefix="orchbench-conc-"))
     os.environ["ORCHBENCH_RESULTS_DIR"] = str(results)  # the task's base repository is cached here
 

@@ -1,0 +1,239 @@
+"""One run end to end: a fresh clone, the strategy on it, the hidden acceptance tests, the diff and
+the records (``docs/records.md``: one section per file of the run folder).
+
+A run is two phases, so an executor can give them different pools: :func:`play_run` (clone +
+strategy: mostly waiting on models) and :func:`score_run` (acceptance tests: CPU-bound; then run.json,
+written last, which marks the run done). :func:`run_one` does both in turn. A failure inside a run
+never escapes it: it becomes outcome ``error`` with its message (``docs/strategies.md``, ``## Outcomes
+and stop reasons``); only an OSError -- the records cannot be written -- propagates.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kit import strategies
+from kit.agent.budget import Budget
+from kit.config import Experiment, PriceSheet, Profile, Tier
+from kit.errors import Interrupted
+from kit.model.gateway import Gateway
+from kit.prompts import PromptBook
+from kit.records.recorder import RunRecorder
+from kit.records.schema import RunRecord, utc_now
+from kit.run.plan import RunSpec, redacted
+from kit.run.results import INTERRUPTED
+from kit.secrets import Redactor
+from kit.strategies.context import RunContext
+from kit.tasks.scoring import scorer as scoring
+from kit.tasks.workspace import Workspace, create_workspace, diff
+
+
+@dataclass
+class PlayedRun:
+    """A run whose strategy phase has ended: what :func:`score_run` needs to finish it."""
+
+    spec: RunSpec
+    experiment: Experiment
+    record: RunRecord
+    recorder: RunRecorder
+    workspace: Workspace | None
+    started: float  # time.monotonic() when the run started
+
+
+def new_record(
+    spec: RunSpec, experiment: Experiment, profile: Profile, sheet: PriceSheet, commit: str, **fields: Any
+) -> RunRecord:
+    """A run's record as it opens: identity, the kit commit, the price sheet and the (redacted)
+    profile, the strategy's options and the sandbox; ``fields`` fill in the rest."""
+    return RunRecord(
+        run_id=spec.run_id(profile.name),
+        experiment=experiment.name,
+        task=spec.task.id,
+        strategy=spec.strategy,
+        profile=profile.name,
+        repeat=spec.repeat,
+        kit_commit=commit,
+        price_sheet=sheet.model_dump(mode="json"),
+        profile_spec=redacted(profile),
+        options=experiment.strategy_options.get(spec.strategy, {}),
+        sandbox=experiment.sandbox,
+        **fields,
+    )
+
+
+def run_one(
+    spec: RunSpec,
+    experiment: Experiment,
+    profile: Profile,
+    sheet: PriceSheet,
+    out: Path,
+    commit: str = "",
+    stop: threading.Event | None = None,
+) -> RunRecord:
+    """Run one (task, strategy, repeat) start to end: clone, strategy, scoring, records. Never raises
+    for a failure inside the run (that becomes outcome ``error`` with its message); an OSError means
+    its records could not be written."""
+    return score_run(play_run(spec, experiment, profile, sheet, out, commit, stop))
+
+
+def play_run(
+    spec: RunSpec,
+    experiment: Experiment,
+    profile: Profile,
+    sheet: PriceSheet,
+    out: Path,
+    commit: str = "",
+    stop: threading.Event | None = None,
+) -> PlayedRun:
+    """The strategy phase: a fresh clone and the strategy on it. ``stop`` (Ctrl-C) makes the agents
+    stop at their next step; the run is then ``interrupted``."""
+    run_id = spec.run_id(profile.name)
+    run_dir = out / "runs" / run_id
+    if run_dir.exists():  # a torn or interrupted run: start it again from scratch
+        shutil.rmtree(run_dir)
+    recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))
+    started_at, t0 = utc_now(), time.monotonic()
+    tiers = strategies.role_tiers(spec.strategy, experiment.tiers.get(spec.strategy), profile)
+    limits = experiment.limits
+    budget = Budget(recorder, limits.max_usd, limits.max_tokens, limits.max_model_calls, stop=stop)
+    record = new_record(
+        spec,
+        experiment,
+        profile,
+        sheet,
+        commit,
+        role_tiers=tiers,
+        budget=budget.as_dict(),
+        started_at=started_at,
+    )
+    workspace = None
+    try:
+        workspace = create_workspace(spec.task, run_dir / "repo")
+        record.base_commit = workspace.base_commit
+        ctx = _context(spec, experiment, profile, sheet, out, recorder, workspace, budget, tiers)
+        result = strategies.get(spec.strategy)(ctx)
+        record.outcome = result.outcome
+        record.claimed_done = result.claimed_done
+        record.counters = {**result.counters, "permission_denials": recorder.denials}
+    except Interrupted as exc:
+        record.outcome = INTERRUPTED
+        record.error = str(exc)
+        record.counters = {**getattr(exc, "counters", {}), "permission_denials": recorder.denials}
+    except Exception as exc:  # noqa: BLE001 - one broken run must not stop the experiment
+        record.outcome = "error"
+        record.error = f"{type(exc).__name__}: {exc}"
+        recorder.event("note", "", "error", traceback.format_exc()[-2000:], ok=False)
+        record.counters = {**getattr(exc, "counters", {}), "permission_denials": recorder.denials}
+    _settle_interrupt(record, recorder, budget)
+    return PlayedRun(spec, experiment, record, recorder, workspace, t0)
+
+
+def _context(
+    spec: RunSpec,
+    experiment: Experiment,
+    profile: Profile,
+    sheet: PriceSheet,
+    out: Path,
+    recorder: RunRecorder,
+    workspace: Workspace,
+    budget: Budget,
+    tiers: dict[str, Tier],
+) -> RunContext:
+    """What the strategy gets: the clone, a gateway that records into this run, its prompts, limits,
+    options, budget and role tiers (``docs/strategies.md``, ``## Where the kit chooses``)."""
+    gateway = Gateway(
+        profile,
+        sheet,
+        recorder,
+        context={
+            "run_id": spec.run_id(profile.name),
+            "task": spec.task.id,
+            "task_path": str(spec.task.path),
+            "test_command": spec.task.test_command,
+            "workspace": str(workspace.root),
+            "strategy": spec.strategy,
+        },
+    )
+    return RunContext(
+        task=spec.task,
+        workspace=workspace,
+        gateway=gateway,
+        recorder=recorder,
+        profile=profile,
+        prompts=PromptBook(spec.strategy, experiment.prompt_overrides),
+        limits=experiment.limits,
+        options=experiment.strategy_options.get(spec.strategy, {}),
+        budget=budget,
+        journal_dir=out / "journals",
+        sandbox=experiment.sandbox,
+        tiers=tiers,
+    )
+
+
+def _settle_interrupt(record: RunRecord, recorder: RunRecorder, budget: Budget) -> None:
+    """A run the stop reached is ``interrupted`` even when its strategy swallowed the stop and
+    reported another outcome; an interrupted run gets a note in events.jsonl."""
+    if budget.interrupted and record.outcome != INTERRUPTED:  # a strategy swallowed the stop
+        record.error = f"interrupted (the strategy had reached outcome {record.outcome!r})"
+        record.outcome = INTERRUPTED
+    if record.outcome == INTERRUPTED:
+        recorder.event("note", "", "interrupted", "Ctrl-C: stopped at the next step", ok=False)
+
+
+def score_run(played: PlayedRun) -> RunRecord:
+    """The scoring phase: hidden acceptance tests on the clone (not for an interrupted run), the diff,
+    then run.json -- written last, it marks the run done."""
+    record, recorder, workspace = played.record, played.recorder, played.workspace
+    if workspace is not None:
+        if record.outcome == INTERRUPTED:
+            _write_diff(record, workspace, recorder)
+        else:
+            try:
+                _score(record, played.spec, workspace, recorder, played.experiment)
+            except OSError:
+                raise  # the records cannot be written: the runner stops
+            except Exception as exc:  # noqa: BLE001 - a bug in scoring must not stop the experiment
+                record.error = (record.error + "; " if record.error else "") + f"scoring failed: {exc}"
+                record.outcome = "error"
+    record.finished_at = utc_now()
+    record.wall_s = round(time.monotonic() - played.started, 3)
+    record.model_s = round(recorder.model_s, 3)
+    record.tool_s = round(recorder.tool_s, 3)
+    record.totals = recorder.totals
+    record.calls = recorder.calls
+    try:
+        recorder.finalize(record)
+    finally:
+        recorder.close()
+    return record
+
+
+def _score(
+    record: RunRecord, spec: RunSpec, workspace: Workspace, recorder: RunRecorder, experiment: Experiment
+) -> None:
+    """Score the clone (never leaves the run without a score: a scoring failure gives every requirement
+    failed, outcome ``unscored``); a tampered report gives outcome ``tampered``."""
+    record.score = scoring.score(spec.task, workspace, record.claimed_done, sandbox=experiment.sandbox)
+    if record.score.unscored_reason:
+        record.error = (record.error + "; " if record.error else "") + record.score.unscored_reason
+        record.outcome = "unscored"
+    elif record.score.tampered:
+        record.outcome = "tampered"
+    _write_diff(record, workspace, recorder)
+
+
+def _write_diff(record: RunRecord, workspace: Workspace, recorder: RunRecorder) -> None:
+    """The clone's final diff into the run folder (``docs/records.md``, ``## diff.patch``). A clone whose
+    git state is broken gets a note in ``error``; an OSError writing the file propagates."""
+    try:
+        text = diff(workspace)
+    except Exception as exc:  # noqa: BLE001 - a clone whose git state is broken still has its score
+        record.error = (record.error + "; " if record.error else "") + f"diff failed: {exc}"
+        return
+    recorder.write_diff(text)

@@ -1,0 +1,100 @@
+"""The thread executor: the runs of an experiment in this process.
+
+Up to ``concurrency`` runs play at once (:func:`kit.run.single.play_run`: mostly waiting on models);
+each finished one is scored on a separate pool of one worker per core
+(:func:`kit.run.single.score_run`: CPU-bound), so agents waiting on models never hold back scoring
+and a burst of finished runs never oversubscribes the CPU. Ctrl-C: :class:`kit.run.control.Interrupts`.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+
+from kit.config import Experiment, PriceSheet, Profile
+from kit.records.schema import RunRecord
+from kit.run.control import Interrupts
+from kit.run.plan import RunSpec, kit_commit
+from kit.run.progress import ExperimentState, progress_bar
+from kit.run.results import storage_error
+from kit.run.single import PlayedRun, play_run, score_run
+
+
+def _cores() -> int:
+    """CPUs this process may use (the scoring pool's size)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_threads(
+    specs: list[RunSpec],
+    todo: list[RunSpec],
+    experiment: Experiment,
+    profile: Profile,
+    sheet: PriceSheet,
+    out: Path,
+    progress: bool,
+    grace_s: float,
+    state: ExperimentState,
+) -> None:
+    """The thread executor: play up to ``concurrency`` runs at once, score finished ones on a pool of
+    one worker per core, collect the records. ``state`` counts each phase in flight until it ends
+    (one still executing after a second Ctrl-C stays counted). Raises KeyboardInterrupt after a
+    Ctrl-C and ResultsError when records could not be written."""
+    commit = kit_commit()
+    spent, bar = 0.0, progress_bar(specs, todo, experiment.name, progress)
+    storage: list[tuple[str, OSError]] = []
+    agents = ThreadPoolExecutor(max_workers=experiment.concurrency, thread_name_prefix="run")
+    scorers = ThreadPoolExecutor(max_workers=_cores(), thread_name_prefix="score")
+    hard_stop = False
+    with Interrupts(grace_s) as ctl:
+
+        def play(spec: RunSpec) -> PlayedRun | None:
+            if ctl.draining.is_set():  # interrupted before this run could start: it never starts
+                return None
+            return play_run(spec, experiment, profile, sheet, out, commit, ctl.stop)
+
+        playing: dict[Future, RunSpec] = {state.track(agents.submit(play, s)): s for s in todo}
+        scoring: dict[Future, RunSpec] = {}
+        try:
+            while playing or scoring:
+                done, _ = wait([*playing, *scoring], timeout=0.2, return_when=FIRST_COMPLETED)
+                ctl.tick()
+                if ctl.draining.is_set():
+                    for fut in playing:
+                        fut.cancel()  # a run not started yet never starts (queued scorings still run)
+                for fut in done:
+                    spec = playing.pop(fut, None) or scoring.pop(fut)
+                    if fut.cancelled():
+                        continue
+                    try:
+                        result = fut.result()
+                    except OSError as e:  # the run's records could not be written
+                        storage.append((spec.run_id(profile.name), e))
+                        ctl.drain(grace_s=0)  # no run can be recorded: stop them all now
+                        continue
+                    if isinstance(result, PlayedRun):
+                        scoring[state.track(scorers.submit(score_run, result))] = spec
+                    elif isinstance(result, RunRecord):
+                        state.recorded(result)
+                        spent += result.totals.cost_usd
+                        bar.update(1)
+                        bar.set_postfix_str(
+                            f"${spent:.4f} last: {result.strategy}/{result.task} {result.outcome}"
+                        )
+        except BaseException:  # the second Ctrl-C, or a bug in the runner: stop without waiting
+            ctl.stop.set()
+            hard_stop = True
+            raise
+        finally:
+            bar.close()
+            agents.shutdown(wait=not hard_stop, cancel_futures=True)
+            scorers.shutdown(wait=not hard_stop, cancel_futures=True)
+    if storage:
+        run_id, err = storage[0]
+        raise storage_error(out, err, f"{len(storage)} run(s) could not be recorded (first: {run_id})")
+    if ctl.interrupted:
+        raise KeyboardInterrupt
