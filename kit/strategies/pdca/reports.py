@@ -1,6 +1,6 @@
 """What the pdca roles hand back (pydantic schemas) and the rules the code applies to it: the
 executor's evidence checked against its own tool log, the proving commands re-run in CHECK, and the
-auditor's verdict judged against that fresh evidence (STRATEGIES.md §3)."""
+auditor's verdict judged against that fresh evidence (docs/strategies.md, ``## pdca``)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kit.records.schema import Severity
 from kit.strategies.pdca.plan import Plan
 
 if TYPE_CHECKING:
     from kit.agent.loop import ToolCall
 
 Status = Literal["met", "unmet", "unverified"]
-Severity = Literal["critical", "major", "minor"]
 Route = Literal["DO", "PLAN"]
 
 
