@@ -10,7 +10,7 @@ from typing import Any
 
 from kit.strategies.context import RunContext
 from kit.strategies.pdca.plan import Plan, resolve
-from kit.strategies.pdca.reports import Rerun, exit_code
+from kit.strategies.pdca.reports import Rerun
 from kit.strategies.pdca.settings import RERUN_PERMISSIONS
 from kit.strategies.pdca.status import State
 from kit.tasks.workspace import diff
@@ -28,8 +28,8 @@ def rerun(ctx: RunContext, st: State, log: Callable[[str, str], None]) -> tuple[
     def run_once(command: str, cid: str) -> Rerun:
         if command not in done:
             before = fingerprint(ctx)
-            out = box.execute("run", {"command": command}).output
-            done[command] = Rerun(command, [], exit_code(out), out[-1500:], fingerprint(ctx) != before)
+            res = box.execute("run", {"command": command})
+            done[command] = Rerun(command, [], res.exit_code, res.output[-1500:], fingerprint(ctx) != before)
             log("CHECK re-run", f"`{command}` -> exit {done[command].exit_code}")
         if cid not in done[command].criteria:
             done[command].criteria.append(cid)
