@@ -414,7 +414,7 @@ def play_run(
         budget=budget.as_dict(),
         started_at=started_at,
     )
-    workspace = None
+    workspace, ctx = None, None
     try:
         workspace = create_workspace(spec.task, run_dir / "repo")
         record.base_commit = workspace.base_commit
@@ -452,12 +452,12 @@ def play_run(
     except Interrupted as exc:
         record.outcome = INTERRUPTED
         record.error = str(exc)
-        record.counters = {**getattr(exc, "counters", {}), "permission_denials": recorder.denials}
+        record.counters = {**(ctx.counters if ctx else {}), "permission_denials": recorder.denials}
     except Exception as exc:  # noqa: BLE001 - one broken run must not stop the experiment
         record.outcome = "error"
         record.error = f"{type(exc).__name__}: {exc}"
         recorder.event("note", "", "error", traceback.format_exc()[-2000:], ok=False)
-        record.counters = {**getattr(exc, "counters", {}), "permission_denials": recorder.denials}
+        record.counters = {**(ctx.counters if ctx else {}), "permission_denials": recorder.denials}
     if budget.interrupted and record.outcome != INTERRUPTED:  # a strategy swallowed the stop
         record.error = f"interrupted (the strategy had reached outcome {record.outcome!r})"
         record.outcome = INTERRUPTED

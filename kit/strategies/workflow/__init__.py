@@ -289,8 +289,8 @@ def coding_workflow(rt: Runtime, prompts: PromptBook, task: str, p: Params) -> S
         rt.log(f"stopped: {exc}", ok=False)
     except (CallCapReached, ProviderFailure) as exc:
         reason = "call cap" if isinstance(exc, CallCapReached) else "provider failure"
-        exc.counters = counters(rt, p, tally, reason)  # type: ignore[attr-defined] - the runner records them
-        rt.log(f"{reason}; counters so far: {exc.counters}", ok=False)  # type: ignore[attr-defined]
+        rt.ctx.counters.update(counters(rt, p, tally, reason))  # the runner records them with the error
+        rt.log(f"{reason}; counters so far: {rt.ctx.counters}", ok=False)
         raise
 
     return StrategyResult(
