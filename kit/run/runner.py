@@ -414,7 +414,8 @@ def play_run(
         budget=budget.as_dict(),
         started_at=started_at,
     )
-    workspace, ctx = None, None
+    workspace = None
+    ctx: RunContext | None = None  # its counters are recorded if the strategy raises
     try:
         workspace = create_workspace(spec.task, run_dir / "repo")
         record.base_commit = workspace.base_commit
