@@ -1,4 +1,4 @@
-"""pdca as its source describes it (issue 13): no false pass, counters as the skill counts them,
+"""pdca as its source describes it: no false pass, counters as the skill counts them,
 the expert's three decisions, fresh evidence in CHECK, and the status file written by the model."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The coding workflow (STRATEGIES.md §4) on the scripted model: when it stops, what it counts,
+"""The coding workflow (docs/strategies.md, ``## workflow``) on the scripted model: when it stops, what it counts,
 how it survives a failing analyzer and an interrupted run."""
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def test_most_analyzers_failing_is_not_a_clean_pass(tmp_path):
     assert c["clean_streak_history"] == [0, 0, 0] and c["inconclusive_cycles"] == 3
 
 
-# --------------------------------------------------------------------------- issue 14 scenarios
+# --------------------------------------------------------------------------- retries, failures, caps
 
 
 def test_the_verdict_follows_the_issue_list():

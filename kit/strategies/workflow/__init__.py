@@ -1,4 +1,4 @@
-"""workflow -- a deterministic script orchestrates subagents (STRATEGIES.md §4).
+"""workflow -- a deterministic script orchestrates subagents (docs/strategies.md, ``## workflow``).
 
 The script is ordinary code; the model never decides what runs next::
 
@@ -21,7 +21,7 @@ raises (the runtime's ProviderFailure) and the run ends as ``error``, so ``kit r
 redoes it, replaying the journal. Agent calls and cycles are counted separately, and so are findings
 raised / refuted / kept.
 
-Choices where the spec is silent:
+Choices where the source workflow is silent (also in docs/strategies.md, ``## Where the kit chooses``):
 
 * A cycle counts as clean only when a majority of the configured analyzers returned a report: if most
   analyzers failed (no valid report), the cycle is *inconclusive* -- not clean (the streak resets), and
