@@ -59,6 +59,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from kit.config import Tier
 from kit.errors import BudgetExceeded, CallCapReached, ConfigError
 from kit.prompts import PromptBook
+from kit.records.schema import Severity
 from kit.strategies import StrategyResult
 from kit.strategies.context import RunContext
 from kit.strategies.workflow.runtime import (
@@ -82,8 +83,6 @@ MAX_CYCLES, MAX_CYCLES_LONG = 16, 32
 ANALYZERS = 3
 REFUTERS = 3
 CLEAN_STREAK = 2
-
-Severity = Literal["critical", "major", "minor"]
 
 
 # --------------------------------------------------------------------------- what subagents return
