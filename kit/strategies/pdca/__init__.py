@@ -104,9 +104,11 @@ from kit.strategies.pdca.reports import (
     missing_verdicts,
 )
 from kit.strategies.pdca.roles import Roles, Stop
-from kit.strategies.pdca.settings import STATUS_DIR, PdcaSettings
+from kit.strategies.pdca.settings import ROLES, STATUS_DIR, PdcaSettings
 from kit.strategies.pdca.status import State, StatusFile, hide_from_git
 from kit.strategies.pdca.tally import Tally, counters
+
+__all__ = ["ROLES", "STATUS_DIR", "Loop", "PdcaSettings", "run"]
 
 REPLAN_UNCHANGED = (
     "the expert asked for a replan but the plan's structure (units, criteria, dependencies, "
