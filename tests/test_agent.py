@@ -175,3 +175,17 @@ def test_replace_definitions_edits_the_file_that_defines_the_name(tmp_path, ws):
     assert not missing.ok and "no file" in missing.output
     broken = toolbox.execute("replace_definitions", {"code": "def f(:\n"})
     assert not broken.ok and "does not parse" in broken.output
+
+
+def test_the_tool_log_carries_the_run_tools_exit_code(tmp_path, ws):
+    replies = [
+        render("native", "run", {"command": "exit 3"}),
+        render("native", "read_file", {"path": "README.md"}),
+        render("native", FINISH, {"summary": "ran it"}),
+    ]
+    agent, _ = make_agent(tmp_path, ws, replies)
+    res = agent.run("Run it")
+    run, read = res.tool_log
+    assert (run.tool, run.exit_code, run.timed_out, run.ok) == ("run", 3, False, False)
+    assert run.output.endswith("exit code: 3")  # the model's text is unchanged
+    assert (read.tool, read.exit_code, read.timed_out) == ("read_file", None, False)

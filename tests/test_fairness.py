@@ -1,5 +1,6 @@
-"""Fairness as a setting (issue 14 item 5): one run budget for every strategy, explicit role -> tier
-maps in the experiment (source-faithful and equal-tier), recorded in run.json and printed in the report."""
+"""Fairness as a setting (docs/strategies.md, ``## Fair comparison``): one run budget for every
+strategy, explicit role -> tier maps in the experiment (source-faithful and equal-tier), recorded in
+run.json and printed in the report."""
 
 from __future__ import annotations
 

@@ -405,7 +405,7 @@ def test_whole_run_through_the_runner(tmp_path):
     assert [e["name"] for e in read_jsonl(run_dir / EVENTS) if e["kind"] == "step"] == DEFAULT_STEPS
 
 
-# --------------------------------------------------------------------------- issue 14: gate, audit, budget
+# --------------------------------------------------------------------------- gate, audit, budget
 
 
 def test_a_failed_gate_sends_the_step_back_and_a_fix_passes_it(tmp_path):

@@ -1,4 +1,4 @@
-"""pdca as its source describes it (issue 13): no false pass, counters as the skill counts them,
+"""pdca as its source describes it: no false pass, counters as the skill counts them,
 the expert's three decisions, fresh evidence in CHECK, and the status file written by the model."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import copy
 import pytest
 from pdca_helpers import CRITERIA, PASS, TEST_CMD, Cast, plan, run_cast, verdict
 
-from kit.agent.loop import ToolCall
+from kit.agent.loop import ToolUse
 from kit.strategies.pdca.plan import PlanDraft, check_plan, structure_key
 from kit.strategies.pdca.reports import Evidence, ExecutorReport, check_evidence
 
@@ -165,7 +165,7 @@ def test_quoted_and_backslashed_commands_count_as_evidence(tmp_path):
     assert "exit 0" in logged(out, "unit U1 done")[0][6]
     reruns = [r[6] for r in logged(out, "CHECK re-run")]
     assert reruns == [f"`{QUOTED}` -> exit 0", f"`{TEST_CMD}` -> exit 0"]
-    log = [ToolCall("run", {"command": QUOTED + "\n"}, True, False, "ok\nexit code: 0")]
+    log = [ToolUse("run", {"command": QUOTED + "\n"}, True, False, "ok\nexit code: 0", exit_code=0)]
     claims = ExecutorReport(
         evidence=[Evidence(command="  " + QUOTED), Evidence(command=QUOTED.replace("\\t", "\t"))]
     )

@@ -1,4 +1,4 @@
-"""The coding workflow (STRATEGIES.md §4) on the scripted model: when it stops, what it counts,
+"""The coding workflow (docs/strategies.md, ``## workflow``) on the scripted model: when it stops, what it counts,
 how it survives a failing analyzer and an interrupted run."""
 
 from __future__ import annotations
@@ -114,12 +114,14 @@ def test_one_failing_analyzer_does_not_stop_the_others(tmp_path):
 
 def test_a_provider_failure_stops_the_workflow_with_its_counters(tmp_path):
     policy = WorkflowPolicy(verdicts=["clean", "issues", "clean", "clean"], failing={2: "raise"})
+    ctx = make_ctx(tmp_path, scripted.register(policy))
     with pytest.raises(ProviderFailure) as info:
-        run_workflow(tmp_path, policy)
+        workflow.run(ctx)
     message = str(info.value)
     assert "failed for provider reasons" in message and "analyzer 2 is down" in message
     assert "--retry-errors" in message
-    counters = info.value.counters
+    assert not hasattr(info.value, "counters")  # the counters so far are on the context, not the error
+    counters = ctx.counters
     assert counters["provider_failures"] == 1 and counters["stop_reason"] == "provider failure"
     assert counters["cycles"] == 1 and counters["agent_calls"] == 4
     assert policy.counts["analyzer"] == 3  # the siblings finished; nothing ran after them
@@ -133,7 +135,7 @@ def test_most_analyzers_failing_is_not_a_clean_pass(tmp_path):
     assert c["clean_streak_history"] == [0, 0, 0] and c["inconclusive_cycles"] == 3
 
 
-# --------------------------------------------------------------------------- issue 14 scenarios
+# --------------------------------------------------------------------------- retries, failures, caps
 
 
 def test_the_verdict_follows_the_issue_list():
@@ -409,3 +411,12 @@ def test_the_run_budget_stops_the_workflow_at_exactly_its_model_calls(tmp_path):
     assert (result.outcome, result.claimed_done) == ("budget", False)
     assert "9 model calls" in result.counters["stop_reason"]
     assert ctx.recorder.calls == policy.counts.total() == 9
+
+
+def test_the_runner_records_the_counters_of_a_workflow_that_raised(tmp_path, scripted_profile):
+    scripted.register(WorkflowPolicy(verdicts=["issues", "issues", "issues"]), name="wf-runner")
+    run_experiment(experiment(max_agent_calls=5), results_dir=tmp_path, progress=False)
+    record = load_run(tmp_path / "wf" / "runs" / "micro-slugify__workflow__wf-scripted__r1")
+    assert record.outcome == "error" and "cap of 5 agent calls" in record.error
+    assert record.counters["stop_reason"] == "call cap" and record.counters["agent_calls"] == 5
+    assert "permission_denials" in record.counters

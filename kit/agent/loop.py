@@ -45,14 +45,18 @@ class AgentConfig:
 
 
 @dataclass
-class ToolCall:
-    """One executed action, exactly as the model gave it (the tool log strategies check claims against)."""
+class ToolUse:
+    """One tool call the agent executed, with its arguments exactly as the model gave them and what
+    the tool returned (the tool log strategies check claims against). Not the model's request
+    (``kit.model.gateway.ToolCall``): a ToolUse is what actually ran."""
 
     tool: str
     args: dict[str, Any]
     ok: bool
     denied: bool
     output: str
+    exit_code: int | None = None  # the run tool's exit code (None: killed on timeout, or another tool)
+    timed_out: bool = False
 
 
 @dataclass
@@ -64,7 +68,7 @@ class AgentResult:
     format_errors: int = 0
     tool_calls: int = 0
     usage: Usage = field(default_factory=Usage)
-    tool_log: list[ToolCall] = field(default_factory=list)
+    tool_log: list[ToolUse] = field(default_factory=list)
 
     @property
     def done(self) -> bool:
@@ -121,7 +125,15 @@ class Agent:
                         res.tool_calls += 1
                         out = self.toolbox.execute(action.tool, action.args)
                         res.tool_log.append(
-                            ToolCall(action.tool, dict(action.args), out.ok, out.denied, out.output)
+                            ToolUse(
+                                action.tool,
+                                dict(action.args),
+                                out.ok,
+                                out.denied,
+                                out.output,
+                                exit_code=out.exit_code,
+                                timed_out=out.timed_out,
+                            )
                         )
                         self._observe(out.output, action)
                 if finish is not None:

@@ -58,8 +58,10 @@ class ToolSpec:
 @dataclass
 class ToolResult:
     ok: bool
-    output: str
+    output: str  # what the model sees
     denied: bool = False
+    exit_code: int | None = None  # the run tool's exit code; None when killed on timeout or not run
+    timed_out: bool = False  # the run tool killed the command after its timeout
 
 
 class Refused(Exception):
@@ -412,4 +414,9 @@ def run(box: ToolHost, command: str, timeout_s: float | None = None) -> ToolResu
     )
     tail = f"killed after {timeout:g} s (timeout)" if res.timed_out else f"exit code: {res.exit_code}"
     out = res.output.rstrip("\n")
-    return ToolResult(not res.timed_out and res.exit_code == 0, f"{out}\n{tail}" if out else tail)
+    return ToolResult(
+        not res.timed_out and res.exit_code == 0,
+        f"{out}\n{tail}" if out else tail,
+        exit_code=None if res.timed_out else res.exit_code,
+        timed_out=res.timed_out,
+    )

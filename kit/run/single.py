@@ -113,6 +113,7 @@ def play_run(
         started_at=started_at,
     )
     workspace = None
+    ctx: RunContext | None = None  # its counters are recorded if the strategy raises
     try:
         workspace = create_workspace(spec.task, run_dir / "repo")
         record.base_commit = workspace.base_commit
@@ -124,12 +125,12 @@ def play_run(
     except Interrupted as exc:
         record.outcome = INTERRUPTED
         record.error = str(exc)
-        record.counters = {**getattr(exc, "counters", {}), "permission_denials": recorder.denials}
+        record.counters = {**(ctx.counters if ctx else {}), "permission_denials": recorder.denials}
     except Exception as exc:  # noqa: BLE001 - one broken run must not stop the experiment
         record.outcome = "error"
         record.error = f"{type(exc).__name__}: {exc}"
         recorder.event("note", "", "error", traceback.format_exc()[-2000:], ok=False)
-        record.counters = {**getattr(exc, "counters", {}), "permission_denials": recorder.denials}
+        record.counters = {**(ctx.counters if ctx else {}), "permission_denials": recorder.denials}
     _settle_interrupt(record, recorder, budget)
     return PlayedRun(spec, experiment, record, recorder, workspace, t0)
 

@@ -3,7 +3,7 @@
 A strategy module exposes ``run(ctx: RunContext) -> StrategyResult``. Short names map to modules in
 :data:`STRATEGIES`; an unknown name fails with the list of valid ones.
 
-:data:`DEFAULT_TIERS` is every strategy's source-faithful role -> tier map (STRATEGIES.md); an
+:data:`DEFAULT_TIERS` is every strategy's source-faithful role -> tier map (docs/strategies.md); an
 experiment's ``tiers`` overrides it per role or sets one tier for every role (:func:`role_tiers`).
 The effective map is what the run's agents use (``RunContext.tier``) and what run.json records.
 """

@@ -38,6 +38,9 @@ class RunContext:
     journal_dir: Path | None = None  # survives a torn run (the run folder does not); workflow uses it
     sandbox: str = field(default_factory=default_sandbox)  # where every agent command runs
     tiers: dict[str, Tier] = field(default_factory=dict)  # the experiment's role -> tier map (effective)
+    #: what the strategy has counted so far; the runner records it when the strategy raises (a returned
+    #: StrategyResult carries its own ``counters``). See docs/records.md, ``## run.json``.
+    counters: dict[str, Any] = field(default_factory=dict)
 
     def option(self, name: str, default: Any) -> Any:
         """A strategy knob from the experiment's ``strategy_options`` (the default otherwise)."""

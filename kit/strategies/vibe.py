@@ -1,4 +1,4 @@
-"""vibe -- one prompt, one agent, a tool loop (STRATEGIES.md §1).
+"""vibe -- one prompt, one agent, a tool loop (docs/strategies.md, ``## vibe``).
 
 The coder gets a short generic system prompt and the task prompt verbatim, and loops until it
 answers without a tool call (it says it is done) or hits the step cap / budget. Its one session is

@@ -1,5 +1,5 @@
 """harness -- an initializer writes a feature list; fresh-context coder sessions take one failing
-feature each (STRATEGIES.md §5, the long-running-agent harness).
+feature each (the long-running-agent harness; docs/strategies.md, ``## harness``).
 
 The loop, as the kit runs it:
 
@@ -27,7 +27,7 @@ rewrite the file through ``run``, so after every session the kit compares it fie
 accepted version and reverts every other change, keeping the ``passes`` flags matched by id (a
 ``gate`` event "feature_list", ok=False). Both count in ``feature_list_rejections``.
 
-Choices where the specification is silent:
+Choices where the source harness is silent (also in docs/strategies.md, ``## Where the kit chooses``):
 
 * Both roles run on the cheap tier (``ctx.tier`` lets a profile move them).
 * The non-``passes`` fields are frozen at the initializer's accepted list; the guard compares with
@@ -51,51 +51,73 @@ Choices where the specification is silent:
 
 from __future__ import annotations
 
-import json
-import subprocess
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    StrictBool,
-    StrictInt,
-    StrictStr,
-    TypeAdapter,
-    ValidationError,
-)
-
-from kit.sandbox.commands import run_command
+from kit.agent.loop import AgentResult
 from kit.strategies import StrategyResult
 from kit.strategies.context import RunContext
-from kit.tasks.git import git_env, git_safety_args
+from kit.strategies.harness.features import (
+    FEATURE_LIST,
+    FEATURES,
+    Feature,
+    FeatureListKeeper,
+    illegal_changes,
+    keep_passes,
+    load_initial_list,
+    parse_features,
+)
+from kit.strategies.harness.gitops import git, settle_commits, verify
+from kit.strategies.harness.stats import Stats, counters
+
+__all__ = [
+    "FEATURES",
+    "FEATURE_LIST",
+    "INIT_SH",
+    "PROGRESS",
+    "Feature",
+    "FeatureListKeeper",
+    "illegal_changes",
+    "keep_passes",
+    "load_initial_list",
+    "parse_features",
+    "run",
+]
 
 PERMISSIONS = {"read", "write", "exec"}
-FEATURE_LIST = "feature_list.json"
 INIT_SH = "init.sh"
 PROGRESS = "harness-progress.md"
-GIT_OPTS = ["-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null"]
-
-
-class Feature(BaseModel):
-    """One entry of feature_list.json."""
-
-    model_config = ConfigDict(extra="forbid")
-    id: StrictStr | StrictInt = Field(description="Stable id, e.g. 'F1'.")
-    category: StrictStr = Field(description="e.g. functional, edge-case, docs.")
-    description: StrictStr = Field(description="What the feature does, in one sentence.")
-    steps: list[StrictStr] = Field(description="How to check it, step by step.")
-    passes: StrictBool = Field(description="False until a coder has implemented and verified it.")
-
-
-FEATURES = TypeAdapter(list[Feature])
+NAMES = {"feature_list": FEATURE_LIST, "init_sh": INIT_SH, "progress": PROGRESS}
 
 
 def run(ctx: RunContext) -> StrategyResult:
-    params = {
+    """Initialize, then fresh coder sessions until every feature passes, the session cap, or the budget."""
+    params = _params(ctx)
+    stats = Stats()
+    init = initialize(ctx, params, stats)
+    if init.features is None:
+        return _no_feature_list(stats, params, init)
+    keeper = FeatureListKeeper(ctx.workspace.root, init.features, ctx)
+    passing_history = [keeper.passing]
+    history: list[dict[str, Any]] = []
+    stop_reason = "session-cap"
+    for k in range(1, params["max_sessions"] + 1):
+        if keeper.all_pass:
+            break
+        session = coder_session(ctx, params, keeper, stats, k)
+        passing_history.append(keeper.passing)
+        history.append(session)
+        if session["outcome"] == "budget":
+            stop_reason = "budget"
+            break
+    if keeper.all_pass:
+        stop_reason = "all-pass"
+    return _finished(stats, params, init, keeper, passing_history, history, stop_reason)
+
+
+def _params(ctx: RunContext) -> dict[str, Any]:
+    """harness's options with their defaults; recorded under ``counters["params"]``."""
+    return {
         "max_sessions": int(ctx.option("max_sessions", 12)),
         "max_steps_per_session": int(ctx.option("max_steps_per_session", ctx.step_cap())),
         "initializer_max_steps": int(ctx.option("initializer_max_steps", ctx.step_cap())),
@@ -104,24 +126,39 @@ def run(ctx: RunContext) -> StrategyResult:
         "initializer_tier": ctx.tier("initializer", "cheap"),
         "coder_tier": ctx.tier("coder", "cheap"),
     }
-    root = ctx.workspace.root
-    names = {"feature_list": FEATURE_LIST, "init_sh": INIT_SH, "progress": PROGRESS}
-    stats = _Stats()
 
-    # -- 1. the initializer ------------------------------------------------------------------
+
+# --------------------------------------------------------------------------- 1. initialize
+
+
+@dataclass
+class Initialized:
+    """What the initializer left: the accepted feature list (None: no valid one) and its report
+    (``counters["initializer"]``)."""
+
+    features: list[dict[str, Any]] | None
+    outcome: str  # the last initializer session's outcome
+    error: str
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+def initialize(ctx: RunContext, params: dict[str, Any], stats: Stats) -> Initialized:
+    """The initializer writes the feature list, init.sh and the progress file, told what is wrong up to
+    ``initializer_retries`` more times; the kit fills in a missing init.sh or progress file and commits
+    what was left uncommitted."""
     ctx.phase("initialize")
-    head_before = _git(root, "rev-parse", "HEAD").strip()
+    root = ctx.workspace.root
+    head_before = git(root, "rev-parse", "HEAD").strip()
     initializer = ctx.agent(
         "initializer",
         tier="cheap",
         permissions=PERMISSIONS,
-        system_prompt=ctx.prompts.get("initializer", test_command=ctx.task.test_command, **names),
+        system_prompt=ctx.prompts.get("initializer", test_command=ctx.task.test_command, **NAMES),
         max_steps=params["initializer_max_steps"],
         conversation="initializer",
     )
-    init = {"attempts": 0, "outcome": "", "valid": False, "error": "", "kit_wrote": []}
+    init: dict[str, Any] = {"attempts": 0, "outcome": "", "valid": False, "error": "", "kit_wrote": []}
     message = ctx.task.prompt
-    features: list[dict[str, Any]] | None = None
     for attempt in range(1 + params["initializer_retries"]):
         init["attempts"] = attempt + 1
         result = initializer.run(message)
@@ -140,92 +177,126 @@ def run(ctx: RunContext) -> StrategyResult:
             break
         problems = ([error] if features is None else []) + [f"{name} does not exist" for name in missing]
         message = ctx.prompts.get(
-            "initializer_retry", problems="\n".join(f"- {p}" for p in problems), **names
+            "initializer_retry", problems="\n".join(f"- {p}" for p in problems), **NAMES
         )
     init["valid"] = features is not None
     if features is None:
         init["error"] = error
-        counters = _counters(stats, params, init, features=[], history=[0])
-        counters["stop_reason"] = "budget" if result.outcome == "budget" else "no-valid-feature-list"
-        return StrategyResult(
-            outcome="budget" if result.outcome == "budget" else "capped",
-            claimed_done=False,
-            counters=counters,
-            summary=f"the initializer produced no valid {FEATURE_LIST} after {init['attempts']} "
-            f"attempt(s): {error}",
-        )
+        return Initialized(None, result.outcome, error, init)
+    _fill_in(ctx, init)
+    agent_commits, kit_committed = settle_commits(ctx, root, head_before, "initializer", 0)
+    init["committed_by_agent"] = agent_commits > 0
+    stats.commits += agent_commits
+    stats.kit_commits += kit_committed
+    return Initialized(features, result.outcome, error, init)
+
+
+def _fill_in(ctx: RunContext, init: dict[str, Any]) -> None:
+    """A minimal init.sh (the task's test command) or progress file where the initializer left none."""
+    root = ctx.workspace.root
     for name, text in ((INIT_SH, f"#!/bin/sh\n{ctx.task.test_command}\n"), (PROGRESS, "# Progress\n")):
         if not (root / name).is_file():
             (root / name).write_text(text, encoding="utf-8")
             init["kit_wrote"].append(name)
             ctx.recorder.event("note", "initializer", "kit-wrote", f"{name} was missing; the kit wrote it")
-    agent_commits, kit_committed = _settle_commits(ctx, root, head_before, "initializer", 0)
-    init["committed_by_agent"] = agent_commits > 0
+
+
+# --------------------------------------------------------------------------- 2. one coder session
+
+
+def coder_session(
+    ctx: RunContext, params: dict[str, Any], keeper: FeatureListKeeper, stats: Stats, k: int
+) -> dict[str, Any]:
+    """Coder session ``k`` in a fresh conversation, then the kit's bookkeeping; its
+    ``session_history`` entry."""
+    ctx.phase("session", f"coder#{k}")
+    root = ctx.workspace.root
+    head_before = git(root, "rev-parse", "HEAD").strip()
+    guard_before = keeper.guard_refusals
+    coder = ctx.agent(
+        "coder",
+        tier="cheap",
+        permissions=PERMISSIONS,
+        system_prompt=ctx.prompts.get("coder", **NAMES),
+        max_steps=params["max_steps_per_session"],
+        conversation=f"coder#{k}",
+        guard=keeper.guard,
+    )
+    start = ctx.prompts.get(
+        "session",
+        session=k,
+        max_sessions=params["max_sessions"],
+        passing=keeper.passing,
+        total=len(keeper.accepted),
+        task=ctx.task.prompt,
+        **NAMES,
+    )
+    result = coder.run(start)
+    stats.add(result)
+    stats.sessions = k
+    return _bookkeeping(ctx, params, keeper, stats, k, result, head_before, guard_before)
+
+
+# --------------------------------------------------------------------------- 3. bookkeeping
+
+
+def _bookkeeping(
+    ctx: RunContext,
+    params: dict[str, Any],
+    keeper: FeatureListKeeper,
+    stats: Stats,
+    k: int,
+    result: AgentResult,
+    head_before: str,
+    guard_before: int,
+) -> dict[str, Any]:
+    """After a session: settle the feature list, commit leftovers, run the task's tests (a ``gate``
+    event that decides nothing)."""
+    root = ctx.workspace.root
+    settled = keeper.settle(k)
+    agent_commits, kit_committed = settle_commits(ctx, root, head_before, "coder", k)
     stats.commits += agent_commits
     stats.kit_commits += kit_committed
+    tests_ok = verify(ctx, root, k) if params["verify_tests"] else None
+    return {
+        "session": k,
+        "outcome": result.outcome,
+        "steps": result.steps,
+        "tool_calls": result.tool_calls,
+        "passing": keeper.passing,
+        "flipped_to_pass": settled["flipped"],
+        "regressed": settled["regressed"],
+        "guard_refusals": keeper.guard_refusals - guard_before,
+        "reverted": settled["reverted"],
+        "agent_commits": agent_commits,
+        "kit_commit": bool(kit_committed),
+        "tests_ok": tests_ok,
+    }
 
-    # -- 2. fresh-context coder sessions -------------------------------------------------------
-    keeper = FeatureListKeeper(root, features, ctx)
-    passing_history = [keeper.passing]
-    history: list[dict[str, Any]] = []
-    stop_reason = "session-cap"
-    for k in range(1, params["max_sessions"] + 1):
-        if keeper.all_pass:
-            break
-        ctx.phase("session", f"coder#{k}")
-        head_before = _git(root, "rev-parse", "HEAD").strip()
-        guard_before = keeper.guard_refusals
-        coder = ctx.agent(
-            "coder",
-            tier="cheap",
-            permissions=PERMISSIONS,
-            system_prompt=ctx.prompts.get("coder", **names),
-            max_steps=params["max_steps_per_session"],
-            conversation=f"coder#{k}",
-            guard=keeper.guard,
-        )
-        start = ctx.prompts.get(
-            "session",
-            session=k,
-            max_sessions=params["max_sessions"],
-            passing=keeper.passing,
-            total=len(keeper.accepted),
-            task=ctx.task.prompt,
-            **names,
-        )
-        result = coder.run(start)
-        stats.add(result)
-        stats.sessions = k
-        settled = keeper.settle(k)
-        agent_commits, kit_committed = _settle_commits(ctx, root, head_before, "coder", k)
-        stats.commits += agent_commits
-        stats.kit_commits += kit_committed
-        tests_ok = _verify(ctx, root, k) if params["verify_tests"] else None
-        passing_history.append(keeper.passing)
-        history.append(
-            {
-                "session": k,
-                "outcome": result.outcome,
-                "steps": result.steps,
-                "tool_calls": result.tool_calls,
-                "passing": keeper.passing,
-                "flipped_to_pass": settled["flipped"],
-                "regressed": settled["regressed"],
-                "guard_refusals": keeper.guard_refusals - guard_before,
-                "reverted": settled["reverted"],
-                "agent_commits": agent_commits,
-                "kit_commit": bool(kit_committed),
-                "tests_ok": tests_ok,
-            }
-        )
-        if result.outcome == "budget":
-            stop_reason = "budget"
-            break
-    if keeper.all_pass:
-        stop_reason = "all-pass"
 
-    counters = _counters(stats, params, init, features=keeper.accepted, history=passing_history)
-    counters.update(
+def _no_feature_list(stats: Stats, params: dict[str, Any], init: Initialized) -> StrategyResult:
+    c = counters(stats, params, init.report, features=[], history=[0])
+    c["stop_reason"] = "budget" if init.outcome == "budget" else "no-valid-feature-list"
+    return StrategyResult(
+        outcome="budget" if init.outcome == "budget" else "capped",
+        claimed_done=False,
+        counters=c,
+        summary=f"the initializer produced no valid {FEATURE_LIST} after {init.report['attempts']} "
+        f"attempt(s): {init.error}",
+    )
+
+
+def _finished(
+    stats: Stats,
+    params: dict[str, Any],
+    init: Initialized,
+    keeper: FeatureListKeeper,
+    passing_history: list[int],
+    history: list[dict[str, Any]],
+    stop_reason: str,
+) -> StrategyResult:
+    c = counters(stats, params, init.report, features=keeper.accepted, history=passing_history)
+    c.update(
         stop_reason=stop_reason,
         feature_list_rejections=keeper.guard_refusals + keeper.reverts,
         feature_list_guard_refusals=keeper.guard_refusals,
@@ -237,249 +308,7 @@ def run(ctx: RunContext) -> StrategyResult:
     return StrategyResult(
         outcome=outcome,
         claimed_done=keeper.all_pass,
-        counters=counters,
+        counters=c,
         summary=f"{keeper.passing}/{len(keeper.accepted)} features pass after {stats.sessions} coder "
         f"session(s); stop: {stop_reason}",
     )
-
-
-# --------------------------------------------------------------------------- the feature list
-
-
-def parse_features(text: str) -> tuple[list[dict[str, Any]] | None, str]:
-    """(the list as plain dicts, '') when ``text`` is a valid feature list, else (None, why)."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        return None, f"{FEATURE_LIST} is not valid JSON: {e}"
-    if not isinstance(data, list) or not data:
-        return None, f"{FEATURE_LIST} must be a non-empty JSON list of feature objects"
-    try:
-        features = FEATURES.validate_python(data)
-    except ValidationError as e:
-        return None, f"{FEATURE_LIST} does not match the feature schema: {_short_error(e)}"
-    ids = [f.id for f in features]
-    duplicates = sorted({str(i) for i in ids if ids.count(i) > 1})
-    if duplicates:
-        return None, f"{FEATURE_LIST}: duplicate ids {', '.join(duplicates)}"
-    return data, ""
-
-
-def load_initial_list(root: Path) -> tuple[list[dict[str, Any]] | None, str]:
-    path = root / FEATURE_LIST
-    if not path.is_file():
-        return None, f"{FEATURE_LIST} does not exist"
-    features, error = parse_features(path.read_text(encoding="utf-8", errors="replace"))
-    if features is not None and any(f["passes"] for f in features):
-        return None, f'{FEATURE_LIST}: every feature must start with "passes": false'
-    return features, error
-
-
-def illegal_changes(accepted: list[dict[str, Any]], new: Any) -> list[str]:
-    """Every difference between ``new`` and ``accepted`` other than a boolean ``passes`` flag."""
-    if not isinstance(new, list):
-        return ["the file is not a JSON list"]
-    problems = []
-    if len(new) != len(accepted):
-        problems.append(f"{len(accepted)} features expected, found {len(new)}")
-    for i, (old, cur) in enumerate(zip(accepted, new, strict=False), 1):
-        if not isinstance(cur, dict):
-            problems.append(f"entry {i} is not an object")
-            continue
-        for key in sorted(set(old) | set(cur), key=str):
-            if key == "passes":
-                if not isinstance(cur.get(key), bool):
-                    problems.append(f"feature {old['id']}: passes must be true or false")
-            elif old.get(key, _MISSING) != cur.get(key, _MISSING):
-                problems.append(f"feature {old['id']}: {key} changed")
-    return problems
-
-
-def keep_passes(accepted: list[dict[str, Any]], new: Any) -> list[dict[str, Any]]:
-    """``accepted`` with the boolean ``passes`` flags that ``new`` gives its ids (first one wins)."""
-    flags: dict[str, bool] = {}
-    for cur in new if isinstance(new, list) else []:
-        if isinstance(cur, dict) and "id" in cur and isinstance(cur.get("passes"), bool):
-            flags.setdefault(_key(cur["id"]), cur["passes"])
-    return [{**f, "passes": flags.get(_key(f["id"]), f["passes"])} for f in accepted]
-
-
-_MISSING = object()
-
-
-def _key(value: Any) -> str:
-    return json.dumps(value, sort_keys=True)
-
-
-@dataclass
-class FeatureListKeeper:
-    """Holds the accepted feature list; guards the file tools and settles the file after a session."""
-
-    root: Path
-    accepted: list[dict[str, Any]]
-    ctx: RunContext
-    guard_refusals: int = 0
-    reverts: int = 0
-    regressions: int = 0
-
-    @property
-    def passing(self) -> int:
-        return sum(bool(f["passes"]) for f in self.accepted)
-
-    @property
-    def all_pass(self) -> bool:
-        return all(f["passes"] for f in self.accepted)
-
-    def guard(self, name: str, args: dict) -> str | None:
-        """Toolbox guard: a refusal message for a write that changes more than ``passes`` flags."""
-        path = self.root / FEATURE_LIST
-        if (self.root / str(args.get("path", ""))).resolve() != path.resolve():
-            return None
-        if name == "delete_file":
-            problems = ["the file may not be deleted"]
-        else:
-            if name == "write_file":
-                text = args["content"]
-            else:  # edit_file: the text the edit would produce
-                current = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
-                if current.count(args["old"]) != 1:
-                    return None  # the edit fails by itself, with the tool's own message
-                text = current.replace(args["old"], args["new"], 1)
-            try:
-                new = json.loads(text)
-            except json.JSONDecodeError as e:
-                new, problems = None, [f"the new content is not valid JSON ({e})"]
-            else:
-                problems = illegal_changes(self.accepted, new)
-        if not problems:
-            return None
-        self.guard_refusals += 1
-        return (
-            f'refused: in {FEATURE_LIST} only the "passes" flags may change ({"; ".join(problems[:5])}). '
-            "Keep every feature, its order and all other fields exactly as they are."
-        )
-
-    def settle(self, session: int) -> dict[str, Any]:
-        """After a session: revert any non-``passes`` change, then accept the list; what changed."""
-        path = self.root / FEATURE_LIST
-        try:
-            new: Any = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-            problems = illegal_changes(self.accepted, new)
-        except FileNotFoundError:
-            new, problems = None, ["the file was deleted"]
-        except json.JSONDecodeError as e:
-            new, problems = None, [f"not valid JSON ({e})"]
-        merged = keep_passes(self.accepted, new)
-        reverted = bool(problems)
-        if reverted:
-            path.write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-            self.reverts += 1
-            self.ctx.recorder.event(
-                "gate",
-                "coder",
-                "feature_list",
-                f"session {session}: reverted non-passes changes: {'; '.join(problems)}"[:300],
-                ok=False,
-            )
-        flipped = [
-            f["id"] for f, m in zip(self.accepted, merged, strict=True) if not f["passes"] and m["passes"]
-        ]
-        regressed = [
-            f["id"] for f, m in zip(self.accepted, merged, strict=True) if f["passes"] and not m["passes"]
-        ]
-        self.regressions += len(regressed)
-        if regressed:
-            self.ctx.recorder.event(
-                "note", "coder", "regression", f"session {session}: set back to failing: {regressed}"
-            )
-        self.accepted = merged
-        return {"flipped": flipped, "regressed": regressed, "reverted": reverted}
-
-
-# --------------------------------------------------------------------------- git and checks
-
-
-def _git(root: Path, *args: str) -> str:
-    proc = subprocess.run(
-        ["git", *GIT_OPTS, *git_safety_args(root), *args],
-        cwd=root,
-        env=git_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)} failed in {root}: {proc.stderr.strip()}")
-    return proc.stdout
-
-
-def _settle_commits(
-    ctx: RunContext, root: Path, head_before: str, role: str, session: int
-) -> tuple[int, int]:
-    """(commits the agent made since ``head_before``, 1 if the kit committed leftovers else 0)."""
-    agent_commits = int(_git(root, "rev-list", "--count", f"{head_before}..HEAD").strip() or 0)
-    what = "initializer" if session == 0 else f"coder session {session}"
-    ctx.recorder.event(
-        "note", role, "agent-commits", f"{what}: {agent_commits} commit(s)", ok=agent_commits > 0
-    )
-    if not _git(root, "status", "--porcelain").strip():
-        return agent_commits, 0
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "--no-verify", "-m", f"harness: kit commit after {what} (uncommitted changes)")
-    ctx.recorder.event("note", role, "kit-commit", f"{what} left uncommitted changes; the kit committed them")
-    return agent_commits, 1
-
-
-def _verify(ctx: RunContext, root: Path, session: int) -> bool:
-    res = run_command(ctx.task.test_command, root, ctx.limits.command_timeout_s, sandbox=ctx.sandbox)
-    ok = not res.timed_out and res.exit_code == 0
-    tail = res.output.strip().splitlines()[-1:] or [""]
-    ctx.recorder.event(
-        "gate", "kit", "tests", f"after session {session}: exit {res.exit_code}: {tail[0]}"[:300], ok=ok
-    )
-    return ok
-
-
-# --------------------------------------------------------------------------- counters
-
-
-@dataclass
-class _Stats:
-    sessions: int = 0
-    steps: int = 0
-    tool_calls: int = 0
-    format_errors: int = 0
-    commits: int = 0
-    kit_commits: int = 0
-
-    def add(self, result: Any) -> None:
-        self.steps += result.steps
-        self.tool_calls += result.tool_calls
-        self.format_errors += result.format_errors
-
-
-def _counters(
-    stats: _Stats, params: dict, init: dict, *, features: list[dict[str, Any]], history: list[int]
-) -> dict[str, Any]:
-    return {
-        "sessions": stats.sessions,
-        "features_total": len(features),
-        "features_passing": sum(bool(f["passes"]) for f in features),
-        "features_passing_history": history,
-        "feature_list_rejections": 0,
-        "feature_list_guard_refusals": 0,
-        "feature_list_reverts": 0,
-        "regressions_found": 0,
-        "commits": stats.commits,
-        "kit_commits": stats.kit_commits,
-        "steps": stats.steps,
-        "tool_calls": stats.tool_calls,
-        "format_errors": stats.format_errors,
-        "initializer": init,
-        "params": params,
-    }
-
-
-def _short_error(err: ValidationError) -> str:
-    parts = [f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in err.errors()[:3]]
-    return "; ".join(parts)

@@ -1,4 +1,5 @@
-"""The pdca plan (STRATEGIES.md §3): its schema, the PLAN->DO gate, and what counts as a revision.
+"""The pdca plan (docs/strategies.md, ``## pdca``): its schema, the PLAN->DO gate, and what counts as
+a revision.
 
 The analyst is *asked* for the strict :class:`Plan` schema (every mandatory field required and
 non-empty, so grammar-constrained providers produce the whole structure) but its answer is *read*
@@ -270,7 +271,7 @@ def _words(text: str | None) -> str:
 
 
 def structure_key(plan: Plan) -> str:
-    """What makes a revision (STRATEGIES.md §3): units, their criteria, their dependencies and the
+    """What makes a revision (docs/strategies.md, ``## pdca``): units, their criteria, their dependencies and the
     verification methods -- not wording (texts, constraints, risks) and not the loop's unit states."""
     data = {
         "criteria": sorted(

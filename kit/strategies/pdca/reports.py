@@ -1,6 +1,6 @@
 """What the pdca roles hand back (pydantic schemas) and the rules the code applies to it: the
 executor's evidence checked against its own tool log, the proving commands re-run in CHECK, and the
-auditor's verdict judged against that fresh evidence (STRATEGIES.md §3)."""
+auditor's verdict judged against that fresh evidence (docs/strategies.md, ``## pdca``)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kit.records.schema import Severity
 from kit.strategies.pdca.plan import Plan
 
 if TYPE_CHECKING:
-    from kit.agent.loop import ToolCall
+    from kit.agent.loop import ToolUse
 
 Status = Literal["met", "unmet", "unverified"]
-Severity = Literal["critical", "major", "minor"]
 Route = Literal["DO", "PLAN"]
 
 
@@ -99,16 +99,7 @@ def same_command(a: str, b: str) -> bool:
     return " ".join(a.split()) == " ".join(b.split())
 
 
-_EXIT = re.compile(r"exit code: (-?\d+)\s*$")
-
-
-def exit_code(output: str) -> int | None:
-    """The exit code the run tool printed last (None: killed after the timeout)."""
-    m = _EXIT.search(output.rstrip())
-    return int(m.group(1)) if m else None
-
-
-def check_evidence(report: ExecutorReport, log: list[ToolCall]) -> tuple[list[str], list[str], list[str]]:
+def check_evidence(report: ExecutorReport, log: list[ToolUse]) -> tuple[list[str], list[str], list[str]]:
     """The report's evidence checked against the exact commands the executor ran in that session
     (its tool log): a command counts only if it was really run, and its real exit code is shown.
     Returns (evidence lines, refused commands, verified commands)."""
@@ -121,7 +112,7 @@ def check_evidence(report: ExecutorReport, log: list[ToolCall]) -> tuple[list[st
             if not seen:
                 refused.append(command)
                 continue
-            code = exit_code(seen[-1].output)
+            code = seen[-1].exit_code
             ran = f"exit {code}" if code is not None else "killed (timeout)"
             evidence.append(f"`{command}` -> {ran} (claimed exit {ev.exit_code}) {ev.numbers}".strip())
             verified.append(seen[-1].args["command"])

@@ -1,5 +1,6 @@
-"""The pdca loop state and its status file (STRATEGIES.md §3): counters N/r/n, units and their runs,
-the defect history, and the append-only markdown file with its progress log and final sections."""
+"""The pdca loop state and its status file (docs/strategies.md, ``## pdca``): counters N/r/n, units
+and their runs, the defect history, and the append-only markdown file with its progress log and final
+sections."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from kit.records.schema import Severity
 from kit.strategies.pdca.plan import Plan, Unit, resolve
-from kit.strategies.pdca.reports import CriterionVerdict, Defect, ExecutorReport, Route, Severity
+from kit.strategies.pdca.reports import CriterionVerdict, Defect, ExecutorReport, Route
 
 
 class DefectRecord(BaseModel):

@@ -1,4 +1,4 @@
-"""workflow -- a deterministic script orchestrates subagents (STRATEGIES.md §4).
+"""workflow -- a deterministic script orchestrates subagents (docs/strategies.md, ``## workflow``).
 
 The script is ordinary code; the model never decides what runs next::
 
@@ -21,7 +21,7 @@ raises (the runtime's ProviderFailure) and the run ends as ``error``, so ``kit r
 redoes it, replaying the journal. Agent calls and cycles are counted separately, and so are findings
 raised / refuted / kept.
 
-Choices where the spec is silent:
+Choices where the source workflow is silent (also in docs/strategies.md, ``## Where the kit chooses``):
 
 * A cycle counts as clean only when a majority of the configured analyzers returned a report: if most
   analyzers failed (no valid report), the cycle is *inconclusive* -- not clean (the streak resets), and
@@ -59,6 +59,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from kit.config import Tier
 from kit.errors import BudgetExceeded, CallCapReached, ConfigError
 from kit.prompts import PromptBook
+from kit.records.schema import Severity
 from kit.strategies import StrategyResult
 from kit.strategies.context import RunContext
 from kit.strategies.workflow.runtime import (
@@ -82,8 +83,6 @@ MAX_CYCLES, MAX_CYCLES_LONG = 16, 32
 ANALYZERS = 3
 REFUTERS = 3
 CLEAN_STREAK = 2
-
-Severity = Literal["critical", "major", "minor"]
 
 
 # --------------------------------------------------------------------------- what subagents return
@@ -289,8 +288,8 @@ def coding_workflow(rt: Runtime, prompts: PromptBook, task: str, p: Params) -> S
         rt.log(f"stopped: {exc}", ok=False)
     except (CallCapReached, ProviderFailure) as exc:
         reason = "call cap" if isinstance(exc, CallCapReached) else "provider failure"
-        exc.counters = counters(rt, p, tally, reason)  # type: ignore[attr-defined] - the runner records them
-        rt.log(f"{reason}; counters so far: {exc.counters}", ok=False)  # type: ignore[attr-defined]
+        rt.ctx.counters.update(counters(rt, p, tally, reason))  # the runner records them with the error
+        rt.log(f"{reason}; counters so far: {rt.ctx.counters}", ok=False)
         raise
 
     return StrategyResult(

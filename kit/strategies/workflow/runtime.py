@@ -1,5 +1,5 @@
-"""The small runtime a workflow script is written in (STRATEGIES.md §4): deterministic code that calls
-nondeterministic subagents.
+"""The small runtime a workflow script is written in (docs/strategies.md, ``## workflow``): deterministic
+code that calls nondeterministic subagents.
 
 Primitives (named after the ones such scripts use):
 
@@ -13,7 +13,7 @@ Primitives (named after the ones such scripts use):
 Caps: a per-run cap on agent calls (:class:`kit.errors.CallCapReached`, a configuration error: the run
 ends as ``error`` saying which cap and how to raise it) and an output-token budget, checked before
 every model call of every agent (``BudgetExceeded`` stops the workflow cleanly: the script catches it
-and reports ``capped``). The output budget is off by default (None); the experiment's run budget
+and the run ends with outcome ``budget``, its ``stop_reason`` saying which budget). The output budget is off by default (None); the experiment's run budget
 (``limits.max_tokens`` / ``max_usd``) is checked at the same points.
 
 The journal. Every completed agent call is appended to ``<journal_dir>/<run_id>.jsonl`` under a key
@@ -39,7 +39,7 @@ runtime raises :class:`ProviderFailure` (a stop: ``parallel`` re-raises it once 
 finished), so the run ends as ``error`` and ``kit run --retry-errors`` redoes it -- replaying from the
 journal everything that completed.
 
-Choices where the spec is silent (written down as asked):
+Choices where the source workflow is silent (also in docs/strategies.md, ``## Where the kit chooses``):
 
 * "invalid output is retried": with a schema, an agent that ends with format errors or at its step cap
   is asked again in the SAME conversation (so its exploration is not lost) to give its answer now, up

@@ -1,0 +1,157 @@
+"""The pdca role sessions: one fresh agent per role call, the orchestrator's hand-off brief before each,
+and the re-ask of a missing or malformed report (a format retry, never a rejection). See
+docs/strategies.md, ``## pdca``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+
+from kit.strategies.context import RunContext
+from kit.strategies.pdca.plan import Plan, PlanDraft, Unit, resolve
+from kit.strategies.pdca.reports import Defect, ExecutorReport, ScoutReport, check_evidence
+from kit.strategies.pdca.settings import ROLES, PdcaSettings
+from kit.strategies.pdca.status import UnitRun, status_guard
+from kit.strategies.pdca.tally import Tally
+
+Log = Callable[[str, str], None]
+Problem = Callable[[Any], "str | None"]  # what is wrong with a report, None when it is usable
+
+
+class Stop(Exception):
+    """The run ends here (a cap, or the expert): ``reason`` is the run's ``stop_reason``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Roles:
+    """Asks the roles; counts their sessions, re-asks and safety-net appends in the run's tally."""
+
+    def __init__(self, ctx: RunContext, settings: PdcaSettings, tally: Tally, goal: str, log: Log) -> None:
+        self.ctx, self.p, self.goal, self.log = ctx, settings, goal, log
+        self.tally = tally
+        self.calls = tally.role_calls
+
+    def ask(self, role: str, message: str, schema: type[BaseModel] | None = None) -> Any:
+        """One fresh session of ``role``; the run's caps end the run (:class:`Stop`)."""
+        if sum(self.calls.values()) >= self.p.max_role_calls:
+            raise Stop(f"cap:max_role_calls ({self.p.max_role_calls})")
+        self.calls[role] += 1
+        tier, permissions = ROLES[role]
+        agent = self.ctx.agent(
+            role,
+            tier=tier,  # type: ignore[arg-type]
+            permissions=permissions,
+            system_prompt=self.ctx.prompts.get(role, max_attempts=self.p.max_attempts),
+            max_steps=self.p.steps(role),
+            result_schema=schema,
+            conversation=f"{role}-{self.calls[role]}",
+            guard=status_guard if role == "executor" else None,
+        )
+        agent.config.max_output_tokens = self.p.max_output_tokens.get(role)
+        res = agent.run(message)
+        if res.outcome == "budget":
+            raise Stop(f"cap:budget ({(res.final.splitlines() or [''])[0]})")
+        return res
+
+    def report(
+        self, role: str, brief: str, schema: type[BaseModel], problem: Problem, keep_partial: bool = False
+    ) -> Any:
+        """Ask ``role`` for a report; a missing or malformed one is asked again (a format retry)."""
+        message, last = brief, None
+        for attempt in range(self.p.report_retries + 1):
+            res = self.ask(role, message, schema)
+            wrong = (
+                f"no readable {schema.__name__} ({res.outcome})"
+                if res.result is None
+                else problem(res.result)
+            )
+            if wrong is None:
+                return res.result
+            last = res.result if keep_partial and res.result is not None else last
+            self.log(f"{role} report unusable", wrong)
+            if attempt < self.p.report_retries:
+                self.tally.format_retries[role] += 1
+                message = f"{brief}\n\nYour previous answer could not be used: {wrong}. Answer again."
+        return last
+
+    def brief(self, role: str, purpose: str, material: Any) -> str:
+        """The orchestrator's hand-off; the safety net (off by default) appends what it missed."""
+        data = material if isinstance(material, str) else json.dumps(material, indent=1, default=str)
+        res = self.ask(
+            "orchestrator",
+            f"Hand-off to the {role}: {purpose}.\n\nGoal:\n{self.goal}\n\nPrevious output:\n{data}",
+        )
+        text = (res.final or "").strip()
+        if self.p.brief_safety_net:
+            missed = [a for a in _anchors(material) if a not in text]
+            if missed:
+                self.tally.safety_net += 1
+                self.log("brief safety net", f"{role} brief missed {', '.join(missed[:5])}")
+                text += f"\n\n## Reference (appended by the kit)\nGoal:\n{self.goal}\n\n{data}"
+        return text
+
+    # -- the roles' hand-offs -------------------------------------------------------------------
+    def scout(self, purpose: str, material: Any = None) -> ScoutReport:
+        brief = self.brief("scout", purpose, material or {"purpose": purpose})
+        report = self.report("scout", brief, ScoutReport, lambda r: None if r.facts else "no facts")
+        self.log("scout report", f"{len(report.facts) if report else 0} facts")
+        return report or ScoutReport()
+
+    def analyst(self, facts: ScoutReport | None, previous: Plan | None, fix_these: list[str]) -> PlanDraft:
+        material = {
+            "scout_facts": facts.model_dump()["facts"] if facts else [],
+            "previous_plan": previous.model_dump() if previous else None,
+            "fix_these": fix_these,
+        }
+        purpose = "write the plan" if previous is None else "revise the plan"
+        res = self.ask("analyst", self.brief("analyst", purpose, material), PlanDraft)
+        self.log("analyst answered", f"{res.outcome}")
+        return res.result or PlanDraft()
+
+    def executor(self, unit: Unit, plan: Plan, defects: list[Defect]) -> tuple[ExecutorReport, UnitRun]:
+        """One unit implemented; the report's evidence checked against the session's tool log."""
+        ids = {resolve(c, plan) for c in unit.criteria}
+        material = {
+            "unit": unit.model_dump(include={"id", "expected_result", "criteria"}),
+            "criteria": [
+                c.model_dump(exclude={"superseded_by"}) for c in plan.active_criteria() if c.id in ids
+            ],
+            "constraints": plan.constraints,
+            "defects_to_fix": [d.model_dump() for d in defects if d.unit in (None, unit.id)],
+        }
+        res = self.ask(
+            "executor", self.brief("executor", f"implement unit {unit.id}", material), ExecutorReport
+        )
+        report = res.result or ExecutorReport(unit=unit.id, unfinished=[f"no report ({res.outcome})"])
+        evidence, refused, commands = check_evidence(report, res.tool_log)
+        for command in refused:
+            self.log(f"unit {unit.id} evidence refused", f"`{command}` was never run")
+        return report, UnitRun(report=report, evidence=evidence, commands=commands)
+
+
+_ANCHOR_KEYS = {
+    "id",
+    "unit",
+    "key",
+    "command",
+    "pointer",
+    "how_verified",
+    "criteria",
+    "changed_files",
+    "for_criteria",
+}
+
+
+def _anchors(material: Any, key: str = "") -> list[str]:
+    """The exact strings a brief must carry: ids, keys, commands, pointers, paths."""
+    if isinstance(material, dict):
+        return [a for k, v in material.items() for a in _anchors(v, k)]
+    if isinstance(material, list):
+        return [a for v in material for a in _anchors(v, key)]
+    return [material] if key in _ANCHOR_KEYS and isinstance(material, str) and material.strip() else []

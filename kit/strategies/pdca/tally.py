@@ -1,0 +1,59 @@
+"""What pdca counts as it goes, and the ``counters`` it records in run.json (docs/strategies.md,
+``## pdca``; docs/records.md, ``## run.json``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kit.strategies.pdca.settings import PdcaSettings
+from kit.strategies.pdca.status import State
+
+
+@dataclass
+class Tally:
+    role_calls: Counter[str] = field(default_factory=Counter)  # role sessions, re-asks included
+    format_retries: Counter[str] = field(default_factory=Counter)
+    gate_rejections: Counter[str] = field(default_factory=Counter)
+    do_rejections: Counter[int] = field(default_factory=Counter)  # per plan revision
+    attempts: dict[int, int] = field(default_factory=dict)  # revision -> attempts (DO entries)
+    escalations: int = 0
+    safety_net: int = 0  # brief safety-net appends
+    reruns: int = 0  # CHECK re-runs
+
+
+def counters(
+    tally: Tally,
+    st: State,
+    settings: PdcaSettings,
+    *,
+    passed: bool,
+    reason: str,
+    status_updates: dict[str, int],
+    denials: int,
+    status_file: str,
+) -> dict[str, Any]:
+    """The run's counters, in the order run.json has always listed them."""
+    return {
+        "outcome": "pass" if passed else "incomplete",
+        "stop_reason": "exit" if passed else reason,
+        "cycles": st.N,
+        "cycles_closed": st.N if passed else st.N - 1,
+        "plan_revisions": st.r,
+        "attempts": sum(tally.attempts.values()),
+        "attempts_per_revision": {f"r{r}": n for r, n in sorted(tally.attempts.items())},
+        "escalations": tally.escalations,
+        "gate_rejections": sum(tally.gate_rejections.values()),
+        "gate_rejections_by_gate": dict(tally.gate_rejections),
+        "format_retries": dict(tally.format_retries),
+        "role_calls": dict(tally.role_calls),
+        "status_updates": status_updates,
+        "brief_safety_net_appends": tally.safety_net,
+        "check_reruns": tally.reruns,
+        "defect_history": [d.model_dump() for d in st.defects.values()],
+        "unmet": [] if passed else st.unmet(),
+        "permission_denials": denials,
+        "status_file": status_file,
+        "params": asdict(settings),
+    }
