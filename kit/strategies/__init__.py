@@ -6,6 +6,13 @@ A strategy module exposes ``run(ctx: RunContext) -> StrategyResult``. Short name
 :data:`DEFAULT_TIERS` is every strategy's source-faithful role -> tier map (docs/strategies.md); an
 experiment's ``tiers`` overrides it per role or sets one tier for every role (:func:`role_tiers`).
 The effective map is what the run's agents use (``RunContext.tier``) and what run.json records.
+
+Each strategy is a module (``vibe``) or a folder whose ``__init__`` reads top to bottom like its loop
+(``linear/``, ``pdca/``, ``workflow/``, ``harness/``); ``context`` holds :class:`RunContext`, what a
+strategy gets for one run. docs/strategies.md describes every loop.
+
+May import: the top-level modules, ``kit.records``, ``kit.sandbox``, ``kit.model``, ``kit.agent``,
+``kit.tasks``.
 """
 
 from __future__ import annotations

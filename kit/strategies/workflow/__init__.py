@@ -140,7 +140,7 @@ class Finding:
 
 
 @dataclass
-class Params:
+class WorkflowSettings:
     max_cycles: int
     analyzers: int
     refuters: int
@@ -156,7 +156,7 @@ class Params:
     refutation: str = "per finding: `refuters` independent skeptics; kept on a strict majority of them"
 
     @classmethod
-    def from_context(cls, ctx: RunContext) -> Params:
+    def from_context(cls, ctx: RunContext) -> WorkflowSettings:
         long_task = bool(ctx.task.long)
         params = cls(
             max_cycles=int(ctx.option("max_cycles", MAX_CYCLES_LONG if long_task else MAX_CYCLES)),
@@ -221,7 +221,7 @@ class Tally:
 
 
 def run(ctx: RunContext) -> StrategyResult:
-    params = Params.from_context(ctx)
+    params = WorkflowSettings.from_context(ctx)
     rt = Runtime(
         ctx,
         max_calls=params.max_agent_calls,
@@ -233,7 +233,7 @@ def run(ctx: RunContext) -> StrategyResult:
     return coding_workflow(rt, ctx.prompts, ctx.task.prompt, params)
 
 
-def coding_workflow(rt: Runtime, prompts: PromptBook, task: str, p: Params) -> StrategyResult:
+def coding_workflow(rt: Runtime, prompts: PromptBook, task: str, p: WorkflowSettings) -> StrategyResult:
     """Implement, then analyze -> refute -> apply until two clean analyses in a row or the cap."""
     tally = Tally()
     outcome, stop_reason, streak = "capped", "cycle cap", 0
@@ -300,7 +300,7 @@ def coding_workflow(rt: Runtime, prompts: PromptBook, task: str, p: Params) -> S
     )
 
 
-def analyze(rt: Runtime, prompts: PromptBook, task: str, p: Params, cycle: int) -> list[Analysis]:
+def analyze(rt: Runtime, prompts: PromptBook, task: str, p: WorkflowSettings, cycle: int) -> list[Analysis]:
     """The analyzers of one cycle, in parallel; only those that returned a valid report."""
 
     def one(seat: int) -> Analysis | None:
@@ -324,7 +324,13 @@ def analyze(rt: Runtime, prompts: PromptBook, task: str, p: Params, cycle: int) 
 
 
 def refute(
-    rt: Runtime, prompts: PromptBook, task: str, p: Params, cycle: int, findings: list[Finding], tally: Tally
+    rt: Runtime,
+    prompts: PromptBook,
+    task: str,
+    p: WorkflowSettings,
+    cycle: int,
+    findings: list[Finding],
+    tally: Tally,
 ) -> list[Finding]:
     """Each finding goes to ``refuters`` independent skeptics (all of them in parallel); a finding is
     kept only when a strict majority of its configured skeptics confirms it."""
@@ -405,6 +411,6 @@ def editor_prompt(task: str, findings: list[Finding]) -> str:
     )
 
 
-def counters(rt: Runtime, p: Params, tally: Tally, stop_reason: str) -> dict[str, Any]:
+def counters(rt: Runtime, p: WorkflowSettings, tally: Tally, stop_reason: str) -> dict[str, Any]:
     data = asdict(tally)
     return {**data, **rt.counters(), "stop_reason": stop_reason, "params": asdict(p)}
