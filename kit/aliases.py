@@ -5,7 +5,8 @@ import returns the module at its new path (the same object, so monkeypatching ei
 both) and warns with a :class:`DeprecationWarning` that names the new path. :data:`NAMES` covers the
 old modules that are now packages of the same name (``kit.records`` was one module and is now a
 folder): an old name read from the package resolves, with the same warning, from the module it moved
-to. This table is the one list of what moved; ``tests/test_layers.py`` checks every entry imports.
+to. :data:`RENAMED` lists the names renamed because one name meant two things. These tables are the
+one list of what moved; ``tests/test_layers.py`` checks every entry.
 """
 
 from __future__ import annotations
@@ -72,6 +73,15 @@ NAMES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: names renamed in the move because one name meant two things -> (module, new name)
+RENAMED: dict[str, tuple[str, str]] = {
+    "kit.agent.loop.ToolCall": ("kit.agent.loop", "ToolUse"),  # an executed call, not a requested one
+    "kit.model.scripted.Reply": ("kit.model.scripted", "ScriptedReply"),
+    "kit.sandbox.processes.Limits": ("kit.sandbox.processes", "ProcessLimits"),
+    "kit.config.format_errors": ("kit.config", "describe_validation_errors"),
+}
+
+
 def _warn(old: str, new: str) -> None:
     warnings.warn(f"{old} is deprecated and goes in 0.2: use {new}", DeprecationWarning, stacklevel=3)
 
@@ -101,6 +111,15 @@ def install() -> None:
         sys.meta_path.insert(0, _Finder())
 
 
+def renamed(module: str, name: str) -> object:
+    """``module.name`` for a name renamed in the move (a module ``__getattr__``), with the warning."""
+    target = RENAMED.get(f"{module}.{name}")
+    if target is None:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    _warn(f"{module}.{name}", ".".join(target))
+    return getattr(importlib.import_module(target[0]), target[1])
+
+
 def old_name(package: str, name: str) -> object:
     """``package.name`` for an old name of a module that is now ``package`` (a package ``__getattr__``)."""
     if name.startswith("_") or importlib.util.find_spec(f"{package}.{name}") is not None:
@@ -113,4 +132,6 @@ def old_name(package: str, name: str) -> object:
         if name in vars(module):
             _warn(f"{package}.{name}", f"{module_name}.{name}")
             return getattr(module, name)
+        if f"{module_name}.{name}" in RENAMED:
+            return renamed(module_name, name)
     raise AttributeError(f"module {package!r} has no attribute {name!r}")

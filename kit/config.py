@@ -252,3 +252,9 @@ def load_profile(name_or_path: str | Path) -> tuple[Profile, PriceSheet]:
 
 def load_experiment(name_or_path: str | Path) -> Experiment:
     return load_yaml_model(_resolve(name_or_path, EXPERIMENTS_DIR, "experiment"), Experiment, "experiment")
+
+
+def __getattr__(name: str) -> object:  # names renamed in the layout move, for one release (kit.aliases)
+    from kit import aliases
+
+    return aliases.renamed(__name__, name)

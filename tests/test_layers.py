@@ -236,3 +236,27 @@ def test_old_names_of_modules_that_became_packages_still_resolve_and_warn():
             value = getattr(importlib.import_module(package), name)
         assert callable(value)
         assert any(issubclass(w.category, DeprecationWarning) and name in str(w.message) for w in caught)
+
+
+def test_no_function_over_80_lines_without_a_reason():
+    """A function (or method) over 80 lines must say why in its docstring ("Long because ...")."""
+    long = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                size = node.end_lineno - node.lineno + 1
+                if size > 80 and "Long because" not in (ast.get_docstring(node) or ""):
+                    long.append(f"{name}.{node.name}: {size} lines")
+    assert long == []
+
+
+def test_renamed_names_still_resolve_and_warn():
+    from kit import aliases
+
+    for old, (module, new) in aliases.RENAMED.items():
+        old_module, _, old_attr = old.rpartition(".")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            value = getattr(importlib.import_module(old_module), old_attr)
+        assert value is getattr(importlib.import_module(module), new), old
+        assert any(f"{module}.{new}" in str(w.message) for w in caught), old

@@ -316,3 +316,9 @@ def describe(spec: Any) -> str:
     required = set(spec.parameters.get("required", []))
     args = ", ".join(p if p in required else f"{p}?" for p in props)
     return f"{spec.name}({args}): {spec.description}"
+
+
+def __getattr__(name: str) -> object:  # names renamed in the layout move, for one release (kit.aliases)
+    from kit import aliases
+
+    return aliases.renamed(__name__, name)

@@ -198,3 +198,9 @@ def complete(model: str, messages: list[dict[str, Any]], optional_params: dict[s
         "tool_calls": tool_calls,
         "usage": usage_payload,
     }
+
+
+def __getattr__(name: str) -> object:  # names renamed in the layout move, for one release (kit.aliases)
+    from kit import aliases
+
+    return aliases.renamed(__name__, name)

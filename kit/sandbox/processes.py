@@ -307,3 +307,9 @@ def run_process(
         duration_s=time.monotonic() - started,
         truncated_chars=truncated,
     )
+
+
+def __getattr__(name: str) -> object:  # names renamed in the layout move, for one release (kit.aliases)
+    from kit import aliases
+
+    return aliases.renamed(__name__, name)
