@@ -10,7 +10,7 @@ Token accounting convention (the whole kit relies on it):
 
 The three input buckets are disjoint: total prompt tokens = uncached + read + write.
 How litellm 1.110.2 reports each provider was established from recorded raw payloads run through
-litellm itself (tests/test_usage_payloads.py); see :func:`normalise`.
+litellm itself (tests/model/test_gateway.py, on the recorded payloads in tests/fixtures/payloads); see :func:`normalise`.
 """
 
 from __future__ import annotations

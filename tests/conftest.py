@@ -17,8 +17,8 @@ def _results_in_tmp(tmp_path, monkeypatch):
 
 @pytest.fixture
 def fake_anthropic():
-    """A fake Anthropic Messages API on 127.0.0.1 (see tests/fake_providers.py); stopped after the test."""
-    from fake_providers import FakeAnthropic
+    """A fake Anthropic Messages API on 127.0.0.1 (see tests/support/fake_providers.py); stopped after the test."""
+    from tests.support.fake_providers import FakeAnthropic
 
     with FakeAnthropic() as server:
         yield server
@@ -26,8 +26,8 @@ def fake_anthropic():
 
 @pytest.fixture
 def fake_openai():
-    """A fake OpenAI chat API on 127.0.0.1 (see tests/fake_providers.py); stopped after the test."""
-    from fake_providers import FakeOpenAI
+    """A fake OpenAI chat API on 127.0.0.1 (see tests/support/fake_providers.py); stopped after the test."""
+    from tests.support.fake_providers import FakeOpenAI
 
     with FakeOpenAI() as server:
         yield server

@@ -7,7 +7,6 @@ import shutil
 
 import pytest
 import yaml
-from helpers import experiment, run_json, write_profile
 from pydantic import ValidationError
 
 from kit.app.cli import main
@@ -17,6 +16,7 @@ from kit.paths import TASKS_DIR
 from kit.run.runner import run_experiment
 from kit.tasks.task import TaskLimits, load_task
 from kit.usage import ModelPrice
+from tests.support.helpers import experiment, run_json, write_profile
 
 LATIN1 = "name: caf\xe9\n".encode("latin-1")  # a byte that is not UTF-8
 

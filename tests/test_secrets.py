@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import PRICE, experiment, run_json
 
 from kit.config import ModelSpec, PriceSheet, Profile
 from kit.model import scripted
@@ -21,6 +20,7 @@ from kit.run.runner import redacted, run_experiment
 from kit.sandbox import backends as sandbox_mod
 from kit.sandbox.backends import SandboxUnavailable, get_sandbox
 from kit.secrets import Redactor
+from tests.support.helpers import PRICE, experiment, run_json
 
 KEY = "sk-canary-KEY-7f3a9c1e5b2d4f60"  # the provider key, in a variable whose name looks harmless
 HEADER = "hdr-canary-HEADER-0e9d8c7b6a"  # a team token in the profile's extra_headers

@@ -10,7 +10,7 @@ for Claude Opus 4.6 / 4.5 and Haiku 4.5; 2,048 for Haiku 3.5 / 3; 1,024 for Sonn
 Opus 4.1 / 4 and Sonnet 3.7) and OpenAI's prompt-caching guide (1,024 tokens, automatic). Families
 not listed fall back to 1,024, the most common figure; a profile cannot override it. Used to size
 ``kit models check``'s shared prefix (:mod:`kit.model.check`) and by the fake Anthropic server of
-``tests/fake_providers.py``.
+``tests/support/fake_providers.py``.
 """
 
 from __future__ import annotations

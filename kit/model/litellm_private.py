@@ -3,7 +3,7 @@
 The kit pins litellm (1.110.2, see ``pyproject.toml``). Each function here leans on something litellm
 does not promise to keep -- a private module, an underscore name, an import-time environment switch,
 the provider map's setup -- and says in its docstring what it relies on and why the kit needs it.
-``tests/test_litellm_private.py`` holds one test per function, run against the pinned litellm: when
+``tests/model/test_litellm_private.py`` holds one test per function, run against the pinned litellm: when
 an upgrade changes one of these, that test fails, not a benchmark run.
 
 Importing this module switches litellm offline *before* importing litellm (see :func:`go_offline`),

@@ -3,7 +3,7 @@
     PYTHONPATH=. .venv/bin/python tests/benchmarks/cache_share.py [--turns 20]
 
 Runs the vibe coder (its real system prompt, tools and the micro-slugify task prompt) through the
-gateway and litellm's real Anthropic code against tests/fake_providers.py's FakeAnthropic, whose
+gateway and litellm's real Anthropic code against tests/support/fake_providers.py's FakeAnthropic, whose
 scripted model reads the task's files turn after turn and then says it is done. Prints, per model,
 the prompt tokens and the share served from the cache (cache_read / all prompt tokens), with the
 kit's breakpoints on and off. The fake counts tokens as 4 characters each and caches like Anthropic
@@ -18,9 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the fake servers
-
-from fake_providers import FakeAnthropic, PolicyResponder  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: tests.support (the fake servers)
 
 from kit.agent.loop import Agent, AgentConfig  # noqa: E402
 from kit.agent.toolbox import Toolbox  # noqa: E402
@@ -32,6 +30,7 @@ from kit.records.recorder import RunRecorder  # noqa: E402
 from kit.tasks.task import load_task  # noqa: E402
 from kit.tasks.workspace import create_workspace  # noqa: E402
 from kit.usage import Usage  # noqa: E402
+from tests.support.fake_providers import FakeAnthropic, PolicyResponder  # noqa: E402
 
 FILES = ["textkit.py", "README.md", "tests/test_textkit.py"]
 

@@ -1,0 +1,314 @@
+"""The sandbox, tried the way a cheating agent would: each escape is attempted for real, and each
+test also shows the same probe succeeding where it should (unsandboxed, or on the clone), so a
+sandbox that stopped working would fail it."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kit.agent.toolbox import Toolbox
+from kit.paths import REPO_ROOT
+from kit.sandbox.backends import (
+    ProcessLimits,
+    SandboxUnavailable,
+    check_available,
+    get_sandbox,
+    process_limit_mechanism,
+    sandbox_env,
+)
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap needs Linux")
+
+BWRAP = get_sandbox("bwrap") if sys.platform == "linux" else None
+NONE = get_sandbox("none")
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """Two sibling runs the way the runner lays them out, plus a file outside any run."""
+    runs = tmp_path / "results" / "exp" / "runs"
+    mine = runs / "task__vibe__p__r1" / "repo"
+    other = runs / "task__pdca__p__r1" / "repo"
+    for repo in (mine, other):
+        repo.mkdir(parents=True)
+        (repo / "README.md").write_text("hello\n")
+    (other / "answer.txt").write_text("OTHER-RUN-SECRET\n")
+    (tmp_path / "outside.txt").write_text("OUTSIDE-SECRET\n")
+    return runs, mine
+
+
+def sh(command, cwd, *, writable=True, sandbox=BWRAP, **kw):
+    return sandbox.run(command, cwd, writable=writable, timeout_s=kw.pop("timeout_s", 20), **kw)
+
+
+def test_files_outside_the_clone_cannot_be_read_or_written(runs, tmp_path):
+    _, mine = runs
+    outside = tmp_path / "outside.txt"
+    assert "OUTSIDE-SECRET" in sh(f"cat {outside}", mine, sandbox=NONE).output  # the probe works
+    res = sh(f"cat {outside}; echo planted > {tmp_path}/planted.txt; echo x >> {outside}", mine)
+    assert "OUTSIDE-SECRET" not in res.output
+    assert not (tmp_path / "planted.txt").exists()
+    assert outside.read_text() == "OUTSIDE-SECRET\n"
+    assert sh("echo mine > new.txt", mine).exit_code == 0 and (mine / "new.txt").read_text() == "mine\n"
+
+
+def test_other_runs_are_invisible(runs):
+    runs_dir, mine = runs
+    listing = sh(f"ls {runs_dir}; cat {runs_dir}/task__pdca__p__r1/repo/answer.txt", mine)
+    assert "task__vibe__p__r1" in listing.output  # its own run's folder is on the path to the clone
+    assert "task__pdca__p__r1" not in listing.output.replace("task__pdca__p__r1/repo/answer.txt", "")
+    assert "OTHER-RUN-SECRET" not in listing.output
+    assert (
+        "OTHER-RUN-SECRET"
+        in sh(f"cat {runs_dir}/task__pdca__p__r1/repo/answer.txt", mine, sandbox=NONE).output
+    )
+
+
+def test_the_kit_datasets_and_home_are_unreachable(runs):
+    _, mine = runs
+    acceptance = next(REPO_ROOT.glob("datasets/tasks/*/acceptance"))
+    secret_places = [REPO_ROOT / "kit", REPO_ROOT / "kit" / "sandbox.py", REPO_ROOT / "datasets", acceptance]
+    secret_places += [Path.home() / name for name in os.listdir(Path.home())][:5]
+    probe = "".join(f"[ -e '{p}' ] && echo VISIBLE {p}; " for p in secret_places)
+    probe += "python -c 'import kit; print(\"IMPORTED\", kit.__file__)'"
+    res = sh(probe, mine)
+    assert "VISIBLE" not in res.output and "IMPORTED" not in res.output, res.output
+    assert "No module named 'kit'" in res.output
+    plain = sh(probe, mine, sandbox=NONE).output
+    assert f"VISIBLE {acceptance}" in plain and "IMPORTED" in plain  # unsandboxed, the probe gets in
+
+
+def test_the_system_and_the_kit_venv_are_read_only(runs):
+    _, mine = runs
+    res = sh(f"touch {sys.prefix}/planted /usr/planted /etc/planted; echo done", mine)
+    assert "Read-only file system" in res.output
+    assert not Path(sys.prefix, "planted").exists() and not Path("/usr/planted").exists()
+
+
+def test_no_network_even_to_the_host_loopback(runs):
+    _, mine = runs
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    accepted = []
+    threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True).start()
+    connect = f"python -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('CONNECTED')\""
+    try:
+        res = sh(connect, mine)
+        assert "CONNECTED" not in res.output and res.exit_code != 0
+        time.sleep(0.2)
+        assert accepted == []
+        assert "CONNECTED" in sh(connect, mine, sandbox=NONE).output  # the listener does accept
+    finally:
+        server.close()
+
+
+def _live(marker: str) -> list[int]:
+    """Host pids (not zombies) whose command line is ``sleep <marker>``."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if argv[:2] == [b"sleep", marker.encode()] and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "none"])
+def test_setsid_and_background_children_do_not_outlive_the_command(runs, backend):
+    _, mine = runs
+    marker = f"{time.time_ns() % 10**6 + 100}.25"
+    res = sh(
+        f"setsid sleep {marker} & nohup sleep {marker} >/dev/null 2>&1 & echo started",
+        mine,
+        sandbox=get_sandbox(backend),
+    )
+    assert res.exit_code == 0 and "started" in res.output
+    time.sleep(0.3)
+    assert _live(marker) == []
+
+
+def test_memory_limit_holds(runs):
+    _, mine = runs
+    grab = "python -c 'x = bytearray(400 * 1024 * 1024); print(\"GOT\", len(x))'"
+    assert "GOT" in sh(grab, mine, limits=ProcessLimits(memory_mb=2048)).output
+    res = sh(grab, mine, limits=ProcessLimits(memory_mb=200))
+    assert "GOT" not in res.output and "MemoryError" in res.output
+
+
+@pytest.mark.skipif(
+    process_limit_mechanism().startswith("none"),
+    reason="no writable pids cgroup and running as root: only the PID namespace and the timeout contain a fork bomb",
+)
+@pytest.mark.parametrize("backend", ["bwrap", "none"])
+def test_process_limit_holds_even_as_root(runs, backend):
+    _, mine = runs
+    spawn = (
+        "python -c '\n"
+        "import subprocess\n"
+        "procs = []\n"
+        "try:\n"
+        "    for _ in range(80):\n"
+        '        procs.append(subprocess.Popen(["sleep", "5"]))\n'
+        "except OSError as e:\n"
+        '    print("REFUSED", e.errno)\n'
+        'print("STARTED", len(procs))\n'
+        "[p.kill() for p in procs]\n'"
+    )
+    res = sh(spawn, mine, limits=ProcessLimits(processes=20), sandbox=get_sandbox(backend))
+    started = int(res.output.split("STARTED")[1].split()[0])
+    assert "REFUSED" in res.output and started < 20, res.output
+
+
+def test_a_fork_bomb_is_contained_and_cleaned_up(runs):
+    _, mine = runs
+    marker = f"{time.time_ns() % 10**6 + 200}.75"
+    bomb = f"b() {{ sleep {marker} & b & b; }}; b"
+    started = time.monotonic()
+    res = sh(bomb, mine, limits=ProcessLimits(processes=64), timeout_s=3)
+    assert time.monotonic() - started < 15
+    assert res.timed_out or res.exit_code is not None
+    time.sleep(0.3)
+    assert _live(marker) == []
+
+
+def test_the_agent_cannot_raise_its_own_timeout(runs):
+    _, mine = runs
+    box = Toolbox(mine, ["exec"], timeout_s=1)
+    for asked in (100, "inf", float("nan"), -5, 0):
+        started = time.monotonic()
+        r = box.execute("run", {"command": "sleep 4; echo FINISHED", "timeout_s": asked})
+        assert time.monotonic() - started < 3.5, asked
+        assert "FINISHED" not in r.output and r.output.endswith("killed after 1 s (timeout)"), asked
+    r = box.execute("run", {"command": "sleep 3", "timeout_s": 0.2})  # lowering it is allowed
+    assert r.output.endswith("killed after 0.2 s (timeout)")
+
+
+def test_a_read_only_role_cannot_change_the_clone_through_the_shell(runs):
+    _, mine = runs
+    attack = "echo changed > README.md; rm -f README.md; touch planted; mkdir d; echo exit=$?"
+    analyst = Toolbox(mine, ["read", "exec"], role="analyst")
+    r = analyst.execute("run", {"command": attack})
+    assert "Read-only file system" in r.output
+    assert (mine / "README.md").read_text() == "hello\n" and not (mine / "planted").exists()
+    coder = Toolbox(mine, ["read", "write", "exec"], role="coder")
+    assert coder.execute("run", {"command": attack}).ok and (mine / "planted").exists()
+
+
+def test_commands_get_an_allow_listed_env_and_a_private_home(runs, monkeypatch):
+    _, mine = runs
+    monkeypatch.setenv("ORCHBENCH_CANARY_SETTING", "should-not-pass")
+    env = sandbox_env({"EXTRA_OK": "1", "SNEAKY_TOKEN": "x"})
+    assert "ORCHBENCH_CANARY_SETTING" not in env and env["EXTRA_OK"] == "1" and "SNEAKY_TOKEN" not in env
+    assert env["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)
+    res = sh("echo home=$HOME; touch ~/ok && echo wrote-home; env", mine)
+    assert "wrote-home" in res.output and "ORCHBENCH_CANARY_SETTING" not in res.output
+    assert f"home={Path.home()}" not in res.output
+
+
+def test_pass_fds_and_ro_binds_reach_the_command(runs, tmp_path):
+    _, mine = runs
+    hidden = tmp_path / "hidden_tests"
+    hidden.mkdir()
+    (hidden / "t.txt").write_text("HIDDEN\n")
+    read_fd, write_fd = os.pipe()
+    try:
+        res = sh(
+            f"cat {hidden}/t.txt; python -c 'import os; os.write({write_fd}, b\"through-pipe\\n\")'; "
+            f"touch {hidden}/x",
+            mine,
+            ro_binds=[hidden],
+            pass_fds=[write_fd],
+        )
+        os.close(write_fd)
+        assert "HIDDEN" in res.output and os.read(read_fd, 100) == b"through-pipe\n"
+        assert not (hidden / "x").exists()
+    finally:
+        os.close(read_fd)
+
+
+def test_unknown_or_broken_sandbox_gives_one_clear_error(monkeypatch):
+    with pytest.raises(ValueError, match="valid: bwrap, none"):
+        get_sandbox("docker")
+    broken = type(BWRAP)()
+    broken.binary = "/bin/false"
+    monkeypatch.setattr("kit.sandbox.backends.get_sandbox", lambda name: broken)
+    with pytest.raises(SandboxUnavailable, match="set `sandbox: none` in the experiment to opt out"):
+        check_available.__wrapped__("bwrap")
+    check_available.__wrapped__("none")  # never refused
+
+
+def test_the_report_flags_unsandboxed_runs(tmp_path):
+    import json
+
+    from kit import analysis
+    from kit.analysis import report
+    from tests.support.records import write_experiment
+
+    exp = write_experiment(tmp_path)
+    run_files = sorted(exp.glob("runs/*/run.json"))
+    for i, path in enumerate(run_files):
+        data = json.loads(path.read_text())
+        data["sandbox"] = "none" if i == 0 else "bwrap"
+        path.write_text(json.dumps(data))
+    text = report.describe(analysis.load(exp))
+    assert f"NOTE: {report.UNSANDBOXED_LABEL} (1 of {len(run_files)} runs)" in text
+    data = json.loads(run_files[0].read_text())
+    data["sandbox"] = "bwrap"
+    run_files[0].write_text(json.dumps(data))
+    assert "unsandboxed" not in report.describe(analysis.load(exp))
+
+
+def test_the_clones_git_config_cannot_make_the_kits_git_run_commands(tmp_path):
+    """The agent's shell may write .git/config in its clone; the kit's own git calls (the diff, the
+    harness's commits) run outside the sandbox, so a filter / fsmonitor there must not execute."""
+    import subprocess
+
+    from kit.tasks.git import git_env
+    from kit.tasks.task import load_task
+    from kit.tasks.workspace import create_workspace, diff
+
+    ws = create_workspace(load_task("micro-slugify"), tmp_path / "run" / "repo")
+    marker = tmp_path / "RAN"
+    attack = (
+        f'git config filter.evil.clean "touch {marker}.clean"; git config filter.evil.process "touch {marker}.process"; '
+        f'git config core.fsmonitor "touch {marker}.fsmonitor; false"; git config diff.evil.textconv "touch {marker}.textconv"; '
+        'echo "* filter=evil diff=evil" > .gitattributes; echo changed >> README.md; echo done'
+    )
+    assert "done" in sh(attack, ws.root).output
+    patch = diff(ws)
+    assert "+changed" in patch and list(tmp_path.glob("RAN*")) == []
+    subprocess.run(["git", "add", "-A"], cwd=ws.root, env=git_env(), capture_output=True)
+    assert list(tmp_path.glob("RAN*"))  # a plain `git add` would have run the agent's commands
+
+
+def test_a_read_only_bind_inside_the_clone_stays_read_only(runs):
+    _, mine = runs
+    (mine / "tests_hidden").mkdir()
+    res = sh(
+        "echo x > tests_hidden/planted; echo x > ok.txt; echo end", mine, ro_binds=[mine / "tests_hidden"]
+    )
+    assert "end" in res.output and (mine / "ok.txt").exists()
+    assert not (mine / "tests_hidden" / "planted").exists()
+
+
+def test_a_venv_under_tmp_stays_visible_over_the_private_tmp(monkeypatch):
+    """A checkout in a temp folder (CI clones to /tmp) has its venv under /tmp: the interpreter's
+    prefixes must be bound after the private /tmp, or the command cannot even start."""
+    import kit.sandbox.backends as sandbox_mod
+
+    monkeypatch.setattr(sandbox_mod, "_prefix_binds", lambda: [Path("/tmp/some-checkout/.venv")])
+    argv = sandbox_mod.BwrapSandbox().argv(["true"], Path("/tmp/run/repo"), writable=True)
+    tmpfs = argv.index("--tmpfs")
+    venv = argv.index("/tmp/some-checkout/.venv")
+    assert argv[tmpfs + 1] == "/tmp" and venv > tmpfs
+    assert argv[venv - 1] == "--ro-bind"
