@@ -15,6 +15,18 @@ def _results_in_tmp(tmp_path, monkeypatch):
     monkeypatch.setenv("ORCHBENCH_RESULTS_DIR", str(tmp_path / "results"))
 
 
+@pytest.fixture(autouse=True)
+def _fresh_process_caches():
+    """Reset what the kit keeps per process -- the scripted models' registry, the base commits'
+    own-test results -- so no test sees another's."""
+    yield
+    from kit.model import scripted
+    from kit.tasks.scoring import scorer
+
+    scripted.clear_registry()
+    scorer.clear_base_cache()
+
+
 @pytest.fixture
 def fake_anthropic():
     """A fake Anthropic Messages API on 127.0.0.1 (see tests/support/fake_providers.py); stopped after the test."""

@@ -95,6 +95,12 @@ _scripts: dict[str, Script] = {}
 _registry_lock = threading.Lock()
 
 
+def clear_registry() -> None:
+    """Forget every registered script (the tests reset it between tests)."""
+    with _registry_lock:
+        _scripts.clear()
+
+
 def register(source: Source, name: str | None = None) -> str:
     """Register a script; returns the litellm model string ``scripted/<name>``."""
     name = name or f"s{uuid.uuid4().hex[:10]}"

@@ -9,10 +9,10 @@ import httpx
 import litellm
 import pytest
 from litellm.llms.custom_httpx.http_handler import HTTPHandler
-from tests.model.test_gateway import MESSAGES, Capture, gateway_for, payload
 
 from kit.config import load_price_sheet
 from kit.records.schema import read_jsonl
+from tests.model.test_gateway import MESSAGES, Capture, gateway_for, payload
 
 
 def _client() -> HTTPHandler:

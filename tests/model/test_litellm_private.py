@@ -17,9 +17,9 @@ from litellm._internal_context import is_internal_call
 from litellm.litellm_core_utils import get_model_cost_map as cost_map_module
 from litellm.llms.custom_httpx.http_handler import HTTPHandler
 from litellm.types.utils import ModelResponse
-from tests.model.test_gateway import MESSAGES, Capture, payload
 
 from kit.model import gateway, litellm_private
+from tests.model.test_gateway import MESSAGES, Capture, payload
 
 ANTHROPIC = "anthropic/claude-sonnet-4-5"
 

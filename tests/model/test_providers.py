@@ -21,6 +21,7 @@ from kit.records.recorder import RunRecorder
 from kit.records.schema import CALLS, read_jsonl
 from kit.run.runner import run_experiment
 from kit.usage import ModelPrice
+from tests.support.context import run_context
 from tests.support.fake_providers import PolicyResponder, role_phrases
 from tests.support.helpers import experiment, rows, run_json
 
@@ -387,11 +388,8 @@ def fake_profile_obj(server) -> tuple[Profile, PriceSheet]:
 
 
 def test_pdca_runs_against_the_fake_anthropic(fake_anthropic, tmp_path):
-    from kit.prompts import PromptBook
     from kit.strategies import pdca
-    from kit.strategies.context import RunContext
     from kit.tasks.task import load_task
-    from kit.tasks.workspace import create_workspace
     from tests.support.pdca import Cast
 
     task = load_task("micro-slugify")
@@ -400,35 +398,23 @@ def test_pdca_runs_against_the_fake_anthropic(fake_anthropic, tmp_path):
     fake_anthropic.responder = PolicyResponder(
         cast, role_phrases("pdca", roles), {"task_path": str(task.path)}
     )
-    ws = create_workspace(task, tmp_path / "repo")
-    recorder = RunRecorder(tmp_path / "run", "r1")
     profile, sheet = fake_profile_obj(fake_anthropic)
-    ctx = RunContext(
-        task=task,
-        workspace=ws,
-        gateway=Gateway(profile, sheet, recorder),
-        recorder=recorder,
-        profile=profile,
-        prompts=PromptBook("pdca"),
-        limits=Limits(max_steps=10),
-        options={},
-    )
+    ctx = run_context(tmp_path, "pdca", profile, sheet, task=task, limits=Limits(max_steps=10))
+    recorder = ctx.recorder
     result = pdca.run(ctx)
     recorder.close()
     calls = read_jsonl(tmp_path / "run" / CALLS)
     assert result.claimed_done and result.outcome == "pass", result  # EXIT: all criteria met
     assert {c["role"] for c in calls} >= {"analyst", "auditor", "executor"}
-    assert "NotImplementedError" not in (ws.root / "textkit.py").read_text()  # the executor's edits landed
+    assert (
+        "NotImplementedError" not in (ctx.workspace.root / "textkit.py").read_text()
+    )  # the executor's edits landed
     assert all(c["ok"] for c in calls) and all(s.status == 200 for s in fake_anthropic.seen)
 
 
 def test_workflow_runs_against_the_fake_anthropic(fake_anthropic, tmp_path):
-    from kit.agent.budget import Budget
-    from kit.prompts import PromptBook
     from kit.strategies import workflow
-    from kit.strategies.context import RunContext
     from kit.tasks.task import load_task
-    from kit.tasks.workspace import create_workspace
     from tests.support.workflow import WorkflowPolicy
 
     task = load_task("micro-slugify")
@@ -437,21 +423,12 @@ def test_workflow_runs_against_the_fake_anthropic(fake_anthropic, tmp_path):
     fake_anthropic.responder = PolicyResponder(
         policy, role_phrases("workflow", roles), {"task_path": str(task.path)}
     )
-    ws = create_workspace(task, tmp_path / "repo")
-    recorder = RunRecorder(tmp_path / "run", "r1")
     profile, sheet = fake_profile_obj(fake_anthropic)
-    ctx = RunContext(
-        task=task,
-        workspace=ws,
-        gateway=Gateway(profile, sheet, recorder),
-        recorder=recorder,
-        profile=profile,
-        prompts=PromptBook("workflow"),
-        limits=Limits(max_steps=8),
-        options={},
-        budget=Budget(recorder),
+    ctx = run_context(
+        tmp_path, "workflow", profile, sheet, task=task, limits=Limits(max_steps=8), budget={},
         journal_dir=tmp_path / "journals",
-    )
+    )  # fmt: skip
+    recorder = ctx.recorder
     result = workflow.run(ctx)
     recorder.close()
     calls = read_jsonl(tmp_path / "run" / CALLS)

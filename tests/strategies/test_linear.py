@@ -12,23 +12,19 @@ from typing import Any
 import pytest
 import yaml
 
-from kit.agent.budget import Budget
 from kit.config import TIERS, Experiment, Limits, ModelSpec, PriceSheet, Profile
 from kit.errors import ConfigError
 from kit.model import scripted
 from kit.model.actions import FINISH, render
-from kit.model.gateway import Gateway
 from kit.model.policies import solution_files
 from kit.model.scripted import Request
-from kit.prompts import PromptBook
-from kit.records.recorder import RunRecorder
 from kit.records.schema import CALLS, EVENTS, RUN, TRANSCRIPT, read_jsonl
 from kit.run.runner import run_experiment
 from kit.strategies import linear
 from kit.strategies.context import RunContext
 from kit.tasks.task import load_task
-from kit.tasks.workspace import create_workspace
 from kit.usage import ModelPrice
+from tests.support.context import run_context
 
 MODES = ["native", "json", "text"]
 STEP_HEADER = re.compile(r"^Step (\d+) of (\d+): ", re.MULTILINE)
@@ -120,31 +116,22 @@ def make_ctx(
     overrides: dict[str, str] | None = None,
     budget_tokens: int | None = None,
 ) -> RunContext:
-    task = load_task("micro-slugify")
-    ws = create_workspace(task, tmp_path / "repo")
-    recorder = RunRecorder(tmp_path / "run", "r1")
     model = scripted.register(policy)
     profile = Profile(
         name="t",
         price_sheet="t",
         tiers={t: ModelSpec(model=model, price="p", action_mode=mode) for t in TIERS},
     )
-    gateway = Gateway(
+    return run_context(
+        tmp_path,
+        "linear",
         profile,
         PriceSheet(name="t", prices={"p": PRICE}),
-        recorder,
-        context={"run_id": "r1", "task_path": str(task.path), "workspace": str(ws.root)},
-    )
-    return RunContext(
-        task=task,
-        workspace=ws,
-        gateway=gateway,
-        recorder=recorder,
-        profile=profile,
-        prompts=PromptBook("linear", overrides),
+        gateway_context={"run_id": "r1", "task_path": ..., "workspace": ...},
         limits=Limits(command_timeout_s=60),
-        options=options or {},
-        budget=Budget(recorder, max_tokens=budget_tokens),
+        options=options,
+        budget={"max_tokens": budget_tokens},
+        overrides=overrides,
     )
 
 

@@ -11,21 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kit.agent.budget import Budget
 from kit.config import TIERS, Limits, ModelSpec, PriceSheet, Profile
 from kit.model import scripted
 from kit.model.actions import FINISH, render
-from kit.model.gateway import Gateway
 from kit.model.policies import solution_files
-from kit.prompts import PromptBook
-from kit.records.recorder import RunRecorder
 from kit.records.schema import CALLS, EVENTS, read_jsonl
 from kit.strategies import pdca
 from kit.strategies.context import RunContext
 from kit.strategies.pdca.status import LOG_LINE
-from kit.tasks.task import load_task
-from kit.tasks.workspace import create_workspace
 from kit.usage import ModelPrice
+from tests.support.context import run_context
 
 # the proving command of the scripted plans: quick (CHECK re-runs it) and it fails on a broken textkit
 TEST_CMD = "python -c \"import textkit; assert textkit.slugify('Hello, World!') == 'hello-world'\""
@@ -205,22 +200,18 @@ class Outcome:
 def run_cast(
     tmp_path: Path, cast: Cast, mode: str = "native", max_model_calls: int | None = None, **options: Any
 ) -> Outcome:
-    task = load_task("micro-slugify")
-    ws = create_workspace(task, tmp_path / "repo")
-    recorder = RunRecorder(tmp_path / "run", "r1")
     profile, sheet = scripted_profile(cast, mode)
-    context = {"task_path": str(task.path), "test_command": task.test_command, "workspace": str(ws.root)}
-    ctx = RunContext(
-        task=task,
-        workspace=ws,
-        gateway=Gateway(profile, sheet, recorder, context=context),
-        recorder=recorder,
-        profile=profile,
-        prompts=PromptBook("pdca"),
+    ctx = run_context(
+        tmp_path,
+        "pdca",
+        profile,
+        sheet,
+        gateway_context={"task_path": ..., "test_command": ..., "workspace": ...},
         limits=Limits(max_steps=10),
         options=options,
-        budget=Budget(recorder, max_model_calls=max_model_calls),
+        budget={"max_model_calls": max_model_calls},
     )
+    recorder = ctx.recorder
     result = pdca.run(ctx)
     recorder.close()
     return Outcome(result, ctx, cast)

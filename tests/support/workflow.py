@@ -17,18 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kit.agent.budget import Budget
 from kit.config import Limits, ModelSpec, PriceSheet, Profile
 from kit.model import scripted
 from kit.model.actions import FINISH, render
-from kit.model.gateway import Gateway
 from kit.model.policies import solution_files
-from kit.prompts import PromptBook
-from kit.records.recorder import RunRecorder
 from kit.strategies.context import RunContext
-from kit.tasks.task import Task, load_task
-from kit.tasks.workspace import create_workspace
+from kit.tasks.task import Task
 from kit.usage import ModelPrice
+from tests.support.context import run_context
 
 ROUND = re.compile(r"Review round (\d+), (?:finding (\d+), skeptic|reviewer) (\d+) of (\d+)")
 SHEET = PriceSheet(name="wf", prices={"p": ModelPrice(input=1, output=2, cache_read=0.1, cache_write=1.25)})
@@ -61,29 +57,21 @@ def make_ctx(
     name: str = "run",
 ) -> RunContext:
     """A RunContext on a fresh clone (``tmp_path/<name>``); the gateway never sleeps between retries."""
-    task = task or load_task("micro-slugify")
-    workspace = create_workspace(task, tmp_path / name / "repo")
-    recorder = RunRecorder(tmp_path / name / "records", run_id)
-    prof = profile(model, action_mode)
-    gateway = Gateway(
-        prof,
+    return run_context(
+        tmp_path / name,
+        "workflow",
+        profile(model, action_mode),
         SHEET,
-        recorder,
-        context={"task_path": str(task.path), "test_command": task.test_command, "run_id": run_id},
+        task=task or "micro-slugify",
+        run_id=run_id,
+        records="records",
+        gateway_context={"task_path": ..., "test_command": ..., "run_id": run_id},
+        limits=Limits(max_steps=8),
+        options=options,
+        budget={},
+        journal_dir=journal_dir,
         max_retries=0,
         sleep=lambda s: None,
-    )
-    return RunContext(
-        task=task,
-        workspace=workspace,
-        gateway=gateway,
-        recorder=recorder,
-        profile=prof,
-        prompts=PromptBook("workflow"),
-        limits=Limits(max_steps=8),
-        options=dict(options or {}),
-        budget=Budget(recorder),
-        journal_dir=journal_dir,
     )
 
 

@@ -91,6 +91,12 @@ _BASE_CACHE: dict[tuple[str, str, str], _Base] = {}
 _BASE_LOCK = threading.Lock()
 
 
+def clear_base_cache() -> None:
+    """Forget the base commits' own-test results kept in this process (the tests reset it)."""
+    with _BASE_LOCK:
+        _BASE_CACHE.clear()
+
+
 # --------------------------------------------------------------------------- evaluation
 
 

@@ -20,16 +20,12 @@ from kit.agent.budget import Budget
 from kit.config import TIERS, Experiment, Limits, ModelSpec, PriceSheet, Profile
 from kit.model import scripted
 from kit.model.actions import FINISH, render
-from kit.model.gateway import Gateway
-from kit.prompts import PromptBook
-from kit.records.recorder import RunRecorder
 from kit.records.schema import load_run, read_jsonl
 from kit.run.runner import run_experiment
 from kit.strategies import harness
 from kit.strategies.context import RunContext
-from kit.tasks.task import load_task
-from kit.tasks.workspace import create_workspace
 from kit.usage import ModelPrice
+from tests.support.context import run_context
 
 Action = tuple[str, dict[str, Any]]
 FINISHED: Action = (FINISH, {"summary": "Done."})
@@ -116,24 +112,14 @@ def make_ctx(tmp_path: Path, model: str, options: dict | None = None, mode: str 
         price_sheet="t",
         tiers={t: ModelSpec(model=model, price="p", action_mode=mode) for t in TIERS},
     )
-    task = load_task("micro-slugify")
-    ws = create_workspace(task, tmp_path / "repo")
-    recorder = RunRecorder(tmp_path / "run", "r1")
-    gateway = Gateway(
+    return run_context(
+        tmp_path,
+        "harness",
         profile,
         SHEET,
-        recorder,
-        context={"task_path": str(task.path), "workspace": str(ws.root), "test_command": task.test_command},
-    )
-    return RunContext(
-        task=task,
-        workspace=ws,
-        gateway=gateway,
-        recorder=recorder,
-        profile=profile,
-        prompts=PromptBook("harness"),
+        gateway_context={"task_path": ..., "workspace": ..., "test_command": ...},
         limits=Limits(max_steps=8),
-        options=options or {},
+        options=options,
     )
 
 
