@@ -170,13 +170,18 @@ def test_process_limit_holds_even_as_root(runs, backend):
 
 
 def test_a_fork_bomb_is_contained_and_cleaned_up(runs):
+    """Under a process limit the bomb's forks are refused and it ends by itself; without one (no
+    writable pids cgroup, as root) only the timeout ends it. Either way nothing of it survives."""
     _, mine = runs
     marker = f"{time.time_ns() % 10**6 + 200}.75"
     bomb = f"b() {{ sleep {marker} & b & b; }}; b"
     started = time.monotonic()
-    res = sh(bomb, mine, limits=ProcessLimits(processes=64), timeout_s=3)
-    assert time.monotonic() - started < 15
-    assert res.timed_out or res.exit_code is not None
+    res = sh(bomb, mine, limits=ProcessLimits(processes=64), timeout_s=10)
+    assert time.monotonic() - started < 20
+    if process_limit_mechanism().startswith("none"):
+        assert res.timed_out, res.output[-300:]
+    else:
+        assert not res.timed_out and "Cannot fork" in res.output, res.output[-300:]
     time.sleep(0.3)
     assert _live(marker) == []
 
