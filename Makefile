@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: install bench test check fmt lab validate clean-results
+.PHONY: install bench test fast check fmt lab validate clean-results
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,10 +22,14 @@ bench: install
 	$(PY) -m kit report results/default
 	$(PY) -m kit notebooks results/default
 
-## the whole suite (offline; starts the embedded model for the live tests)
+## the whole suite (offline; starts the embedded model for the live tests); prints the 15 slowest tests
 test: install
 	$(PY) -m kit tasks validate --all
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
+
+## the fast subset (about a minute and a half): everything not marked slow
+fast: install
+	$(PY) -m pytest -q -m "not slow"
 
 check: install
 	$(PY) -m ruff check kit tests

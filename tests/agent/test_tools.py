@@ -194,6 +194,7 @@ def test_run_output_and_exit_code(root):
     assert "100000\nexit code: 0" in r.output and len(r.output) < 1200
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sandbox", ["bwrap", "none"])
 def test_run_timeout_kills_the_process_group(root, sandbox):
     marker = f"{time.time_ns() % 10**6 + 31}.5"  # a unique `sleep` argument to find the child by
@@ -276,6 +277,7 @@ def test_fifos_and_devices_are_refused_not_followed(root):
     assert time.monotonic() - started < 10  # nothing blocked on the pipe
 
 
+@pytest.mark.slow
 def test_a_catastrophic_regex_is_stopped_by_the_time_limit(root):
     (root / "evil.txt").write_text("a" * 40 + "b\n")
     box = Toolbox(root, ["read"], timeout_s=1.5)

@@ -140,6 +140,7 @@ def test_lab_flags_follow_the_user_and_the_display():
     assert "-m kit lab" in (REPO_ROOT / "Makefile").read_text().split("\nlab:")[1].split("\n\n")[0]
 
 
+@pytest.mark.slow
 def test_make_labs_command_starts_jupyterlab_as_this_user(tmp_path):
     """Starts the real server with the kit's flags (as root here, it needs --allow-root), waits until it
     answers on 127.0.0.1, then stops it by its PID."""

@@ -17,6 +17,8 @@ from kit.errors import ConfigError, KitError
 from kit.paths import NOTEBOOKS_DIR
 from tests.support.records import write_experiment
 
+pytestmark = pytest.mark.slow  # the whole module: papermill executes notebooks
+
 FIGURES = ("pareto.png", "timeline.png", "tier_cost_bars.png", "tier_shares_vs_reference.png")
 PARAMETERS = {
     "benchmark": {"results_dir", "experiment", "figures_dir"},

@@ -11,7 +11,7 @@ from kit.model.gateway import Gateway
 from kit.records.recorder import RunRecorder
 from kit.records.schema import read_jsonl
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 
 class Answer(BaseModel):
@@ -19,6 +19,7 @@ class Answer(BaseModel):
     lines: int
 
 
+@pytest.mark.slow
 def test_two_calls_with_a_shared_prefix_hit_the_prompt_cache(tmp_path):
     profile, sheet = load_profile("local")
     recorder = RunRecorder(tmp_path / "run", "live")

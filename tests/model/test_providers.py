@@ -217,6 +217,7 @@ def test_backoff_honours_retry_after(fake_anthropic, tmp_path, fault, wait):
     assert sleeps == [wait, 0.02]  # the server's figure, then the exponential backoff (0.01 * 2)
 
 
+@pytest.mark.slow
 def test_a_real_retry_after_wait(fake_anthropic, tmp_path):
     gw = Gateway(
         profile_for(fake_anthropic).model_copy(update={"retry": RetryPolicy(max_backoff_s=5)}),
@@ -387,6 +388,7 @@ def fake_profile_obj(server) -> tuple[Profile, PriceSheet]:
     return profile_for(server), load_price_sheet("anthropic")
 
 
+@pytest.mark.slow
 def test_pdca_runs_against_the_fake_anthropic(fake_anthropic, tmp_path):
     from kit.strategies import pdca
     from kit.tasks.task import load_task
@@ -473,6 +475,7 @@ def test_report_counts_the_calls_whose_usage_was_estimated(fake_openai, tmp_path
     assert "NOTE: 1 of 3 call attempts came without usage" in report_text(out)
 
 
+@pytest.mark.slow
 def test_the_kit_keeps_litellm_offline_by_itself(tmp_path):
     """Importing the gateway with no litellm variables set makes no network connection."""
     import os

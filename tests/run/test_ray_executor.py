@@ -24,6 +24,8 @@ from kit.run.ray_executor import INCOMING, run_on_ray, run_remote
 from kit.run.runner import plan, run_experiment
 from tests.support.helpers import experiment, rows, run_json, write_profile
 
+pytestmark = pytest.mark.slow  # the whole module: a Ray instance
+
 VOLATILE = {
     "started_at",
     "latency_s",

@@ -55,6 +55,7 @@ def wait_for_runs_in_flight(runs: Path, n: int, proc: subprocess.Popen, timeout:
 # --------------------------------------------------------------------------- Ctrl-C
 
 
+@pytest.mark.slow
 def test_ctrl_c_starts_no_new_run_stops_runs_in_flight_as_interrupted_and_a_rerun_redoes_them(tmp_path):
     exp = write_experiment(tmp_path, "oracle", "sigint", repeats=3, concurrency=2)
     runs = tmp_path / "results" / "sigint" / "runs"
@@ -83,6 +84,7 @@ def test_ctrl_c_starts_no_new_run_stops_runs_in_flight_as_interrupted_and_a_reru
         assert [c["seq"] for c in rows(d, "calls.jsonl")] == [1, 2, 3]  # redone from scratch
 
 
+@pytest.mark.slow
 def test_a_second_ctrl_c_stops_at_once(tmp_path):
     exp = write_experiment(tmp_path, "oracle", "twice", repeats=3, concurrency=2)
     runs = tmp_path / "results" / "twice" / "runs"
@@ -158,6 +160,7 @@ def test_a_relative_results_path_puts_the_clone_in_the_right_place(tmp_path, mon
     assert not list(tmp_path.rglob("out/rel-results/rel/runs/*/repo/out"))  # no nested clone
 
 
+@pytest.mark.slow
 def test_a_corrupt_run_json_is_a_torn_run_redone_and_does_not_break_the_report(tmp_path, capsys):
     exp = write_experiment(tmp_path, "done", "corrupt", repeats=2)
     args = ["run", str(exp), "--results", str(tmp_path / "r"), "--quiet", "--no-report"]
@@ -199,6 +202,7 @@ def test_kit_run_exits_non_zero_when_a_run_ended_in_error_and_points_at_retry_er
 # --------------------------------------------------------------------------- the scoring pool
 
 
+@pytest.mark.slow
 def test_scoring_runs_on_its_own_pool_sized_to_the_cores(tmp_path, monkeypatch):
     """Six runs at concurrency 2 with a 1-core scoring pool: two strategies at a time, never two
     scorings at once, and later runs' strategies start while earlier runs are being scored (with

@@ -20,6 +20,7 @@ from tests.support.helpers import experiment, rows, run_json, write_profile
 MODES = ["native", "json", "text"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_oracle_applies_the_reference_solution_and_scores_zero_defects(tmp_path, mode):
     profile = write_profile(tmp_path, "scripted/oracle", mode)
@@ -83,6 +84,7 @@ def test_step_cap_gives_outcome_capped(tmp_path):
     assert run["counters"]["steps"] == 5 and run["calls"] == 5
 
 
+@pytest.mark.slow
 def test_an_exception_inside_a_run_is_recorded_and_the_experiment_goes_on(tmp_path):
     from kit.model import scripted
 
@@ -115,6 +117,7 @@ def test_unknown_names_fail_up_front_with_the_valid_ones(tmp_path):
     assert "micro-slugify" in str(info.value)
 
 
+@pytest.mark.slow
 def test_a_finished_run_is_skipped_on_rerun(tmp_path):
     profile = write_profile(tmp_path, "scripted/oracle")
     exp = experiment("again", profile, ["micro-slugify"], ["vibe"])
@@ -125,6 +128,7 @@ def test_a_finished_run_is_skipped_on_rerun(tmp_path):
     assert (run_dir / "run.json").read_text() == before
 
 
+@pytest.mark.slow
 def test_sigkill_in_the_middle_then_rerun_finishes_every_run_exactly_once(tmp_path):
     profile = write_profile(tmp_path, "scripted/oracle", "native")
     exp_path = tmp_path / "kill.yaml"

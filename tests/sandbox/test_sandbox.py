@@ -186,6 +186,7 @@ def test_a_fork_bomb_is_contained_and_cleaned_up(runs):
     assert _live(marker) == []
 
 
+@pytest.mark.slow
 def test_the_agent_cannot_raise_its_own_timeout(runs):
     _, mine = runs
     box = Toolbox(mine, ["exec"], timeout_s=1)

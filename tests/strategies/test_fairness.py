@@ -104,6 +104,7 @@ def test_shipped_experiments_have_explicit_maps_one_budget_and_equal_tier_varian
     assert "max_agent_calls" not in wf  # the run budget bounds it, as every strategy
 
 
+@pytest.mark.slow
 def test_run_json_and_the_report_show_each_strategys_map_and_budget(tmp_path):
     def done(request):
         from kit.model.actions import FINISH, render

@@ -177,6 +177,7 @@ def events_of(records: dict, kind: str) -> list[dict]:
 # --------------------------------------------------------------------------- tests
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_steps_run_in_order_exactly_once(tmp_path, mode):
     ctx = make_ctx(tmp_path, diligent(load_task("micro-slugify").path), mode)
@@ -230,6 +231,7 @@ def test_per_step_cap_then_moves_on(tmp_path, mode):
     assert not any(e["ok"] for e in events_of(rec, "step"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["json"])  # the gate is not about the action mode; each gate runs pytest
 def test_failed_gate_is_sent_back_then_recorded_and_the_next_step_runs(tmp_path, mode):
     broken = "def slugify(text:\n    return text\n"  # a syntax error: compileall fails
@@ -355,6 +357,7 @@ def test_budget_stops_sending_steps(tmp_path):
     assert result.outcome == "budget" and not result.claimed_done
 
 
+@pytest.mark.slow
 def test_whole_run_through_the_runner(tmp_path):
     """run_experiment -> run.json counters, records, and a clean score for the diligent policy."""
     task = load_task("micro-slugify")
@@ -466,6 +469,7 @@ def test_two_read_only_reviewers_audit_and_their_findings_reach_the_coder(tmp_pa
     assert (audit["outcome"], audit["findings"]) == ("skipped", 2) and "write" in audit["detail"]
 
 
+@pytest.mark.slow
 def test_linear_and_vibe_stop_at_the_same_max_model_calls(tmp_path):
     """The same run budget bounds both: vibe's one agent and linear's eight steps plus two reviewers.
     The model never finishes, so each strategy spends exactly what the budget allows."""

@@ -2,6 +2,8 @@ import argparse
 import shutil
 from pathlib import Path
 
+import pytest
+
 from kit.app.tasks_cli import add_cli
 from kit.tasks.exercism.importer import import_exercism
 from kit.tasks.requirements import read_requirements
@@ -13,6 +15,7 @@ from tests.support import FIXTURES as SUPPORT_FIXTURES
 FIXTURES = SUPPORT_FIXTURES / "exercism"
 
 
+@pytest.mark.slow
 def test_import_fixtures_and_validate(tmp_path):
     results = {r.name: r for r in import_exercism(FIXTURES, tmp_path)}
     assert set(results) == {"leap", "two-fer", "reverse-string", "broken-pipe"}
@@ -33,6 +36,7 @@ def test_import_fixtures_and_validate(tmp_path):
     assert len(read_requirements(load_task(tmp_path / "exercism-leap").acceptance_dir)[0]) == 4
 
 
+@pytest.mark.slow
 def test_cli_reports_failures_but_writes_good_ones(tmp_path, capsys):
     src = tmp_path / "src"
     for name in ("leap", "broken-pipe"):
@@ -123,6 +127,7 @@ CASES = json.loads((pathlib.Path(__file__).parent / "cases.json").read_text())
 """
 
 
+@pytest.mark.slow
 def test_baseline_pass_helpers_and_minor_severity(tmp_path):
     folder = _exercise(
         tmp_path / "src",
@@ -223,6 +228,7 @@ def test_refactoring_exercise_is_skipped_with_the_reason(tmp_path, capsys):
     assert "skipped (1): no test fails on the stub" in out and "double" in out
 
 
+@pytest.mark.slow
 def test_invalid_task_is_reported_and_fails_the_command(tmp_path, capsys):
     folder = _exercise(
         tmp_path / "src",

@@ -24,6 +24,7 @@ def _expected_start_defects(task):
     return reqs, counts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_id", TASK_IDS)
 def test_start_is_all_defects_and_solution_is_clean(task_id, tmp_path):
     task = load_task(task_id)
@@ -317,6 +318,7 @@ def test_a_scoring_failure_gives_a_scored_run_with_every_requirement_failed(tmp_
     assert all(f.message.startswith("not scored") for f in s.failed)
 
 
+@pytest.mark.slow
 def test_tests_that_give_no_result_before_the_timeout_leave_the_run_scored_not_missing(tmp_path):
     task, ws = _slugify_ws(tmp_path, solved=True)
     module = ws.root / "textkit.py"

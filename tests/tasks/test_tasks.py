@@ -32,6 +32,7 @@ def test_shipped_tasks_load():
         assert (t.repo_dir / "README.md").is_file()
 
 
+@pytest.mark.slow
 def test_validate_all_shipped_tasks():
     # the vendored suite tasks (exercism-*) are validated by `kit tasks validate --all`, the first step
     # of `make test`; validating them here again would double that time
@@ -82,6 +83,7 @@ def test_task_outside_datasets_validates(tmp_path, capsys):
     assert "✓ micro-slugify" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_validate_reports_broken_tasks(tmp_path, capsys):
     folder = _copy_task(tmp_path)
     test_file = folder / "acceptance" / "test_slugify.py"

@@ -141,6 +141,7 @@ def git(ws: Path, *args: str) -> str:
 # --------------------------------------------------------------------------- stopping
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["native", "json", "text"])
 def test_stops_at_all_pass_one_feature_per_session(tmp_path, mode):
     options = {"verify_tests": mode == "native"}  # the kit's own test run costs ~2 s a session

@@ -148,6 +148,7 @@ def test_same_defect_key_twice_goes_to_the_expert_before_a_second_fix(tmp_path):
     assert "| trailing-hyphen | major | DO | r1/n1 | r1/n2 | 2 | 1 | stop @ r1/n2 |" in out.status_text
 
 
+@pytest.mark.slow
 def test_expert_replan_bumps_r_resets_n_and_keeps_the_defect_history(tmp_path):
     again = verdict(met=("C2",), defects=("trailing-hyphen",))
     reworded = plan(constraints=["do not change word_count", "strip hyphens at both ends"])
