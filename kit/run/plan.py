@@ -7,6 +7,7 @@ unknown task, strategy or role, before any run starts (``docs/records.md``, ``##
 
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,7 @@ from kit import strategies
 from kit.config import Experiment, Profile
 from kit.paths import REPO_ROOT
 from kit.secrets import is_secret_env, looks_secret
+from kit.tasks.git import git
 from kit.tasks.task import Task, expand_tasks, load_task
 
 
@@ -30,17 +32,13 @@ class RunSpec:
 
 def kit_commit() -> str:
     """The kit's git commit (``+dirty`` when the work tree has changes), or '' outside git."""
+    env = dict(os.environ)  # the kit's own checkout: the user's git config applies (safe.directory ...)
     try:
-        head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
+        head = git(REPO_ROOT, "rev-parse", "HEAD", env=env, timeout=10, check=False).stdout.strip()
+        dirty = git(
+            REPO_ROOT, "status", "--porcelain", "--untracked-files=no", env=env, timeout=10, check=False
+        )
+        dirty = dirty.stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return ""
     return f"{head}+dirty" if head and dirty else head

@@ -58,16 +58,28 @@ def git_safety_args(root: Path) -> list[str]:
     return args
 
 
-def run_git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    """``git ARGS`` in ``root`` with the kit's options (and the safety options when ``root`` is a
-    repository); its output, or TaskError with git's message."""
+def git(
+    root: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    input: str | bytes | None = None,
+    text: bool = True,
+    timeout: float | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess:
+    """``git ARGS`` in ``root`` with the kit's options, and the safety options when ``root`` is a
+    repository (its own config can then name no command the kit would run). ``check``: TaskError with
+    git's message when it fails."""
+    argv = ["git", *GIT_OPTS, *(git_safety_args(root) if (root / ".git").exists() else []), *args]
     proc = subprocess.run(
-        ["git", *GIT_OPTS, *(git_safety_args(root) if (root / ".git").exists() else []), *args],
-        cwd=root,
-        env=env or git_env(),
-        capture_output=True,
-        text=True,
+        argv, cwd=root, env=env or git_env(), input=input, capture_output=True, text=text, timeout=timeout
     )
-    if proc.returncode != 0:
-        raise TaskError(f"git {' '.join(args)} failed in {root}: {proc.stderr.strip()}")
-    return proc.stdout
+    if check and proc.returncode != 0:
+        err = proc.stderr if text else proc.stderr.decode("utf-8", "replace")
+        raise TaskError(f"git {' '.join(args)} failed in {root}: {err.strip()}")
+    return proc
+
+
+def run_git(root: Path, *args: str, env: dict[str, str] | None = None, timeout: float | None = None) -> str:
+    """The output of ``git ARGS`` in ``root`` (see :func:`git`); TaskError when it fails."""
+    return git(root, *args, env=env, timeout=timeout).stdout

@@ -4,28 +4,15 @@ docs/strategies.md, ``## harness``."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from kit.sandbox.commands import run_command
 from kit.strategies.context import RunContext
-from kit.tasks.git import git_env, git_safety_args
-
-GIT_OPTS = ["-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null"]
+from kit.tasks.git import run_git
 
 
 def git(root: Path, *args: str) -> str:
-    proc = subprocess.run(
-        ["git", *GIT_OPTS, *git_safety_args(root), *args],
-        cwd=root,
-        env=git_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)} failed in {root}: {proc.stderr.strip()}")
-    return proc.stdout
+    return run_git(root, *args, timeout=60)
 
 
 def settle_commits(ctx: RunContext, root: Path, head_before: str, role: str, session: int) -> tuple[int, int]:

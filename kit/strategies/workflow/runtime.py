@@ -58,7 +58,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -71,7 +70,7 @@ from kit.config import Tier
 from kit.errors import BudgetExceeded, CallCapReached, Interrupted, KitError, ModelError
 from kit.records.schema import CallRecord, read_jsonl
 from kit.strategies.context import RunContext
-from kit.tasks.git import git_env, git_safety_args
+from kit.tasks.git import git
 from kit.tasks.workspace import diff as workspace_diff
 
 T = TypeVar("T")
@@ -466,18 +465,8 @@ def restore(workspace: Any, recorded: str) -> None:
 
 
 def _git_apply(root: Path, patch: str, *, reverse: bool) -> None:
-    args = [
-        "git",
-        "-c",
-        "core.autocrlf=false",
-        *git_safety_args(root),
-        "apply",
-        "--binary",
-        "--whitespace=nowarn",
-    ]
-    if reverse:
-        args.append("-R")
-    proc = subprocess.run(args, cwd=root, env=git_env(), input=patch, capture_output=True, text=True)
+    args = ["apply", "--binary", "--whitespace=nowarn", *(["-R"] if reverse else [])]
+    proc = git(root, *args, input=patch, check=False)
     if proc.returncode != 0:
         raise KitError(
             f"workflow journal: could not {'reverse' if reverse else 'apply'} a recorded diff in {root}: "

@@ -35,7 +35,6 @@ from __future__ import annotations
 import io
 import shlex
 import shutil
-import subprocess
 import tarfile
 import tempfile
 import threading
@@ -47,7 +46,7 @@ from typing import Any
 
 from kit.records.schema import SEVERITIES, FailedRequirement, Score
 from kit.sandbox.backends import default_sandbox, get_sandbox
-from kit.tasks.git import git_env
+from kit.tasks.git import git
 from kit.tasks.requirements import Requirement, count_test_functions, read_requirements, test_files  # noqa: F401 - re-exported
 from kit.tasks.scoring.clean_copy import copy_clean, pytest_config_file, use_base_tests
 from kit.tasks.scoring.session import Canaries, PytestRun, prepare_kit_dir, run_pytest, run_shell
@@ -66,10 +65,14 @@ def _extract_commit(ws: Workspace, dest: Path) -> None:
     git_dirs = [d for d in (ws.base_git_dir, ws.root / ".git") if d is not None and d.is_dir()]
     last = "no git folder holds it"
     for git_dir in git_dirs:
-        proc = subprocess.run(
-            ["git", f"--git-dir={git_dir}", "archive", "--format=tar", ws.base_commit],
-            env=git_env(),
-            capture_output=True,
+        proc = git(
+            git_dir.parent,
+            f"--git-dir={git_dir}",
+            "archive",
+            "--format=tar",
+            ws.base_commit,
+            text=False,
+            check=False,
         )
         if proc.returncode == 0:
             dest.mkdir(parents=True, exist_ok=True)
