@@ -22,6 +22,7 @@ from typing import Any
 
 from kit.model.actions import FINISH, render
 from kit.model.script_io import Request
+from kit.paths import is_ignored
 
 
 def _latency() -> float:
@@ -48,7 +49,7 @@ def solution_files(task_path: str | None) -> list[tuple[str, str]]:
     return [
         (str(p.relative_to(root)), p.read_text(encoding="utf-8"))
         for p in sorted(root.rglob("*"))
-        if p.is_file() and p.name != "DELETED.txt" and "__pycache__" not in p.parts
+        if p.is_file() and p.name != "DELETED.txt" and not is_ignored(p.relative_to(root))
     ]
 
 
