@@ -260,3 +260,19 @@ def test_renamed_names_still_resolve_and_warn():
             value = getattr(importlib.import_module(old_module), old_attr)
         assert value is getattr(importlib.import_module(module), new), old
         assert any(f"{module}.{new}" in str(w.message) for w in caught), old
+
+
+#: What the shipped notebooks imported before the layout change: a user's copy of one still runs.
+OLD_NOTEBOOK_IMPORTS = [
+    "from kit import analysis, figures, report, verdict",
+    "from kit import reference as published",
+    "from kit.notebooks import figures_folder, prepare_benchmark, show",
+    "from kit.lab import prompt_lab",
+]
+
+
+@pytest.mark.parametrize("line", OLD_NOTEBOOK_IMPORTS)
+def test_the_old_notebook_imports_still_work(line):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        exec(line, {})  # noqa: S102 - a fixed import line
