@@ -173,7 +173,7 @@ def test_make_labs_command_starts_jupyterlab_as_this_user(tmp_path):
 
 
 def test_an_unscored_run_counts_as_every_requirement_failed_and_is_named(tmp_path):
-    """Issue 10: a scoring failure never drops a run out of the means; it is scored as every
+    """A scoring failure never drops a run out of the means; it is scored as every
     requirement failed and the report counts it."""
     exp = write_experiment(tmp_path, incomplete=False)
     path = exp / "runs" / "micro-slugify__vibe__r1" / "run.json"
