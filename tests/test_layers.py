@@ -276,3 +276,12 @@ def test_the_old_notebook_imports_still_work(line):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         exec(line, {})  # noqa: S102 - a fixed import line
+
+
+def test_the_files_that_run_inside_the_scoring_sandbox_import_nothing_from_the_kit():
+    """launcher.py and plugin.py are copied out and run under ``python -I`` in the sandbox, where the
+    kit is not visible: an import of ``kit`` there would fail every scoring session."""
+    for name in ("kit.tasks.scoring.launcher", "kit.tasks.scoring.plugin"):
+        assert imports(name) == set(), name
+        source = MODULES[name].read_text(encoding="utf-8")
+        assert "import kit" not in source and "from kit" not in source, name
