@@ -4,7 +4,9 @@
 
 Every run's ``run.json``, ``calls.jsonl``, ``events.jsonl``, ``transcript.jsonl`` and ``diff.patch`` are
 compared after dropping what legitimately differs between two executions: ids, timestamps, durations,
-latencies, the kit's commit and anything derived from wall time. It prints one line per run (``same``
+latencies, the kit's commit, the results folder's path and anything derived from wall time. (Token
+counts are not normalised: give the two results folders paths of the same length, since a path that
+reaches a prompt changes the scripted model's 4-characters-a-token estimate.) It prints one line per run (``same``
 or the fields that differ) and exits 1 when any run differs. Used to show that a refactor kept
 behaviour: the layout change compared the scripted smoke experiments before and after the move.
 """
@@ -42,12 +44,17 @@ _TIMES = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?|
 _IDS = re.compile(r"\b[0-9a-f]{8,}\b|\b(call|toolu|chatcmpl|msg)_[A-Za-z0-9_-]+")
 
 
+ROOTS: list[str] = []  # the two results folders: paths under them are the same path
+
+
 def normalise(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: normalise(v) for k, v in sorted(value.items()) if k not in VOLATILE}
     if isinstance(value, list):
         return [normalise(v) for v in value]
     if isinstance(value, str):
+        for root in ROOTS:
+            value = value.replace(root, "<results>")
         return _IDS.sub("<id>", _TIMES.sub("<t>", value))
     if isinstance(value, float):
         return round(value, 6)
@@ -96,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("a", type=Path)
     parser.add_argument("b", type=Path)
     args = parser.parse_args(argv)
+    ROOTS.extend(str(p.resolve()) for p in (args.a, args.b))
     left, right = runs(args.a), runs(args.b)
     differing = 0
     for name in sorted(set(left) | set(right)):
