@@ -68,7 +68,7 @@ MODULES: dict[str, str] = {
 NAMES: dict[str, tuple[str, ...]] = {
     "kit.agent": ("kit.agent.loop", "kit.agent.budget"),
     "kit.records": ("kit.records.schema", "kit.records.recorder", "kit.records.parquet"),
-    "kit.sandbox": ("kit.sandbox.backends", "kit.sandbox.processes"),
+    "kit.sandbox": ("kit.sandbox.backends", "kit.sandbox.base", "kit.sandbox.bwrap", "kit.sandbox.processes"),
     "kit.tasks": ("kit.tasks.task", "kit.tasks.validate"),
 }
 

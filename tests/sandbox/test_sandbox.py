@@ -310,7 +310,7 @@ def test_a_read_only_bind_inside_the_clone_stays_read_only(runs):
 def test_a_venv_under_tmp_stays_visible_over_the_private_tmp(monkeypatch):
     """A checkout in a temp folder (CI clones to /tmp) has its venv under /tmp: the interpreter's
     prefixes must be bound after the private /tmp, or the command cannot even start."""
-    import kit.sandbox.backends as sandbox_mod
+    import kit.sandbox.bwrap as sandbox_mod
 
     monkeypatch.setattr(sandbox_mod, "_prefix_binds", lambda: [Path("/tmp/some-checkout/.venv")])
     argv = sandbox_mod.BwrapSandbox().argv(["true"], Path("/tmp/run/repo"), writable=True)

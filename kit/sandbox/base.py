@@ -1,0 +1,74 @@
+"""What every sandbox backend shares: the :class:`Sandbox` interface, the error a backend raises when
+it cannot start here, and the environment a command gets (built from an allow-list, never from the
+kit's own os.environ, so no provider key passes)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from kit.errors import KitError
+from kit.sandbox.processes import DEFAULT_LIMITS, ProcessLimits, Result
+from kit.secrets import is_secret_env
+
+OPT_OUT = "set `sandbox: none` in the experiment to opt out (unsandboxed)"
+
+
+class SandboxUnavailable(KitError):
+    """The chosen sandbox cannot start on this machine."""
+
+
+class Sandbox(Protocol):
+    name: str
+
+    def run(
+        self,
+        argv: str | list[str],
+        cwd: Path,
+        *,
+        writable: bool,
+        timeout_s: float,
+        limits: ProcessLimits = DEFAULT_LIMITS,
+        env: dict[str, str] | None = None,
+        ro_binds: Sequence[Path] = (),
+        pass_fds: Sequence[int] = (),
+        max_output_chars: int = 10_000,
+    ) -> Result: ...
+
+
+# --------------------------------------------------------------------------- environment
+
+#: Variables copied from the kit's environment when set (nothing else is: keys never pass).
+ENV_ALLOW = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
+SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+#: HOME inside both backends: a private, writable, empty folder (under the private /tmp in bwrap).
+SANDBOX_HOME = "/tmp/home"
+
+
+def interpreter_bin() -> str:
+    return str(Path(sys.executable).parent)
+
+
+def sandbox_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a command gets: built from an allow-list, never from the kit's own os.environ.
+
+    PATH has the kit's interpreter's bin first, then the system's; HOME is a private place; no
+    bytecode files. ``extra`` is added on top, except names that look like secrets (``is_secret_env``),
+    which are dropped.
+    """
+
+    env = {k: os.environ[k] for k in ENV_ALLOW if k in os.environ}
+    env.setdefault("LANG", "C.UTF-8")
+    env["PATH"] = os.pathsep.join([interpreter_bin(), *SYSTEM_PATH])
+    env["HOME"] = SANDBOX_HOME
+    env["TMPDIR"] = "/tmp"
+    env["USER"] = env["LOGNAME"] = "sandbox"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONNOUSERSITE"] = "1"
+    for key, value in (extra or {}).items():
+        if not is_secret_env(key):
+            env[key] = value
+    return env
