@@ -5,7 +5,8 @@ verdicts, the published reference figures, the text report (:mod:`kit.analysis.r
 May import: the top-level modules and ``kit.records`` only -- the analysis reads records, never runs
 anything (``tests/test_layers.py``).
 
-This package's ``__init__`` is the public face of three modules: loading in :mod:`kit.analysis.load`, the tables and their
+This package's ``__init__`` is the public face of four modules: loading in :mod:`kit.analysis.load`,
+the price columns in :mod:`kit.analysis.prices`, the tables and their
 statistics in :mod:`kit.analysis.tables`, re-pricing and what-ifs in :mod:`kit.analysis.repricing`. Every public name of
 those is re-exported here (``__all__``), so callers use ``analysis.<name>``.
 
@@ -31,11 +32,8 @@ Column conventions (one place, so notebooks and tests agree):
 """
 
 from kit.analysis.load import (
-    BUCKETS,
     OUTCOME_ORDER,
-    PRICE_COLUMNS,
     RUN_IDENTITY,
-    TOKENS,
     UNSCORED_OUTCOMES,
     Records,
     comparable_scores,
@@ -43,6 +41,7 @@ from kit.analysis.load import (
     load,
     repo_path,
 )
+from kit.analysis.prices import BUCKETS, PRICE_COLUMNS, TOKENS
 from kit.analysis.repricing import (
     WhatIf,
     cost_before_after,

@@ -15,7 +15,8 @@ import pandas as pd
 import pyarrow as pa
 from pydantic import ValidationError
 
-from kit.analysis.load import PRICE_COLUMNS, TOKENS, Records, category_codes, intern_dicts, repo_path
+from kit.analysis.load import Records, repo_path
+from kit.analysis.prices import PRICE_COLUMNS, TOKENS, category_codes, intern_dicts
 from kit.analysis.tables import order_tiers
 from kit.config import TIERS, PriceSheet, Profile, load_price_sheet, load_profile
 from kit.errors import ConfigError
