@@ -55,8 +55,6 @@ Choices where the source workflow is silent (also in docs/strategies.md, ``## Wh
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -67,10 +65,10 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from kit.config import Tier
-from kit.errors import BudgetExceeded, CallCapReached, Interrupted, KitError, ModelError
-from kit.records.schema import CallRecord, read_jsonl
+from kit.errors import BudgetExceeded, CallCapReached, Interrupted, ModelError
+from kit.records.schema import CallRecord
 from kit.strategies.context import RunContext
-from kit.tasks.git import git
+from kit.strategies.workflow.journal import Journal, chain_digest, journal_key, restore
 from kit.tasks.workspace import diff as workspace_diff
 
 T = TypeVar("T")
@@ -326,7 +324,7 @@ class Runtime:
     def _advance(self, key: str, entry: dict[str, Any]) -> None:
         """Move this thread's chain head past one call: its key and what it produced."""
         result = {k: entry.get(k) for k in ("outcome", "text", "object", "diff")}
-        self._chain.head = _digest(self._head(), key, result)
+        self._chain.head = chain_digest(self._head(), key, result)
 
     # -- concurrency -------------------------------------------------------------------------
     def parallel(self, thunks: Sequence[Callable[[], T]]) -> list[T | None]:
@@ -338,7 +336,9 @@ class Runtime:
         heads = [start] * len(thunks)
 
         def sibling(i: int, thunk: Callable[[], T]) -> T:
-            self._chain.head = _digest(start, "parallel", i)  # siblings chain on the head before the group
+            self._chain.head = chain_digest(
+                start, "parallel", i
+            )  # siblings chain on the head before the group
             try:
                 return thunk()
             finally:
@@ -347,7 +347,7 @@ class Runtime:
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(thunks))) as pool:
             futures = [pool.submit(sibling, i, t) for i, t in enumerate(thunks)]
             outcomes = [_settle(f) for f in futures]
-        self._chain.head = _digest(start, "joined", heads)
+        self._chain.head = chain_digest(start, "joined", heads)
         _raise_stops(outcomes)
         return [self._unwrap(value, exc, f"parallel thunk {i}") for i, (value, exc) in enumerate(outcomes)]
 
@@ -398,78 +398,3 @@ def _raise_stops(outcomes: list[tuple[Any, BaseException | None]]) -> None:
     for _, exc in outcomes:
         if exc is not None and (isinstance(exc, STOPS) or not isinstance(exc, Exception)):
             raise exc
-
-
-# --------------------------------------------------------------------------- the journal
-
-
-def _digest(*parts: Any) -> str:
-    text = json.dumps(parts, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
-
-
-def journal_key(
-    parent: str, system: str, prompt: str, schema: type[BaseModel] | None, model: str, role: str
-) -> str:
-    """A stable hash of (chain head, prompt, schema, model, role); the system prompt counts as part of
-    the prompt, the chain head carries every earlier call and its result."""
-    payload = {
-        "parent": parent,
-        "system": system,
-        "prompt": prompt,
-        "schema": schema.model_json_schema() if schema is not None else None,
-        "model": model,
-        "role": role,
-    }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()[:32]
-
-
-class Journal:
-    """Append-only JSONL of completed agent calls, keyed by their chained hash."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        self._entries: dict[str, dict[str, Any]] = {
-            row["key"]: row for row in read_jsonl(self.path) if "key" in row
-        }
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        with self._lock:
-            return self._entries.get(key)
-
-    def append(self, entry: dict[str, Any]) -> None:
-        line = json.dumps(entry, default=str)
-        with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write(line + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            self._entries[entry["key"]] = entry
-
-
-def restore(workspace: Any, recorded: str) -> None:
-    """Make the clone's working tree match ``recorded`` (a diff against the base commit): reverse the
-    current diff, then apply the recorded one. Only the working tree changes (no index, no commits)."""
-    current = workspace_diff(workspace)
-    if current == recorded:
-        return
-    if current:
-        _git_apply(workspace.root, current, reverse=True)
-    if recorded:
-        _git_apply(workspace.root, recorded, reverse=False)
-
-
-def _git_apply(root: Path, patch: str, *, reverse: bool) -> None:
-    args = ["apply", "--binary", "--whitespace=nowarn", *(["-R"] if reverse else [])]
-    proc = git(root, *args, input=patch, check=False)
-    if proc.returncode != 0:
-        raise KitError(
-            f"workflow journal: could not {'reverse' if reverse else 'apply'} a recorded diff in {root}: "
-            f"{proc.stderr.strip()[:500]}",
-            "delete the run's journal file under <results>/<experiment>/journals/ to redo the run from scratch",
-        )
