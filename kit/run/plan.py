@@ -34,9 +34,18 @@ def kit_commit() -> str:
     """The kit's git commit (``+dirty`` when the work tree has changes), or '' outside git."""
     env = dict(os.environ)  # the kit's own checkout: the user's git config applies (safe.directory ...)
     try:
-        head = git(REPO_ROOT, "rev-parse", "HEAD", env=env, timeout=10, check=False).stdout.strip()
+        head = git(
+            REPO_ROOT, "rev-parse", "HEAD", env=env, timeout=10, check=False, own_checkout=True
+        ).stdout.strip()
         dirty = git(
-            REPO_ROOT, "status", "--porcelain", "--untracked-files=no", env=env, timeout=10, check=False
+            REPO_ROOT,
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            env=env,
+            timeout=10,
+            check=False,
+            own_checkout=True,
         )
         dirty = dirty.stdout.strip()
     except (OSError, subprocess.SubprocessError):
