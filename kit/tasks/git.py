@@ -6,6 +6,7 @@ password, or runs a command the clone's own config names."""
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from pathlib import Path
 
@@ -63,14 +64,96 @@ def command_keys(git_dir: Path) -> list[str]:
     return [name for name in proc.stdout.split("\0") if name]
 
 
-def safety_env(git_dir: Path) -> dict[str, str]:
+#: At most this many entries under a clone's .git are inspected before a kit-side git call.
+MAX_GIT_ENTRIES = 200_000
+#: A kit-side git call that takes longer is stopped (a FIFO named .gitattributes would hang it).
+GIT_TIMEOUT_S = 120.0
+
+
+def _refuse(git_dir: Path, what: str) -> TaskError:
+    return TaskError(
+        f"{git_dir}: {what}: the kit runs no git on this clone",
+        "the agent rigged the clone's .git; its work is scored from the files, not from git",
+    )
+
+
+def check_git_dir(git_dir: Path) -> None:
+    """Refuse a clone's git folder the kit's own git could be turned against: anything in it that is a
+    link or not a regular file or folder (a FIFO would hang git, a link would make it write outside
+    the clone: COMMIT_EDITMSG, logs/HEAD, refs/ or objects/ pointing into the cached base), a
+    ``commondir``, a ``config.worktree``, and config that includes other files (``include.*``,
+    ``includeIf.*``: conditional includes that :func:`command_keys` could not evaluate as git does)."""
+    if git_dir.is_symlink() or not git_dir.is_dir():
+        raise _refuse(git_dir, "not a folder (a file or a link pointing elsewhere)")
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(git_dir):
+        for name in (*dirnames, *filenames):
+            seen += 1
+            if seen > MAX_GIT_ENTRIES:
+                raise _refuse(git_dir, f"more than {MAX_GIT_ENTRIES} entries")
+            mode = os.lstat(os.path.join(dirpath, name)).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise _refuse(git_dir, f"{os.path.join(dirpath, name)} is a link or a special file")
+    for name in ("commondir", "config.worktree"):
+        if (git_dir / name).exists():
+            raise _refuse(git_dir, f"it holds a {name} (git would read or write elsewhere)")
+    names = _config_names(git_dir / "config", "^(include|includeif)\\.")
+    if names:
+        raise _refuse(git_dir, f"its config includes other files ({', '.join(names[:3])})")
+
+
+def check_work_tree(root: Path) -> None:
+    """Refuse a work tree holding a nested repository (a ``.git`` below its top): ``git add`` runs a
+    git inside it, with that repository's own config -- filters the kit never saw. Links are not
+    followed; at most :data:`MAX_GIT_ENTRIES` entries are looked at."""
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        if Path(dirpath) == Path(root):
+            dirnames[:] = [d for d in dirnames if d != ".git"]
+        elif ".git" in dirnames or ".git" in filenames:
+            raise TaskError(
+                f"{dirpath} is a nested git repository: the kit runs no git on {root}",
+                "the agent made a repository inside the clone; its work is scored from the files, not from git",
+            )
+        seen += len(dirnames) + len(filenames)
+        if seen > MAX_GIT_ENTRIES:
+            raise TaskError(f"{root}: more than {MAX_GIT_ENTRIES} entries: the kit runs no git on it")
+
+
+def _config_names(path: Path, pattern: str) -> list[str]:
+    """Config key names in the file ``path`` matching ``pattern``, NUL-separated (read, never run)."""
+    if not path.is_file():
+        return []
+    proc = subprocess.run(
+        ["git", "config", "--file", str(path), "-z", "--name-only", "--get-regexp", pattern],
+        env=git_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return [name for name in proc.stdout.split("\0") if name]
+
+
+def _submodule_names(git_dir: Path, root: Path | None) -> set[str]:
+    """Names of the submodules the clone's config or its ``.gitmodules`` declares."""
+    keys = _config_names(git_dir / "config", "^submodule\\.")
+    gitmodules = root / ".gitmodules" if root is not None else None
+    if gitmodules is not None and not gitmodules.is_symlink() and gitmodules.is_file():
+        keys += _config_names(gitmodules, "^submodule\\.")
+    return {key[len("submodule.") : key.rindex(".")] for key in keys if key.count(".") >= 2}
+
+
+def safety_env(git_dir: Path, root: Path | None = None) -> dict[str, str]:
     """Overrides that stop a repository's own config from making a kit-side git call run a command:
     :data:`SAFE_SETTINGS`, and every filter / diff / merge driver command it names emptied (a textconv
     becomes ``cat``). They go through ``GIT_CONFIG_COUNT`` / ``GIT_CONFIG_KEY_<n>`` /
     ``GIT_CONFIG_VALUE_<n>``, which take a key whole, so no key the agent names can turn into another
-    option (``-c NAME=`` splits at the first ``=``); they beat the repository's config like ``-c``."""
+    option (``-c NAME=`` splits at the first ``=``); they beat the repository's config like ``-c``.
+    Every submodule the clone declares is set to ``ignore = all`` (a per-submodule setting beats
+    ``diff.ignoreSubmodules``), so git never runs inside a nested repository with its own config."""
     pairs = list(SAFE_SETTINGS.items())
     pairs += [(k, "cat" if k.endswith(".textconv") else "") for k in command_keys(git_dir)]
+    pairs += [(f"submodule.{name}.ignore", "all") for name in sorted(_submodule_names(git_dir, root))]
     env = {"GIT_CONFIG_COUNT": str(len(pairs))}
     for i, (key, value) in enumerate(pairs):
         env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
@@ -90,8 +173,8 @@ def git(
     """``git ARGS`` in ``root`` with the kit's options. git works on exactly ``root/.git`` (or the
     ``GIT_DIR`` the caller set) with ``root`` as its work tree -- never a repository a ``.git`` file,
     ``core.worktree`` or a parent folder would lead it to -- and under :func:`safety_env` of that git
-    folder. A ``.git`` that is a file or a link, or holds a ``commondir`` (refs kept elsewhere), is
-    refused (TaskError).
+    folder. A rigged ``.git`` is refused (:func:`check_git_dir`, TaskError); a call is stopped after
+    :data:`GIT_TIMEOUT_S` unless ``timeout`` says otherwise.
     ``check``: TaskError with git's message when it fails. ``own_checkout``: ``root`` is the kit's own
     checkout, not a clone: git finds its repository as usual (a worktree's ``.git`` file included)."""
     env = dict(env or git_env())
@@ -105,25 +188,29 @@ def git(
     env.setdefault("GIT_CEILING_DIRECTORIES", str(Path(root).resolve().parent))
     git_dir = Path(env["GIT_DIR"]) if "GIT_DIR" in env else Path(root) / ".git"
     if "GIT_DIR" not in env and (git_dir.is_symlink() or git_dir.exists()):
-        if git_dir.is_symlink() or not git_dir.is_dir() or os.path.lexists(git_dir / "commondir"):
-            raise TaskError(
-                f"{git_dir} is not a folder of its own (a file, a link, or a commondir pointing elsewhere): "
-                "the kit runs no git on it",
-                "the agent replaced the clone's .git; its work is scored from the files, not from git",
-            )
+        check_git_dir(git_dir)
         env["GIT_DIR"] = str(git_dir)
         env.setdefault("GIT_WORK_TREE", str(root))
-    if git_dir.is_dir() and not git_dir.is_symlink():
-        env.update(safety_env(git_dir))
-    proc = subprocess.run(
-        ["git", *GIT_OPTS, *args],
-        cwd=root,
-        env=env,
-        input=input,
-        capture_output=True,
-        text=text,
-        timeout=timeout,
-    )
+        env.update(safety_env(git_dir, Path(root)))
+    elif git_dir.is_dir() and not git_dir.is_symlink():
+        env.update(safety_env(git_dir, Path(root)))
+    if env.get("GIT_WORK_TREE"):
+        check_work_tree(Path(env["GIT_WORK_TREE"]))
+    timeout = GIT_TIMEOUT_S if timeout is None else timeout
+    try:
+        proc = subprocess.run(
+            ["git", *GIT_OPTS, *args],
+            cwd=root,
+            env=env,
+            input=input,
+            capture_output=True,
+            text=text,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        raise TaskError(
+            f"git {' '.join(args)} in {root} took longer than {timeout:g} s and was stopped"
+        ) from None
     if check and proc.returncode != 0:
         err = proc.stderr if text else proc.stderr.decode("utf-8", "replace")
         raise TaskError(f"git {' '.join(args)} failed in {root}: {err.strip()}")

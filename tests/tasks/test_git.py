@@ -61,7 +61,7 @@ def test_a_dot_git_file_pointing_elsewhere_is_refused(clone, tmp_path):
     before = (elsewhere / ".git" / "HEAD").read_text()
     subprocess.run(["rm", "-rf", str(clone / ".git")], check=True)
     (clone / ".git").write_text(f"gitdir: {elsewhere / '.git'}\n")
-    with pytest.raises(TaskError, match="not a folder of its own"):
+    with pytest.raises(TaskError, match="not a folder"):
         run_git(clone, "add", "-A")
     assert (elsewhere / ".git" / "HEAD").read_text() == before
     assert run_git(elsewhere, "status", "--porcelain") == ""
@@ -100,7 +100,9 @@ def test_a_nested_repository_s_own_filters_do_not_run(clone, tmp_path):
     _sh(sub, f"git config filter.ev.clean {script}")
     (sub / ".gitattributes").write_text("* filter=ev\n")
     (sub / "f.txt").write_text("y\n")
-    run_git(clone, "status", "--porcelain")
+    for args in (["status", "--porcelain"], ["add", "-A"]):
+        with pytest.raises(TaskError, match="nested git repository"):
+            run_git(clone, *args)
     assert not marker.exists()
 
 
@@ -112,3 +114,76 @@ def test_without_a_dot_git_git_does_not_climb_to_a_parent_repository(tmp_path):
     inner.mkdir()
     with pytest.raises(TaskError):
         run_git(inner, "rev-parse", "--show-toplevel")
+
+
+# --------------------------------------------------------------------------- a second attacker's cases
+
+
+def test_a_conditional_include_is_refused(clone, tmp_path):
+    script, marker = _marker_script(tmp_path, "incif")
+    (clone / ".git" / "inc").write_text(f'[filter "evil"]\n\tclean = {script}\n')
+    _sh(clone, "git config includeIf.onbranch:main.path inc")
+    (clone / ".gitattributes").write_text("* filter=evil\n")
+    (clone / "a.txt").write_text("two\n")
+    with pytest.raises(TaskError, match="includes other files"):
+        run_git(clone, "add", "-A")
+    assert not marker.exists()
+
+
+def test_a_worktree_config_is_refused(clone, tmp_path):
+    script, marker = _marker_script(tmp_path, "wtconf")
+    _sh(clone, "git config core.repositoryformatversion 1 && git config extensions.worktreeConfig true")
+    (clone / ".git" / "config.worktree").write_text(f'[filter "evil"]\n\tclean = {script}\n')
+    (clone / ".gitattributes").write_text("* filter=evil\n")
+    (clone / "a.txt").write_text("two\n")
+    with pytest.raises(TaskError, match="config.worktree"):
+        run_git(clone, "add", "-A")
+    assert not marker.exists()
+
+
+def test_a_submodule_set_to_ignore_none_is_still_not_entered(clone, tmp_path):
+    script, marker = _marker_script(tmp_path, "subnone")
+    sub = clone / "sub"
+    sub.mkdir()
+    run_git(sub, "init", "-q", "-b", "main")
+    (sub / "f.txt").write_text("x\n")
+    run_git(sub, "add", "-A")
+    run_git(sub, "commit", "-q", "-m", "sub")
+    (clone / ".gitmodules").write_text('[submodule "sub"]\n\tpath = sub\n\turl = ./sub\n\tignore = none\n')
+    _sh(clone, "git add sub .gitmodules && git commit -q -m gitlink && git config submodule.sub.ignore none")
+    _sh(sub, f"git config filter.ev.clean {script}")
+    (sub / ".gitattributes").write_text("* filter=ev\n")
+    (sub / "f.txt").write_text("y\n")
+    for args in (["status", "--porcelain"], ["add", "-A"]):
+        with pytest.raises(TaskError, match="nested git repository"):
+            run_git(clone, *args)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("inside", ["COMMIT_EDITMSG", "logs/HEAD", "refs/heads"])
+def test_a_link_inside_dot_git_is_refused_before_anything_is_written(clone, tmp_path, inside):
+    outside = tmp_path / "outside"
+    outside.write_text("keep me\n") if inside != "refs/heads" else outside.mkdir()
+    target = clone / ".git" / inside
+    subprocess.run(["rm", "-rf", str(target)], check=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.symlink_to(outside)
+    (clone / "a.txt").write_text("two\n")
+    with pytest.raises(TaskError, match="link or a special file"):
+        run_git(clone, "commit", "-q", "-a", "-m", "kit commit")
+    if outside.is_file():
+        assert outside.read_text() == "keep me\n"
+    else:
+        assert list(outside.iterdir()) == []
+
+
+def test_a_fifo_that_would_hang_git_ends_in_a_task_error(clone, monkeypatch):
+    import os
+
+    from kit.tasks import git as kit_git
+
+    monkeypatch.setattr(kit_git, "GIT_TIMEOUT_S", 2.0)
+    os.mkfifo(clone / ".gitattributes")
+    (clone / "a.txt").write_text("two\n")
+    with pytest.raises(TaskError, match="longer than 2 s"):
+        run_git(clone, "add", "-A")
