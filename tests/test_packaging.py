@@ -40,7 +40,7 @@ def test_fixed_top_level_layout():
         line for line in (REPO_ROOT / ".ci" / "run").read_text().splitlines() if not line.startswith("#")
     ]
     assert "make test" in commands
-    assert "'.[dev,ray,inspect]'" in (REPO_ROOT / "Makefile").read_text()  # CI tests the Ray executor and the Inspect export
+    assert "'.[dev,ray,inspect]'" in (REPO_ROOT / "Makefile").read_text()  # Ray executor, Inspect export
     readme = (REPO_ROOT / "README.md").read_text()
     assert "make bench" in readme and "make test" in readme
 

@@ -12,7 +12,6 @@ grows past ~70 % of the model's window, the oldest tool outputs are shortened (o
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,11 +20,12 @@ from pydantic import BaseModel, ValidationError
 from kit.agent.budget import Budget, CallBudget
 from kit.agent.toolbox import Toolbox
 from kit.config import Tier
-from kit.errors import BudgetExceeded
+from kit.errors import BudgetExceeded, KitError
 from kit.model import actions
 from kit.model.actions import FINISH, Action, FormatError
 from kit.model.gateway import Gateway, Reply
 from kit.records.recorder import RunRecorder
+from kit.records.schema import encodable
 from kit.usage import Usage
 
 Outcome = Literal["done", "capped", "budget", "format_errors"]
@@ -118,7 +118,7 @@ class Agent:
             res.usage = res.usage + reply.usage
             self._add(self._assistant_message(reply))
             try:
-                batch = self._parse(reply)
+                batch = self._read_actions(reply)
                 finish = next((a for a in batch if a.tool == FINISH), None)
                 for action in batch:
                     if action is not finish:
@@ -184,6 +184,22 @@ class Agent:
             json_schema=json_schema,
         )
 
+    def _read_actions(self, reply: Reply) -> list[Action]:
+        """The reply's actions; anything in it the kit cannot read is a format error for the agent
+        (the reply is the model's, so no exception it causes may end the run as ``error``)."""
+        try:
+            return self._parse(reply)
+        except (FormatError, KitError):
+            raise
+        except Exception as e:  # noqa: BLE001 - agent input: never a crashed run
+            self._event(
+                "note", "unreadable-reply", f"the kit could not read the reply: {type(e).__name__}: {e}"
+            )
+            raise FormatError(
+                f"Your reply could not be read as an action ({type(e).__name__}). "
+                "Reply with exactly one valid action."
+            ) from None
+
     def _parse(self, reply: Reply) -> list[Action]:
         if reply.tool_calls:  # whatever the mode, a tool call is an action (and may be denied)
             bad = [tc for tc in reply.tool_calls if tc.error]
@@ -212,8 +228,8 @@ class Agent:
             return Action(FINISH, reply.parsed.model_dump())
         text = actions.strip_fence(reply.content)
         try:
-            data = json.loads(text) if text else None
-        except json.JSONDecodeError:
+            data = actions.load_json(text) if text else None
+        except ValueError:
             data = None
         if isinstance(data, dict):
             return Action(FINISH, data)
@@ -227,7 +243,7 @@ class Agent:
             return None
         try:
             return schema.model_validate(finish.args)
-        except ValidationError as e:
+        except (ValidationError, ValueError, TypeError, RecursionError) as e:
             if finish.call_id:
                 self._observe("rejected", finish)
             raise FormatError(
@@ -261,6 +277,7 @@ class Agent:
             self._add({"role": "user", "content": f"Observation:\n{output}" if action else output})
 
     def _add(self, message: dict[str, Any]) -> None:
+        message = encodable(message)  # a file name or output that is not UTF-8 must not fail the next call
         self.messages.append(message)
         if self.recorder is not None:
             self.recorder.transcript(self.conversation, self.config.role, message)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from kit.agent import safefs
 from kit.agent.tools import TOOLS, BadArgs, Refused, ToolResult, ToolSpec
+from kit.errors import KitError
 from kit.records.recorder import RunRecorder
 from kit.sandbox.backends import default_sandbox, get_sandbox
 
@@ -144,6 +145,15 @@ class Toolbox:
             result = ToolResult(False, f"{name} failed: {e.strerror or e}")
         except (ValueError, RecursionError, MemoryError, UnicodeError) as e:
             result = ToolResult(False, f"{name} failed on this input ({type(e).__name__}: {str(e)[:200]})")
+        except KitError:
+            raise  # the kit's own failure (a sandbox that cannot start ...): the run ends ``error``
+        except Exception as e:  # noqa: BLE001 - the arguments are the agent's: never a crashed run
+            self._event(
+                "note", name, f"unexpected {type(e).__name__} on agent input: {e}"[:300], False, started
+            )
+            result = ToolResult(
+                False, f"{name} failed on this input ({type(e).__name__}); check the arguments"
+            )
         self._event("tool", name, detail, result.ok, started)
         return result
 
@@ -239,6 +249,10 @@ class Toolbox:
 
     def step_timeout(self, requested: float | None) -> float:
         """The experiment's limit; the agent's own ``timeout_s`` may lower it, never raise it."""
-        if requested is None or not math.isfinite(requested) or requested <= 0:
+        try:
+            seconds = float(requested) if requested is not None else math.nan
+        except (OverflowError, TypeError, ValueError):  # an int too large for a float: no lower limit
             return self.timeout_s
-        return min(float(requested), self.timeout_s)
+        if not math.isfinite(seconds) or seconds <= 0:
+            return self.timeout_s
+        return min(seconds, self.timeout_s)

@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kit.records.schema import encodable
+
 FINISH = "finish"
 Mode = Literal["native", "json", "text"]
 
@@ -71,11 +73,34 @@ def strip_fence(text: str | None) -> str:
     return _FENCE.sub("", text).strip() if text.startswith("```") else text
 
 
+#: Deepest nesting accepted in JSON an agent sends (tool arguments, actions, answers): deeper input
+#: would overflow the parser or a later walk of it (RecursionError) inside the kit's own process.
+MAX_JSON_DEPTH = 64
+
+
+def load_json(text: str) -> Any:
+    """JSON a model sent, parsed; ``ValueError`` for anything the kit cannot use -- malformed, or
+    nested deeper than :data:`MAX_JSON_DEPTH` (which ``json.loads`` may answer with RecursionError)."""
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > MAX_JSON_DEPTH:
+                raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+            items = value.values() if isinstance(value, dict) else value
+            stack.extend((v, depth + 1) for v in items if isinstance(v, dict | list))
+    return encodable(data)
+
+
 def parse_json_action(content: str | None, allowed: list[str]) -> Action:
     text = strip_fence(content)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
+        data = load_json(text)
+    except ValueError:
         raise FormatError(
             'Reply with exactly one JSON object: {"thought": "...", "tool": "<name>", "args": {...}}.'
         ) from None
@@ -120,8 +145,8 @@ def parse_text_action(content: str | None, allowed: list[str]) -> Action:
         if len(words) < 2:
             raise FormatError("```tool needs a tool name: ```tool read_file")
         try:
-            args = json.loads(body) if body.strip() else {}
-        except json.JSONDecodeError:
+            args = load_json(body) if body.strip() else {}
+        except ValueError:
             raise FormatError("The body of a ```tool block must be a JSON object of arguments.") from None
         if not isinstance(args, dict):
             raise FormatError("The body of a ```tool block must be a JSON object of arguments.")
@@ -137,8 +162,8 @@ def parse_text_action(content: str | None, allowed: list[str]) -> Action:
         return Action("replace_definitions", {"code": body})
     if lang == "json":
         try:
-            data = json.loads(body)
-        except json.JSONDecodeError:
+            data = load_json(body)
+        except ValueError:
             data = None
         if isinstance(data, dict):
             return Action(FINISH, data)
@@ -159,8 +184,8 @@ def tool_attempt(content: str | None) -> Action | None:
     text = (content or "").strip()
     body = strip_fence(text)
     try:
-        data = json.loads(body)
-    except json.JSONDecodeError:
+        data = load_json(body)
+    except ValueError:
         data = None
     if isinstance(data, dict):  # an answer, unless it is shaped as a JSON action naming a tool
         tool, args = data.get("tool"), data.get("args", {})

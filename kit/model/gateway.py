@@ -60,7 +60,7 @@ from kit.model.retry import (
     retry_delay,
 )
 from kit.records.recorder import RunRecorder
-from kit.records.schema import CallRecord, utc_now
+from kit.records.schema import CallRecord, encodable, utc_now
 from kit.secrets import Redactor
 from kit.usage import Usage, normalise, priced
 
@@ -318,7 +318,7 @@ class Gateway:
         raw = usage_dict(response)
         choice = response.choices[0] if response.choices else None
         message = getattr(choice, "message", None)
-        content = getattr(message, "content", None) if message is not None else None
+        content = encodable(getattr(message, "content", None) if message is not None else None)
         tool_calls = [tool_call(tc) for tc in (getattr(message, "tool_calls", None) or [])]
         estimated = not (as_int(raw.get("prompt_tokens")) or as_int(raw.get("completion_tokens")))
         if estimated:

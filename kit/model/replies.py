@@ -15,8 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from kit.model.actions import strip_fence
+from kit.model.actions import load_json, strip_fence
 from kit.model.retry import short
+from kit.records.schema import encodable
 from kit.usage import Usage
 
 
@@ -97,15 +98,15 @@ def usage_dict(response: Any) -> dict[str, Any]:
 def tool_call(tc: Any) -> ToolCall:
     """One tool call of a response (object or dict) as a :class:`ToolCall`."""
     fn = getattr(tc, "function", None) or tc.get("function", {})
-    name = getattr(fn, "name", None) or (fn.get("name") if isinstance(fn, dict) else "") or ""
+    name = encodable(getattr(fn, "name", None) or (fn.get("name") if isinstance(fn, dict) else "") or "")
     raw_args = getattr(fn, "arguments", None) if not isinstance(fn, dict) else fn.get("arguments")
     tc_id = (
         getattr(tc, "id", None) or (tc.get("id") if isinstance(tc, dict) else None) or uuid.uuid4().hex[:8]
     )
     try:
-        args = json.loads(raw_args) if isinstance(raw_args, str) and raw_args.strip() else (raw_args or {})
+        args = load_json(raw_args) if isinstance(raw_args, str) and raw_args.strip() else (raw_args or {})
         if not isinstance(args, dict):
             return ToolCall(tc_id, name, {}, error="arguments must be a JSON object")
         return ToolCall(tc_id, name, args)
-    except json.JSONDecodeError as e:
+    except ValueError as e:
         return ToolCall(tc_id, name, {}, error=f"arguments are not valid JSON: {e}")

@@ -23,6 +23,7 @@ from kit.records.schema import (
     EventRecord,
     RunRecord,
     TranscriptEntry,
+    encodable,
     write_json_atomic,
 )
 from kit.usage import Usage
@@ -62,7 +63,11 @@ class RunRecorder:
             self._seq[name] += 1
             record.seq = self._seq[name]  # type: ignore[attr-defined]
             fh = self._files[name]
-            fh.write(self.redact(record.model_dump_json()) + "\n")
+            try:
+                line = record.model_dump_json()
+            except ValueError:  # a string that is not UTF-8 encodable (a lone surrogate): replaced
+                line = json.dumps(encodable(record.model_dump(mode="json", fallback=str)))
+            fh.write(self.redact(line) + "\n")
             fh.flush()
 
     def call(self, record: CallRecord) -> None:

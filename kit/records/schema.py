@@ -40,6 +40,21 @@ DIFF = "diff.patch"
 RUN = "run.json"
 
 Severity = Literal["critical", "major", "minor"]
+
+
+def encodable(value: Any) -> Any:
+    """``value`` with every string UTF-8 encodable: a lone surrogate -- valid JSON (``"\\ud800"``),
+    so a thing a provider or an agent may send -- becomes ``?``. Records, transcripts and the next
+    request are written as UTF-8; one such character must not make any of them fail."""
+    if isinstance(value, str):
+        return value if value.isascii() else value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {encodable(k): encodable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [encodable(v) for v in value]
+    return value
+
+
 SEVERITIES: tuple[Severity, ...] = ("critical", "major", "minor")
 EventKind = Literal["tool", "denied", "phase", "gate", "escalation", "note", "format_error", "step"]
 
