@@ -298,7 +298,9 @@ def coding_workflow(rt: Runtime, prompts: PromptBook, task: str, p: WorkflowSett
             if survivors:
                 rt.phase("apply", f"cycle {cycle}: {len(survivors)} findings")
                 rt.agent(
-                    prompts.get("editor_request", task=task, findings=render_findings(survivors)).rstrip("\n"),
+                    prompts.get("editor_request", task=task, findings=render_findings(survivors)).rstrip(
+                        "\n"
+                    ),
                     role="editor",
                     tier=TIERS["editor"],
                     permissions=READ_WRITE_EXEC,
