@@ -16,7 +16,7 @@ from kit.config import Experiment, load_experiment
 from kit.model import scripted
 from kit.paths import EXPERIMENTS_DIR
 from kit.prompts import PromptBook
-from kit.records.schema import load_run, normalise_outcome
+from kit.records.schema import STOP_REASONS, load_run, normalise_outcome, stop_reason_key
 from kit.run.runner import plan, run_experiment
 from kit.strategies import experiment_tiers, harness
 from kit.strategies.context import RunContext
@@ -140,6 +140,7 @@ def test_a_perfect_model_reaches_done_within_each_shipped_experiments_limits(tmp
     outcome, stop_reason = normalise_outcome(strategy, record.outcome, record.stop_reason)
     assert outcome == "done", f"{name}/{strategy}: {record.outcome} ({stop_reason}); {record.counters}"
     assert record.claimed_done
+    assert STOP_REASONS[strategy][stop_reason_key(stop_reason)] == "done"  # run.json's own stop_reason
     cap = shipped.limits.max_model_calls
     assert cap is None or record.calls <= cap
     assert Path(run_dir / "diff.patch").is_file()
