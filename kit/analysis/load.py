@@ -26,7 +26,17 @@ from kit.analysis.prices import TOKENS, intern_dicts, with_prices
 from kit.errors import KitError
 from kit.paths import REPO_ROOT
 from kit.records import parquet
-from kit.records.schema import CALLS, EVENTS, SEVERITIES, CallRecord, EventRecord, RunRecord, load_run
+from kit.records.schema import (
+    CALLS,
+    EVENTS,
+    OUTCOMES,
+    SEVERITIES,
+    CallRecord,
+    EventRecord,
+    RunRecord,
+    load_run,
+    normalise_outcome,
+)
 
 RUN_IDENTITY = ("run_key", "run_id", "experiment", "task", "strategy", "profile", "repeat")
 
@@ -82,8 +92,13 @@ def _identity(run: RunRecord, run_dir: Path) -> dict[str, Any]:
 
 def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
     row = _identity(run, run_dir)
+    # the one outcome vocabulary; older records: stop reason from the counters, old success words -> done
+    outcome, stop_reason = normalise_outcome(
+        run.strategy, run.outcome, run.stop_reason or str(run.counters.get("stop_reason") or "")
+    )
     row.update(
-        outcome=run.outcome,
+        outcome=outcome,
+        stop_reason=stop_reason,
         claimed_done=run.claimed_done,
         error=run.error,
         started_at=run.started_at,
@@ -130,20 +145,9 @@ def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
 
 #: Outcomes whose score (if any) is not a measurement of the strategy: the run failed or was cut short.
 UNSCORED_OUTCOMES = ("error", "interrupted")
-#: The order outcomes are shown in; others follow alphabetically.
-OUTCOME_ORDER = (
-    "done",
-    "pass",
-    "all-pass",
-    "converged-clean",
-    "capped",
-    "incomplete",
-    "budget",
-    "tampered",
-    "unscored",
-    "error",
-    "interrupted",
-)
+#: The order outcomes are shown in (the one vocabulary, kit.records.schema.OUTCOMES); others follow
+#: alphabetically.
+OUTCOME_ORDER = tuple(OUTCOMES)
 
 
 def is_scored(run: RunRecord) -> bool:

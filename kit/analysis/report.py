@@ -18,7 +18,7 @@ from kit.analysis import (
     role_tier_table,
     strategy_table,
 )
-from kit.records.schema import SEVERITIES, load_run
+from kit.records.schema import OUTCOMES, SEVERITIES, STOP_REASONS, load_run
 
 SCRIPTED_LABEL = "scripted model — pipeline validation, not a benchmark"
 EMBEDDED_LABEL = "embedded SmolLM2-135M — real but tiny model"
@@ -72,7 +72,9 @@ def describe(records: Records) -> str:
             f"profiles: {', '.join(sorted(set(runs['profile'])))}"
         ]
     if not runs.empty:
-        counts = outcome_table(records, by=("profile",)).drop(columns=["runs", "scored"]).sum()
+        counts = (
+            outcome_table(records, by=("profile",)).drop(columns=["runs", "scored", "stop_reasons"]).sum()
+        )
         lines.append("outcomes: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
     if records.incomplete:
         lines.append(
@@ -89,6 +91,21 @@ def describe(records: Records) -> str:
             )
     lines += [f"NOTE: {label}" for label in labels(records)]
     return "\n".join(lines)
+
+
+def outcome_legend(records: Records) -> list[str]:
+    """The legend of the outcome table: what every outcome means (kit.records.schema.OUTCOMES), then
+    each strategy of these runs with its stop reasons and the outcome each one ends in."""
+    width = max(map(len, OUTCOMES))
+    out = ["Outcomes (the same words in every strategy; stop_reasons = the strategy's own reason)"]
+    out += [f"  {name:<{width}}  {meaning}" for name, meaning in OUTCOMES.items()]
+    strategies = sorted(set(records.runs["strategy"])) if not records.runs.empty else []
+    out.append("  each strategy's stop reasons -> the outcome they end in:")
+    for strategy in strategies:
+        reasons = STOP_REASONS.get(strategy)
+        if reasons:
+            out.append(f"  {strategy}: " + ", ".join(f"{r} -> {o}" for r, o in reasons.items()))
+    return out
 
 
 def _budget_text(budget: dict) -> str:
@@ -213,6 +230,7 @@ def report_text(results_dir: str | Path) -> str:
         "",
         "Runs by outcome",
         outcome_table(records, by=by).to_string(),
+        *outcome_legend(records),
         "",
         "Per strategy (means per run; ± = 95 % t-interval over repeats; solved = no critical/major "
         "requirement failed; failed share = requirements failed / total; done✗ = claimed done but failed)",

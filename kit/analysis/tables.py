@@ -12,7 +12,7 @@ from scipy import stats as scipy_stats
 from kit.analysis.load import OUTCOME_ORDER, Records
 from kit.analysis.prices import BUCKETS, TOKENS
 from kit.config import TIERS
-from kit.records.schema import SEVERITIES
+from kit.records.schema import SEVERITIES, stop_reason_key
 
 # --------------------------------------------------------------------------- statistics
 
@@ -97,10 +97,13 @@ def strategy_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.Da
 
 def outcome_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.DataFrame:
     """How many runs of each strategy (or ``by`` group) ended in each outcome, plus ``runs`` and
-    ``scored`` (the runs the defect means are taken over)."""
+    ``scored`` (the runs the defect means are taken over), and last ``stop_reasons``: every outcome
+    with the strategy's stop reasons behind it and their counts (``done: converged-clean 2; capped:
+    cycle-cap 1``; see :func:`stop_reason_text`). The outcomes' meanings are
+    :data:`kit.records.schema.OUTCOMES` (the report prints them as a legend)."""
     runs = records.runs
     if runs.empty:
-        return pd.DataFrame(columns=["runs", "scored"], index=pd.Index([], name=by[0]))
+        return pd.DataFrame(columns=["runs", "scored", "stop_reasons"], index=pd.Index([], name=by[0]))
     counts = runs.groupby([*by, "outcome"]).size().unstack("outcome", fill_value=0)
     order = [o for o in OUTCOME_ORDER if o in counts.columns]
     counts = counts[order + sorted(c for c in counts.columns if c not in order)]
@@ -108,7 +111,22 @@ def outcome_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.Dat
     grouped = runs.groupby(list(by))
     counts.insert(0, "runs", grouped.size())
     counts.insert(1, "scored", grouped["scored"].sum().astype(int))
+    counts["stop_reasons"] = grouped.apply(stop_reason_text, include_groups=False)
     return counts
+
+
+def stop_reason_text(runs: pd.DataFrame) -> str:
+    """``outcome: stop reason count, ...; outcome: ...`` over ``runs`` (outcomes in OUTCOME_ORDER, stop
+    reasons without their detail, ``-`` for a run that recorded none)."""
+    reasons = runs["stop_reason"] if "stop_reason" in runs else pd.Series("", index=runs.index)
+    keys = reasons.fillna("").map(lambda r: stop_reason_key(str(r)) or "-")
+    pairs = pd.DataFrame({"outcome": runs["outcome"], "reason": keys}).value_counts()
+    rank = {o: i for i, o in enumerate(OUTCOME_ORDER)}
+    parts = []
+    for outcome in sorted({o for o, _ in pairs.index}, key=lambda o: (rank.get(o, len(rank)), o)):
+        found = sorted((r, n) for (o, r), n in pairs.items() if o == outcome)
+        parts.append(f"{outcome}: " + ", ".join(f"{r} {n}" for r, n in found))
+    return "; ".join(parts)
 
 
 def error_runs(records: Records) -> pd.DataFrame:

@@ -59,6 +59,74 @@ SEVERITIES: tuple[Severity, ...] = ("critical", "major", "minor")
 EventKind = Literal["tool", "denied", "phase", "gate", "escalation", "note", "format_error", "step"]
 
 
+#: The one outcome vocabulary of every strategy (docs/strategies.md, "Outcomes and stop reasons"):
+#: outcome -> what it means. Each run also records its strategy's own ``stop_reason`` beside it.
+OUTCOMES: dict[str, str] = {
+    "done": "the strategy's own success end",
+    "capped": "a cap of the strategy's own (steps, cycles, sessions) with run budget left",
+    "incomplete": "the strategy stopped itself without success (no cap was reached)",
+    "budget": "the shared run budget (model calls, tokens, USD) was spent",
+    "tampered": "scoring found the tests' report rigged; every requirement counts as failed",
+    "unscored": "scoring itself failed; every requirement counts as failed",
+    "error": "a provider or kit failure, never agent input (see run.json error)",
+    "interrupted": "Ctrl-C stopped the run; the next `kit run` redoes it",
+}
+
+#: Each strategy's stop reasons -> the outcome it ends with (the legend of the report). pdca's reasons
+#: carry a detail in parentheses (``cap:budget (...)``): the key is the text before " (".
+STOP_REASONS: dict[str, dict[str, str]] = {
+    # vibe's stop reason is its one agent's ending; a step cap reached with no call left is budget
+    "vibe": {"done": "done", "capped": "capped or budget", "format_errors": "capped", "budget": "budget"},
+    "linear": {"last-step": "done", "budget": "budget"},
+    "pdca": {
+        "exit": "done",
+        "expert:stop": "incomplete",
+        "expert:no-decision": "incomplete",
+        "cap:max_role_calls": "capped",
+        "cap:budget": "budget",
+    },
+    "workflow": {
+        "converged-clean": "done",
+        "cycle-cap": "capped",
+        "output-budget": "capped",
+        "budget": "budget",
+        "call-cap": "error",
+        "provider-failure": "error",
+    },
+    "harness": {
+        "all-pass": "done",
+        "session-cap": "capped",
+        "no-valid-feature-list": "incomplete",
+        "budget": "budget",
+    },
+}
+
+#: Outcomes older records wrote for a strategy's success end: read as ``done`` with the old word as
+#: the stop reason (:func:`normalise_outcome`).
+LEGACY_SUCCESS = {"pass": "exit", "converged-clean": "converged-clean", "all-pass": "all-pass"}
+#: (strategy, old outcome, stop reason key) -> the outcome the one vocabulary gives that event.
+LEGACY_ENDS = {
+    ("pdca", "incomplete", "cap:budget"): "budget",
+    ("pdca", "incomplete", "cap:max_role_calls"): "capped",
+    ("harness", "capped", "no-valid-feature-list"): "incomplete",
+}
+
+
+def stop_reason_key(stop_reason: str) -> str:
+    """A stop reason without its detail: ``cap:budget (20 calls)`` -> ``cap:budget``."""
+    return (stop_reason or "").split(" (", 1)[0].strip()
+
+
+def normalise_outcome(strategy: str, outcome: str, stop_reason: str) -> tuple[str, str]:
+    """(outcome, stop_reason) in the one vocabulary, for records written before it: a success end under
+    the strategy's own name (``pass``, ``converged-clean``, ``all-pass``) is ``done``; pdca's
+    ``incomplete`` for a spent budget or its role-call cap is ``budget`` / ``capped``; harness's
+    ``capped`` without a feature list is ``incomplete``. Anything else is kept as it is."""
+    if outcome in LEGACY_SUCCESS:
+        return "done", stop_reason or LEGACY_SUCCESS[outcome]
+    return LEGACY_ENDS.get((strategy, outcome, stop_reason_key(stop_reason)), outcome), stop_reason
+
+
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -192,7 +260,10 @@ class RunRecord(BaseModel):
     wall_s: float = 0.0
     model_s: float = 0.0
     tool_s: float = 0.0
-    outcome: str = ""
+    outcome: str = Field("", description="One of OUTCOMES (docs/strategies.md, Outcomes and stop reasons).")
+    stop_reason: str = Field(
+        "", description="The strategy's own reason for stopping (STOP_REASONS); empty in older records."
+    )
     claimed_done: bool = False
     error: str | None = None
     base_commit: str = ""

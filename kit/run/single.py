@@ -120,6 +120,7 @@ def play_run(
         ctx = _context(spec, experiment, profile, sheet, out, recorder, workspace, budget, tiers)
         result = strategies.get(spec.strategy)(ctx)
         record.outcome = result.outcome
+        record.stop_reason = str(result.stop_reason or result.counters.get("stop_reason") or "")
         record.claimed_done = result.claimed_done
         record.counters = {**result.counters, "permission_denials": recorder.denials}
     except Interrupted as exc:
@@ -131,6 +132,7 @@ def play_run(
         record.error = f"{type(exc).__name__}: {exc}"
         recorder.event("note", "", "error", traceback.format_exc()[-2000:], ok=False)
         record.counters = {**(ctx.counters if ctx else {}), "permission_denials": recorder.denials}
+        record.stop_reason = str(record.counters.get("stop_reason") or "")  # what the strategy had reached
     _settle_interrupt(record, recorder, budget)
     return PlayedRun(spec, experiment, record, recorder, workspace, t0)
 

@@ -87,10 +87,16 @@ def experiment_tiers(
 
 @dataclass
 class StrategyResult:
+    """How a strategy's run ended: ``outcome`` is one of :data:`kit.records.schema.OUTCOMES` and
+    ``stop_reason`` the strategy's own reason (:data:`kit.records.schema.STOP_REASONS`); the runner
+    records both in run.json (a strategy that leaves ``stop_reason`` empty falls back to
+    ``counters["stop_reason"]``)."""
+
     outcome: str
     claimed_done: bool
     counters: dict[str, Any] = field(default_factory=dict)
     summary: str = ""
+    stop_reason: str = ""
 
 
 def available() -> list[str]:

@@ -44,4 +44,5 @@ def run(ctx: RunContext) -> StrategyResult:
             "stop_reason": result.outcome,
         },
         summary=result.final,
+        stop_reason=result.outcome,
     )

@@ -49,7 +49,48 @@ def test_outcome_table_counts_runs_by_outcome_per_strategy(mixed):
     assert t.loc["vibe", ["runs", "scored", "done", "error"]].tolist() == [2, 1, 1, 1]
     assert t.loc["pdca", ["runs", "scored", "tampered", "interrupted"]].tolist() == [2, 1, 1, 1]
     assert t.loc["pdca", "done"] == 0
-    assert list(t.columns[2:]) == ["done", "tampered", "error", "interrupted"]  # the canonical order
+    assert list(t.columns[2:-1]) == ["done", "tampered", "error", "interrupted"]  # the canonical order
+    assert t.columns[-1] == "stop_reasons"
+
+
+def test_one_outcome_vocabulary_with_stop_reasons_and_a_legend(tmp_path):
+    """issue 21, item 2: every strategy's success end is `done`, whatever its own word was in older
+    records (pass, converged-clean, all-pass); a pdca run stopped by the run budget is `budget`; the
+    stop reasons stand beside the outcomes in the table, and the report prints a legend."""
+    exp = write_experiment(tmp_path, incomplete=False)
+    set_outcome(exp, "micro-slugify__pdca__r0", "pass")  # an old record: the stop reason in counters
+    set_reason(exp, "micro-slugify__pdca__r0", counters="exit")
+    set_outcome(exp, "micro-slugify__pdca__r1", "incomplete")  # old pdca: the run budget was spent
+    set_reason(exp, "micro-slugify__pdca__r1", counters="cap:budget (run budget of 20 model calls used up)")
+    set_outcome(exp, "micro-slugify__vibe__r0", "done")  # a new record: run.json's own stop_reason
+    set_reason(exp, "micro-slugify__vibe__r0", field="done")
+    set_outcome(exp, "micro-slugify__vibe__r1", "capped")
+    set_reason(exp, "micro-slugify__vibe__r1", field="format_errors")
+    records = analysis.load(exp)
+    t = analysis.outcome_table(records)
+    assert t.loc["pdca", ["done", "budget"]].tolist() == [1, 1] and "incomplete" not in t.columns
+    assert t.loc["pdca", "stop_reasons"] == "done: exit 1; budget: cap:budget 1"
+    assert t.loc["vibe", "stop_reasons"] == "done: done 1; capped: format_errors 1"
+    assert sorted(records.runs["stop_reason"]) == sorted(
+        ["exit", "cap:budget (run budget of 20 model calls used up)", "done", "format_errors"]
+    )
+    text = report.report_text(exp)
+    assert "outcomes: 2 done, 1 capped, 1 budget" in text
+    legend = text[text.index("Outcomes (the same words") :]
+    for outcome in ("done", "incomplete", "capped", "budget", "error", "interrupted", "tampered", "unscored"):
+        assert f"\n  {outcome} " in legend
+    assert "  pdca: exit -> done" in legend and "cap:budget -> budget" in legend
+    assert "  vibe: done -> done" in legend
+
+
+def set_reason(exp, run_id: str, *, counters: str | None = None, field: str | None = None) -> None:
+    path = exp / "runs" / run_id / "run.json"
+    data = json.loads(path.read_text())
+    if counters is not None:
+        data.setdefault("counters", {})["stop_reason"] = counters
+    if field is not None:
+        data["stop_reason"] = field
+    path.write_text(json.dumps(data))
 
 
 def test_defect_means_are_over_scored_runs_only_with_the_excluded_count(mixed):

@@ -434,7 +434,7 @@ def test_workflow_runs_against_the_fake_anthropic(fake_anthropic, tmp_path):
     result = workflow.run(ctx)
     recorder.close()
     calls = read_jsonl(tmp_path / "run" / CALLS)
-    assert result.outcome.startswith("converged"), result
+    assert (result.outcome, result.stop_reason) == ("done", "converged-clean"), result
     assert policy.counts["implementer"] >= 2 and policy.counts["analyzer"] >= 2
     assert all(c["ok"] for c in calls) and all(s.status == 200 for s in fake_anthropic.seen)
 

@@ -8,17 +8,19 @@ The loop, as the kit runs it:
    important first), ``init.sh`` (sets up and runs the tests), the progress file
    ``harness-progress.md`` and a first git commit. The kit validates the list with :class:`Feature`;
    if it is missing or invalid the initializer is told why, in the same conversation, up to
-   ``initializer_retries`` more times; after that the run ends ``capped`` (stop reason
-   ``no-valid-feature-list``). If the initializer did not commit, the kit records that and commits.
+   ``initializer_retries`` more times; after that the run ends ``incomplete`` (stop reason
+   ``no-valid-feature-list``: no cap was reached). If the initializer did not commit, the kit records that and commits.
+   Both roles get ONE system prompt (``system.md``) and one tool set (read + write + exec); they differ
+   only in their first user message (``initializer.md`` with the task, ``session.md``), as in the source.
 2. ``coder`` sessions (tier cheap; read + write + exec), each a NEW conversation ``coder#<k>``: the
-   system prompt tells the coder to orient (progress file, feature list, git log), run init.sh,
+   first message (``session.md``) tells the coder to orient (progress file, feature list, git log), run init.sh,
    re-verify one passing feature (regression => set it back to false and fix it first), implement the
    first failing feature, verify it, flip only its ``passes``, commit and append to the progress
    file. The kit sends the starting message (session number, features passing, the task).
 3. After each session the kit *settles* the feature list, commits what the coder left uncommitted,
    re-runs the task's test command (a ``gate`` event "tests"; it does not decide anything), and
-   stops when every feature passes (``all-pass``), at ``max_sessions`` (``capped``), or when the
-   run budget is used up (``budget``).
+   stops when every feature passes (outcome ``done``, stop reason ``all-pass``), at ``max_sessions``
+   (``capped``, ``session-cap``), or when the run budget is used up (``budget``, ``budget``).
 
 Only ``passes`` flags may change after the initializer. The kit enforces it twice:
 (a) a Toolbox guard refuses write_file / edit_file / delete_file on feature_list.json unless the new
@@ -153,12 +155,14 @@ def initialize(ctx: RunContext, params: dict[str, Any], stats: Stats) -> Initial
         "initializer",
         tier="cheap",
         permissions=PERMISSIONS,
-        system_prompt=ctx.prompts.get("initializer", test_command=ctx.task.test_command, **NAMES),
+        system_prompt=ctx.prompts.get("system", **NAMES),  # the coder's too: only the first message differs
         max_steps=params["initializer_max_steps"],
         conversation="initializer",
     )
     init: dict[str, Any] = {"attempts": 0, "outcome": "", "valid": False, "error": "", "kit_wrote": []}
-    message = ctx.task.prompt
+    message = ctx.prompts.get(
+        "initializer", test_command=ctx.task.test_command, task=ctx.task.prompt, **NAMES
+    )
     for attempt in range(1 + params["initializer_retries"]):
         init["attempts"] = attempt + 1
         result = initializer.run(message)
@@ -217,7 +221,7 @@ def coder_session(
         "coder",
         tier="cheap",
         permissions=PERMISSIONS,
-        system_prompt=ctx.prompts.get("coder", **NAMES),
+        system_prompt=ctx.prompts.get("system", **NAMES),  # the initializer's: only the first message differs
         max_steps=params["max_steps_per_session"],
         conversation=f"coder#{k}",
         guard=keeper.guard,
@@ -278,11 +282,12 @@ def _no_feature_list(stats: Stats, params: dict[str, Any], init: Initialized) ->
     c = counters(stats, params, init.report, features=[], history=[0])
     c["stop_reason"] = "budget" if init.outcome == "budget" else "no-valid-feature-list"
     return StrategyResult(
-        outcome="budget" if init.outcome == "budget" else "capped",
+        outcome="budget" if init.outcome == "budget" else "incomplete",  # no cap was reached
         claimed_done=False,
         counters=c,
         summary=f"the initializer produced no valid {FEATURE_LIST} after {init.report['attempts']} "
         f"attempt(s): {init.error}",
+        stop_reason=c["stop_reason"],
     )
 
 
@@ -304,11 +309,12 @@ def _finished(
         regressions_found=keeper.regressions,
         session_history=history,
     )
-    outcome = "all-pass" if keeper.all_pass else ("budget" if stop_reason == "budget" else "capped")
+    outcome = "done" if keeper.all_pass else ("budget" if stop_reason == "budget" else "capped")
     return StrategyResult(
         outcome=outcome,
         claimed_done=keeper.all_pass,
         counters=c,
         summary=f"{keeper.passing}/{len(keeper.accepted)} features pass after {stats.sessions} coder "
         f"session(s); stop: {stop_reason}",
+        stop_reason=stop_reason,
     )

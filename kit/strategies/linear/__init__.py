@@ -49,7 +49,8 @@ Options (``strategy_options.linear``): ``max_steps_per_step``, ``plan_file`` ("P
 
 Choices where the source skill is silent (also in docs/strategies.md, ``## Where the kit chooses``):
 
-* outcome: ``done`` after the last step (``budget`` if the budget stopped the skill early);
+* outcome: ``done`` after the last step (stop reason ``last-step``), ``budget`` if the budget stopped
+  the skill early (stop reason ``budget``);
 * claimed_done: the agent ended the LAST step by itself (it said it was done, as vibe counts it),
   whatever happened to the earlier steps -- the per-step outcomes carry the rest;
 * the step cap counts model calls (as ``Agent.run(max_steps=...)`` does), not tool calls; the
@@ -143,11 +144,14 @@ def run(ctx: RunContext) -> StrategyResult:
         last, entry = one_step(ctx, walk, number, step, body)
         per_step.append(entry)
     outcomes = Counter(e["outcome"] for e in per_step)
+    spent = outcomes["budget"] or outcomes["not_run"]
+    stop_reason = "budget" if spent else "last-step"
     return StrategyResult(
-        outcome="budget" if outcomes["budget"] or outcomes["not_run"] else "done",
+        outcome="budget" if spent else "done",
         claimed_done=per_step[-1]["ended_by_agent"],
-        counters=counters(ctx, walk, per_step),
+        counters={**counters(ctx, walk, per_step), "stop_reason": stop_reason},
         summary=last.final if last is not None else "",
+        stop_reason=stop_reason,
     )
 
 

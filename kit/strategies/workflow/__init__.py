@@ -9,20 +9,27 @@ The script is ordinary code; the model never decides what runs next::
                  verdict is clean exactly when the list is empty (a contradiction is a format error)
         findings deduplicated (normalised file + problem)
         Refute:  each finding goes to `refuters` independent skeptics (fresh conversations, all findings'
-                 skeptics in parallel); it is kept only on a strict majority of the CONFIGURED skeptics
-                 saying it is real (a failed skeptic counts as not confirming)
-        no finding kept -> a clean pass; two clean passes in a row -> stop (converged-clean)
-        otherwise       -> Apply (editor: read + write + exec) the kept findings; the streak is 0
+                 skeptics in parallel); a failed skeptic (no valid judgement) is null, not a vote; a
+                 finding is kept on a strict majority of its valid judgements saying it is real, and a
+                 finding with no valid judgement is *unresolved*
+        no finding kept or unresolved -> a clean pass; two clean passes in a row -> stop (converged-clean)
+        otherwise -> Apply (editor: read + write + exec) the kept findings (unresolved ones are not
+                     applied); the streak is 0
 
-Outcomes: ``converged-clean`` (claimed_done), ``capped`` (the cycle cap, and only that), ``budget``
-(the run budget -- ``limits.max_model_calls`` / ``max_usd`` / ``max_tokens`` -- or the workflow's
-output-token budget used up; ``stop_reason`` says which). An agent whose provider failed for good
+Outcomes (docs/strategies.md, ``## Outcomes and stop reasons``): ``done`` (stop reason
+``converged-clean``; claimed_done), ``capped`` (stop reason ``cycle-cap``, or ``output-budget``: the
+workflow's own output-token budget used up), ``budget`` (stop reason ``budget``: the run budget --
+``limits.max_model_calls`` / ``max_usd`` / ``max_tokens``). An agent whose provider failed for good
 raises (the runtime's ProviderFailure) and the run ends as ``error``, so ``kit run --retry-errors``
 redoes it, replaying the journal. Agent calls and cycles are counted separately, and so are findings
-raised / refuted / kept.
+raised / refuted / kept / unresolved.
 
 Choices where the source workflow is silent (also in docs/strategies.md, ``## Where the kit chooses``):
 
+* A finding whose skeptics all failed is unresolved: its cycle is an issues cycle (not clean, the
+  streak resets), counted in ``unresolved_findings``; the runtime's bounded format retries were the
+  skeptics' retries, and the next cycle's analyzers look again. Unresolved findings are not sent to the
+  editor (no judgement says they are real).
 * A cycle counts as clean only when a majority of the configured analyzers returned a report: if most
   analyzers failed (no valid report), the cycle is *inconclusive* -- not clean (the streak resets), and
   there is nothing to apply.
@@ -134,6 +141,7 @@ class Finding:
     issue: Issue
     raised_by: int = 1  # how many analyzers reported it
     confirmations: int = 0  # how many skeptics said it is real
+    judgements: int = 0  # how many skeptics gave a valid judgement (a failed one is null, not a vote)
 
 
 # --------------------------------------------------------------------------- parameters and tallies
@@ -153,7 +161,10 @@ class WorkflowSettings:
     retry_steps: int
     long_task: bool
     tiers: dict[str, str]
-    refutation: str = "per finding: `refuters` independent skeptics; kept on a strict majority of them"
+    refutation: str = (
+        "per finding: `refuters` independent skeptics; a failed one is null; kept on a strict majority "
+        "of the valid judgements; no valid judgement = unresolved (the cycle is not clean)"
+    )
 
     @classmethod
     def from_context(cls, ctx: RunContext) -> WorkflowSettings:
@@ -188,6 +199,7 @@ class Tally:
     findings_raised: int = 0  # after deduplication, summed over cycles
     findings_refuted: int = 0
     findings_kept: int = 0
+    unresolved_findings: int = 0  # findings with no valid skeptic judgement (their cycle is not clean)
     skeptic_calls: int = 0
     analyzer_failures: int = 0
     refuter_failures: int = 0
@@ -197,13 +209,21 @@ class Tally:
     per_cycle: list[dict[str, Any]] = field(default_factory=list)
 
     def record(
-        self, cycle: int, seats: int, reports: list[Analysis], findings: list, survivors: list, clean: bool
+        self,
+        cycle: int,
+        seats: int,
+        reports: list[Analysis],
+        findings: list[Finding],
+        survivors: list[Finding],
+        unresolved: list[Finding],
+        clean: bool,
     ) -> None:
         self.analyzer_failures += seats - len(reports)
         self.issues_reported += sum(len(r.issues) for r in reports)
         self.findings_raised += len(findings)
         self.findings_kept += len(survivors)
-        self.findings_refuted += len(findings) - len(survivors)
+        self.unresolved_findings += len(unresolved)
+        self.findings_refuted += len(findings) - len(survivors) - len(unresolved)
         self.inconclusive_cycles += len(reports) < majority(seats)
         self.clean_streak_history.append(int(clean))
         self.per_cycle.append(
@@ -212,6 +232,7 @@ class Tally:
                 "reports": len(reports),
                 "findings": len(findings),
                 "kept": len(survivors),
+                "unresolved": len(unresolved),
                 "clean": clean,
             }
         )
@@ -236,7 +257,7 @@ def run(ctx: RunContext) -> StrategyResult:
 def coding_workflow(rt: Runtime, prompts: PromptBook, task: str, p: WorkflowSettings) -> StrategyResult:
     """Implement, then analyze -> refute -> apply until two clean analyses in a row or the cap."""
     tally = Tally()
-    outcome, stop_reason, streak = "capped", "cycle cap", 0
+    outcome, stop_reason, streak = "capped", "cycle-cap", 0
     try:
         rt.phase("implement")
         done = rt.agent(
@@ -255,27 +276,31 @@ def coding_workflow(rt: Runtime, prompts: PromptBook, task: str, p: WorkflowSett
             reports = analyze(rt, prompts, task, p, cycle)
             findings = deduplicate(reports)
             survivors: list[Finding] = []
+            unresolved: list[Finding] = []
             if findings:
                 rt.phase("refute", f"cycle {cycle}: {len(findings)} findings")
-                survivors = refute(rt, prompts, task, p, cycle, findings, tally)
-            clean = len(reports) >= majority(p.analyzers) and not survivors  # most analyzers reported
-            tally.record(cycle, p.analyzers, reports, findings, survivors, clean)
+                survivors, unresolved = refute(rt, prompts, task, p, cycle, findings, tally)
+            # clean: most analyzers reported, and every finding was judged not real
+            clean = len(reports) >= majority(p.analyzers) and not survivors and not unresolved
+            tally.record(cycle, p.analyzers, reports, findings, survivors, unresolved, clean)
             rt.log(
                 f"cycle {cycle}: {len(reports)}/{p.analyzers} reports, {len(findings)} findings, "
-                f"{len(survivors)} kept -> {'clean' if clean else 'not clean'}"
+                f"{len(survivors)} kept, {len(unresolved)} unresolved -> {'clean' if clean else 'not clean'}"
             )
 
             if clean:
                 streak += 1
                 if streak >= p.clean_streak:
-                    outcome, stop_reason = "converged-clean", f"{streak} clean analyses in a row"
+                    outcome, stop_reason = "done", "converged-clean"
                     break
                 continue
             streak = 0
             if survivors:
                 rt.phase("apply", f"cycle {cycle}: {len(survivors)} findings")
                 rt.agent(
-                    editor_prompt(task, survivors),
+                    prompts.get("editor_request", task=task, findings=render_findings(survivors)).rstrip(
+                        "\n"
+                    ),
                     role="editor",
                     tier=TIERS["editor"],
                     permissions=READ_WRITE_EXEC,
@@ -283,20 +308,23 @@ def coding_workflow(rt: Runtime, prompts: PromptBook, task: str, p: WorkflowSett
                     max_steps=p.max_steps,
                 )
                 tally.applies += 1
-    except BudgetExceeded as exc:
-        outcome, stop_reason = "budget", f"budget: {exc}"
+    except BudgetExceeded as exc:  # the run budget (budget), or the workflow's own output budget (capped)
+        own = rt.max_output_tokens is not None and rt.output_tokens >= rt.max_output_tokens
+        outcome, reason = ("capped", "output-budget") if own else ("budget", "budget")
+        stop_reason = f"{reason} ({exc})"  # the key, then which budget (stop_reason_key strips it)
         rt.log(f"stopped: {exc}", ok=False)
     except (CallCapReached, ProviderFailure) as exc:
-        reason = "call cap" if isinstance(exc, CallCapReached) else "provider failure"
+        reason = "call-cap" if isinstance(exc, CallCapReached) else "provider-failure"
         rt.ctx.counters.update(counters(rt, p, tally, reason))  # the runner records them with the error
         rt.log(f"{reason}; counters so far: {rt.ctx.counters}", ok=False)
         raise
 
     return StrategyResult(
         outcome=outcome,
-        claimed_done=outcome == "converged-clean",
+        claimed_done=outcome == "done",
         counters=counters(rt, p, tally, stop_reason),
         summary=f"{outcome} after {tally.cycles} cycles ({rt.calls} agent calls): {stop_reason}",
+        stop_reason=stop_reason,
     )
 
 
@@ -304,13 +332,9 @@ def analyze(rt: Runtime, prompts: PromptBook, task: str, p: WorkflowSettings, cy
     """The analyzers of one cycle, in parallel; only those that returned a valid report."""
 
     def one(seat: int) -> Analysis | None:
-        message = (
-            f"Review round {cycle}, reviewer {seat} of {p.analyzers}.\n\n"
-            f"The task that was implemented in this repository:\n\n{task}\n\n"
-            "Check the current code against it and report."
-        )
+        message = prompts.get("analyzer_request", cycle=cycle, seat=seat, analyzers=p.analyzers, task=task)
         return rt.agent(
-            message,
+            message.rstrip("\n"),
             Analysis,
             role="analyzer",
             tier=TIERS["analyzer"],
@@ -331,18 +355,23 @@ def refute(
     cycle: int,
     findings: list[Finding],
     tally: Tally,
-) -> list[Finding]:
-    """Each finding goes to ``refuters`` independent skeptics (all of them in parallel); a finding is
-    kept only when a strict majority of its configured skeptics confirms it."""
+) -> tuple[list[Finding], list[Finding]]:
+    """Each finding goes to ``refuters`` independent skeptics (all of them in parallel). A failed
+    skeptic (None: no valid judgement) is null, not a vote. A finding is kept when a strict majority of
+    its valid judgements confirms it, and unresolved when it has none. Returns (kept, unresolved)."""
 
     def one(finding: Finding, seat: int) -> Judgement | None:
-        message = (
-            f"Review round {cycle}, finding {finding.id}, skeptic {seat} of {p.refuters}.\n\n"
-            f"The task that was implemented in this repository:\n\n{task}\n\n"
-            f"The finding to check:\n{render_findings([finding])}"
+        message = prompts.get(
+            "refuter_request",
+            cycle=cycle,
+            finding=finding.id,
+            seat=seat,
+            refuters=p.refuters,
+            task=task,
+            finding_text=render_findings([finding]),
         )
         return rt.agent(
-            message,
+            message.rstrip("\n"),
             Judgement,
             role="refuter",
             tier=TIERS["refuter"],
@@ -355,13 +384,16 @@ def refute(
     results = rt.parallel([lambda f=f, s=s: one(f, s) for f in findings for s in seats])
     tally.skeptic_calls += len(results)
     tally.refuter_failures += sum(r is None for r in results)
-    kept = []
+    kept, unresolved = [], []
     for i, finding in enumerate(findings):
-        votes = results[i * p.refuters : (i + 1) * p.refuters]
-        finding.confirmations = sum(v is not None and v.confirmed for v in votes)
-        if finding.confirmations >= majority(p.refuters):
+        votes = [v for v in results[i * p.refuters : (i + 1) * p.refuters] if v is not None]
+        finding.judgements = len(votes)
+        finding.confirmations = sum(v.confirmed for v in votes)
+        if not votes:
+            unresolved.append(finding)
+        elif finding.confirmations >= majority(len(votes)):
             kept.append(finding)
-    return kept
+    return kept, unresolved
 
 
 # --------------------------------------------------------------------------- small helpers
@@ -402,13 +434,6 @@ def render_findings(findings: list[Finding]) -> str:
         if i.suggested_fix:
             lines.append(f"    suggested fix: {i.suggested_fix}")
     return "\n".join(lines)
-
-
-def editor_prompt(task: str, findings: list[Finding]) -> str:
-    return (
-        f"The task implemented in this repository:\n\n{task}\n\n"
-        f"Confirmed problems in the current code, to fix:\n{render_findings(findings)}"
-    )
 
 
 def counters(rt: Runtime, p: WorkflowSettings, tally: Tally, stop_reason: str) -> dict[str, Any]:

@@ -147,8 +147,8 @@ def test_stops_at_all_pass_one_feature_per_session(tmp_path, mode):
     options = {"verify_tests": mode == "native"}  # the kit's own test run costs ~2 s a session
     result, ctx, _ = run_harness(tmp_path, good_initializer(3), flip_one_coder, options, mode=mode)
     c = result.counters
-    assert result.outcome == "all-pass" and result.claimed_done
-    assert c["sessions"] == 3 and c["stop_reason"] == "all-pass"
+    assert result.outcome == "done" and result.claimed_done
+    assert c["sessions"] == 3 and c["stop_reason"] == result.stop_reason == "all-pass"
     assert c["features_total"] == 3 and c["features_passing"] == 3
     assert c["features_passing_history"] == [0, 1, 2, 3]
     assert [h["flipped_to_pass"] for h in c["session_history"]] == [["F1"], ["F2"], ["F3"]]
@@ -219,7 +219,7 @@ def test_each_coder_session_starts_from_a_fresh_conversation(tmp_path):
     order = list(dict.fromkeys(r["conversation"] for r in rows))
     assert order == ["initializer", "coder#1", "coder#2", "coder#3"]
     coder_prompt = ctx.prompts.get(
-        "coder", feature_list=harness.FEATURE_LIST, init_sh=harness.INIT_SH, progress=harness.PROGRESS
+        "system", feature_list=harness.FEATURE_LIST, init_sh=harness.INIT_SH, progress=harness.PROGRESS
     ).strip()
     by_conv = {c: [r["message"] for r in rows if r["conversation"] == c] for c in order}
     for k in (1, 2, 3):
@@ -238,6 +238,27 @@ def test_each_coder_session_starts_from_a_fresh_conversation(tmp_path):
         assert [m["role"] for m in first.messages] == ["system", "user"]
         assert f"session {k} of" in first.messages[1]["content"]
         assert not any("coder#" in str(m.get("content")) for m in first.messages)
+
+
+def test_initializer_and_coder_share_one_system_prompt_and_tool_set(tmp_path):
+    """The source: "the system prompt, the set of tools and the harness are otherwise identical" -- the
+    two sessions differ only in their first user message (issue 21, item 7)."""
+    result, ctx, model = run_harness(tmp_path, good_initializer(2), flip_one_coder)
+    assert result.outcome == "done"
+    requests = scripted.get_script(model).requests
+    firsts = {}
+    for r in requests:
+        firsts.setdefault(r.context["conversation"], r)
+    init, coder1, coder2 = firsts["initializer"], firsts["coder#1"], firsts["coder#2"]
+    assert init.messages[0]["role"] == coder1.messages[0]["role"] == "system"
+    assert init.messages[0]["content"] == coder1.messages[0]["content"] == coder2.messages[0]["content"]
+    assert init.tools and init.tools == coder1.tools == coder2.tools
+    # the first user message is what differs: the initializer's carries the task and its own job
+    assert init.messages[1]["content"] != coder1.messages[1]["content"]
+    assert "you are the initializer" in init.messages[1]["content"]
+    assert ctx.task.prompt.strip()[:60] in init.messages[1]["content"]
+    assert "coding session 1 of at most 12" in coder1.messages[1]["content"]
+    assert "initializer" not in init.messages[0]["content"].lower()
 
 
 # --------------------------------------------------------------------------- the feature list is guarded
@@ -340,7 +361,7 @@ def test_regression_is_counted(tmp_path):
 # --------------------------------------------------------------------------- the initializer
 
 
-def test_invalid_feature_list_gets_a_bounded_retry_then_capped(tmp_path):
+def test_invalid_feature_list_gets_a_bounded_retry_then_incomplete(tmp_path):
     def broken(step: int, ws: Path) -> Action:
         if step % 2 == 0:
             return (
@@ -351,8 +372,9 @@ def test_invalid_feature_list_gets_a_bounded_retry_then_capped(tmp_path):
 
     result, ctx, model = run_harness(tmp_path, broken, flip_one_coder, {"initializer_retries": 2})
     c = result.counters
-    assert result.outcome == "capped" and not result.claimed_done
-    assert c["stop_reason"] == "no-valid-feature-list" and c["sessions"] == 0
+    # no cap was reached: the initializer's retries ran out without a valid list (issue 21, item 2)
+    assert result.outcome == "incomplete" and not result.claimed_done
+    assert c["stop_reason"] == result.stop_reason == "no-valid-feature-list" and c["sessions"] == 0
     assert c["initializer"]["attempts"] == 3 and c["initializer"]["valid"] is False
     assert "does not match the feature schema" in result.summary
     calls = read_jsonl(ctx.recorder.run_dir / "calls.jsonl")
@@ -409,7 +431,7 @@ def test_run_json_records_the_harness_counters(tmp_path):
     out = run_experiment(experiment, results_dir=tmp_path / "results", progress=False)
     record = load_run(out / "runs" / "micro-slugify__harness__h__r1")
     assert record is not None and record.error is None
-    assert record.outcome == "all-pass" and record.claimed_done
+    assert (record.outcome, record.stop_reason) == ("done", "all-pass") and record.claimed_done
     c = record.counters
     assert c["sessions"] == 2 and c["features_total"] == 2 and c["features_passing"] == 2
     assert c["features_passing_history"] == [0, 1, 2] and c["commits"] == 3

@@ -32,7 +32,7 @@ def test_clean_clean_converges_after_two_cycles(tmp_path):
     policy = WorkflowPolicy(verdicts=["clean", "clean"])
     result, ctx = run_workflow(tmp_path, policy)
     c = result.counters
-    assert (result.outcome, result.claimed_done) == ("converged-clean", True)
+    assert (result.outcome, result.claimed_done) == ("done", True)
     assert c["cycles"] == 2
     assert c["clean_streak_history"] == [1, 1]
     assert c["agent_calls"] == 1 + 3 + 3  # implementer + 3 analyzers per cycle; no refuter, no editor
@@ -49,7 +49,7 @@ def test_issues_reset_the_streak_and_convergence_comes_at_the_fourth_cycle(tmp_p
     policy = WorkflowPolicy(verdicts=["clean", "issues", "clean", "clean"])
     result, ctx = run_workflow(tmp_path, policy)
     c = result.counters
-    assert result.outcome == "converged-clean"
+    assert result.outcome == "done"
     assert c["cycles"] == 4
     assert c["clean_streak_history"] == [1, 0, 1, 1]
     # cycle 2: three analyzers raise the same finding (spelled differently) -> one finding after dedup
@@ -68,7 +68,7 @@ def test_refuted_findings_do_not_count_and_the_pass_is_clean(tmp_path):
     policy = WorkflowPolicy(verdicts=["issues"], confirm=False)
     result, _ = run_workflow(tmp_path, policy)
     c = result.counters
-    assert result.outcome == "converged-clean"
+    assert result.outcome == "done"
     assert c["clean_streak_history"] == [1, 1]
     assert (c["findings_raised"], c["findings_kept"], c["findings_refuted"]) == (2, 0, 2)
     assert policy.counts["editor"] == 0
@@ -81,7 +81,7 @@ def test_issues_every_time_is_capped_at_16(tmp_path):
     assert (result.outcome, result.claimed_done) == ("capped", False)
     assert c["cycles"] == 16 and c["clean_streak_history"] == [0] * 16
     assert c["agent_calls"] == 1 + 16 * (1 + 3 + 1)  # analyzer + 3 skeptics + editor per cycle
-    assert c["stop_reason"] == "cycle cap"
+    assert c["stop_reason"] == "cycle-cap"
     assert c["applies"] == 16 and c["params"]["long_task"] is False
 
 
@@ -104,7 +104,7 @@ def test_one_failing_analyzer_does_not_stop_the_others(tmp_path):
     policy = WorkflowPolicy(verdicts=["clean", "issues", "clean", "clean"], failing={2: "garbage"})
     result, _ = run_workflow(tmp_path, policy)
     c = result.counters
-    assert result.outcome == "converged-clean"
+    assert result.outcome == "done"
     assert c["clean_streak_history"] == [1, 0, 1, 1]  # 2 of 3 reports are a majority
     assert c["analyzer_failures"] == 4 and c["failed_agent_calls"] == 4
     assert c["findings_kept"] == 1 and c["provider_failures"] == 0
@@ -122,7 +122,7 @@ def test_a_provider_failure_stops_the_workflow_with_its_counters(tmp_path):
     assert "--retry-errors" in message
     assert not hasattr(info.value, "counters")  # the counters so far are on the context, not the error
     counters = ctx.counters
-    assert counters["provider_failures"] == 1 and counters["stop_reason"] == "provider failure"
+    assert counters["provider_failures"] == 1 and counters["stop_reason"] == "provider-failure"
     assert counters["cycles"] == 1 and counters["agent_calls"] == 4
     assert policy.counts["analyzer"] == 3  # the siblings finished; nothing ran after them
 
@@ -157,7 +157,7 @@ def test_an_issues_verdict_with_no_issues_is_rejected_and_asked_again(tmp_path):
     policy = WorkflowPolicy(verdicts=["clean", "clean"], failing={1: "contradict"})
     result, ctx = run_workflow(tmp_path, policy)
     c = result.counters
-    assert result.outcome == "converged-clean" and c["clean_streak_history"] == [1, 1]
+    assert result.outcome == "done" and c["clean_streak_history"] == [1, 1]
     assert c["analyzer_failures"] == 0 and c["findings_raised"] == 0
     assert policy.counts["analyzer"] == 2 * 3 + 2  # one extra step per cycle for seat 1
     errors = [e for e in read_jsonl(ctx.recorder.run_dir / "events.jsonl") if e["kind"] == "format_error"]
@@ -188,7 +188,7 @@ def test_each_finding_goes_to_three_skeptics_and_is_kept_on_a_strict_majority(tm
     )
     result, ctx = run_workflow(tmp_path, policy)
     c = result.counters
-    assert result.outcome == "converged-clean" and c["clean_streak_history"] == [0, 1, 1]
+    assert result.outcome == "done" and c["clean_streak_history"] == [0, 1, 1]
     assert (c["findings_raised"], c["findings_refuted"], c["findings_kept"]) == (2, 1, 1)
     assert c["skeptic_calls"] == 6 and policy.rounds[("refuter", 1)] == 6
     assert c["agent_calls"] == 1 + 3 * 3 + 6 + 1
@@ -206,7 +206,7 @@ def test_each_finding_goes_to_three_skeptics_and_is_kept_on_a_strict_majority(tm
     assert "Round 1 bug:" in editor and "Round 1 bug 2:" not in editor  # only the kept finding
 
 
-def test_one_failed_skeptic_counts_as_not_confirming(tmp_path):
+def test_one_failed_skeptic_is_no_vote_and_a_tie_of_the_others_is_no_majority(tmp_path):
     votes = {1: [True, True, False]}
     policy = WorkflowPolicy(verdicts=["issues", "clean", "clean"], votes=votes)
     fallback = policy.__call__
@@ -220,7 +220,7 @@ def test_one_failed_skeptic_counts_as_not_confirming(tmp_path):
 
     result, _ = run_workflow(tmp_path, play, format_retries=0)
     c = result.counters
-    # seat 1 yes, seat 2 failed, seat 3 no: 1 of 3 is no majority
+    # seat 1 yes, seat 2 failed (null, no vote), seat 3 no: 1 of 2 valid judgements is no majority
     assert (c["findings_kept"], c["findings_refuted"], c["refuter_failures"]) == (0, 1, 1)
 
 
@@ -240,7 +240,7 @@ def test_a_shell_write_by_an_analyzer_does_not_reach_the_scored_diff(tmp_path):
         return fallback(request)
 
     result, ctx = run_workflow(tmp_path, play)
-    assert result.outcome == "converged-clean"
+    assert result.outcome == "done"
     final = diff(ctx.workspace)
     assert "def slugify" in final  # the implementer's write is there
     assert "analyzer_was_here" not in final and "pwned" not in final
@@ -253,7 +253,7 @@ def test_a_changed_prompt_reruns_from_that_agent_on(tmp_path):
     journal = tmp_path / "journals"
     first = WorkflowPolicy(verdicts=["issues", "clean", "clean"])
     ctx = make_ctx(tmp_path, scripted.register(first, name="wf-edit"), journal_dir=journal, name="first")
-    assert workflow.run(ctx).outcome == "converged-clean"
+    assert workflow.run(ctx).outcome == "done"
     assert first.counts["editor"] == 2
 
     second = WorkflowPolicy(verdicts=["issues", "clean", "clean"])
@@ -261,7 +261,7 @@ def test_a_changed_prompt_reruns_from_that_agent_on(tmp_path):
     ctx2.prompts = PromptBook("workflow", {"workflow/editor": "You fix confirmed problems. (edited)"})
     result = workflow.run(ctx2)
     c = result.counters
-    assert result.outcome == "converged-clean"
+    assert result.outcome == "done"
     assert (second.counts["implementer"], second.rounds[("analyzer", 1)], second.rounds[("refuter", 1)]) == (
         0,
         0,
@@ -283,7 +283,7 @@ def test_text_action_mode_works_end_to_end(tmp_path):
     policy = WorkflowPolicy(verdicts=["issues", "clean", "clean"])
     ctx = make_ctx(tmp_path, scripted.register(policy), action_mode="text")
     result = workflow.run(ctx)
-    assert result.outcome == "converged-clean"
+    assert result.outcome == "done"
     assert result.counters["clean_streak_history"] == [0, 1, 1]
     assert result.counters["failed_agent_calls"] == 0
 
@@ -301,8 +301,9 @@ def test_the_agent_call_cap_raises_a_clear_error(tmp_path):
 def test_the_output_token_budget_stops_cleanly(tmp_path):
     policy = WorkflowPolicy(verdicts=["issues"])
     result, ctx = run_workflow(tmp_path, policy, max_output_tokens=1)
-    assert (result.outcome, result.claimed_done) == ("budget", False)
-    assert result.counters["stop_reason"].startswith("budget")
+    # the workflow's own output budget is a cap of its own, not the shared run budget
+    assert (result.outcome, result.claimed_done) == ("capped", False)
+    assert result.counters["stop_reason"].startswith("output-budget (workflow output-token budget")
     # the implementer's first reply spent the budget: its next step stops it, and the workflow with it
     assert result.counters["agent_calls"] == 1 and policy.counts.total() == 1
     assert "def slugify" in (ctx.workspace.root / "textkit.py").read_text()
@@ -355,7 +356,7 @@ def test_interrupted_run_resumes_from_its_journal_without_model_calls(tmp_path, 
     run_experiment(experiment(), results_dir=tmp_path, progress=False)
     record = load_run(run_dir)
     c = record.counters
-    assert record.outcome == "converged-clean"
+    assert record.outcome == "done"
     assert c["journal_hits"] == 8
     assert c["agent_calls"] == 8 + 6 and c["model_agent_calls"] == 6
     # no model call for anything the first run completed
@@ -396,7 +397,7 @@ def test_a_provider_failure_ends_the_run_as_error_and_retry_errors_resumes_it(tm
     scripted.register(healthy, name="wf-runner")
     run_experiment(experiment(), results_dir=tmp_path, progress=False, retry_errors=True)
     record = load_run(run_dir)
-    assert record.outcome == "converged-clean"
+    assert record.outcome == "done"
     # the implementer and the two analyzers that answered are replayed, only the failed seat is asked
     assert healthy.counts["implementer"] == 0 and healthy.rounds[("analyzer", 1)] == 1
     assert record.counters["journal_hits"] == 3
@@ -418,5 +419,6 @@ def test_the_runner_records_the_counters_of_a_workflow_that_raised(tmp_path, scr
     run_experiment(experiment(max_agent_calls=5), results_dir=tmp_path, progress=False)
     record = load_run(tmp_path / "wf" / "runs" / "micro-slugify__workflow__wf-scripted__r1")
     assert record.outcome == "error" and "cap of 5 agent calls" in record.error
-    assert record.counters["stop_reason"] == "call cap" and record.counters["agent_calls"] == 5
+    assert record.counters["stop_reason"] == "call-cap" and record.counters["agent_calls"] == 5
+    assert record.stop_reason == "call-cap"  # run.json's own field, beside the outcome
     assert "permission_denials" in record.counters
