@@ -183,8 +183,17 @@ def _spec_metadata(group: list[RunFiles], incomplete: list[str]) -> dict[str, An
 
 def eval_log(group: list[RunFiles], incomplete: list[str]) -> Any:
     """The Inspect ``EvalLog`` of one (experiment, strategy, profile)'s runs."""
-    from inspect_ai.log import EvalConfig, EvalDataset, EvalError, EvalLog, EvalPlan, EvalPlanStep
-    from inspect_ai.log import EvalRevision, EvalSpec, EvalStats
+    from inspect_ai.log import (
+        EvalConfig,
+        EvalDataset,
+        EvalError,
+        EvalLog,
+        EvalPlan,
+        EvalPlanStep,
+        EvalRevision,
+        EvalSpec,
+        EvalStats,
+    )
     from inspect_ai.model import ModelConfig
 
     first = group[0].run

@@ -36,7 +36,6 @@ from kit.records.schema import (
     read_jsonl,
 )
 
-
 #: Outcomes that carry an error and no score.
 ERROR_OUTCOMES = ("error", "interrupted")
 
