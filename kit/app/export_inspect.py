@@ -286,15 +286,24 @@ def export_inspect(results: str | Path, out: str | Path | None = None) -> Export
     for _, files in done:
         r = files.run
         groups.setdefault((r.experiment, r.strategy, r.profile), []).append(files)
+    for (experiment, strategy, profile), group in groups.items():  # every group checked before any write
+        _epochs(group, f"{experiment}/{strategy}/{profile}")
     result = Exported(out=target, runs=len(done), incomplete=incomplete)
     for (experiment, strategy, profile), group in sorted(groups.items()):
         mine = [
             p.name
             for p in incomplete
-            if p.parent.parent.name == experiment and p.name.split("__")[1:3] == [strategy, profile]
+            if p.parent.parent.name == experiment and _names(p.name, strategy, profile)
         ]
         result.logs.append(write_log(eval_log(group, mine), target))
     return result
+
+
+def _names(run_id: str, strategy: str, profile: str) -> bool:
+    """Whether the run folder name ``<task>__<strategy>__<profile>__r<N>`` (older: without the profile)
+    names this strategy and profile."""
+    parts = run_id.split("__")
+    return len(parts) >= 3 and parts[1] == strategy and (len(parts) < 4 or parts[2] == profile)
 
 
 def _cmd(args: argparse.Namespace) -> int:
