@@ -225,8 +225,13 @@ def test_a_duplicate_task_and_repeat_stops_before_writing(tmp_path):
 def test_export_again_replaces_the_logs(tmp_path):
     exp = write_experiment(tmp_path / "results")
     first = export_inspect(exp).logs
-    second = export_inspect(exp).logs
-    assert first == second and sorted((exp / "inspect").iterdir()) == sorted(second)
+    assert export_inspect(exp).logs == first
+    _rewrite(exp / "runs" / "micro-slugify__vibe__r0", started_at="2024-06-01T00:00:00.000Z")  # a redone run
+    again = export_inspect(exp).logs
+    assert (
+        again[0] == first[0] and again[1] != first[1]
+    )  # pdca unchanged; vibe's log now named by the new start
+    assert sorted((exp / "inspect").iterdir()) == sorted(again)  # the old vibe log is gone
 
 
 def test_cli_export_and_bad_input(tmp_path, capsys):
