@@ -359,7 +359,10 @@ def sample_scores(run: RunRecord) -> dict[str, Any] | None:
             + ("\nfailed:\n" + "\n".join(failed) if failed else ""),
             metadata=detail,
         ),
-        "defects": Score(value={sev: s.defects.get(sev, 0) for sev in ("critical", "major", "minor")}),
+        "defects": Score(
+            value={sev: s.defects.get(sev, 0) for sev in ("critical", "major", "minor")},
+            explanation="failed requirements by severity",
+        ),
         "solved": Score(
             value="C" if solved else "I",
             explanation="no critical or major requirement failed"

@@ -107,7 +107,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     exported = export_inspect(args.results)
     log = exported.logs[0]
-    task, sample_id, epoch = _first_sample(log)
+    task, sample_id, epoch, conversation = _first_sample(log)
     port = free_port()
     with tempfile.TemporaryDirectory() as profile, inspect_view(exported.out) as base:
         browser = chromium(port, Path(profile))
@@ -126,8 +126,8 @@ def main() -> None:
             shots = [
                 ("1-log-list", f"{base}/#/logs", [task]),
                 ("2-sample-scores", f"{sample}/scoring", ["requirements_met", "solved"]),
-                ("3-models-tab", f"{base}/#/logs/{name}/models", ["coder"]),
-                ("4-sample-transcript", f"{sample}/transcript", ["coder"]),
+                ("3-models-tab", f"{base}/#/logs/{name}/models", ["Cache read"]),
+                ("4-sample-transcript", f"{sample}/transcript", [conversation.upper()]),
             ]
             for stem, url, expect in shots:
                 text = page.show(url, expect)
@@ -138,12 +138,13 @@ def main() -> None:
             stop(browser)
 
 
-def _first_sample(log: Path) -> tuple[str, str, int]:
-    """The log's task (strategy), and its first sample's id and epoch."""
+def _first_sample(log: Path) -> tuple[str, str, int, str]:
+    """The log's task (strategy), and its first sample's id, epoch and main conversation."""
     from inspect_ai.log import read_eval_log
 
     read = read_eval_log(str(log))
-    return read.eval.task, str(read.samples[0].id), read.samples[0].epoch
+    first = read.samples[0]
+    return read.eval.task, str(first.id), first.epoch, first.metadata["main_conversation"]
 
 
 if __name__ == "__main__":
