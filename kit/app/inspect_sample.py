@@ -389,13 +389,26 @@ def sample_limit(run: RunRecord) -> Any:
         first = next((v for v in (b.get("max_model_calls"), b.get("max_tokens"), b.get("max_usd")) if v), 0)
         return EvalSampleLimit(type="custom", limit=float(first), reason=reason)
     if run.outcome == "capped":
-        caps = {k: v for k, v in run.counters.items() if k.startswith("max_") and isinstance(v, int | float)}
-        key, value = next(iter(caps.items()), ("cap", 0))
-        reason = f"the strategy's own cap ({', '.join(f'{k}={v}' for k, v in caps.items()) or 'not recorded'}); stop_reason {stop}"
+        key, value, caps = strategy_cap(run.counters)
+        listed = ", ".join(f"{k}={v}" for k, v in caps.items()) or "none recorded"
+        reason = f"the strategy's own cap: {key}={value} (caps: {listed}); stop_reason {stop}"
         return EvalSampleLimit(
             type="turn" if key == "max_steps" else "custom", limit=float(value), reason=reason
         )
     return None
+
+
+def strategy_cap(counters: dict[str, Any]) -> tuple[str, float, dict[str, float]]:
+    """The cap a ``capped`` run stopped at: among the ``max_*`` counters (top level, then ``params``), the
+    one whose name its ``stop_reason`` names (``cycle cap`` -> ``max_cycles``), else the first top-level
+    one (vibe's ``max_steps``), else NaN (the reason text says what was recorded)."""
+    params = counters.get("params") if isinstance(counters.get("params"), dict) else {}
+    top = {k: v for k, v in counters.items() if k.startswith("max_") and isinstance(v, int | float)}
+    caps = top | {k: v for k, v in params.items() if k.startswith("max_") and isinstance(v, int | float)}
+    stop = str(counters.get("stop_reason") or "")
+    named = [k for k in caps if k.removeprefix("max_").rstrip("s") in stop]
+    key = named[0] if named else next(iter(top), "")
+    return (key, caps[key], caps) if key else ("cap", math.nan, caps)
 
 
 def sample_error(files: RunFiles) -> Any:
@@ -411,13 +424,21 @@ def sample_error(files: RunFiles) -> Any:
     return EvalError(message=f"{run.outcome}: {message}", traceback=trace, traceback_ansi=trace)
 
 
+def main_conversation(convs: dict[str, Conversation], run: RunRecord) -> Conversation | None:
+    """The run's main conversation: the first one of its lead role (the first of its role -> tier map:
+    vibe's and linear's coder, pdca's orchestrator, workflow's implementer, harness's initializer),
+    else the first conversation of the run."""
+    lead = next(iter(run.role_tiers), None)
+    return next((c for c in convs.values() if c.role == lead), next(iter(convs.values()), None))
+
+
 def eval_sample(files: RunFiles, epoch: int, uuid: str) -> Any:
     """The run as an Inspect ``EvalSample`` (see the module's docstring)."""
     from inspect_ai.log import EvalSample
 
     run = files.run
     convs = {name: Conversation.of(name, entries) for name, entries in files.conversations().items()}
-    main = next(iter(convs.values()), None)
+    main = main_conversation(convs, run)
     stamps = [t for t in (when(run.started_at), *(when(c.started_at) for c in files.calls)) if t]
     start = min(stamps) if stamps else datetime.fromtimestamp(0).astimezone()
     prompt = next((m.text for m in main.messages if m.role == "user"), run.task) if main else run.task

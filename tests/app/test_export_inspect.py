@@ -278,3 +278,17 @@ def test_inspect_view_lists_the_exported_logs(tmp_path):
     names = {Path(f["name"].removeprefix("file://")).name: f["task"] for f in listing["files"]}
     assert names == {p.name: p.name.split("_")[1] for p in res.logs}
     assert set(names.values()) == {"vibe", "pdca"}
+
+
+def test_main_conversation_is_the_lead_roles_and_caps_are_named_by_the_stop_reason(tmp_path):
+    exp = write_experiment(tmp_path / "results", incomplete=False)
+    runs = exp / "runs"
+    _rewrite(runs / "micro-slugify__pdca__r0", role_tiers={"executor": "cheap", "orchestrator": "strong"})
+    workflow_like = {"stop_reason": "cycle cap", "params": {"max_cycles": 16, "max_steps": 20}}
+    _rewrite(runs / "micro-slugify__pdca__r1", outcome="capped", counters=workflow_like)
+    pdca = check_against_records(exp, export_inspect(exp).logs)["pdca"]
+    lead, other = sorted(pdca.samples, key=lambda s: s.epoch)
+    assert lead.metadata["main_conversation"] == "executor"  # the first role of the run's role -> tier map
+    assert [m.text for m in lead.messages] == ["executor says hi", "executor says hi"]
+    assert other.metadata["main_conversation"] == "orchestrator"  # no map recorded: the first conversation
+    assert (other.limit.type, other.limit.limit) == ("custom", 16) and "max_cycles=16" in other.limit.reason
