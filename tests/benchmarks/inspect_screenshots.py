@@ -103,10 +103,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", type=Path, help="an experiment's results folder")
     ap.add_argument("--out", type=Path, default=Path("/tmp/inspect-shots"))
+    ap.add_argument("--strategy", default=None, help="photograph this strategy's log (default: the first)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     exported = export_inspect(args.results)
-    log = exported.logs[0]
+    logs = [p for p in exported.logs if args.strategy is None or f"_{args.strategy}_" in p.name]
+    if not logs:
+        sys.exit(f"no log of strategy {args.strategy!r} in {exported.out}")
+    log = logs[0]
     task, sample_id, epoch, conversation = _first_sample(log)
     port = free_port()
     with tempfile.TemporaryDirectory() as profile, inspect_view(exported.out) as base:
