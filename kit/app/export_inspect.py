@@ -323,7 +323,8 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     c = esub.add_parser(
         "inspect",
         help="one Inspect AI eval log per strategy (needs: pip install -e '.[inspect]')",
-        description=__doc__.split("\n\n")[1],
+        description="Write one Inspect AI eval log (.eval) per strategy of an experiment's records (samples are "
+        "tasks, epochs are repeats), then view them with: inspect view --log-dir RESULTS/inspect",
     )
     c.add_argument("results", help="results/NAME (an experiment folder, or a results root)")
     c.add_argument(
