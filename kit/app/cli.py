@@ -114,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     from kit.app import tasks_cli
 
     tasks_cli.add_cli(sub)
+    from kit.app import export_inspect  # inspect_ai itself is imported only when the command runs
+
+    export_inspect.add_cli(sub)
     if importlib.util.find_spec("kit.app.notebooks") is not None:
         from kit.app import notebooks
 
