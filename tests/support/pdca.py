@@ -98,7 +98,13 @@ class Cast:
             asked = req.last_user.split(":\n\n", 1)[1]
             self.status_updates.append(asked)
             return {"content": self.status_replies.pop(0) if self.status_replies else asked}
-        step = sum(1 for m in req.messages if m["role"] == "assistant")
+        # the orchestrator is one conversation: every turn is a hand-off (step 0 of its own)
+        step = 0 if role == "orchestrator" else sum(1 for m in req.messages if m["role"] == "assistant")
+        first_user = next((m["content"] for m in req.messages if m["role"] == "user"), "")
+        if role == "executor" and str(first_user).startswith("CHECK re-run"):
+            if step == 0:
+                self.briefs["executor-check"].append(req.last_user)
+            return self.check_session(str(first_user), mode, step)
         if step == 0:
             self.briefs[role].append(req.last_user)
         if role in self.first_action and step == 0:
@@ -114,6 +120,14 @@ class Cast:
     def orchestrator(self, req, mode, step):
         head = f"Brief {len(self.briefs['orchestrator'])}:"
         return f"{head} {self.brief_text}" if self.brief_text is not None else f"{head}\n{req.last_user}"
+
+    def check_session(self, brief: str, mode: str, step: int) -> Any:
+        """The executor's CHECK session: each listed command (``$ <command>``) run, then the report."""
+        commands = [line[2:] for line in brief.splitlines() if line.startswith("$ ")]
+        if step < len(commands):
+            return render(mode, "run", {"command": commands[step]}, "Re-run.")
+        evidence = [{"command": c, "exit_code": 0} for c in commands]
+        return render(mode, FINISH, {"unit": "", "done": True, "evidence": evidence}, "Re-ran.")
 
     def scout(self, req, mode, step):
         if step == 0:

@@ -259,26 +259,25 @@ class Loop:
         self.enter("CHECK")
         plan = self.st.plan
         assert plan is not None
-        reruns, ran = rerun(self.ctx, self.st, self.log)
+        reruns, ran = rerun(self.roles, self.st, self.log)
         self.tally.reruns += ran
-        criteria, changed, fresh = (
-            criteria_to_judge(plan),
-            changed_files(self.st),
-            [r.brief() for r in reruns],
-        )
+        criteria, changed, statuses = criteria_to_judge(plan), changed_files(self.st), [r.brief() for r in reruns]
         facts = self.roles.scout(
-            "read the changed code and the CHECK re-run output for each acceptance criterion",
-            {"criteria": criteria, "fresh_evidence": fresh, "changed_files": changed},
+            "read the changed code around each acceptance criterion",
+            {"criteria": criteria, "check_reruns": statuses, "changed_files": changed},
         )
         material = {
             "criteria": criteria,
-            "fresh_evidence": fresh,
+            "check_reruns": statuses,
             "scout_facts": facts.model_dump()["facts"],
             "changed_files": changed,
-            "rule": "judge from fresh_evidence (every proving command re-run in CHECK) and the scout's facts",
+            "rule": "judge from the fresh evidence (every proving command re-run in CHECK) and the scout's facts",
         }
-        brief = self.roles.brief(
-            "auditor", "judge every acceptance criterion on the fresh evidence", material
+        # the orchestrator carries statuses and pointers; the re-runs' output goes to the auditor directly
+        brief = self.roles.text(
+            "auditor_evidence",
+            brief=self.roles.brief("auditor", "judge every acceptance criterion on the fresh evidence", material),
+            evidence="\n\n".join(r.evidence() for r in reruns) or "(no command to re-run)",
         )
 
         def unjudged(v: AuditVerdict) -> str | None:
@@ -371,7 +370,7 @@ class Loop:
         self.st.phase = "EXIT"
         self.ctx.phase("EXIT", f"cycle {self.st.N}")
         self.journal.finalise("EXIT", self.next_plan)
-        self.log("exit", "outcome pass")
+        self.log("exit", "outcome done (stop_reason pass)")
         return "EXIT"
 
     def stop(self) -> None:
