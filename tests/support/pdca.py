@@ -128,7 +128,9 @@ class Cast:
 
     def check_session(self, brief: str, mode: str, step: int) -> Any:
         """The executor's CHECK session: each listed command (``$ <command>``) run, then the report."""
-        commands = [line[2:] for line in brief.splitlines() if line.startswith("$ ")] if self.check_runs else []
+        commands = (
+            [line[2:] for line in brief.splitlines() if line.startswith("$ ")] if self.check_runs else []
+        )
         if step < 0 and self.check_first is not None:
             return render(mode, *self.check_first, "First this.")
         if step < len(commands):

@@ -51,7 +51,9 @@ class Roles:
             raise Stop(f"cap:max_role_calls ({self.p.max_role_calls})")
         self.calls[role] += 1
 
-    def agent(self, role: str, schema: type[BaseModel] | None, permissions: frozenset[str] | None = None) -> Agent:
+    def agent(
+        self, role: str, schema: type[BaseModel] | None, permissions: frozenset[str] | None = None
+    ) -> Agent:
         tier, own = ROLES[role]
         agent = self.ctx.agent(
             role,
@@ -132,8 +134,14 @@ class Roles:
             permissions=RERUN_PERMISSIONS,
             steps=len(commands) + 2,
         )
-        runs = [u for u in res.tool_log if u.tool == "run" and not u.denied and isinstance(u.args.get("command"), str)]
-        extra = [u.args["command"] for u in runs if not any(same_command(u.args["command"], c) for c in commands)]
+        runs = [
+            u
+            for u in res.tool_log
+            if u.tool == "run" and not u.denied and isinstance(u.args.get("command"), str)
+        ]
+        extra = [
+            u.args["command"] for u in runs if not any(same_command(u.args["command"], c) for c in commands)
+        ]
         if extra:
             self.log("CHECK session ran other commands", "; ".join(f"`{c}`" for c in extra)[:300])
         out = []

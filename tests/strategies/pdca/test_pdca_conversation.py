@@ -8,10 +8,19 @@ import json
 
 from kit.agent.loop import SHORTENED
 from kit.config import Limits
-from kit.records.schema import read_jsonl
 from kit.strategies import pdca
 from tests.support.context import run_context
-from tests.support.pdca import CRITERIA, PASS, TEST_CMD, Cast, Outcome, plan, run_cast, scripted_profile, verdict
+from tests.support.pdca import (
+    CRITERIA,
+    PASS,
+    TEST_CMD,
+    Cast,
+    Outcome,
+    plan,
+    run_cast,
+    scripted_profile,
+    verdict,
+)
 
 # prints 42042: the number is in the output, never in the command's text
 MARKED = 'python -c "print(6 * 7 * 1001)"'
@@ -111,8 +120,13 @@ def test_one_outcome_vocabulary_with_pdcas_stop_reasons(tmp_path):
     assert spent.result.outcome == "budget"
     assert spent.result.counters["stop_reason"] == "cap:budget (run budget of 6 model calls used up)"
     capped = run_cast(tmp_path / "capped", Cast(), status_writer="kit", max_role_calls=4)
-    assert (capped.result.outcome, capped.result.counters["stop_reason"]) == ("capped", "cap:max_role_calls (4)")
-    stopped = run_cast(tmp_path / "stop", Cast(verdicts=[verdict(met=("C2",))]), status_writer="kit", max_attempts=1)
+    assert (capped.result.outcome, capped.result.counters["stop_reason"]) == (
+        "capped",
+        "cap:max_role_calls (4)",
+    )
+    stopped = run_cast(
+        tmp_path / "stop", Cast(verdicts=[verdict(met=("C2",))]), status_writer="kit", max_attempts=1
+    )
     assert stopped.result.outcome == "incomplete"
     assert stopped.result.counters["stop_reason"].startswith("expert:stop (")
 
