@@ -107,11 +107,10 @@ class Roles:
         first); the safety net (off by default) appends what the brief missed."""
         data = material if isinstance(material, str) else json.dumps(material, indent=1, default=str)
         self.count("orchestrator")
-        first = self.orchestrator is None
+        turn = "handoff_first" if self.orchestrator is None else "handoff"
         if self.orchestrator is None:
             self.orchestrator = self.agent("orchestrator", None)
             self.orchestrator.config.compact_turns = True  # old hand-offs may be shortened, never the first
-        turn = "handoff_first" if first else "handoff"
         message = self.text(turn, goal=self.goal, role=role, purpose=purpose, material=data)
         text = (_spent(self.orchestrator.run(message)).final or "").strip()
         if self.p.brief_safety_net:
