@@ -7,7 +7,8 @@ a strategy that wants a fresh context creates a new Agent.
 
 Context management: the system prompt and the first user message are never changed, so the
 prompt prefix stays byte-identical and provider prompt caches keep hitting; when the conversation
-grows past ~70 % of the model's window, the oldest tool outputs are shortened (once, oldest first).
+grows past ~70 % of the model's window, the oldest tool outputs are shortened (once, oldest first;
+with ``compact_turns`` the oldest user turns too).
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ class AgentConfig:
     result_schema: type[BaseModel] | None = None
     action_mode: actions.Mode | None = None  # None: the gateway's default for the tier's model
     max_output_tokens: int | None = None
+    #: also shorten old user turns, not only tool outputs: a conversation fed reports as its turns
+    #: (pdca's orchestrator) grows by user turns
+    compact_turns: bool = False
 
 
 @dataclass
@@ -287,7 +291,8 @@ class Agent:
             self.recorder.event(kind, self.config.role, name, detail[:300], ok=ok)  # type: ignore[arg-type]
 
     def _fit_window(self) -> None:
-        """Shorten the oldest tool outputs (never the first two messages) until the prompt fits."""
+        """Shorten the oldest tool outputs (and, with ``compact_turns``, user turns; never the first two
+        messages) until the prompt fits."""
         size = sum(len(str(m.get("content") or "")) for m in self.messages)
         for i, msg in enumerate(self.messages):
             if size <= self.window_chars:
@@ -295,7 +300,8 @@ class Agent:
             if i < 2 or i in self._shortened or msg["role"] not in ("tool", "user"):
                 continue
             content = str(msg.get("content") or "")
-            if len(content) <= 400 or (msg["role"] == "user" and not content.startswith("Observation:")):
+            turn = msg["role"] == "user" and not content.startswith("Observation:")
+            if len(content) <= 400 or (turn and not self.config.compact_turns):
                 continue
             msg["content"] = content[:300] + "\n" + SHORTENED
             self._shortened.add(i)

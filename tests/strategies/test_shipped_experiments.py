@@ -101,20 +101,8 @@ def cases() -> list:
             if key in seen:
                 continue
             seen[key] = path.stem
-            marks = []
-            if strategy == "pdca" and path.stem in PDCA_SHORT:
-                marks.append(pytest.mark.xfail(strict=True, reason=PDCA_SHORT[path.stem]))
-            out.append(pytest.param(path.stem, strategy, marks=marks, id=f"{path.stem}-{strategy}"))
+            out.append(pytest.param(path.stem, strategy, id=f"{path.stem}-{strategy}"))
     return out
-
-
-#: Known: under these experiments' caps even a flawless PDCA cycle needs more role sessions and model
-#: calls than the budget allows. Helper h21a's fix of pdca's budget (issue 21, item 3: raise the budget
-#: or trim pdca's status-update calls in default.yaml) makes them pass: remove the entries at merge.
-PDCA_SHORT = {
-    name: "pdca cannot finish a flawless cycle within this experiment's budget: h21a's pdca budget fix"
-    for name in ("default",)
-}
 
 
 @pytest.mark.slow

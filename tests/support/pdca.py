@@ -89,16 +89,27 @@ class Cast:
     status_replies: list[str] = field(default_factory=list)  # status-writer replies (default: the text asked)
     brief_text: str | None = None  # what the orchestrator writes (default: it copies everything)
     empty_scout_reports: int = 0  # the first N scout reports have no facts
+    task_tests: bool = False  # prove with the task's own test command (any task), not TEST_CMD
+    check_first: tuple[str, dict] | None = None  # the CHECK session's first action (before its runs)
+    check_runs: bool = True  # False: the CHECK session reports without running anything
     briefs: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     status_updates: list[str] = field(default_factory=list)
+    requests: list[scripted.Request] = field(default_factory=list)  # every request, as the model saw it
 
     def __call__(self, req: scripted.Request) -> Any:
+        self.requests.append(req)
         role, mode = req.context["role"], req.context.get("action_mode") or "native"
         if req.last_user.startswith("Event: ") and "\nAppend to " in req.last_user:  # a status update
             asked = req.last_user.split(":\n\n", 1)[1]
             self.status_updates.append(asked)
             return {"content": self.status_replies.pop(0) if self.status_replies else asked}
-        step = sum(1 for m in req.messages if m["role"] == "assistant")
+        # the orchestrator is one conversation: every turn is a hand-off (step 0 of its own)
+        step = 0 if role == "orchestrator" else sum(1 for m in req.messages if m["role"] == "assistant")
+        first_user = next((m["content"] for m in req.messages if m["role"] == "user"), "")
+        if role == "executor" and str(first_user).startswith("CHECK re-run"):
+            if step == 0:
+                self.briefs["executor-check"].append(req.last_user)
+            return self.check_session(str(first_user), mode, step - (self.check_first is not None))
         if step == 0:
             self.briefs[role].append(req.last_user)
         if role in self.first_action and step == 0:
@@ -115,6 +126,18 @@ class Cast:
         head = f"Brief {len(self.briefs['orchestrator'])}:"
         return f"{head} {self.brief_text}" if self.brief_text is not None else f"{head}\n{req.last_user}"
 
+    def check_session(self, brief: str, mode: str, step: int) -> Any:
+        """The executor's CHECK session: each listed command (``$ <command>``) run, then the report."""
+        commands = (
+            [line[2:] for line in brief.splitlines() if line.startswith("$ ")] if self.check_runs else []
+        )
+        if step < 0 and self.check_first is not None:
+            return render(mode, *self.check_first, "First this.")
+        if step < len(commands):
+            return render(mode, "run", {"command": commands[step]}, "Re-run.")
+        evidence = [{"command": c, "exit_code": 0} for c in commands]
+        return render(mode, FINISH, {"unit": "", "done": True, "evidence": evidence}, "Re-ran.")
+
     def scout(self, req, mode, step):
         if step == 0:
             return render(mode, "read_file", {"path": "textkit.py"}, "Look.")
@@ -124,9 +147,13 @@ class Cast:
             facts = {"facts": []}
         return render(mode, FINISH, facts, "Facts.")
 
+    def command(self, req) -> str:
+        return req.context["test_command"] if self.task_tests else TEST_CMD
+
     def analyst(self, req, mode, step):
         item = self._next(self.plans)
-        return {"content": item if isinstance(item, str) else json.dumps(item)}
+        text = item if isinstance(item, str) else json.dumps(item)
+        return {"content": text.replace(json.dumps(TEST_CMD)[1:-1], json.dumps(self.command(req))[1:-1])}
 
     def auditor(self, req, mode, step):
         return {"content": json.dumps(self._next(self.verdicts))}
@@ -141,7 +168,7 @@ class Cast:
             return render(mode, "write_file", {"path": path, "content": content}, f"Write {path}.")
         session = len(self.briefs["executor"]) - 1
         if step == len(files):
-            return render(mode, "run", {"command": TEST_CMD}, "Test.")
+            return render(mode, "run", {"command": self.command(req)}, "Test.")
         extra = self.after_test.get(session, [])
         if step <= len(files) + len(extra):
             tool, args = extra[step - len(files) - 1]
@@ -151,7 +178,7 @@ class Cast:
             "unit": "",
             "changed": [p for p, _ in files],
             "done": True,
-            "evidence": [{"command": TEST_CMD, "exit_code": 0, "numbers": "4 passed"}],
+            "evidence": [{"command": self.command(req), "exit_code": 0, "numbers": "4 passed"}],
             **(override or {}),
         }
         return render(mode, FINISH, report, "Report.")
@@ -198,7 +225,13 @@ class Outcome:
 
 
 def run_cast(
-    tmp_path: Path, cast: Cast, mode: str = "native", max_model_calls: int | None = None, **options: Any
+    tmp_path: Path,
+    cast: Cast,
+    mode: str = "native",
+    max_model_calls: int | None = None,
+    tiers: dict[str, str] | None = None,
+    overrides: dict[str, str] | None = None,
+    **options: Any,
 ) -> Outcome:
     profile, sheet = scripted_profile(cast, mode)
     ctx = run_context(
@@ -210,7 +243,9 @@ def run_cast(
         limits=Limits(max_steps=10),
         options=options,
         budget={"max_model_calls": max_model_calls},
+        overrides=overrides,
     )
+    ctx.tiers = dict(tiers or {})  # type: ignore[arg-type]
     recorder = ctx.recorder
     result = pdca.run(ctx)
     recorder.close()

@@ -1,88 +1,21 @@
-"""pdca -- Plan-Do-Check-Act with roles, tiers, gates and counters (docs/strategies.md, ``## pdca``;
-the choices below are also in ``## Where the kit chooses``).
+"""pdca -- Plan-Do-Check-Act with roles, tiers, gates and counters. What it does, every option, and
+every choice the kit makes where the source is silent: docs/strategies.md, ``## pdca`` and
+``## Where the kit chooses``.
 
-The state machine is this code; the models only fill in the roles. Every hand-off goes through the
-orchestrator's LLM turn, which writes the next role's brief from the previous role's structured
-output; that brief is all the role gets (option ``brief_safety_net``, default off: when the brief
-misses an id, key, path or command of the output, the kit appends the output verbatim under
-"Reference" and counts it). Roles (default tier; permissions): orchestrator (cheap; none), scout
-(cheap; read), analyst (medium; none), executor (cheap; read+write+exec -- the only role that
-changes files or runs commands), auditor (medium; none), expert (strong; read). A profile may
-reassign tiers.
+The state machine is this code; the models only fill in the roles. The orchestrator is ONE
+conversation for the whole run: each hand-off is its next turn (the role's report: statuses, counts,
+pointers, never raw output), and its reply is the next role's brief (kit/strategies/pdca/roles.py).
 
-    PLAN  scout gathers facts -> analyst writes the plan -> gate PLAN->DO: every field present
-          (each criterion with how it is verified and a negative case), supersede mappings
-          complete, every criterion covered, and nothing of the accepted plan lost: criteria are
-          append-only (kept, or superseded by a replacement that inherits them), and a unit keeps
-          its criteria unless it is superseded. r grows only when the structure changes.
-    DO    the executor implements the ready units one at a time and reports; its evidence is checked
-          against the exact commands it ran (its tool log); a report listing blockers or unfinished
-          work is never done. Gate DO->CHECK: every active unit done with evidence; otherwise back
-          to PLAN with the blockers (the analyst adds a prerequisite unit or a replacement).
-    CHECK fresh evidence first: the kit re-runs every criterion's proving command on the scout's
-          behalf (a toolbox with read + exec only), the scout reads around it, the auditor judges
-          from that. Gate CHECK->ACT: every criterion met on evidence and no critical/major defect;
-          otherwise implementation defects -> DO (n += 1), plan defects -> PLAN (r += 1, n = 1 if
-          the plan's structure changes). A missing or malformed scout/auditor report is asked
-          again (a format retry), never counted as a rejection.
-    ESCALATE  after the max_attempts-th rejection on a revision, when a defect key comes back after
-          a fix, when the DO gate or the PLAN gate keeps rejecting, or when the auditor gives no
-          usable report: the expert decides replan (r += 1, n = 1), continue (n += 1, only while
-          attempts remain on this revision) or stop.
-    ACT   result and status file finalised (Done/Verified, Next plan, Changed artefacts) -> EXIT
-          (outcome pass). STOP -> outcome incomplete, the unmet/unverified criteria listed.
+    PLAN   scout facts (once) -> analyst plan -> gate PLAN->DO (plan.py)
+    DO     the executor implements the ready units one at a time -> gate DO->CHECK
+    CHECK  an executor session re-runs every proving command (read + exec; evidence.py), the scout
+           reads around the changes, the auditor judges from the re-runs' output (given it directly)
+           -> gate CHECK->ACT; else DO (n += 1) or PLAN
+    ESCALATE  the expert: replan, continue or stop (escalation.py)
+    ACT    the status file finalised -> EXIT (outcome done, stop_reason pass)
 
-Only the expert stops a run, or the run's caps: ``stop_reason`` is ``expert:stop (...)``,
-``expert:no-decision (...)``, ``cap:max_role_calls (...)`` or ``cap:budget (...)``.
-
-The status file (``status_writer``, see kit/strategies/pdca/writer.py): with ``model`` (default,
-as in the source) every update is a model call of the executor role on its tier (cheap), recorded in
-calls.jsonl like any call; with ``kit`` the kit writes it for free. Either way the kit composes the
-exact text and keeps it: a model update that differs is replaced by the kit's text (a repair).
-
-Choices where the source is silent (every one the kit makes):
-* N starts at 1 and grows only in ACT; a run has one goal, so ACT always exits and N stays 1.
-* What a revision is: the structure key is the criteria (id, verification method with case,
-  punctuation and spacing ignored, supersede link) and the units (id, criteria, dependencies,
-  blocked_by, superseded_by). A CHECK->PLAN whose plan keeps the structure is not a revision: the
-  next DO is attempt n+1 of the same revision. An expert replan must change the structure;
-  otherwise it is a PLAN->DO rejection.
-* A reworded plan replaces the old wording; units whose structure is unchanged stay done.
-* A criterion's ``how_verified`` is its proving command unless it starts with "read"; for a
-  reading, or a command the shell cannot find (exit 127), the proving commands are those the
-  executor verifiably ran as evidence for the units covering it. Each distinct command runs once.
-* The kit enforces the re-run: a criterion the auditor calls met whose proving command failed in
-  CHECK is unmet (defect ``criterion-<id>``). A re-run that changes the clone's files (the scored
-  diff) counts as failed and is flagged to the auditor; the kit does not undo the change (the run's
-  sandbox, when present, mounts the clone read-only for roles without write).
-* A "met" without evidence is downgraded to unverified; a criterion the auditor skipped (after the
-  re-asks) is unverified; not-met criteria with no defect listed get one keyed "criterion-<id>".
-* "Missing or malformed": no parseable report, a scout report with no facts, an auditor report
-  that leaves an active criterion unjudged, an expert decision not available now. Each is asked
-  again up to ``report_retries`` times in a fresh session; an auditor still silent escalates; an
-  expert still without a valid decision ends the run as ``expert:no-decision``.
-* A re-ask is a fresh session of the same role with the same brief plus what was wrong (no new
-  orchestrator turn); it is counted in ``format_retries``, not as a rejection.
-* An executor report listing unfinished work is not done either (like blockers); its blockers make
-  the unit blocked, otherwise it stays pending.
-* Every hand-off message to the orchestrator carries the task's goal; the expert's step cap is the
-  scout's. ``max_role_calls`` counts role sessions (re-asks included), not status-file updates.
-* CHECK's re-runs are recorded as the scout's ``run`` tool events; the auditor gets each command's
-  exit code and the last 1,500 characters of its output, and no DO-time evidence (only the list
-  of changed files).
-* One status update per progress-log line: the snapshots (on entering a phase, on a new plan, the
-  final state and the closing sections) travel with the next line, so they are part of that call.
-* A defect's fix_count grows when it is sent back to DO or PLAN (or the expert says continue);
-  seen again with fix_count >= 1 means it came back after a fix.
-* ``continue`` is the next attempt (n += 1) under the current plan, with the failing units
-  reopened; it is offered only when a plan was accepted and n < max_attempts.
-* The PLAN->DO gate rejecting ``max_plan_rejections`` plans in a row, or the DO->CHECK gate
-  ``max_do_rejections`` times on a revision, escalates to the expert (no kit-made STOP).
-* The status file lives in the clone at .pdca/status/<task>-<N>.md; ".pdca/" is in the kit's git
-  excludes (``workspace.GIT_EXCLUDE``, also written to the clone's .git/info/exclude) so it is not
-  part of the scored diff or of "Changed artefacts"; the executor's write tools are refused
-  there, and if a shell command changes it the loop restores it and notes the tampering. A model
-  status update that runs into the budget makes the kit write the rest (noted).
+Only the expert stops a run (outcome incomplete), or the run's caps (``cap:budget`` -> budget,
+``cap:max_role_calls`` -> capped). The status file: journal.py, status.py, writer.py.
 """
 
 from __future__ import annotations
@@ -259,26 +192,31 @@ class Loop:
         self.enter("CHECK")
         plan = self.st.plan
         assert plan is not None
-        reruns, ran = rerun(self.ctx, self.st, self.log)
+        reruns, ran = rerun(self.roles, self.st, self.log)
         self.tally.reruns += ran
-        criteria, changed, fresh = (
+        criteria, changed, statuses = (
             criteria_to_judge(plan),
             changed_files(self.st),
             [r.brief() for r in reruns],
         )
         facts = self.roles.scout(
-            "read the changed code and the CHECK re-run output for each acceptance criterion",
-            {"criteria": criteria, "fresh_evidence": fresh, "changed_files": changed},
+            "read the changed code around each acceptance criterion",
+            {"criteria": criteria, "check_reruns": statuses, "changed_files": changed},
         )
         material = {
             "criteria": criteria,
-            "fresh_evidence": fresh,
+            "check_reruns": statuses,
             "scout_facts": facts.model_dump()["facts"],
             "changed_files": changed,
-            "rule": "judge from fresh_evidence (every proving command re-run in CHECK) and the scout's facts",
+            "rule": "judge from the fresh evidence (every proving command re-run in CHECK) and the scout's facts",
         }
-        brief = self.roles.brief(
-            "auditor", "judge every acceptance criterion on the fresh evidence", material
+        # the orchestrator carries statuses and pointers; the re-runs' output goes to the auditor directly
+        brief = self.roles.text(
+            "auditor_evidence",
+            brief=self.roles.brief(
+                "auditor", "judge every acceptance criterion on the fresh evidence", material
+            ),
+            evidence="\n\n".join(r.evidence() for r in reruns) or "(no command to re-run)",
         )
 
         def unjudged(v: AuditVerdict) -> str | None:
@@ -371,7 +309,7 @@ class Loop:
         self.st.phase = "EXIT"
         self.ctx.phase("EXIT", f"cycle {self.st.N}")
         self.journal.finalise("EXIT", self.next_plan)
-        self.log("exit", "outcome pass")
+        self.log("exit", "outcome done (stop_reason pass)")
         return "EXIT"
 
     def stop(self) -> None:

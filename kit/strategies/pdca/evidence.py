@@ -1,6 +1,6 @@
-"""CHECK's fresh evidence: every active criterion's proving command run again on the scout's behalf
-(read + exec only, each distinct command once), and what the scout and the auditor are shown of the
-plan. See docs/strategies.md, ``## pdca`` and ``## Where the kit chooses``."""
+"""CHECK's fresh evidence: every active criterion's proving command run again by an executor session
+(read + exec only, the clone read-only in the sandbox; each distinct command once), and what the scout
+and the auditor are shown of the plan. See docs/strategies.md, ``## pdca`` and ``## Where the kit chooses``."""
 
 from __future__ import annotations
 
@@ -11,43 +11,66 @@ from typing import Any
 from kit.strategies.context import RunContext
 from kit.strategies.pdca.plan import Plan, resolve
 from kit.strategies.pdca.reports import Rerun
-from kit.strategies.pdca.settings import RERUN_PERMISSIONS
+from kit.strategies.pdca.roles import Roles
 from kit.strategies.pdca.status import State
 from kit.tasks.workspace import diff
 
+Log = Callable[[str, str], None]
 
-def rerun(ctx: RunContext, st: State, log: Callable[[str, str], None]) -> tuple[list[Rerun], int]:
-    """The re-runs that prove some criterion, and how many commands ran. A criterion whose
-    ``how_verified`` is a reading (or not a command the shell finds: exit 127) is proved by the
-    commands the executor verifiably ran for the units covering it."""
+
+def rerun(roles: Roles, st: State, log: Callable[[str, str], None]) -> tuple[list[Rerun], int]:
+    """The re-runs that prove some criterion, and how many commands ran. The executor's CHECK session
+    runs them (``Roles.rerun``). A criterion whose ``how_verified`` is a reading (or not a command the
+    shell finds: exit 127, then in a second session) is proved by the commands the executor verifiably
+    ran for the units covering it."""
     plan = st.plan
     assert plan is not None
-    box = ctx.toolbox("scout", RERUN_PERMISSIONS)
     done: dict[str, Rerun] = {}
+    wanted: dict[str, list[str]] = {}  # command -> the criteria it proves, not yet run
 
-    def run_once(command: str, cid: str) -> Rerun:
-        if command not in done:
-            before = fingerprint(ctx)
-            res = box.execute("run", {"command": command})
-            done[command] = Rerun(command, [], res.exit_code, res.output[-1500:], fingerprint(ctx) != before)
-            log("CHECK re-run", f"`{command}` -> exit {done[command].exit_code}")
-        if cid not in done[command].criteria:
-            done[command].criteria.append(cid)
-        return done[command]
+    def want(command: str, cid: str) -> None:
+        target = done[command].criteria if command in done else wanted.setdefault(command, [])
+        if cid not in target:
+            target.append(cid)
+
+    def stand_ins(cid: str) -> list[str]:
+        covering = {cid} | {i.id for i in plan.inherited(cid)}
+        return [
+            command
+            for u in st.active()
+            if covering & {resolve(x, plan) for x in u.criteria} and u.id in st.runs
+            for command in st.runs[u.id].commands
+        ]
 
     for c in plan.active_criteria():
         method = c.how_verified.strip()
-        own = None if method.lower().startswith("read") else run_once(method, c.id)
-        if own is not None and own.exit_code != 127:
-            continue
-        if own is not None:  # not a runnable command: the executor's proving commands stand in
-            own.criteria.remove(c.id)
-        covering = {c.id} | {i.id for i in plan.inherited(c.id)}
-        for u in st.active():
-            if covering & {resolve(x, plan) for x in u.criteria} and u.id in st.runs:
-                for command in st.runs[u.id].commands:
-                    run_once(command, c.id)
+        for command in stand_ins(c.id) if not method or method.lower().startswith("read") else [method]:
+            want(command, c.id)
+    for _ in range(2):  # the proving commands, then the stand-ins for those the shell did not find
+        if not wanted:
+            break
+        _session(roles, wanted, done, log)
+        wanted = {}
+        for r in [r for r in done.values() if r.ran and r.exit_code == 127 and r.criteria]:
+            for cid in list(r.criteria):
+                r.criteria.remove(cid)
+                for command in stand_ins(cid):
+                    want(command, cid)
     return [r for r in done.values() if r.criteria], len(done)
+
+
+def _session(roles: Roles, wanted: dict[str, list[str]], done: dict[str, Rerun], log: Log) -> None:
+    """One executor CHECK session over ``wanted``; a session that moves the scored diff fails all its
+    re-runs (changed_clone)."""
+    before = fingerprint(roles.ctx)
+    uses = roles.rerun(list(wanted))
+    changed = fingerprint(roles.ctx) != before
+    for (command, criteria), use in zip(wanted.items(), uses, strict=True):
+        if use is None:
+            done[command] = Rerun(command, criteria, None, "", changed, ran=False)
+        else:
+            done[command] = Rerun(command, criteria, use.exit_code, use.output[-1500:], changed)
+        log("CHECK re-run", f"`{command}` -> {done[command].status}")
 
 
 def fingerprint(ctx: RunContext) -> str:

@@ -123,26 +123,39 @@ def check_evidence(report: ExecutorReport, log: list[ToolUse]) -> tuple[list[str
 
 @dataclass
 class Rerun:
-    """One proving command run again in CHECK (read + exec, no write tools)."""
+    """One proving command run again in CHECK by the executor's CHECK session (read + exec only)."""
 
     command: str
     criteria: list[str]
-    exit_code: int | None  # None: killed after the timeout
+    exit_code: int | None  # None: killed after the timeout, or not run
     output_tail: str
     changed_clone: bool = False
+    ran: bool = True  # False: the CHECK session never ran it
 
     @property
     def passed(self) -> bool:
-        return self.exit_code == 0 and not self.changed_clone
+        return self.ran and self.exit_code == 0 and not self.changed_clone
+
+    @property
+    def status(self) -> str:
+        if not self.ran:
+            return "not run by the executor"
+        return f"exit {self.exit_code}" if self.exit_code is not None else "killed (timeout)"
 
     def brief(self) -> dict[str, object]:
+        """What the orchestrator may carry: the command, its criteria and its status, no output."""
         return {
             "command": self.command,
             "for_criteria": self.criteria,
-            "exit_code": self.exit_code if self.exit_code is not None else "killed (timeout)",
-            "output_tail": self.output_tail,
-            **({"warning": "the command changed files in the clone"} if self.changed_clone else {}),
+            "exit_code": self.exit_code if self.ran and self.exit_code is not None else self.status,
+            **({"warning": "the CHECK session changed files in the clone"} if self.changed_clone else {}),
         }
+
+    def evidence(self) -> str:
+        """What the auditor gets straight from the executor's session: status and the output's end."""
+        warning = " (the CHECK session changed files in the clone)" if self.changed_clone else ""
+        head = f"$ {self.command}\n[{self.status}{warning}; proves {', '.join(self.criteria)}]"
+        return f"{head}\n{self.output_tail}" if self.output_tail else head
 
 
 def missing_verdicts(verdict: AuditVerdict | None, plan: Plan) -> list[str]:
@@ -156,9 +169,11 @@ def judge(
 ) -> tuple[dict[str, CriterionVerdict], list[Defect], list[str]]:
     """The auditor's rules applied by code: every active criterion judged (missing => unverified),
     "met" without evidence => unverified, "met" while its proving command failed in CHECK => unmet,
-    and a not-met criterion with no defect gets one keyed on it."""
+    "met" while the CHECK session did not run it => unverified, and a not-met criterion with no
+    defect gets one keyed on it."""
     given = {c.id: c for c in (verdict.criteria if verdict else [])}
-    failed = {cid: r for r in reruns if not r.passed for cid in r.criteria}
+    failed = {cid: r for r in reruns if r.ran and not r.passed for cid in r.criteria}
+    missing = {cid: r for r in reruns if not r.ran for cid in r.criteria}
     notes: list[str] = []
     out: dict[str, CriterionVerdict] = {}
     overridden: list[str] = []
@@ -173,6 +188,9 @@ def judge(
             notes.append(f"{c.id} judged met but `{r.command}` failed in CHECK ({why}) -> unmet")
             v = CriterionVerdict(id=c.id, status="unmet", evidence=f"CHECK re-run `{r.command}`: {why}")
             overridden.append(c.id)
+        elif v.status == "met" and c.id in missing:
+            notes.append(f"{c.id} judged met but `{missing[c.id].command}` was not re-run -> unverified")
+            v = CriterionVerdict(id=c.id, status="unverified")
         out[c.id] = v
     defects = [d.model_copy(update={"key": defect_key(d.key)}) for d in (verdict.defects if verdict else [])]
     listed = bool(defects)

@@ -1,6 +1,7 @@
-"""The pdca role sessions: one fresh agent per role call, the orchestrator's hand-off brief before each,
-and the re-ask of a missing or malformed report (a format retry, never a rejection). See
-docs/strategies.md, ``## pdca``."""
+"""The pdca role sessions: one fresh agent per role call, the orchestrator's hand-off brief before each
+(the orchestrator is ONE conversation for the whole run: each hand-off is its next turn), CHECK's
+re-runs as an executor session, and the re-ask of a missing or malformed report (a format retry, never
+a rejection). See docs/strategies.md, ``## pdca``."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from kit.agent.loop import Agent, ToolUse
 from kit.strategies.context import RunContext
 from kit.strategies.pdca.plan import Plan, PlanDraft, Unit, resolve
-from kit.strategies.pdca.reports import Defect, ExecutorReport, ScoutReport, check_evidence
-from kit.strategies.pdca.settings import ROLES, PdcaSettings
+from kit.strategies.pdca.reports import Defect, ExecutorReport, ScoutReport, check_evidence, same_command
+from kit.strategies.pdca.settings import RERUN_PERMISSIONS, ROLES, PdcaSettings
 from kit.strategies.pdca.status import UnitRun, status_guard
 from kit.strategies.pdca.tally import Tally
 
@@ -36,28 +38,48 @@ class Roles:
         self.ctx, self.p, self.goal, self.log = ctx, settings, goal, log
         self.tally = tally
         self.calls = tally.role_calls
+        self.orchestrator: Agent | None = None  # one conversation for the whole run, made on first use
 
-    def ask(self, role: str, message: str, schema: type[BaseModel] | None = None) -> Any:
-        """One fresh session of ``role``; the run's caps end the run (:class:`Stop`)."""
+    def text(self, name: str, **values: object) -> str:
+        """A user-message template of kit/prompts/pdca/ (``prompt_overrides: {"pdca/<name>": ...}``)."""
+        filled = self.ctx.prompts.get(name, **values)
+        return filled[:-1] if filled.endswith("\n") else filled
+
+    def count(self, role: str) -> None:
+        """One more session (or orchestrator turn) of ``role``; the role-call cap ends the run."""
         if sum(self.calls.values()) >= self.p.max_role_calls:
             raise Stop(f"cap:max_role_calls ({self.p.max_role_calls})")
         self.calls[role] += 1
-        tier, permissions = ROLES[role]
+
+    def agent(
+        self, role: str, schema: type[BaseModel] | None, permissions: frozenset[str] | None = None
+    ) -> Agent:
+        tier, own = ROLES[role]
         agent = self.ctx.agent(
             role,
             tier=tier,  # type: ignore[arg-type]
-            permissions=permissions,
+            permissions=own if permissions is None else permissions,
             system_prompt=self.ctx.prompts.get(role, max_attempts=self.p.max_attempts),
             max_steps=self.p.steps(role),
             result_schema=schema,
-            conversation=f"{role}-{self.calls[role]}",
+            conversation=role if role == "orchestrator" else f"{role}-{self.calls[role]}",
             guard=status_guard if role == "executor" else None,
         )
         agent.config.max_output_tokens = self.p.max_output_tokens.get(role)
-        res = agent.run(message)
-        if res.outcome == "budget":
-            raise Stop(f"cap:budget ({(res.final.splitlines() or [''])[0]})")
-        return res
+        return agent
+
+    def ask(
+        self,
+        role: str,
+        message: str,
+        schema: type[BaseModel] | None = None,
+        *,
+        permissions: frozenset[str] | None = None,
+        steps: int | None = None,
+    ) -> Any:
+        """One fresh session of ``role``; the run's caps end the run (:class:`Stop`)."""
+        self.count(role)
+        return _spent(self.agent(role, schema, permissions).run(message, max_steps=steps))
 
     def report(
         self, role: str, brief: str, schema: type[BaseModel], problem: Problem, keep_partial: bool = False
@@ -77,24 +99,55 @@ class Roles:
             self.log(f"{role} report unusable", wrong)
             if attempt < self.p.report_retries:
                 self.tally.format_retries[role] += 1
-                message = f"{brief}\n\nYour previous answer could not be used: {wrong}. Answer again."
+                message = self.text("reask", brief=brief, problem=wrong)
         return last
 
     def brief(self, role: str, purpose: str, material: Any) -> str:
-        """The orchestrator's hand-off; the safety net (off by default) appends what it missed."""
+        """The orchestrator's hand-off: the next turn of its one conversation (the goal comes with the
+        first); the safety net (off by default) appends what the brief missed."""
         data = material if isinstance(material, str) else json.dumps(material, indent=1, default=str)
-        res = self.ask(
-            "orchestrator",
-            f"Hand-off to the {role}: {purpose}.\n\nGoal:\n{self.goal}\n\nPrevious output:\n{data}",
-        )
-        text = (res.final or "").strip()
+        self.count("orchestrator")
+        turn = "handoff_first" if self.orchestrator is None else "handoff"
+        if self.orchestrator is None:
+            self.orchestrator = self.agent("orchestrator", None)
+            self.orchestrator.config.compact_turns = True  # old hand-offs may be shortened, never the first
+        message = self.text(turn, goal=self.goal, role=role, purpose=purpose, material=data)
+        text = (_spent(self.orchestrator.run(message)).final or "").strip()
         if self.p.brief_safety_net:
             missed = [a for a in _anchors(material) if a not in text]
             if missed:
                 self.tally.safety_net += 1
                 self.log("brief safety net", f"{role} brief missed {', '.join(missed[:5])}")
-                text += f"\n\n## Reference (appended by the kit)\nGoal:\n{self.goal}\n\n{data}"
+                text = self.text("safety_net", brief=text, goal=self.goal, material=data)
         return text
+
+    def rerun(self, commands: list[str]) -> list[ToolUse | None]:
+        """CHECK's fresh evidence: one executor session (its tier, read + exec: the clone read-only
+        in the sandbox) runs the proving commands; what counts is its tool log, not its report. Each
+        command's last exact run, None for a command it did not run."""
+        listing = "\n".join(f"$ {c}" for c in commands)
+        res = self.ask(
+            "executor",
+            self.text("check_rerun", commands=listing),
+            ExecutorReport,
+            permissions=RERUN_PERMISSIONS,
+            steps=len(commands) + 2,
+        )
+        runs = [
+            u
+            for u in res.tool_log
+            if u.tool == "run" and not u.denied and isinstance(u.args.get("command"), str)
+        ]
+        extra = [
+            u.args["command"] for u in runs if not any(same_command(u.args["command"], c) for c in commands)
+        ]
+        if extra:
+            self.log("CHECK session ran other commands", "; ".join(f"`{c}`" for c in extra)[:300])
+        out = []
+        for command in commands:
+            seen = [u for u in runs if same_command(u.args["command"], command)]
+            out.append(seen[-1] if seen else None)
+        return out
 
     # -- the roles' hand-offs -------------------------------------------------------------------
     def scout(self, purpose: str, material: Any = None) -> ScoutReport:
@@ -133,6 +186,13 @@ class Roles:
         for command in refused:
             self.log(f"unit {unit.id} evidence refused", f"`{command}` was never run")
         return report, UnitRun(report=report, evidence=evidence, commands=commands)
+
+
+def _spent(res: Any) -> Any:
+    """An agent result; the run budget refusing a call ends the run (``cap:budget``)."""
+    if res.outcome == "budget":
+        raise Stop(f"cap:budget ({(res.final.splitlines() or [''])[0]})")
+    return res
 
 
 _ANCHOR_KEYS = {

@@ -33,7 +33,9 @@ class PdcaSettings:
     executor_steps: int = 20
     scout_steps: int = 8
     answer_steps: int = 3  # tool-less roles: steps to produce a valid answer
-    status_writer: str = "model"  # model: the executor's (cheap) model calls, as in the source; kit
+    status_writer: str = (
+        "model"  # model: calls on the executor's tier (role status-writer), as in the source; kit
+    )
     brief_safety_net: bool = False  # append the previous output when the orchestrator's brief misses it
     max_output_tokens: dict[str, int] = field(default_factory=dict)  # per role; default: the profile's
 

@@ -23,6 +23,17 @@ class Tally:
     reruns: int = 0  # CHECK re-runs
 
 
+def outcome(passed: bool, reason: str) -> str:
+    """The one outcome vocabulary (docs/strategies.md, ``## Outcomes and stop reasons``): EXIT is
+    ``done``; the run budget ``budget``; pdca's own role-call cap ``capped``; the expert's stop (or
+    no decision) ``incomplete``."""
+    if passed:
+        return "done"
+    if reason.startswith("cap:budget"):
+        return "budget"
+    return "capped" if reason.startswith("cap:") else "incomplete"
+
+
 def counters(
     tally: Tally,
     st: State,
@@ -36,8 +47,8 @@ def counters(
 ) -> dict[str, Any]:
     """The run's counters, in the order run.json has always listed them."""
     return {
-        "outcome": "pass" if passed else "incomplete",
-        "stop_reason": "exit" if passed else reason,
+        "outcome": outcome(passed, reason),
+        "stop_reason": "pass" if passed else reason,
         "cycles": st.N,
         "cycles_closed": st.N if passed else st.N - 1,
         "plan_revisions": st.r,

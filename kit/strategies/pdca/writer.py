@@ -1,8 +1,9 @@
 """Who writes the pdca status file (option ``status_writer``).
 
 In the source the cheap executor updates the status file on every event, so every update costs a
-model call. With ``model`` (the default) each update is one call of the executor role on its tier
-(cheap unless the profile reassigns it), recorded in calls.jsonl and the transcript like any call.
+model call. With ``model`` (the default) each update is one call on the executor's tier (cheap unless
+the profile or experiment reassigns it), labelled with its own role ``status-writer`` so reports do not
+count it as executor work, and recorded in calls.jsonl and the transcript like any call.
 The kit composes the exact text and keeps it: an update the model got wrong is replaced by the kit's
 text and counted as a repair (the file never depends on a small model copying tables well). With
 ``kit`` the kit writes it for free. A model update that runs into the run budget hands the rest of
@@ -16,7 +17,8 @@ from kit.model.actions import strip_fence
 from kit.strategies.context import RunContext
 from kit.strategies.pdca.status import StatusFile
 
-ROLE = "executor"
+ROLE = "status-writer"  # its own label in calls.jsonl, events and transcripts
+TIER_OF = "executor"  # it runs on the executor's tier (the source's cheap executor writes the file)
 WRITERS = ("model", "kit")
 
 
@@ -48,15 +50,16 @@ class StatusWriter:
                 self._note(f"{e}: the kit writes the rest")
                 return
         self.counts["model_calls"] += 1
-        conversation = f"{ROLE}-status-{self.counts['model_calls']}"
+        conversation = f"{ROLE}-{self.counts['model_calls']}"
+        update = self.ctx.prompts.get("status_update", event=event, file=self.status.path.name, chunk=chunk)
         messages = [
             {"role": "system", "content": self.ctx.prompts.get("status_writer").strip()},
-            {"role": "user", "content": f"Event: {event}\nAppend to {self.status.path.name}:\n\n{chunk}"},
+            {"role": "user", "content": update[:-1] if update.endswith("\n") else update},
         ]
         for message in messages:
             self.ctx.recorder.transcript(conversation, ROLE, message)
         reply = self.ctx.gateway.call(
-            role=ROLE, tier=self.ctx.tier(ROLE, "cheap"), messages=messages, conversation=conversation
+            role=ROLE, tier=self.ctx.tier(TIER_OF, "cheap"), messages=messages, conversation=conversation
         )
         self.ctx.recorder.transcript(
             conversation, ROLE, {"role": "assistant", "content": reply.content or ""}
