@@ -79,7 +79,8 @@ STOP_REASONS: dict[str, dict[str, str]] = {
     "vibe": {"done": "done", "capped": "capped or budget", "format_errors": "capped", "budget": "budget"},
     "linear": {"last-step": "done", "budget": "budget"},
     "pdca": {
-        "exit": "done",
+        "pass": "done",
+        "exit": "done",  # what records before the one vocabulary called ``pass``
         "expert:stop": "incomplete",
         "expert:no-decision": "incomplete",
         "cap:max_role_calls": "capped",
@@ -103,7 +104,7 @@ STOP_REASONS: dict[str, dict[str, str]] = {
 
 #: Outcomes older records wrote for a strategy's success end: read as ``done`` with the old word as
 #: the stop reason (:func:`normalise_outcome`).
-LEGACY_SUCCESS = {"pass": "exit", "converged-clean": "converged-clean", "all-pass": "all-pass"}
+LEGACY_SUCCESS = {"pass": "pass", "converged-clean": "converged-clean", "all-pass": "all-pass"}
 #: (strategy, old outcome, stop reason key) -> the outcome the one vocabulary gives that event.
 LEGACY_ENDS = {
     ("pdca", "incomplete", "cap:budget"): "budget",

@@ -79,7 +79,7 @@ def test_one_outcome_vocabulary_with_stop_reasons_and_a_legend(tmp_path):
     legend = text[text.index("Outcomes (the same words") :]
     for outcome in ("done", "incomplete", "capped", "budget", "error", "interrupted", "tampered", "unscored"):
         assert f"\n  {outcome} " in legend
-    assert "  pdca: exit -> done" in legend and "cap:budget -> budget" in legend
+    assert "  pdca: pass -> done" in legend and "cap:budget -> budget" in legend
     assert "  vibe: done -> done" in legend
 
 
