@@ -168,6 +168,9 @@ def bucket_costs(calls: pd.DataFrame) -> pd.DataFrame:
     out = calls.copy()
     for tokens, (price, cost) in BUCKETS.items():
         out[cost] = out[tokens].astype(float) * out[price].astype(float) / 1_000_000
+    if "cache_write_1h" in out and "price_cache_write_1h" in out:  # 1-hour writes at their own price
+        extra = out["price_cache_write_1h"].astype(float) - out["price_cache_write"].astype(float)
+        out["cost_cache_write"] += out["cache_write_1h"].astype(float) * extra / 1_000_000
     return out
 
 
