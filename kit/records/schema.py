@@ -112,6 +112,7 @@ class EventRecord(BaseModel):
     ok: bool = True
     duration_s: float = 0.0
     at: str = Field(default_factory=utc_now)
+    conversation: str | None = Field(None, description="The conversation it concerns (e.g. context_trimmed).")
 
 
 class TranscriptEntry(BaseModel):

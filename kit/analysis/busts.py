@@ -1,0 +1,179 @@
+"""Cache busts, found and priced; the cache-read share per role; and, in words, why a tier's cache
+figure is 0 % or missing.
+
+A **bust** is a call that wrote again (or left uncached) a prompt prefix the previous call of its
+conversation had left in the cache. The previous call left cached what it read plus what it wrote
+(explicit caching, Anthropic); with automatic caching (no breakpoints recorded, no writes: OpenAI and
+the scripted model) its whole prompt, once it reached the model's minimum or was itself read from the
+cache. A shortfall of up to :data:`TOLERANCE` tokens is not a bust (automatic caches round to
+128-token steps). Its **cost** is the lost tokens at the price they were billed (write or plain input)
+minus what a cache read of them would have cost. Its **cause**, where the records tell it, first match:
+
+1. ``context trimmed`` -- the agent loop shortened old outputs of that conversation in between (its
+   ``note`` event ``context_trimmed``);
+2. ``gap of N min > cache lifetime`` -- the conversation was idle longer than the entry lived (5 min,
+   or 1 h with ``cache_ttl: 1h``);
+3. ``system prompt or tool list changed`` -- the prefix hash at the system breakpoint differs;
+4. ``below the minimum`` -- the prompt is smaller than the model's minimum cacheable size;
+5. ``prefix changed`` -- an earlier message changed, or the previous prefix fell out of the 20-block
+   lookback (breakpoint records only);
+6. ``not in the records`` -- none of the above shows (e.g. the provider evicted the entry early).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from kit.analysis.cachesim import as_list
+from kit.analysis.load import Records
+from kit.caching_rules import DEFAULT_TTL, TTL_SECONDS, min_cacheable_tokens
+
+TOLERANCE = 128
+BUST_COLUMNS = [
+    "run_key", "strategy", "role", "tier", "model", "conversation", "seq", "t_s",
+    "expected_read", "cache_read", "lost_tokens", "rewritten", "uncached", "extra_usd", "cause",
+]  # fmt: skip
+
+
+def _conversations(calls: pd.DataFrame) -> pd.Series:
+    conv = calls["conversation"].astype(object).where(calls["conversation"].notna(), calls["role"])
+    return calls["run_key"].astype(str) + "/" + conv.astype(str)
+
+
+def _prompt(row: pd.Series) -> int:
+    return int(row["input_uncached"] + row["cache_read"] + row["cache_write"])
+
+
+def _left_cached(prev: pd.Series) -> int:
+    """Prompt tokens the call left in the cache (see the module docstring)."""
+    explicit = bool(as_list(prev.get("cache_lookback"))) or prev["cache_write"] > 0
+    if explicit:
+        return int(prev["cache_read"] + prev["cache_write"])
+    total = _prompt(prev)
+    return total if prev["cache_read"] > 0 or total >= min_cacheable_tokens(str(prev["model"])) else 0
+
+
+def left_cached(calls: pd.DataFrame) -> pd.Series:
+    """Per call, the prompt tokens it left in the cache (:func:`_left_cached`, vectorised)."""
+    prompt = calls["input_uncached"] + calls["cache_read"] + calls["cache_write"]
+    lookback = calls["cache_lookback"] if "cache_lookback" in calls else pd.Series(None, index=calls.index)
+    explicit = lookback.map(lambda v: bool(as_list(v))) | (calls["cache_write"] > 0)
+    minimum = calls["model"].astype(str).map(min_cacheable_tokens)
+    automatic = prompt.where((calls["cache_read"] > 0) | (prompt >= minimum), 0)
+    return (calls["cache_read"] + calls["cache_write"]).where(explicit, automatic)
+
+
+def _trimmed(events: pd.DataFrame, row: pd.Series, since: float) -> bool:
+    if events.empty or "name" not in events:
+        return False
+    e = events[(events["run_key"] == row["run_key"]) & (events["name"] == "context_trimmed")]
+    conv = e["conversation"] if "conversation" in e else pd.Series(None, index=e.index, dtype=object)
+    mine = (conv == row["conversation"]) | (conv.isna() & (e["role"] == row["role"]))
+    return bool(((e["t_s"] > since) & (e["t_s"] <= row["t_s"]) & mine).any())
+
+
+def _ttl(row: pd.Series) -> str:
+    ttl = row.get("cache_ttl")
+    return str(ttl) if isinstance(ttl, str) and ttl in TTL_SECONDS else DEFAULT_TTL
+
+
+def _cause(prev: pd.Series, row: pd.Series, events: pd.DataFrame) -> str:
+    if _trimmed(events, row, float(prev["t_s"])):
+        return "context trimmed"
+    ttl = _ttl(prev)
+    idle = float(row["t_s"]) - float(prev["t_s"]) - float(prev["latency_s"] or 0.0)
+    if idle > TTL_SECONDS.get(ttl, TTL_SECONDS[DEFAULT_TTL]):
+        return f"gap of {idle / 60:.1f} min > cache lifetime ({ttl})"
+    before, now = as_list(prev.get("cache_prefix_hashes")), as_list(row.get("cache_prefix_hashes"))
+    if before and now and before[0] != now[0]:
+        return "system prompt or tool list changed"
+    if _prompt(row) < min_cacheable_tokens(str(row["model"])):
+        return "below the minimum"
+    lookback = as_list(row.get("cache_lookback"))
+    if before and lookback and before[-1] not in {h for _, h in lookback}:
+        return "prefix changed"
+    return "not in the records"
+
+
+def _extra_usd(row: pd.Series, rewritten: int, uncached: int) -> float:
+    write = row["price_cache_write_1h"] if _ttl(row) == "1h" else row["price_cache_write"]
+    read = row["price_cache_read"]
+    return float(rewritten * (write - read) + uncached * (row["price_input"] - read)) / 1_000_000
+
+
+def cache_busts(records: Records) -> pd.DataFrame:
+    """One row per bust (see the module docstring): where, how many tokens it lost, what it cost
+    beyond a cache hit (``extra_usd``), and why."""
+    calls = records.calls
+    if calls.empty:
+        return pd.DataFrame(columns=BUST_COLUMNS)
+    c = calls[(calls["input_uncached"] + calls["cache_read"] + calls["cache_write"]) > 0].copy()
+    c["_conv"] = _conversations(c)
+    rows = []
+    for _, conv in c.sort_values(["_conv", "seq"]).groupby("_conv", sort=False):
+        prev = None
+        for _, row in conv.iterrows():
+            if prev is not None and prev["model"] == row["model"]:
+                expected = min(_left_cached(prev), _prompt(row))
+                lost = expected - int(row["cache_read"])
+                if expected > 0 and lost > TOLERANCE:
+                    rewritten = min(lost, int(row["cache_write"]))
+                    uncached = lost - rewritten
+                    rows.append(
+                        {
+                            **{k: row[k] for k in ("run_key", "strategy", "role", "tier", "model", "seq", "t_s")},
+                            "conversation": row["conversation"] if pd.notna(row["conversation"]) else row["role"],
+                            "expected_read": expected,
+                            "cache_read": int(row["cache_read"]),
+                            "lost_tokens": lost,
+                            "rewritten": rewritten,
+                            "uncached": uncached,
+                            "extra_usd": _extra_usd(row, rewritten, uncached),
+                            "cause": _cause(prev, row, records.events),
+                        }
+                    )
+            prev = row
+    return pd.DataFrame(rows, columns=BUST_COLUMNS)
+
+
+def bust_table(records: Records, busts: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Busts and their dollars per strategy x role x tier, with the causes counted."""
+    busts = cache_busts(records) if busts is None else busts
+    index = ["strategy", "role", "tier"]
+    if busts.empty:
+        return pd.DataFrame(columns=["busts", "lost_tokens", "extra_usd", "causes"]).rename_axis(index)
+    g = busts.groupby(index)
+    table = g.agg(busts=("seq", "size"), lost_tokens=("lost_tokens", "sum"), extra_usd=("extra_usd", "sum"))
+    table["causes"] = g["cause"].agg(
+        lambda s: ", ".join(f"{n}x {c}" for c, n in s.map(_short).value_counts().items())
+    )
+    return table
+
+
+def _short(cause: str) -> str:
+    return "gap > lifetime" if cause.startswith("gap of") else cause
+
+
+def cache_read_share(records: Records) -> pd.DataFrame:
+    """Per strategy x role: prompt tokens, the share read from the cache, and calls per conversation;
+    ``kind`` is ``main`` for the role with the longest conversations in its strategy (the primary
+    session), ``sub-agent`` for the others."""
+    calls = records.calls
+    cols = ["kind", "calls", "calls_per_conversation", "prompt_tokens", "cache_read", "read_share"]
+    if calls.empty:
+        return pd.DataFrame(columns=cols)
+    c = calls.assign(_conv=_conversations(calls), _prompt=calls["input_uncached"] + calls["cache_read"] + calls["cache_write"])
+    g = c.groupby(["strategy", "role"])
+    table = pd.DataFrame(
+        {
+            "calls": g.size(),
+            "calls_per_conversation": g.size() / g["_conv"].nunique(),
+            "prompt_tokens": g["_prompt"].sum(),
+            "cache_read": g["cache_read"].sum(),
+        }
+    )
+    table["read_share"] = table["cache_read"] / table["prompt_tokens"].where(table["prompt_tokens"] > 0)
+    longest = table.groupby(level="strategy")["calls_per_conversation"].transform("max")
+    table["kind"] = np.where(table["calls_per_conversation"] == longest, "main", "sub-agent")
+    return table[cols]
