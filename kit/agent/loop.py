@@ -287,8 +287,12 @@ class Agent:
             self._shortened.add(i)
             size -= len(content) - len(msg["content"])
         if len(self._shortened) > count and self.recorder is not None:
-            detail = f"shortened {len(self._shortened) - count} old output(s): {before - size} characters removed"
-            self.recorder.event("note", self.config.role, "context_trimmed", detail, conversation=self.conversation)
+            detail = (
+                f"shortened {len(self._shortened) - count} old output(s): {before - size} characters removed"
+            )
+            self.recorder.event(
+                "note", self.config.role, "context_trimmed", detail, conversation=self.conversation
+            )
 
 
 # --------------------------------------------------------------------------- tool specs

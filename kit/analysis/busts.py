@@ -5,8 +5,8 @@ A **bust** is a call that wrote again (or left uncached) a prompt prefix the pre
 conversation had left in the cache. The previous call left cached what it read plus what it wrote
 (explicit caching, Anthropic); with automatic caching (no breakpoints recorded, no writes: OpenAI and
 the scripted model) its whole prompt, once it reached the model's minimum or was itself read from the
-cache. A shortfall of up to :data:`TOLERANCE` tokens is not a bust (automatic caches round to
-128-token steps). Its **cost** is the lost tokens at the price they were billed (write or plain input)
+cache (:func:`kit.analysis.cachesim.left_cached`). A shortfall of up to ``TOLERANCE`` (128) tokens
+is not a bust (automatic caches round to 128-token steps). Its **cost** is the lost tokens at the price they were billed (write or plain input)
 minus what a cache read of them would have cost. Its **cause**, where the records tell it, first match:
 
 1. ``context trimmed`` -- the agent loop shortened old outputs of that conversation in between (its
@@ -25,11 +25,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from kit.analysis.cachesim import as_list
+from kit.analysis.cachesim import TOLERANCE, as_list, left_cached
 from kit.analysis.load import Records
+from kit.analysis.tables import cache_economics
 from kit.caching_rules import DEFAULT_TTL, TTL_SECONDS, min_cacheable_tokens
 
-TOLERANCE = 128
 BUST_COLUMNS = [
     "run_key", "strategy", "role", "tier", "model", "conversation", "seq", "t_s",
     "expected_read", "cache_read", "lost_tokens", "rewritten", "uncached", "extra_usd", "cause",
@@ -43,25 +43,6 @@ def _conversations(calls: pd.DataFrame) -> pd.Series:
 
 def _prompt(row: pd.Series) -> int:
     return int(row["input_uncached"] + row["cache_read"] + row["cache_write"])
-
-
-def _left_cached(prev: pd.Series) -> int:
-    """Prompt tokens the call left in the cache (see the module docstring)."""
-    explicit = bool(as_list(prev.get("cache_lookback"))) or prev["cache_write"] > 0
-    if explicit:
-        return int(prev["cache_read"] + prev["cache_write"])
-    total = _prompt(prev)
-    return total if prev["cache_read"] > 0 or total >= min_cacheable_tokens(str(prev["model"])) else 0
-
-
-def left_cached(calls: pd.DataFrame) -> pd.Series:
-    """Per call, the prompt tokens it left in the cache (:func:`_left_cached`, vectorised)."""
-    prompt = calls["input_uncached"] + calls["cache_read"] + calls["cache_write"]
-    lookback = calls["cache_lookback"] if "cache_lookback" in calls else pd.Series(None, index=calls.index)
-    explicit = lookback.map(lambda v: bool(as_list(v))) | (calls["cache_write"] > 0)
-    minimum = calls["model"].astype(str).map(min_cacheable_tokens)
-    automatic = prompt.where((calls["cache_read"] > 0) | (prompt >= minimum), 0)
-    return (calls["cache_read"] + calls["cache_write"]).where(explicit, automatic)
 
 
 def _trimmed(events: pd.DataFrame, row: pd.Series, since: float) -> bool:
@@ -110,20 +91,26 @@ def cache_busts(records: Records) -> pd.DataFrame:
         return pd.DataFrame(columns=BUST_COLUMNS)
     c = calls[(calls["input_uncached"] + calls["cache_read"] + calls["cache_write"]) > 0].copy()
     c["_conv"] = _conversations(c)
+    c["_left"] = left_cached(c)
     rows = []
     for _, conv in c.sort_values(["_conv", "seq"]).groupby("_conv", sort=False):
         prev = None
         for _, row in conv.iterrows():
             if prev is not None and prev["model"] == row["model"]:
-                expected = min(_left_cached(prev), _prompt(row))
+                expected = min(int(prev["_left"]), _prompt(row))
                 lost = expected - int(row["cache_read"])
                 if expected > 0 and lost > TOLERANCE:
                     rewritten = min(lost, int(row["cache_write"]))
                     uncached = lost - rewritten
                     rows.append(
                         {
-                            **{k: row[k] for k in ("run_key", "strategy", "role", "tier", "model", "seq", "t_s")},
-                            "conversation": row["conversation"] if pd.notna(row["conversation"]) else row["role"],
+                            **{
+                                k: row[k]
+                                for k in ("run_key", "strategy", "role", "tier", "model", "seq", "t_s")
+                            },
+                            "conversation": row["conversation"]
+                            if pd.notna(row["conversation"])
+                            else row["role"],
                             "expected_read": expected,
                             "cache_read": int(row["cache_read"]),
                             "lost_tokens": lost,
@@ -163,7 +150,10 @@ def cache_read_share(records: Records) -> pd.DataFrame:
     cols = ["kind", "calls", "calls_per_conversation", "prompt_tokens", "cache_read", "read_share"]
     if calls.empty:
         return pd.DataFrame(columns=cols)
-    c = calls.assign(_conv=_conversations(calls), _prompt=calls["input_uncached"] + calls["cache_read"] + calls["cache_write"])
+    c = calls.assign(
+        _conv=_conversations(calls),
+        _prompt=calls["input_uncached"] + calls["cache_read"] + calls["cache_write"],
+    )
     g = c.groupby(["strategy", "role"])
     table = pd.DataFrame(
         {
@@ -177,3 +167,70 @@ def cache_read_share(records: Records) -> pd.DataFrame:
     longest = table.groupby(level="strategy")["calls_per_conversation"].transform("max")
     table["kind"] = np.where(table["calls_per_conversation"] == longest, "main", "sub-agent")
     return table[cols]
+
+
+def _name(model: str) -> str:
+    """``anthropic/claude-haiku-4-5`` -> ``Haiku 4.5``; other models as they are."""
+    tail = model.rsplit("/", 1)[-1]
+    if tail.startswith("claude-"):
+        parts = tail.removeprefix("claude-").split("-")
+        family = next((p for p in parts if p.isalpha()), parts[0])
+        digits = [p for p in parts if p.isdigit()][:2]
+        return f"{family.capitalize()} {'.'.join(digits)}".strip()
+    return model
+
+
+def _model_note(tier: str, model: str, c: pd.DataFrame, busts: pd.DataFrame) -> str | None:
+    """Why ``model`` on ``tier`` has a 0 % hit ratio (None when it read from the cache)."""
+    if c["cache_read"].sum() > 0:
+        return None
+    name, prompt = _name(model), c["input_uncached"] + c["cache_read"] + c["cache_write"]
+    where = f"{tier} ({name}, {len(c)} calls): 0 % read from the cache"
+    if model.startswith("embedded/"):
+        return f"{where} -- the embedded model's server reports no cache reads"
+    if c["usage_estimated"].fillna(False).astype(bool).all():
+        return f"{where} -- the provider sent no usage; tokens are estimates"
+    minimum = min_cacheable_tokens(model)
+    if c["cache_write"].sum() == 0 and prompt.max() < minimum:
+        return (
+            f"{where} -- no {name} prompt reached its {minimum:,}-token minimum; median prompt "
+            f"{prompt.median():,.0f} tokens (largest {prompt.max():,.0f})"
+        )
+    if c["cache_write"].sum() == 0:
+        placed = "cache_lookback" in c and c["cache_lookback"].map(lambda v: bool(as_list(v))).any()
+        why = "the provider reported no cache writes" if placed else "no cache breakpoints were placed"
+        return f"{where} -- {why} (prompts up to {prompt.max():,.0f} tokens, minimum {minimum:,})"
+    convs = c.groupby(_conversations(c)).size()
+    lost = int((busts["model"] == model).sum()) if not busts.empty else 0
+    return (
+        f"{where} -- it wrote {int(c['cache_write'].sum()):,} tokens that no later call read: "
+        f"{int((convs == 1).sum())} of {len(convs)} conversations had a single call; {lost} cache bust(s)"
+    )
+
+
+def cache_notes(records: Records, economics: pd.DataFrame | None = None) -> list[str]:
+    """Every 0 % or missing cache figure of :func:`~kit.analysis.tables.cache_economics`, in words:
+    which tier, which model, and what in the records explains it."""
+    calls = records.calls
+    if calls.empty:
+        return [f"{records.root}: no calls, so no cache figures"]
+    table = cache_economics(records) if economics is None else economics
+    busts = cache_busts(records)
+    notes = []
+    for tier in table.index:
+        c = calls[calls["tier"] == tier]
+        for model, part in c.groupby("model"):
+            note = _model_note(tier, str(model), part, busts)
+            if note:
+                notes.append(note)
+        row = table.loc[tier]
+        if row["hit_ratio"] > 0 and row["warm_turns"] == 0:
+            notes.append(
+                f"{tier}: no warm turn -- no repeated turn read everything the previous call left cached"
+            )
+        if row["cold_turns"] == 0:
+            notes.append(
+                f"{tier}: no cold turn -- no call wrote its prompt to the cache while reading nothing"
+                + (" (automatic caching reports no writes)" if c["cache_write"].sum() == 0 else "")
+            )
+    return notes

@@ -41,6 +41,9 @@ import pandas as pd
 
 from kit.caching_rules import DEFAULT_TTL, TTL_SECONDS, min_cacheable_tokens
 
+#: Tokens a read may fall short of what the previous call left cached and still be a full hit
+#: (automatic caches round to 128-token steps).
+TOLERANCE = 128
 SPLIT = ("input_uncached", "cache_read", "cache_write", "cache_write_1h")
 CACHE_FIELDS = ("cache_breakpoints", "cache_prefix_hashes", "cache_lookback")
 
@@ -138,13 +141,15 @@ def resimulate(
     rows were re-derived (the others, without breakpoint records, keep their recorded split)."""
     out = calls.copy(deep=False)
     for col in SPLIT:
-        out[f"{col}_recorded"] = calls[col] if col in calls else 0
+        out[f"{col}_recorded"] = calls.get(col, 0)
         out[col] = out[f"{col}_recorded"].astype("int64")
     can = has_breakpoints(calls).to_numpy()
     out["cache_resimulated"] = can
     if not can.any():
         return out
-    work = calls.loc[can, ["run_key", "seq", "input_uncached", "cache_read", "cache_write", *CACHE_FIELDS]].copy()
+    work = calls.loc[
+        can, ["run_key", "seq", "input_uncached", "cache_read", "cache_write", *CACHE_FIELDS]
+    ].copy()
     work["_t"] = _seconds(calls.loc[can, "started_at"])
     work["_model"] = (models if models is not None else calls["model"])[can]
     recorded_ttl = calls["cache_ttl"] if "cache_ttl" in calls else pd.Series(DEFAULT_TTL, index=calls.index)
@@ -165,6 +170,18 @@ def _seconds(stamps: pd.Series) -> pd.Series:
     """ISO start stamps as seconds since the epoch (0 where unreadable)."""
     at = pd.to_datetime(stamps, utc=True, errors="coerce", format="ISO8601")
     return ((at - pd.Timestamp(0, tz="UTC")).dt.total_seconds()).fillna(0.0)
+
+
+def left_cached(calls: pd.DataFrame) -> pd.Series:
+    """Per call, the prompt tokens it left in the cache (explicit caching: what it read
+    plus what it wrote; automatic caching, no breakpoints and no writes: its whole prompt once it reached
+    the model's minimum or was itself read from the cache)."""
+    prompt = calls["input_uncached"] + calls["cache_read"] + calls["cache_write"]
+    lookback = calls["cache_lookback"] if "cache_lookback" in calls else pd.Series(None, index=calls.index)
+    explicit = lookback.map(lambda v: bool(as_list(v))) | (calls["cache_write"] > 0)
+    minimum = calls["model"].astype(str).map(min_cacheable_tokens)
+    automatic = prompt.where((calls["cache_read"] > 0) | (prompt >= minimum), 0)
+    return (calls["cache_read"] + calls["cache_write"]).where(explicit, automatic)
 
 
 def models_for_tiers(calls: pd.DataFrame, tiers: Mapping[str, str]) -> pd.Series:

@@ -76,7 +76,7 @@ def _strings(codes: np.ndarray, uniques: Sequence[str]) -> pd.Series:
 
 def _cost(df: pd.DataFrame) -> pd.Series:
     # Same order of operations as kit.usage.price, so a re-pricing under the recorded sheet is exact.
-    write_1h = df["cache_write_1h"] if "cache_write_1h" in df else 0
+    write_1h = df.get("cache_write_1h", 0)
     return (
         df["input_uncached"] * df["price_input"]
         + df["cache_read"] * df["price_cache_read"]
@@ -319,7 +319,9 @@ def _whatif(note: str, before: pd.DataFrame, after: pd.DataFrame, resimulated: i
     return WhatIf(note, table, after, cache_resimulated=resimulated > 0)
 
 
-def _prices_of(records: Records, calls: pd.DataFrame, keys: pd.Series, sheet: PriceSheet | None) -> np.ndarray:
+def _prices_of(
+    records: Records, calls: pd.DataFrame, keys: pd.Series, sheet: PriceSheet | None
+) -> np.ndarray:
     """prices[row, column] of each row's ``keys`` entry in ``sheet`` (else its run's recorded sheet)."""
     out = np.zeros((len(calls), len(PRICE_COLUMNS)))
     groups = calls.groupby([calls["run_key"], keys], sort=False).indices
@@ -348,7 +350,9 @@ def whatif_model(
     sheet = _as_sheet(price_sheet) if price_sheet is not None else None
     models = models_for_tiers(calls, tiers)
     keys = calls["price_key"].astype(str).where(~changed, models)
-    as_recorded = _repriced(calls.assign(model=models.to_numpy()), keys, _prices_of(records, calls, keys, sheet))
+    as_recorded = _repriced(
+        calls.assign(model=models.to_numpy()), keys, _prices_of(records, calls, keys, sheet)
+    )
     after, n = _resimulated(as_recorded, changed, models)
     moves = ", ".join(f"{t} -> {m}" for t, m in tiers.items())
     return _whatif(f"{moves}: {_resim_note(n, int(changed.sum()))}", calls, after, n)
@@ -367,6 +371,8 @@ def whatif_cache_ttl(records: Records, roles: Mapping[str, str]) -> WhatIf:
         return WhatIf(note, cost_before_after(calls, calls), calls)
     recorded = calls["cache_ttl"] if "cache_ttl" in calls else pd.Series(None, index=calls.index)
     ttls = calls["role"].map(dict(roles)).where(changed, recorded)
-    after, n = _resimulated(_repriced(calls, None, calls[list(PRICE_COLUMNS)].to_numpy(float)), changed, calls["model"], ttls)
+    after, n = _resimulated(
+        _repriced(calls, None, calls[list(PRICE_COLUMNS)].to_numpy(float)), changed, calls["model"], ttls
+    )
     lifetimes = ", ".join(f"{r}: {t}" for r, t in roles.items())
     return _whatif(f"cache lifetime {lifetimes}: {_resim_note(n, int(changed.sum()))}", calls, after, n)

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from kit.analysis.cachesim import TOLERANCE, left_cached
 from kit.analysis.load import OUTCOME_ORDER, Records
-from kit.analysis.busts import TOLERANCE, left_cached
 from kit.analysis.prices import BUCKETS, TOKENS
 from kit.config import TIERS
 from kit.records.schema import SEVERITIES

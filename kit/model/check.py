@@ -14,8 +14,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit.config import TIERS, Profile, load_profile
 from kit.caching_rules import min_cacheable_tokens
+from kit.config import TIERS, Profile, load_profile
 from kit.model.gateway import Gateway
 from kit.records.recorder import RunRecorder
 from kit.records.schema import CALLS

@@ -57,7 +57,9 @@ class PrefixCounter:
     """Counts tokens per message (remembering each message's count by its hash, so a growing
     conversation is not recounted from the start on every call) and describes a call's prefixes."""
 
-    def __init__(self, count_message: Callable[[str, dict[str, Any]], int], count_text: Callable[[str, str], int]):
+    def __init__(
+        self, count_message: Callable[[str, dict[str, Any]], int], count_text: Callable[[str, str], int]
+    ):
         self._message = count_message
         self._text = count_text
         self._seen: dict[tuple[str, str], int] = {}
@@ -83,7 +85,11 @@ class PrefixCounter:
         """The record fields of one call whose breakpoints the gateway placed."""
         h = hashlib.sha256(_canon(tools or []).encode())
         tools_text = _canon(tools) if tools else ""
-        est = self._count(model, h.hexdigest(), lambda: self._text(model, tools_text), tools_text) if tools else 0
+        est = (
+            self._count(model, h.hexdigest(), lambda: self._text(model, tools_text), tools_text)
+            if tools
+            else 0
+        )
         blocks = len(tools or [])
         points: list[tuple[int, float, str]] = []  # (blocks so far, estimated tokens, hash) per boundary
         for msg in messages:

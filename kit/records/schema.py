@@ -82,11 +82,15 @@ class CallRecord(BaseModel):
     # Where the gateway's cache breakpoints sat (kit.model.prefixes); None when it placed none.
     cache_ttl: str | None = Field(None, description="Lifetime asked for the breakpoints: 5m or 1h.")
     cache_breakpoints: list[int] | None = Field(
-        None, description="Prompt-token position of each breakpoint (token_counter, scaled to the provider's total)."
+        None,
+        description="Prompt-token position of each breakpoint (token_counter, scaled to the provider's total).",
     )
-    cache_prefix_hashes: list[str] | None = Field(None, description="Hash of the prompt prefix up to each breakpoint.")
+    cache_prefix_hashes: list[str] | None = Field(
+        None, description="Hash of the prompt prefix up to each breakpoint."
+    )
     cache_lookback: list[list[Any]] | None = Field(
-        None, description="[tokens, hash] of every message boundary a cache lookup can match (20-block lookback)."
+        None,
+        description="[tokens, hash] of every message boundary a cache lookup can match (20-block lookback).",
     )
 
     @property

@@ -61,7 +61,9 @@ def busted(tmp_path, monkeypatch):
     path = tmp_path / "profiles" / "busts.yaml"
     path.write_text(yaml.safe_dump(profile.model_dump(mode="json", exclude_none=True)))
     out = run_experiment(
-        experiment("busts", path, ["micro-slugify"], ["vibe"]), results_dir=tmp_path / "results", progress=False
+        experiment("busts", path, ["micro-slugify"], ["vibe"]),
+        results_dir=tmp_path / "results",
+        progress=False,
     )
     return analysis.load(out), out
 

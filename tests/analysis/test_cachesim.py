@@ -49,7 +49,11 @@ def tiered_profile(folder: Path, server, strong: str) -> Path:
     profile = {
         "name": name,
         "price_sheet": "anthropic",
-        "tiers": {"cheap": {"model": HAIKU, **tier}, "medium": {"model": SONNET, **tier}, "strong": {"model": strong, **tier}},
+        "tiers": {
+            "cheap": {"model": HAIKU, **tier},
+            "medium": {"model": SONNET, **tier},
+            "strong": {"model": strong, **tier},
+        },
         "retry": {"max_retries": 1, "backoff_s": 0.01, "max_backoff_s": 0.05},
     }
     path = folder / "profiles" / f"{name}.yaml"
@@ -67,9 +71,9 @@ def run(tmp_path: Path, server, strong: str, name: str) -> analysis.Records:
 
 @pytest.fixture(scope="module")
 def opus_and_sonnet(tmp_path_factory):
-    from tests.support.fake_providers import FakeAnthropic
-
     import os
+
+    from tests.support.fake_providers import FakeAnthropic
 
     os.environ["FAKE_ANTHROPIC_KEY"] = "test-key"
     tmp = tmp_path_factory.mktemp("cachesim")

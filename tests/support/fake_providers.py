@@ -46,8 +46,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from kit.model import scripted
 from kit.caching_rules import LOOKBACK_BLOCKS, min_cacheable_tokens
+from kit.model import scripted
 
 CHARS_PER_TOKEN = 4
 MAX_BREAKPOINTS = 4
