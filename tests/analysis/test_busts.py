@@ -136,3 +136,14 @@ def test_warm_and_cold_turns_follow_the_writeups_definitions():
     assert table.loc["strong", "warm_turn_usd"] == pytest.approx(0.0035)  # median of 0.004, 0.003
     assert table.loc["strong", "cold_warm_ratio"] == pytest.approx(10.0)
     assert table.loc["strong", "warm_turns"] == 2 and table.loc["strong", "cold_turns"] == 2
+
+
+def test_warm_and_cold_sit_beside_the_writeups_figures():
+    from kit.analysis import reference
+
+    ref = reference.load_reference("datasets/reference/pdca_writeup.yaml")
+    calls = pd.DataFrame([_call("a", 1, 0, 4000, 10, 0.0300), _call("a", 2, 4010, 200, 5, 0.0040)])
+    table = reference.warm_cold_vs_reference(ref, analysis.cache_economics(calls))
+    assert list(table.index) == ["measured: strong", "write-up: strong"]
+    assert table.loc["measured: strong", "cold_warm_ratio"] == pytest.approx(7.5)
+    assert table.loc["write-up: strong", "cold_warm_ratio"] == pytest.approx(0.0794 / 0.0034)
