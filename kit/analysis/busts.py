@@ -129,7 +129,8 @@ def bust_table(records: Records, busts: pd.DataFrame | None = None) -> pd.DataFr
     busts = cache_busts(records) if busts is None else busts
     index = ["strategy", "role", "tier"]
     if busts.empty:
-        return pd.DataFrame(columns=["busts", "lost_tokens", "extra_usd", "causes"]).rename_axis(index)
+        empty = pd.MultiIndex.from_arrays([[], [], []], names=index)
+        return pd.DataFrame(columns=["busts", "lost_tokens", "extra_usd", "causes"], index=empty)
     g = busts.groupby(index)
     table = g.agg(busts=("seq", "size"), lost_tokens=("lost_tokens", "sum"), extra_usd=("extra_usd", "sum"))
     table["causes"] = g["cause"].agg(
@@ -149,7 +150,9 @@ def cache_read_share(records: Records) -> pd.DataFrame:
     calls = records.calls
     cols = ["kind", "calls", "calls_per_conversation", "prompt_tokens", "cache_read", "read_share"]
     if calls.empty:
-        return pd.DataFrame(columns=cols)
+        return pd.DataFrame(
+            columns=cols, index=pd.MultiIndex.from_arrays([[], []], names=["strategy", "role"])
+        )
     c = calls.assign(
         _conv=_conversations(calls),
         _prompt=calls["input_uncached"] + calls["cache_read"] + calls["cache_write"],

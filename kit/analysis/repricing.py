@@ -339,7 +339,7 @@ def whatif_model(
 ) -> WhatIf:
     """What if a tier had run another model (``{"strong": "anthropic/claude-sonnet-4-5"}``): its calls
     get that model, its price (the model string as price key, in ``price_sheet`` or each run's recorded
-    sheet) and the cache split that model would have produced (re-simulated: its minimum cacheable
+    sheet; the other calls keep their recorded prices) and the cache split that model would have produced (re-simulated: its minimum cacheable
     size, the recorded breakpoints, timestamps and lifetimes)."""
     _check_tiers(dict.fromkeys(tiers, "cheap") | {t: t for t in tiers})
     calls = records.calls
@@ -350,9 +350,9 @@ def whatif_model(
     sheet = _as_sheet(price_sheet) if price_sheet is not None else None
     models = models_for_tiers(calls, tiers)
     keys = calls["price_key"].astype(str).where(~changed, models)
-    as_recorded = _repriced(
-        calls.assign(model=models.to_numpy()), keys, _prices_of(records, calls, keys, sheet)
-    )
+    prices = calls[list(PRICE_COLUMNS)].to_numpy(dtype=float, copy=True)  # unmoved calls: as recorded
+    prices[changed] = _prices_of(records, calls[changed], keys[changed], sheet)
+    as_recorded = _repriced(calls.assign(model=models.to_numpy()), keys, prices)
     after, n = _resimulated(as_recorded, changed, models)
     moves = ", ".join(f"{t} -> {m}" for t, m in tiers.items())
     return _whatif(f"{moves}: {_resim_note(n, int(changed.sum()))}", calls, after, n)
