@@ -147,3 +147,32 @@ def test_warm_and_cold_sit_beside_the_writeups_figures():
     assert list(table.index) == ["measured: strong", "write-up: strong"]
     assert table.loc["measured: strong", "cold_warm_ratio"] == pytest.approx(7.5)
     assert table.loc["write-up: strong", "cold_warm_ratio"] == pytest.approx(0.0794 / 0.0034)
+
+
+def test_a_zero_hit_ratio_is_explained_in_words():
+    """Haiku 4.5 never reached its 4,096-token minimum; Sonnet 4.5 wrote but nothing read it back."""
+    from pathlib import Path
+
+    def row(conv, seq, tier, model, uncached, write):
+        return {
+            **_call(conv, seq, 0, write, uncached, 0.01), "tier": tier, "model": model,
+            "usage_estimated": False, "cache_lookback": None, "latency_s": 1.0, "t_s": float(seq),
+            "strategy": "pdca",
+        }  # fmt: skip
+
+    haiku, sonnet = "anthropic/claude-haiku-4-5", "anthropic/claude-sonnet-4-5"
+    calls = pd.DataFrame(
+        [row("scout", 1, "cheap", haiku, 1800, 0), row("scout#2", 2, "cheap", haiku, 1830, 0),
+         row("scout#3", 3, "cheap", haiku, 2900, 0), row("auditor", 4, "medium", sonnet, 10, 2000)]
+    )  # fmt: skip
+    records = analysis.Records(Path("r"), pd.DataFrame(), calls, pd.DataFrame())
+    notes = cache.cache_notes(records)
+    assert any(
+        n.startswith("cheap (Haiku 4.5, 3 calls): 0 % read from the cache -- no Haiku 4.5 prompt reached "
+                     "its 4,096-token minimum; median prompt 1,830 tokens (largest 2,900)")
+        for n in notes
+    ), notes  # fmt: skip
+    assert any("medium (Sonnet 4.5" in n and "1 of 1 conversations had a single call" in n for n in notes)
+    assert "cheap: no cold turn -- no call wrote its prompt to the cache while reading nothing" in "\n".join(
+        notes
+    )

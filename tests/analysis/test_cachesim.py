@@ -128,3 +128,13 @@ def test_the_one_hour_whatif_prices_the_experts_writes_at_the_1h_price(opus_and_
     assert (calls["cache_write"] == sonnet.calls["cache_write"]).all()
     extra = (calls["cache_write"] * (6.0 - 3.75)).sum() / 1e6
     assert whatif.table.loc["total", "delta_usd"] == pytest.approx(extra)
+
+
+def test_moving_a_role_to_another_tier_resimulates_its_cache(opus_and_sonnet):
+    opus, sonnet = opus_and_sonnet
+    moved = analysis.whatif_reassign(opus, {"coder": "medium"})  # medium is Sonnet 4.5
+    assert moved.cache_resimulated and "cache re-simulated for 20 of 20 calls" in moved.note
+    calls = moved.calls
+    assert set(calls["model"]) == {SONNET} and set(calls["tier"]) == {"medium"}
+    assert calls["cost_usd"].sum() == pytest.approx(sonnet.calls["cost_usd"].sum(), rel=0.10)
+    assert (calls["cache_read"] == sonnet.calls["cache_read"]).mean() > 0.9
