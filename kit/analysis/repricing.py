@@ -341,7 +341,7 @@ def whatif_model(
     get that model, its price (the model string as price key, in ``price_sheet`` or each run's recorded
     sheet; the other calls keep their recorded prices) and the cache split that model would have produced (re-simulated: its minimum cacheable
     size, the recorded breakpoints, timestamps and lifetimes)."""
-    _check_tiers(dict.fromkeys(tiers, "cheap") | {t: t for t in tiers})
+    _check_tiers({t: t for t in tiers})  # the keys must be tiers
     calls = records.calls
     changed = calls["tier"].isin(list(tiers)).to_numpy() if not calls.empty else np.zeros(0, bool)
     if not changed.any():
