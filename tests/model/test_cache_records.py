@@ -36,7 +36,9 @@ def test_a_one_hour_tier_asks_for_ttl_1h_and_its_writes_are_priced_at_the_1h_pri
     assert sonnet.cache_write_1h == 6.0  # 2x input, explicit in the shipped sheet
     expected = (row["input_uncached"] * 3.0 + row["cache_write"] * 6.0 + row["output"] * 15.0) / 1e6
     assert row["cost_usd"] == pytest.approx(expected) and reply.usage.cache_write_1h == row["cache_write"]
-    assert row["litellm_cost_usd"] == pytest.approx(row["cost_usd"]) and not row["cost_mismatch"]  # litellm agrees
+    assert (
+        row["litellm_cost_usd"] == pytest.approx(row["cost_usd"]) and not row["cost_mismatch"]
+    )  # litellm agrees
 
 
 def test_a_five_minute_tier_writes_at_the_5m_price(fake_anthropic, tmp_path):
