@@ -138,3 +138,29 @@ def test_moving_a_role_to_another_tier_resimulates_its_cache(opus_and_sonnet):
     assert set(calls["model"]) == {SONNET} and set(calls["tier"]) == {"medium"}
     assert calls["cost_usd"].sum() == pytest.approx(sonnet.calls["cost_usd"].sum(), rel=0.10)
     assert (calls["cache_read"] == sonnet.calls["cache_read"]).mean() > 0.9
+
+
+def test_a_pause_longer_than_five_minutes_busts_the_5m_cache_but_not_the_1h_one():
+    import pandas as pd
+
+    from kit.analysis.cachesim import resimulate
+
+    def call(seq, at, total, read, write, lookback, points, hashes):
+        return {
+            "run_key": "e/r", "experiment": "e", "seq": seq, "model": SONNET, "started_at": at,
+            "input_uncached": total - read - write, "cache_read": read, "cache_write": write,
+            "cache_write_1h": 0, "cache_ttl": "5m", "cache_lookback": lookback,
+            "cache_breakpoints": points, "cache_prefix_hashes": hashes,
+        }  # fmt: skip
+
+    calls = pd.DataFrame(
+        [
+            call(1, "2026-01-01T00:00:00.000Z", 2000, 0, 2000, [[1500, "s"], [2000, "a"]], [1500, 2000], ["s", "a"]),
+            call(2, "2026-01-01T00:06:00.000Z", 2300, 0, 2300, [[1500, "s"], [2000, "a"], [2300, "b"]], [1500, 2300], ["s", "b"]),
+        ]
+    )  # fmt: skip
+    five = resimulate(calls)  # the recorded lifetime: the entry died after 5 minutes, as recorded
+    assert list(five["cache_read"]) == [0, 0] and list(five["cache_write"]) == [2000, 2300]
+    hour = resimulate(calls, ttls=pd.Series(["1h", "1h"]))
+    assert list(hour["cache_read"]) == [0, 2000] and list(hour["cache_write"]) == [2000, 300]
+    assert list(hour["cache_write_1h"]) == [2000, 300]
