@@ -91,36 +91,31 @@ def cache_busts(records: Records) -> pd.DataFrame:
         return pd.DataFrame(columns=BUST_COLUMNS)
     c = calls[(calls["input_uncached"] + calls["cache_read"] + calls["cache_write"]) > 0].copy()
     c["_conv"] = _conversations(c)
-    c["_left"] = left_cached(c)
+    c = c.sort_values(["_conv", "seq"], kind="stable")
+    prompt = c["input_uncached"] + c["cache_read"] + c["cache_write"]
+    g = c.groupby("_conv", sort=False)
+    same = g["model"].shift().eq(c["model"])  # a previous call in the conversation, on the same model
+    expected = np.minimum(left_cached(c).groupby(c["_conv"]).shift().fillna(0), prompt).astype("int64")
+    lost = expected - c["cache_read"]
+    busted = np.flatnonzero((same & (expected > 0) & (lost > TOLERANCE)).to_numpy())
     rows = []
-    for _, conv in c.sort_values(["_conv", "seq"]).groupby("_conv", sort=False):
-        prev = None
-        for _, row in conv.iterrows():
-            if prev is not None and prev["model"] == row["model"]:
-                expected = min(int(prev["_left"]), _prompt(row))
-                lost = expected - int(row["cache_read"])
-                if expected > 0 and lost > TOLERANCE:
-                    rewritten = min(lost, int(row["cache_write"]))
-                    uncached = lost - rewritten
-                    rows.append(
-                        {
-                            **{
-                                k: row[k]
-                                for k in ("run_key", "strategy", "role", "tier", "model", "seq", "t_s")
-                            },
-                            "conversation": row["conversation"]
-                            if pd.notna(row["conversation"])
-                            else row["role"],
-                            "expected_read": expected,
-                            "cache_read": int(row["cache_read"]),
-                            "lost_tokens": lost,
-                            "rewritten": rewritten,
-                            "uncached": uncached,
-                            "extra_usd": _extra_usd(row, rewritten, uncached),
-                            "cause": _cause(prev, row, records.events),
-                        }
-                    )
-            prev = row
+    for i in busted:  # busts are few: the per-row work (cause, price) only for them
+        prev, row = c.iloc[i - 1], c.iloc[i]
+        rewritten = min(int(lost.iloc[i]), int(row["cache_write"]))
+        uncached = int(lost.iloc[i]) - rewritten
+        rows.append(
+            {
+                **{k: row[k] for k in ("run_key", "strategy", "role", "tier", "model", "seq", "t_s")},
+                "conversation": row["conversation"] if pd.notna(row["conversation"]) else row["role"],
+                "expected_read": int(expected.iloc[i]),
+                "cache_read": int(row["cache_read"]),
+                "lost_tokens": int(lost.iloc[i]),
+                "rewritten": rewritten,
+                "uncached": uncached,
+                "extra_usd": _extra_usd(row, rewritten, uncached),
+                "cause": _cause(prev, row, records.events),
+            }
+        )
     return pd.DataFrame(rows, columns=BUST_COLUMNS)
 
 

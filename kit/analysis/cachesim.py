@@ -83,12 +83,12 @@ def _exact_sizes(rows: list[dict[str, Any]]) -> dict[str, int]:
 def _run_rows(calls: pd.DataFrame, index: np.ndarray) -> list[dict[str, Any]]:
     part = calls.loc[index]
     order = np.lexsort((part["seq"].to_numpy(), part["_t"].to_numpy()))
+    part = part.iloc[order]
     rows = []
-    for i in order:
-        row = part.iloc[i]
+    for i, row in zip(part.index, part.to_dict("records"), strict=True):
         rows.append(
             {
-                "index": part.index[i],
+                "index": i,
                 "points": [int(x) for x in as_list(row["cache_breakpoints"]) or []],
                 "hashes": list(as_list(row["cache_prefix_hashes"]) or []),
                 "lookback": [(int(t), str(h)) for t, h in as_list(row["cache_lookback"]) or []],
