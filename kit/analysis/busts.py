@@ -206,14 +206,16 @@ def _model_note(tier: str, model: str, c: pd.DataFrame, busts: pd.DataFrame) -> 
     )
 
 
-def cache_notes(records: Records, economics: pd.DataFrame | None = None) -> list[str]:
+def cache_notes(
+    records: Records, economics: pd.DataFrame | None = None, busts: pd.DataFrame | None = None
+) -> list[str]:
     """Every 0 % or missing cache figure of :func:`~kit.analysis.tables.cache_economics`, in words:
     which tier, which model, and what in the records explains it."""
     calls = records.calls
     if calls.empty:
         return [f"{records.root}: no calls, so no cache figures"]
     table = cache_economics(records) if economics is None else economics
-    busts = cache_busts(records)
+    busts = cache_busts(records) if busts is None else busts
     notes = []
     for tier in table.index:
         c = calls[calls["tier"] == tier]

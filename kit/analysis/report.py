@@ -222,7 +222,7 @@ def cache_lines(records: Records) -> list[str]:
     share["cache_read"] = share["cache_read"].map(_tokens)
     share["calls_per_conversation"] = share["calls_per_conversation"].map("{:.1f}".format)
     out += ["", "Cache-read share per role (main = the strategy's longest conversations)", share.to_string()]
-    notes = cache.cache_notes(records)
+    notes = cache.cache_notes(records, busts=found)
     if notes:
         out += ["", "Why a cache figure is 0 % or missing", *(f"  {n}" for n in notes)]
     return out
