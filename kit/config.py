@@ -89,6 +89,11 @@ class ModelSpec(_Strict):
         description="Mark system prompt + newest message cacheable (litellm's "
         "cache_control_injection_points); False turns caching off for this tier; None = auto (Claude).",
     )
+    cache_ttl: Literal["5m", "1h"] | None = Field(
+        None,
+        description="Lifetime of the cache entries the breakpoints write: 5m (the provider's default) or "
+        "1h (writes cost more, 2x input on Anthropic, but survive pauses up to an hour).",
+    )
     custom: bool = Field(
         False,
         description="The model is not in litellm's model list (a fine-tune, a self-hosted server): "

@@ -4,7 +4,10 @@ Token accounting convention (the whole kit relies on it):
 
 * ``input_uncached`` -- prompt tokens billed at the plain input price,
 * ``cache_read``     -- prompt tokens served from the provider's prompt cache,
-* ``cache_write``    -- prompt tokens written to the cache (Anthropic-style explicit caching),
+* ``cache_write``    -- prompt tokens written to the cache (Anthropic-style explicit caching);
+  ``cache_write_1h`` is the part of them written with the 1-hour lifetime (*included* in
+  ``cache_write``, priced at the sheet's ``cache_write_1h``; the rest at ``cache_write``, the 5-minute
+  price),
 * ``output``         -- completion tokens (``reasoning`` is the part of them spent thinking; it is
   *included* in ``output`` and only reported separately).
 
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 PER_MILLION = 1_000_000
 
@@ -33,6 +36,7 @@ class Usage(BaseModel):
     output: int = 0
     reasoning: int = 0
     cost_usd: float = 0.0
+    cache_write_1h: int = 0  # of cache_write: written with the 1-hour lifetime
 
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
@@ -44,6 +48,7 @@ class Usage(BaseModel):
             output=self.output + other.output,
             reasoning=self.reasoning + other.reasoning,
             cost_usd=self.cost_usd + other.cost_usd,
+            cache_write_1h=self.cache_write_1h + other.cache_write_1h,
         )
 
     def __radd__(self, other: Any) -> Usage:  # lets sum([...]) start from 0
@@ -92,6 +97,10 @@ def normalise(raw: dict[str, Any] | Any) -> Usage:
       object; ``prompt_tokens_details.cached_tokens`` repeats the read count (do not add it twice).
     * DeepSeek: ``prompt_cache_hit_tokens`` / ``prompt_cache_miss_tokens``; ``prompt_tokens`` is
       their sum.
+
+    Anthropic's split of the writes by lifetime (``cache_creation.ephemeral_1h_input_tokens``) is
+    carried by litellm in ``prompt_tokens_details.cache_creation_token_details``; the 1-hour part
+    becomes ``cache_write_1h``.
     """
     prompt = _int(_get(raw, "prompt_tokens"))
     output = _int(_get(raw, "completion_tokens"))
@@ -113,24 +122,43 @@ def normalise(raw: dict[str, Any] | Any) -> Usage:
 
     uncached = max(prompt - read - write, 0)
     reasoning = _int(_get(out_details, "reasoning_tokens"))
+    lifetimes = _get(details, "cache_creation_token_details") or _get(raw, "cache_creation") or {}
+    write_1h = min(_int(_get(lifetimes, "ephemeral_1h_input_tokens")), write)
     return Usage(
         input_uncached=uncached,
         cache_read=read,
         cache_write=write,
         output=output,
         reasoning=reasoning,
+        cache_write_1h=write_1h,
     )
 
 
 class ModelPrice(BaseModel):
-    """USD per one million tokens. Cache write is its own price: it is never billed at the read rate."""
+    """USD per one million tokens. Cache write is its own price: it is never billed at the read rate.
+
+    ``cache_write`` is the 5-minute cache write, ``cache_write_1h`` the 1-hour one. A sheet that does
+    not give ``cache_write_1h`` gets 2x ``input`` -- Anthropic's published rule (1-hour writes cost
+    twice the base input price), so older sheets keep loading; providers without a 1-hour cache never
+    bill a 1-hour write, so the derived figure is never used for them."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     input: float = Field(ge=0)
     output: float = Field(ge=0)
     cache_read: float = Field(ge=0)
-    cache_write: float = Field(ge=0)
+    cache_write: float = Field(ge=0, description="5-minute cache write.")
+    cache_write_1h: float = Field(ge=0, description="1-hour cache write; default 2x input.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derive_1h(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("cache_write_1h") is None and "input" in data:
+            try:
+                return {**data, "cache_write_1h": 2 * float(data["input"])}
+            except (TypeError, ValueError):
+                return data  # the field validation says what is wrong with `input`
+        return data
 
 
 def price(usage: Usage, sheet: ModelPrice) -> float:
@@ -138,7 +166,8 @@ def price(usage: Usage, sheet: ModelPrice) -> float:
     return (
         usage.input_uncached * sheet.input
         + usage.cache_read * sheet.cache_read
-        + usage.cache_write * sheet.cache_write
+        + (usage.cache_write - usage.cache_write_1h) * sheet.cache_write
+        + usage.cache_write_1h * sheet.cache_write_1h
         + usage.output * sheet.output
     ) / PER_MILLION
 

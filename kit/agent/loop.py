@@ -292,11 +292,14 @@ class Agent:
 
     def _fit_window(self) -> None:
         """Shorten the oldest tool outputs (and, with ``compact_turns``, user turns; never the first two
-        messages) until the prompt fits."""
+        messages) until the prompt fits; a ``note`` event ``context_trimmed`` says so (it changes the
+        prompt prefix: the provider's cache misses from the first shortened message on -- the analysis
+        prices that bust)."""
         size = sum(len(str(m.get("content") or "")) for m in self.messages)
+        before, count = size, len(self._shortened)
         for i, msg in enumerate(self.messages):
             if size <= self.window_chars:
-                return
+                break
             if i < 2 or i in self._shortened or msg["role"] not in ("tool", "user"):
                 continue
             content = str(msg.get("content") or "")
@@ -306,6 +309,13 @@ class Agent:
             msg["content"] = content[:300] + "\n" + SHORTENED
             self._shortened.add(i)
             size -= len(content) - len(msg["content"])
+        if len(self._shortened) > count and self.recorder is not None:
+            detail = (
+                f"shortened {len(self._shortened) - count} old output(s): {before - size} characters removed"
+            )
+            self.recorder.event(
+                "note", self.config.role, "context_trimmed", detail, conversation=self.conversation
+            )
 
 
 # --------------------------------------------------------------------------- tool specs

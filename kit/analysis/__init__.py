@@ -47,6 +47,8 @@ from kit.analysis.repricing import (
     cost_before_after,
     reassign,
     reprice,
+    whatif_cache_ttl,
+    whatif_model,
     whatif_price_sheet,
     whatif_reassign,
 )
@@ -91,6 +93,8 @@ __all__ = [
     "strategy_table",
     "t_critical_95",
     "tier_cost_shares",
+    "whatif_cache_ttl",
+    "whatif_model",
     "whatif_price_sheet",
     "whatif_reassign",
 ]

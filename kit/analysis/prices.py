@@ -24,6 +24,7 @@ PRICE_COLUMNS = {  # price column -> ModelPrice field
     "price_output": "output",
     "price_cache_read": "cache_read",
     "price_cache_write": "cache_write",
+    "price_cache_write_1h": "cache_write_1h",  # 1-hour writes; 2x input when the sheet predates it
 }
 
 
@@ -50,7 +51,10 @@ def _price_matrix(sheets: Sequence[Mapping[str, Any]], vocab: dict[str, int]) ->
     for s, sheet in enumerate(sheets):
         for key, price in (sheet.get("prices") or {}).items():
             if key in vocab:
-                out[s, vocab[key]] = [price.get(f, np.nan) for f in PRICE_COLUMNS.values()]
+                row = dict(price)
+                if row.get("cache_write_1h") is None and row.get("input") is not None:
+                    row["cache_write_1h"] = 2 * float(row["input"])  # as kit.usage.ModelPrice derives it
+                out[s, vocab[key]] = [row.get(f, np.nan) for f in PRICE_COLUMNS.values()]
     return out
 
 

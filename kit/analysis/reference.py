@@ -6,6 +6,7 @@ cache write/read price ratio, the cold/warm turn ratio) is computed here, so a r
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -131,3 +132,19 @@ def shares_vs_measured(ref: Reference, measured: pd.Series) -> pd.DataFrame:
         {"reference": ref_shares.reindex(index), "measured": measured.reindex(index).astype(float)},
         index=pd.Index(index, name="tier"),
     )
+
+
+def warm_cold_vs_reference(ref: Reference, economics: pd.DataFrame) -> pd.DataFrame:
+    """Measured warm and cold turn medians per tier (from
+    :func:`~kit.analysis.tables.cache_economics`, which uses the write-up's definitions: cold = wrote its
+    prompt to the cache and read nothing; warm = a repeated turn whose prefix was read entirely from the
+    cache) and their ratio, with the write-up's own figures as the last row."""
+    cols = ["warm_turn_usd", "cold_turn_usd", "cold_warm_ratio", "warm_turns", "cold_turns"]
+    measured = economics.reindex(columns=cols).copy()
+    measured.index = [f"measured: {tier}" for tier in measured.index]
+    published = pd.DataFrame(
+        [[ref.turns.warm_usd, ref.turns.cold_usd, cold_warm_ratio(ref), math.nan, math.nan]],
+        columns=cols,
+        index=[f"write-up: {ref.cache_prices.tier}"],
+    )
+    return pd.concat([measured, published]).rename_axis("turns")

@@ -218,6 +218,33 @@ def format_role_tier_table(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def cache_lines(records: Records) -> list[str]:
+    """Cache busts per strategy × role × tier (and their dollars), the cache-read share per role (main
+    agent vs sub-agents) and, in words, every tier whose cache figure is 0 % or missing."""
+    from kit.analysis import busts as cache
+
+    found = cache.cache_busts(records)
+    out = ["Cache busts per strategy × role × tier (a call that wrote again or left uncached a prefix the "
+           "previous call of its conversation had cached; $ = cost beyond a cache hit)"]  # fmt: skip
+    if found.empty:
+        out.append("  none")
+    else:
+        table = cache.bust_table(records, found)
+        table["lost_tokens"] = table["lost_tokens"].map(_tokens)
+        table["extra_usd"] = table["extra_usd"].map("{:.4f}".format)
+        out.append(table.to_string())
+    share = cache.cache_read_share(records)
+    share["read_share"] = share["read_share"].map(lambda v: "-" if pd.isna(v) else f"{v:.0%}")
+    share["prompt_tokens"] = share["prompt_tokens"].map(_tokens)
+    share["cache_read"] = share["cache_read"].map(_tokens)
+    share["calls_per_conversation"] = share["calls_per_conversation"].map("{:.1f}".format)
+    out += ["", "Cache-read share per role (main = the strategy's longest conversations)", share.to_string()]
+    notes = cache.cache_notes(records, busts=found)
+    if notes:
+        out += ["", "Why a cache figure is 0 % or missing", *(f"  {n}" for n in notes)]
+    return out
+
+
 def report_text(results_dir: str | Path) -> str:
     """The per-strategy and per-role x tier tables as plain text (``python -m kit report``)."""
     records = load(results_dir)
@@ -251,4 +278,5 @@ def report_text(results_dir: str | Path) -> str:
         "Per role × tier (sums over all runs; share = of the strategy's cost)",
         format_role_tier_table(role_tier_table(records)).to_string(),
     ]
+    parts += ["", *cache_lines(records)]
     return "\n".join(parts) + "\n"

@@ -1,7 +1,10 @@
 """Re-pricing recorded calls: under another price sheet (:func:`reprice`), with roles moved to other
 tiers (:func:`reassign`), the before/after table (:func:`cost_before_after`) and the what-ifs over
-:class:`~kit.analysis.Records` (:func:`whatif_price_sheet`, :func:`whatif_reassign`). Tokens are never
-changed: only the price columns and ``cost_usd`` (the recorded cost kept in ``cost_usd_recorded``)."""
+:class:`~kit.analysis.Records` (:func:`whatif_price_sheet`, :func:`whatif_reassign`, :func:`whatif_model`,
+:func:`whatif_cache_ttl`). Re-pricing never changes tokens: only the price columns and ``cost_usd`` (the
+recorded cost kept in ``cost_usd_recorded``). A what-if that changes a call's model or cache lifetime
+also re-simulates its cache (:mod:`kit.analysis.cachesim`): the split the other model would have had,
+with the tokens-as-recorded cost kept beside it (``cost_usd_as_recorded``)."""
 
 from __future__ import annotations
 
@@ -15,9 +18,11 @@ import pandas as pd
 import pyarrow as pa
 from pydantic import ValidationError
 
+from kit.analysis.cachesim import SPLIT, models_for_tiers, resimulate
 from kit.analysis.load import Records, repo_path
 from kit.analysis.prices import PRICE_COLUMNS, TOKENS, category_codes, intern_dicts
 from kit.analysis.tables import order_tiers
+from kit.caching_rules import TTL_SECONDS
 from kit.config import TIERS, PriceSheet, Profile, load_price_sheet, load_profile
 from kit.errors import ConfigError
 
@@ -71,10 +76,12 @@ def _strings(codes: np.ndarray, uniques: Sequence[str]) -> pd.Series:
 
 def _cost(df: pd.DataFrame) -> pd.Series:
     # Same order of operations as kit.usage.price, so a re-pricing under the recorded sheet is exact.
+    write_1h = df.get("cache_write_1h", 0)
     return (
         df["input_uncached"] * df["price_input"]
         + df["cache_read"] * df["price_cache_read"]
-        + df["cache_write"] * df["price_cache_write"]
+        + (df["cache_write"] - write_1h) * df["price_cache_write"]
+        + write_1h * df["price_cache_write_1h"]
         + df["output"] * df["price_output"]
     ) / 1_000_000
 
@@ -209,11 +216,31 @@ def cost_before_after(before: pd.DataFrame, after: pd.DataFrame, by: str = "tier
 
 @dataclass
 class WhatIf:
-    """A what-if on recorded calls: the table of totals before/after and one line saying what was done."""
+    """A what-if on recorded calls: the table of totals before/after and one line saying what was done.
+
+    When the cache was re-simulated (``cache_resimulated``), ``table`` has ``cost_after`` (re-simulated
+    split) and ``cost_after_as_recorded`` (the recorded tokens at the new prices) side by side, and
+    ``calls`` has both costs per call (``cost_usd``, ``cost_usd_as_recorded``)."""
 
     note: str
     table: pd.DataFrame
     calls: pd.DataFrame
+    cache_resimulated: bool = False
+
+    def view(self, by: str | Sequence[str] = "strategy") -> pd.DataFrame:
+        """Cost before, after as recorded and after re-simulated, per ``by`` (e.g. per strategy)."""
+        keys = [by] if isinstance(by, str) else list(by)
+        c = self.calls
+        if c.empty:
+            return pd.DataFrame(columns=["cost_before", "cost_after_as_recorded", "cost_after", "delta_usd"])
+        before = c["cost_usd_recorded"] if "cost_usd_recorded" in c else c["cost_usd"]
+        as_recorded = c["cost_usd_as_recorded"] if "cost_usd_as_recorded" in c else c["cost_usd"]
+        frame = pd.DataFrame(
+            {"cost_before": before, "cost_after_as_recorded": as_recorded, "cost_after": c["cost_usd"]}
+        )
+        table = frame.groupby([c[k] for k in keys]).sum()
+        table["delta_usd"] = table["cost_after"] - table["cost_before"]
+        return table
 
 
 def whatif_price_sheet(records: Records, price_sheet: PriceSheet | str | Path | None = None) -> WhatIf:
@@ -253,9 +280,99 @@ def whatif_reassign(records: Records, roles: Mapping[str, str]) -> WhatIf:
     sheet_of, sheets = intern_dicts([records.price_sheets[k] for k in run_keys])
     pairs, setup_of_run = np.unique(spec_of.astype(np.int64) * len(sheets) + sheet_of, return_inverse=True)
     setups = [(_as_profile(specs[p // len(sheets)]), _as_sheet(sheets[p % len(sheets)])) for p in pairs]
-    after = _move(calls, {r: roles[r] for r in present}, setup_of_run[run_codes], setups)
+    as_recorded = _move(calls, {r: roles[r] for r in present}, setup_of_run[run_codes], setups)
+    after, n = _resimulated(as_recorded, moved.to_numpy(), as_recorded["model"])
     note = (
         f"moved {int(moved.sum())} calls of {', '.join(f'{r} -> {roles[r]}' for r in present)} "
-        f"(tokens unchanged, priced at the new tier's recorded price)"
+        f"(priced at the new tier's recorded price; {_resim_note(n, int(moved.sum()))})"
     )
-    return WhatIf(note, cost_before_after(calls, after), after)
+    return _whatif(note, calls, after, n)
+
+
+def _resimulated(
+    calls: pd.DataFrame, changed: np.ndarray, models: pd.Series, ttls: pd.Series | None = None
+) -> tuple[pd.DataFrame, int]:
+    """``calls`` (already at their new prices) with the cache of the ``changed`` rows re-simulated under
+    ``models`` / ``ttls``; every other row keeps its recorded split (it fed the simulated cache, as it
+    fed the real one). Returns the frame and how many changed rows could be re-simulated."""
+    sim = resimulate(calls, models, ttls)
+    keep = ~changed
+    for col in SPLIT:
+        sim.loc[keep, col] = sim.loc[keep, f"{col}_recorded"]
+    sim["cache_resimulated"] = sim["cache_resimulated"].to_numpy() & changed
+    sim["cost_usd_as_recorded"] = calls["cost_usd"].to_numpy()
+    sim["cost_usd"] = _cost(sim)
+    return sim, int(sim["cache_resimulated"].sum())
+
+
+def _resim_note(n: int, changed: int) -> str:
+    text = f"cache re-simulated for {n} of {changed} calls"
+    if n < changed:
+        text += f"; {changed - n} had no breakpoint records (kept as recorded)"
+    return text
+
+
+def _whatif(note: str, before: pd.DataFrame, after: pd.DataFrame, resimulated: int) -> WhatIf:
+    table = cost_before_after(before, after)
+    as_recorded = after.assign(cost_usd=after["cost_usd_as_recorded"])
+    table.insert(2, "cost_after_as_recorded", cost_before_after(before, as_recorded)["cost_after"])
+    return WhatIf(note, table, after, cache_resimulated=resimulated > 0)
+
+
+def _prices_of(
+    records: Records, calls: pd.DataFrame, keys: pd.Series, sheet: PriceSheet | None
+) -> np.ndarray:
+    """prices[row, column] of each row's ``keys`` entry in ``sheet`` (else its run's recorded sheet)."""
+    out = np.zeros((len(calls), len(PRICE_COLUMNS)))
+    groups = calls.groupby([calls["run_key"], keys], sort=False).indices
+    cache: dict[tuple[str, str], np.ndarray] = {}
+    for (run_key, key), rows in groups.items():
+        run_sheet = sheet if sheet is not None else _as_sheet(records.price_sheets[run_key])
+        if (run_sheet.name, key) not in cache:
+            cache[(run_sheet.name, key)] = _sheet_prices(run_sheet, [key])[0]
+        out[rows] = cache[(run_sheet.name, key)]
+    return out
+
+
+def whatif_model(
+    records: Records, tiers: Mapping[str, str], price_sheet: PriceSheet | str | Path | None = None
+) -> WhatIf:
+    """What if a tier had run another model (``{"strong": "anthropic/claude-sonnet-4-5"}``): its calls
+    get that model, its price (the model string as price key, in ``price_sheet`` or each run's recorded
+    sheet; the other calls keep their recorded prices) and the cache split that model would have produced (re-simulated: its minimum cacheable
+    size, the recorded breakpoints, timestamps and lifetimes)."""
+    _check_tiers({t: t for t in tiers})  # the keys must be tiers
+    calls = records.calls
+    changed = calls["tier"].isin(list(tiers)).to_numpy() if not calls.empty else np.zeros(0, bool)
+    if not changed.any():
+        note = f"no calls on tier(s) {', '.join(tiers)} in {records.root}: nothing to move"
+        return WhatIf(note, cost_before_after(calls, calls), calls)
+    sheet = _as_sheet(price_sheet) if price_sheet is not None else None
+    models = models_for_tiers(calls, tiers)
+    keys = calls["price_key"].astype(str).where(~changed, models)
+    prices = calls[list(PRICE_COLUMNS)].to_numpy(dtype=float, copy=True)  # unmoved calls: as recorded
+    prices[changed] = _prices_of(records, calls[changed], keys[changed], sheet)
+    as_recorded = _repriced(calls.assign(model=models.to_numpy()), keys, prices)
+    after, n = _resimulated(as_recorded, changed, models)
+    moves = ", ".join(f"{t} -> {m}" for t, m in tiers.items())
+    return _whatif(f"{moves}: {_resim_note(n, int(changed.sum()))}", calls, after, n)
+
+
+def whatif_cache_ttl(records: Records, roles: Mapping[str, str]) -> WhatIf:
+    """What if ``roles`` (role -> ``"5m"`` or ``"1h"``) had used another cache lifetime: their cache is
+    re-simulated (entries outlive longer pauses; 1-hour writes are priced at ``cache_write_1h``)."""
+    bad = {r: t for r, t in roles.items() if t not in TTL_SECONDS}
+    if bad:
+        raise ConfigError(f"unknown cache lifetime(s) {bad}", f"pick one of {', '.join(TTL_SECONDS)}")
+    calls = records.calls
+    changed = calls["role"].isin(list(roles)).to_numpy() if not calls.empty else np.zeros(0, bool)
+    if not changed.any():
+        note = f"no calls by role(s) {', '.join(roles)} in {records.root}: nothing to change"
+        return WhatIf(note, cost_before_after(calls, calls), calls)
+    recorded = calls["cache_ttl"] if "cache_ttl" in calls else pd.Series(None, index=calls.index)
+    ttls = calls["role"].map(dict(roles)).where(changed, recorded)
+    after, n = _resimulated(
+        _repriced(calls, None, calls[list(PRICE_COLUMNS)].to_numpy(float)), changed, calls["model"], ttls
+    )
+    lifetimes = ", ".join(f"{r}: {t}" for r, t in roles.items())
+    return _whatif(f"cache lifetime {lifetimes}: {_resim_note(n, int(changed.sum()))}", calls, after, n)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from kit.analysis.cachesim import TOLERANCE, left_cached
 from kit.analysis.load import OUTCOME_ORDER, Records
 from kit.analysis.prices import BUCKETS, TOKENS
 from kit.config import TIERS
@@ -186,6 +187,9 @@ def bucket_costs(calls: pd.DataFrame) -> pd.DataFrame:
     out = calls.copy()
     for tokens, (price, cost) in BUCKETS.items():
         out[cost] = out[tokens].astype(float) * out[price].astype(float) / 1_000_000
+    if "cache_write_1h" in out and "price_cache_write_1h" in out:  # 1-hour writes at their own price
+        extra = out["price_cache_write_1h"].astype(float) - out["price_cache_write"].astype(float)
+        out["cost_cache_write"] += out["cache_write_1h"].astype(float) * extra / 1_000_000
     return out
 
 
@@ -198,10 +202,16 @@ def cache_economics(records: Records | pd.DataFrame) -> pd.DataFrame:
     """Per tier: what reading, writing, uncached input and output each cost, and warm vs cold turns.
 
     * ``hit_ratio`` -- cache_read / (input_uncached + cache_read + cache_write);
-    * ``warm_turn_usd`` -- median cost of the calls that read from the cache (cache_read > 0);
-    * ``cold_turn_usd`` -- median cost of the first call of each conversation (conversation id, else
-      the role, within a run) when it read nothing from the cache: the turn that pays for the prompt;
+    * ``warm_turn_usd`` -- median cost of the warm turns, as the PDCA write-up defines them: a repeated
+      turn of a conversation (conversation id, else the role, within a run) whose prefix was read
+      entirely from the cache -- it read at least what the previous call left cached (less 128 tokens,
+      an automatic cache's step), so only the new suffix was written or uncached;
+    * ``cold_turn_usd`` -- median cost of the cold turns: calls that wrote their prompt to the cache and
+      read nothing (cache_write > 0, cache_read == 0);
+    * ``warm_turns`` / ``cold_turns`` -- how many calls each median is over;
     * ``cold_warm_ratio`` -- cold / warm (NaN when either is missing).
+    A call that read part of its prefix and wrote the rest again (a cache bust,
+    :mod:`kit.analysis.busts`) is neither.
     """
     calls = records.calls if isinstance(records, Records) else records
     cols = [
@@ -216,14 +226,19 @@ def cache_economics(records: Records | pd.DataFrame) -> pd.DataFrame:
         "warm_turn_usd",
         "cold_turn_usd",
         "cold_warm_ratio",
+        "warm_turns",
+        "cold_turns",
     ]
     if calls.empty:
         return pd.DataFrame(columns=cols, index=pd.Index([], name="tier"))
     c = bucket_costs(calls)
     c["_conv"] = _conversation_key(c)
-    first = c.groupby("_conv")["seq"].transform("min") == c["seq"]
-    cold = c[first & (c["cache_read"] == 0)].groupby("tier")["cost_usd"].median()
-    warm = c[c["cache_read"] > 0].groupby("tier")["cost_usd"].median()
+    c = c.sort_values(["_conv", "seq"], kind="stable")
+    before = left_cached(c).groupby(c["_conv"]).shift()  # what the previous call left cached
+    warm_mask = before.notna() & (c["cache_read"] > 0) & (c["cache_read"] >= before - TOLERANCE)
+    cold_mask = (c["cache_write"] > 0) & (c["cache_read"] == 0)
+    cold = c[cold_mask].groupby("tier")["cost_usd"].agg(["median", "size"])
+    warm = c[warm_mask].groupby("tier")["cost_usd"].agg(["median", "size"])
     g = c.groupby("tier")
     table = g[
         [*TOKENS, "cost_uncached", "cost_cache_read", "cost_cache_write", "cost_output", "cost_usd"]
@@ -231,8 +246,10 @@ def cache_economics(records: Records | pd.DataFrame) -> pd.DataFrame:
     table.insert(0, "calls", g.size())
     prompt = table["input_uncached"] + table["cache_read"] + table["cache_write"]
     table["hit_ratio"] = (table["cache_read"] / prompt.where(prompt > 0)).fillna(0.0)
-    table["warm_turn_usd"] = warm.reindex(table.index)
-    table["cold_turn_usd"] = cold.reindex(table.index)
+    table["warm_turn_usd"] = warm["median"].reindex(table.index)
+    table["cold_turn_usd"] = cold["median"].reindex(table.index)
+    table["warm_turns"] = warm["size"].reindex(table.index).fillna(0).astype("int64")
+    table["cold_turns"] = cold["size"].reindex(table.index).fillna(0).astype("int64")
     table["cold_warm_ratio"] = table["cold_turn_usd"] / table["warm_turn_usd"].where(
         table["warm_turn_usd"] > 0
     )

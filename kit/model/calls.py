@@ -95,7 +95,11 @@ def request_options(
             "json_schema": {"name": "action", "schema": json_schema},
         }
     if wants_cache_breakpoints(spec):
-        kwargs["cache_control_injection_points"] = [dict(p) for p in CACHE_POINTS]
+        points = [dict(p) for p in CACHE_POINTS]
+        if spec.cache_ttl is not None:  # litellm copies `control` onto the marked block as cache_control
+            for p in points:
+                p["control"] = {"type": "ephemeral", "ttl": spec.cache_ttl}
+        kwargs["cache_control_injection_points"] = points
     return kwargs
 
 

@@ -3,7 +3,7 @@ back -- latency, prompt / cached / output tokens, cost -- and whether the second
 prompt cache, so a profile can be trusted before an experiment spends money on it.
 
 The shared prefix is sized for the profile: at least 1.25x the largest minimum cacheable prompt
-of its tiers' models (:func:`kit.model.caching.min_cacheable_tokens`; 4,096 tokens for Claude
+of its tiers' models (:func:`kit.caching_rules.min_cacheable_tokens`; 4,096 tokens for Claude
 Haiku 4.5 and Opus 4.5), counted with litellm's token counter. The calls are recorded like a
 run's, in a folder the command prints (a fresh temp folder unless ``records_dir`` is given).
 """
@@ -14,8 +14,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from kit.caching_rules import min_cacheable_tokens
 from kit.config import TIERS, Profile, load_profile
-from kit.model.caching import min_cacheable_tokens
 from kit.model.gateway import Gateway
 from kit.records.recorder import RunRecorder
 from kit.records.schema import CALLS

@@ -45,10 +45,12 @@ from litellm import CustomLLM
 from litellm.types.utils import ModelResponse
 from pydantic import BaseModel
 
+from kit.caching_rules import DEFAULT_TTL
 from kit.config import ActionMode, ModelSpec, PriceSheet, Profile, RetryPolicy, Tier
 from kit.errors import ConfigError, MissingKeyError
 from kit.model import scripted
 from kit.model.calls import CACHE_POINTS, Call, Target, disagrees, request_options
+from kit.model.prefixes import PrefixCounter
 from kit.model.replies import Reply, ToolCall, as_int, emptiness, parse_structured, tool_call, usage_dict
 from kit.model.retry import (
     TRANSIENT,
@@ -159,6 +161,7 @@ class Gateway:
         self._sleep = sleep
         self._targets: dict[str, Target] = {}
         self.redact = Redactor.for_profile(profile)  # a provider error may echo the key
+        self._prefixes = PrefixCounter(_count_message, _count_text)  # breakpoint positions, for the records
 
     # -- per-tier facts --------------------------------------------------------------------
     def spec(self, tier: Tier) -> ModelSpec:
@@ -345,6 +348,7 @@ class Gateway:
                 litellm_cost_usd=litellm_cost,
                 cost_mismatch=litellm_cost is not None and disagrees(usage.cost_usd, litellm_cost),
                 raw_usage=raw,
+                **self._cache_fields(call, messages, kwargs, None if estimated else tokens.input_total),
             )
         )
         if empty is not None:
@@ -376,6 +380,15 @@ class Gateway:
         output = litellm.token_counter(model=model, text=text) if text else 0
         return Usage(input_uncached=int(prompt), output=int(output))
 
+    def _cache_fields(
+        self, call: Call, messages: list[dict[str, Any]], kwargs: dict[str, Any], prompt_total: int | None
+    ) -> dict[str, Any]:
+        """Where the call's cache breakpoints sat (:mod:`kit.model.prefixes`); nothing when it had none."""
+        if "cache_control_injection_points" not in kwargs:
+            return {}
+        model, ttl = self._token_model(call.spec), call.spec.cache_ttl or DEFAULT_TTL
+        return self._prefixes.describe(model, messages, kwargs.get("tools"), prompt_total, ttl)
+
     def _record(self, record: CallRecord) -> None:
         if self.recorder is not None:
             self.recorder.call(record)
@@ -390,6 +403,14 @@ def _litellm_cost(response: Any, model: str) -> float:
     if cost is None:
         cost = litellm.completion_cost(completion_response=response, model=model)
     return float(cost)
+
+
+def _count_message(model: str, message: dict[str, Any]) -> int:
+    return int(litellm.token_counter(model=model, messages=[message]))
+
+
+def _count_text(model: str, text: str) -> int:
+    return int(litellm.token_counter(model=model, text=text))
 
 
 def _known(model: str) -> bool:

@@ -170,12 +170,9 @@ def complete(model: str, messages: list[dict[str, Any]], optional_params: dict[s
     usage = dict(reply.usage or {})
     prompt_tokens = usage.get("prompt_tokens", max(1, len(prompt_text) // 4))
     completion_tokens = usage.get("completion_tokens", max(1, len(out_text) // 4))
-    if "cached_tokens" in usage:
-        cached = usage["cached_tokens"]
-    else:
-        cached = min(
-            script.cached_prefix_tokens(context.get("conversation", "default"), prompt_text), prompt_tokens
-        )
+    # the prompt is remembered even when the reply sets its cached tokens: the next call shares it
+    shared = script.cached_prefix_tokens(context.get("conversation", "default"), prompt_text)
+    cached = usage["cached_tokens"] if "cached_tokens" in usage else min(shared, prompt_tokens)
     cache_write = usage.get("cache_write_tokens", 0)
 
     tool_calls = [

@@ -93,6 +93,7 @@ class RunRecorder:
         detail: str = "",
         ok: bool = True,
         duration_s: float = 0.0,
+        conversation: str | None = None,
     ) -> None:
         self._append(
             EVENTS,
@@ -104,6 +105,7 @@ class RunRecorder:
                 detail=detail,
                 ok=ok,
                 duration_s=duration_s,
+                conversation=conversation,
             ),
         )
         with self._lock:

@@ -149,6 +149,7 @@ class CallRecord(BaseModel):
     output: int = 0
     reasoning: int = 0
     cost_usd: float = 0.0
+    cache_write_1h: int = Field(0, description="Of cache_write: the tokens written with the 1-hour lifetime.")
     litellm_cost_usd: float | None = None
     cost_mismatch: bool = False
     latency_s: float = 0.0
@@ -162,6 +163,19 @@ class CallRecord(BaseModel):
     replayed: bool = Field(
         False, description="Copied from a workflow journal on resume: spent by an earlier attempt of the run."
     )
+    # Where the gateway's cache breakpoints sat (kit.model.prefixes); None when it placed none.
+    cache_ttl: str | None = Field(None, description="Lifetime asked for the breakpoints: 5m or 1h.")
+    cache_breakpoints: list[int] | None = Field(
+        None,
+        description="Prompt-token position of each breakpoint (token_counter, scaled to the provider's total).",
+    )
+    cache_prefix_hashes: list[str] | None = Field(
+        None, description="Hash of the prompt prefix up to each breakpoint."
+    )
+    cache_lookback: list[list[Any]] | None = Field(
+        None,
+        description="[tokens, hash] of every message boundary a cache lookup can match (20-block lookback).",
+    )
 
     @property
     def usage(self) -> Usage:
@@ -172,6 +186,7 @@ class CallRecord(BaseModel):
             output=self.output,
             reasoning=self.reasoning,
             cost_usd=self.cost_usd,
+            cache_write_1h=self.cache_write_1h,
         )
 
 
@@ -185,6 +200,7 @@ class EventRecord(BaseModel):
     ok: bool = True
     duration_s: float = 0.0
     at: str = Field(default_factory=utc_now)
+    conversation: str | None = Field(None, description="The conversation it concerns (e.g. context_trimmed).")
 
 
 class TranscriptEntry(BaseModel):

@@ -136,9 +136,10 @@ def test_cache_economics_per_tier(records):
     assert buckets == pytest.approx(med["cost_usd"])
     # warm: calls with cache reads: 4575, 1740 (r0) and 4875, 2040 (r1) -> median (2040 + 4575) / 2
     assert med["warm_turn_usd"] == pytest.approx(3307.5 / 1e6)
-    # cold: first call of each conversation without reads: 12000, 12300 (coder), 3300, 3600 (auditor)
-    assert med["cold_turn_usd"] == pytest.approx(7800 / 1e6)
-    assert med["cold_warm_ratio"] == pytest.approx(7800 / 3307.5)
+    # (each read all the previous call left cached: read + write before = 2000, then 2300)
+    # cold: calls that wrote and read nothing: 12000, 12300 (coder); the auditor wrote nothing
+    assert med["cold_turn_usd"] == pytest.approx(12150 / 1e6)
+    assert med["cold_warm_ratio"] == pytest.approx(12150 / 3307.5)
     assert math.isnan(t.loc["strong", "warm_turn_usd"])  # the orchestrator never read the cache
 
 
@@ -198,6 +199,6 @@ def test_a_results_root_with_repeated_run_ids_keeps_runs_apart(tmp_path):
     assert len(both.runs) == 8 and both.runs["run_key"].is_unique
     assert analysis.role_tier_table(both).loc[("vibe", "coder", "medium"), "runs"] == 4
     cold = analysis.cache_economics(both).loc["medium", "cold_turn_usd"]
-    assert cold == pytest.approx(7800 / 1e6)  # each run's first call is still its own
+    assert cold == pytest.approx(12150 / 1e6)  # each run's cold first call is still its own
     check = analysis.whatif_price_sheet(both, None)
     assert (check.table["delta_usd"].abs() < 1e-12).all()

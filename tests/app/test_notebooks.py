@@ -22,7 +22,16 @@ pytestmark = pytest.mark.slow  # the whole module: papermill executes notebooks
 FIGURES = ("pareto.png", "timeline.png", "tier_cost_bars.png", "tier_shares_vs_reference.png")
 PARAMETERS = {
     "benchmark": {"results_dir", "experiment", "figures_dir"},
-    "tier_economics": {"results_dir", "price_sheet", "reassign", "reference", "figures_dir"},
+    "tier_economics": {
+        "results_dir",
+        "price_sheet",
+        "reassign",
+        "reference",
+        "figures_dir",
+        "whatif_models",
+        "whatif_prices",
+        "whatif_ttl",
+    },  # fmt: skip
     "prompt_lab": {"strategy", "role", "prompt_override", "task", "profile", "results_dir", "limits"},
     "verdict": {"results_dir", "baseline", "n_resamples", "seed", "figures_dir"},
 }

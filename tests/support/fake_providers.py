@@ -7,8 +7,9 @@
   ``cache_control`` never nested inside ``tool_result.content``, at most 4 cache breakpoints. It
   simulates prefix caching: the prefix up to a marked block is written to the cache the first time
   it is seen if it is at least the model's minimum cacheable size
-  (:func:`kit.model.caching.min_cacheable_tokens`), and read afterwards (looking back up to 20
-  blocks from each breakpoint, as Anthropic does).
+  (:func:`kit.caching_rules.min_cacheable_tokens`), and read afterwards (looking back up to 20
+  blocks from each breakpoint, as Anthropic does). A write whose last breakpoint asks for
+  ``"ttl": "1h"`` is reported as 1-hour write tokens (``usage.cache_creation``), else as 5-minute ones.
 * :class:`FakeOpenAI` -- the OpenAI chat API (``POST /v1/chat/completions``): tool messages must
   answer a preceding assistant ``tool_calls``; automatic prefix caching from 1,024 tokens in
   128-token steps, reported as ``prompt_tokens_details.cached_tokens``.
@@ -45,11 +46,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from kit.caching_rules import LOOKBACK_BLOCKS, min_cacheable_tokens
 from kit.model import scripted
-from kit.model.caching import min_cacheable_tokens
 
 CHARS_PER_TOKEN = 4
-LOOKBACK_BLOCKS = 20  # Anthropic checks for hits up to 20 blocks before each breakpoint
 MAX_BREAKPOINTS = 4
 OPENAI_CACHE_STEP = 128
 
@@ -467,10 +467,15 @@ class FakeAnthropic(FakeServer):
                 for bp in marks:
                     if totals[bp] >= minimum:
                         self._cache[hashes[bp]] = totals[bp]
+        ttl = (blocks[marks[-1]].get("cache_control") or {}).get("ttl", "5m") if marks else "5m"
         return {
             "input_tokens": total - read - write,
             "cache_creation_input_tokens": write,
             "cache_read_input_tokens": read,
+            "cache_creation": {
+                "ephemeral_5m_input_tokens": 0 if ttl == "1h" else write,
+                "ephemeral_1h_input_tokens": write if ttl == "1h" else 0,
+            },
             "output_tokens": _output_tokens(reply),
         }
 
