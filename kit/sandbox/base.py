@@ -46,6 +46,26 @@ ENV_ALLOW = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
 SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 #: HOME inside both backends: a private, writable, empty folder (under the private /tmp in bwrap).
 SANDBOX_HOME = "/tmp/home"
+#: The unprivileged host user and group every bwrap command runs as when the kit runs as root (no
+#: host account uses them; ORCHBENCH_SANDBOX_UID overrides both). Root-only files are unreadable to it.
+SANDBOX_UID = SANDBOX_GID = int(os.environ.get("ORCHBENCH_SANDBOX_UID") or 64055)
+
+
+def drops_to_sandbox_user() -> bool:
+    """Whether bwrap commands run as :data:`SANDBOX_UID` (the kit runs as root; otherwise they run as
+    the kit's own unprivileged user)."""
+    return os.geteuid() == 0
+
+
+def hand_over(path: Path) -> None:
+    """Make ``path`` and everything below it belong to the sandbox user (links not followed), so a
+    sandboxed command can write there. A no-op unless commands run as :data:`SANDBOX_UID`."""
+    if not drops_to_sandbox_user():
+        return
+    os.lchown(path, SANDBOX_UID, SANDBOX_GID)
+    for folder, dirs, files in os.walk(path):
+        for name in (*dirs, *files):
+            os.lchown(os.path.join(folder, name), SANDBOX_UID, SANDBOX_GID)
 
 
 def interpreter_bin() -> str:
