@@ -51,7 +51,7 @@ from kit.records.schema import SEVERITIES, FailedRequirement, Score
 from kit.sandbox.backends import default_sandbox, get_sandbox
 from kit.tasks.git import git
 from kit.tasks.requirements import Requirement, count_test_functions, read_requirements, test_files  # noqa: F401 - re-exported
-from kit.tasks.scoring.clean_copy import copy_clean, pytest_config_file, use_base_tests
+from kit.tasks.scoring.clean_copy import copy_clean, copy_sparse, pytest_config_file, use_base_tests
 from kit.tasks.scoring.session import Canaries, PytestRun, prepare_kit_dir, run_pytest, run_shell
 from kit.tasks.snapshot import Snapshot, snapshot
 from kit.tasks.task import Task
@@ -239,7 +239,7 @@ def evaluate(
         acc_dir, own_dir, base_dir = tmp / "acc", tmp / "own", tmp / "base"
         dropped = [*(dropped or []), *copy_clean(tree, acc_dir)]
         tests_now = count_test_functions(acc_dir)
-        shutil.copytree(acc_dir, own_dir)
+        shutil.copytree(acc_dir, own_dir, copy_function=copy_sparse)
         _extract_commit(ws, base_dir)
         use_base_tests(own_dir, base_dir)
         with ThreadPoolExecutor(3) as pool:
