@@ -254,13 +254,23 @@ class StatusFile:
     def append(self, chunk: str) -> bool:
         current = self._current()
         tampered = current != self.text.encode("utf-8") and (current is not None or bool(self.text))
-        if current is None or tampered:
-            with contextlib.suppress(OSError):  # a link or a folder the executor put in its place
+        try:
+            self._write(chunk, rewrite=current is None or tampered)
+        except OSError:  # a link or a file where the file's folders should be: removed, then again
+            tampered = True
+            for i in range(1, len(self.rel.parts) + 1):
+                with contextlib.suppress(OSError):  # a real folder is refused: it stays
+                    safefs.unlink(self.root, Path(*self.rel.parts[:i]))
+            self._write(chunk, rewrite=True)
+        self.text += chunk
+        return tampered
+
+    def _write(self, chunk: str, *, rewrite: bool) -> None:
+        if rewrite:
+            with contextlib.suppress(OSError):  # a link or a special file in its place
                 safefs.unlink(self.root, self.rel)
             safefs.write_text(self.root, self.rel, self.text)
         safefs.write_text(self.root, self.rel, chunk, append=True)
-        self.text += chunk
-        return tampered
 
     def copy_to(self, dest: Path) -> None:
         """The loop's own text into ``dest`` (the run folder): what is in the clone is never copied."""
