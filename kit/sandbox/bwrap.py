@@ -14,6 +14,7 @@ import atexit
 import functools
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -55,20 +56,47 @@ ETC_ALLOW = (
 )  # fmt: skip
 
 
+def _world_readable(path: Path) -> bool:
+    return bool(path.lstat().st_mode & stat.S_IROTH)
+
+
+def _private_entries(folder: str, names: list[str]) -> set[str]:
+    """What a copy of a host /etc folder leaves out: whatever other users may not read there (the
+    keys in /etc/ssl/private ...); links are kept (they point at what the sandbox may see anyway)."""
+    return {
+        n
+        for n in names
+        if not os.path.islink(os.path.join(folder, n)) and not _world_readable(Path(folder, n))
+    }
+
+
 @functools.cache
 def _etc_dir() -> Path:
-    """A kit-owned folder with the sandbox's ``passwd`` and ``group`` (root and the sandbox user only),
-    made once per kit process and removed at exit."""
+    """The sandbox's /etc, made once per kit process (removed at exit) and bound whole (one mount, not
+    one per entry): copies of :data:`ETC_ALLOW` (links kept as links; only what any host user may
+    read), and a ``passwd`` and ``group`` naming only root and the sandbox user."""
     folder = Path(tempfile.mkdtemp(prefix="orchbench-etc-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     folder.chmod(0o755)
+    for name in ETC_ALLOW:
+        path = Path("/etc") / name
+        try:
+            if path.is_symlink():
+                (folder / name).symlink_to(os.readlink(path))
+            elif path.is_dir() and _world_readable(path):
+                shutil.copytree(path, folder / name, symlinks=True, ignore=_private_entries)
+            elif path.is_file() and _world_readable(path):
+                shutil.copy2(path, folder / name)
+        except OSError:
+            continue  # unreadable or vanished: the sandbox goes without it
     uid, gid = (SANDBOX_UID, SANDBOX_GID) if drops_to_sandbox_user() else (os.getuid(), os.getgid())
     (folder / "passwd").write_text(
         f"root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:{uid}:{gid}:sandbox:{SANDBOX_HOME}:/bin/sh\n"
     )
     (folder / "group").write_text(f"root:x:0:\nsandbox:x:{gid}:\n")
-    for name in ("passwd", "group"):
-        (folder / name).chmod(0o644)
+    for path in folder.rglob("*"):
+        if not path.is_symlink():
+            path.chmod(0o755 if path.is_dir() else 0o644)
     return folder
 
 
@@ -81,16 +109,7 @@ def _system_binds() -> list[str]:
             args += ["--symlink", os.readlink(path), str(path)]
         elif path.is_dir():
             args += ["--ro-bind", str(path), str(path)]
-    args += ["--dir", "/etc"]
-    for name in ETC_ALLOW:
-        path = Path("/etc") / name
-        if path.is_symlink():
-            args += ["--symlink", os.readlink(path), str(path)]
-        elif path.exists():
-            args += ["--ro-bind", str(path), str(path)]
-    for name in ("passwd", "group"):
-        args += ["--ro-bind", str(_etc_dir() / name), f"/etc/{name}"]
-    return args
+    return [*args, "--ro-bind", str(_etc_dir()), "/etc"]
 
 
 def _drop_to_sandbox_user() -> tuple[list[str], list[str]]:
