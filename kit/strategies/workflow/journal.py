@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from kit.errors import KitError
 from kit.records.schema import read_jsonl
+from kit.sandbox.base import hand_over
 from kit.tasks.git import git
 from kit.tasks.workspace import diff as workspace_diff
 
@@ -78,6 +79,7 @@ def restore(workspace: Any, recorded: str) -> None:
         _git_apply(workspace.root, current, reverse=True)
     if recorded:
         _git_apply(workspace.root, recorded, reverse=False)
+    hand_over(workspace.root)  # what git wrote as the kit is the sandbox user's, like the rest of the clone
 
 
 def _git_apply(root: Path, patch: str, *, reverse: bool) -> None:
