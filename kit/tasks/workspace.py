@@ -17,7 +17,7 @@ import json
 import os
 import shutil
 import stat
-import tempfile
+import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +27,7 @@ from kit.errors import TaskError
 from kit.paths import IGNORED_DIRS, IGNORED_SUFFIXES, is_ignored, results_root
 from kit.sandbox.base import hand_over
 from kit.sandbox.commands import run_command
-from kit.tasks.git import git, git_env, run_git
+from kit.tasks.git import GIT_OPTS, GIT_TIMEOUT_S, SAFE_SETTINGS, git_env, run_git
 from kit.tasks.snapshot import Snapshot, snapshot
 
 if TYPE_CHECKING:
@@ -143,61 +143,77 @@ def _tree_files(tree: Path) -> list[tuple[str, str]]:
 
 
 _HASH_BATCH = 500
-#: Paths git's defaults would refuse (NTFS / HFS look-alikes of .git) are still recorded.
-_PATH_OPTS = ["-c", "core.protectNTFS=false", "-c", "core.protectHFS=false"]
+#: Every diff git runs with these (and :data:`kit.tasks.git.SAFE_SETTINGS`); paths git's defaults
+#: would refuse (NTFS / HFS look-alikes of .git) are still recorded.
+_DIFF_OPTS = ["-c", "core.protectNTFS=false", "-c", "core.protectHFS=false"]
+_DIFF_OPTS += [arg for key, value in SAFE_SETTINGS.items() for arg in ("-c", f"{key}={value}")]
+
+
+def _plain_git(cwd: Path, env: dict[str, str], *args: str, input: bytes | None = None) -> bytes:
+    """git in a git folder of the kit's own making (nothing of the agent's config, hooks or
+    attributes exists there); stdout; TaskError when it fails or takes over GIT_TIMEOUT_S."""
+    try:
+        proc = subprocess.run(
+            ["git", *GIT_OPTS, *_DIFF_OPTS, *args],
+            cwd=cwd,
+            env=env,
+            input=input,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        raise TaskError(f"git {args[0]} on a snapshot took longer than {GIT_TIMEOUT_S:g} s") from None
+    if proc.returncode != 0:
+        raise TaskError(
+            f"git {args[0]} on a snapshot failed: {proc.stderr.decode('utf-8', 'replace')[-500:]}"
+        )
+    return proc.stdout
+
+
+def _snapshot_index(ws: Workspace, snap: Snapshot) -> dict[str, str]:
+    """The environment of a git folder next to the snapshot's tree (made once per snapshot) whose
+    index holds every file of the tree, hashed as it is (``--no-filters``: no ``.gitattributes``
+    conversion), and which borrows the cached base's objects."""
+    home = snap.tree.parent / "kit-git"
+    env = git_env()
+    env.update(
+        GIT_DIR=str(home / "git"),
+        GIT_WORK_TREE=str(snap.tree),
+        GIT_INDEX_FILE=str(home / "index"),
+        GIT_ALTERNATE_OBJECT_DIRECTORIES=str(Path(ws.base_git_dir or "") / "objects"),
+        GIT_CEILING_DIRECTORIES=str(snap.tree.parent),
+    )
+    if (home / "index").is_file():
+        return env
+    for sub in ("objects", "refs/heads"):
+        (home / "git" / sub).mkdir(parents=True, exist_ok=True)
+    (home / "git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (home / "git" / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tbare = false\n")
+    files = _tree_files(snap.tree)
+    entries = []
+    for i in range(0, len(files), _HASH_BATCH):
+        batch = files[i : i + _HASH_BATCH]
+        out = _plain_git(
+            snap.tree, env, "hash-object", "-w", "--no-filters", "--", *(rel for _, rel in batch)
+        )
+        shas = out.split()
+        if len(shas) != len(batch):
+            raise TaskError(f"git hash-object gave {len(shas)} ids for {len(batch)} files")
+        for (mode, rel), sha in zip(batch, shas, strict=True):
+            entries.append(b"%s %s\t%s\0" % (mode.encode(), sha, os.fsencode(rel)))
+    _plain_git(snap.tree, env, "update-index", "-z", "--add", "--index-info", input=b"".join(entries))
+    return env
 
 
 def snapshot_diff(ws: Workspace, snap: Snapshot, *diff_args: str) -> bytes:
-    """``git diff --cached ARGS <base>`` of the snapshot's tree, as bytes.
-
-    git runs in a fresh git folder of the kit's (no config, hook or attribute of the agent's: the
-    snapshot has no ``.git``) that borrows the cached base's objects. Every file of the snapshot is
-    hashed as it is (``--no-filters``: no ``.gitattributes`` conversion) into a temporary index, ignored
-    files included, so the diff shows exactly the files scoring copied."""
+    """``git diff --cached ARGS <base>`` of the snapshot's tree, as bytes: every file the snapshot
+    holds (ignored ones included) against the base commit, in a git folder of the kit's that borrows
+    the cached base's objects -- no config, hook, attribute or nested repository of the agent's."""
     if ws.base_git_dir is None or not ws.base_git_dir.is_dir():
         raise TaskError(f"the cached base of {ws.root} is gone: no diff against {ws.base_commit[:12]}")
-    with tempfile.TemporaryDirectory(prefix="orchbench-diff-") as tmp:
-        git_dir = Path(tmp) / "git"
-        run_git(Path(tmp), "init", "-q", "--template=", str(git_dir), env=git_env())
-        env = git_env()
-        env.update(
-            GIT_DIR=str(git_dir / ".git"),
-            GIT_WORK_TREE=str(snap.tree),
-            GIT_INDEX_FILE=str(Path(tmp) / "index"),
-            GIT_ALTERNATE_OBJECT_DIRECTORIES=str(ws.base_git_dir / "objects"),
-        )
-        files = _tree_files(snap.tree)
-        entries = []
-        for i in range(0, len(files), _HASH_BATCH):
-            batch = files[i : i + _HASH_BATCH]
-            args = ["hash-object", "-w", "--no-filters", "--", *(rel for _, rel in batch)]
-            shas = git(snap.tree, *args, env=env, text=False).stdout.split()
-            if len(shas) != len(batch):
-                raise TaskError(f"git hash-object gave {len(shas)} ids for {len(batch)} files")
-            entries += [
-                b"%s %s\t%s\0" % (m.encode(), sha, os.fsencode(r)) for (m, r), sha in zip(batch, shas, strict=True)
-            ]
-        git(
-            snap.tree,
-            *_PATH_OPTS,
-            "update-index",
-            "-z",
-            "--add",
-            "--index-info",
-            env=env,
-            input=b"".join(entries),
-            text=False,
-        )
-        args = [
-            "diff",
-            "--cached",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            *diff_args,
-            ws.base_commit,
-        ]
-        return git(snap.tree, *_PATH_OPTS, *args, env=env, text=False).stdout
+    env = _snapshot_index(ws, snap)
+    args = ["diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv", *diff_args, ws.base_commit]
+    return _plain_git(snap.tree, env, *args)
 
 
 def diff_stats_of(ws: Workspace, snap: Snapshot) -> tuple[int, int, int]:
