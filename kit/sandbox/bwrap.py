@@ -60,21 +60,13 @@ def _world_readable(path: Path) -> bool:
     return bool(path.lstat().st_mode & stat.S_IROTH)
 
 
-def _private_entries(folder: str, names: list[str]) -> set[str]:
-    """What a copy of a host /etc folder leaves out: whatever other users may not read there (the
-    keys in /etc/ssl/private ...); links are kept (they point at what the sandbox may see anyway)."""
-    return {
-        n
-        for n in names
-        if not os.path.islink(os.path.join(folder, n)) and not _world_readable(Path(folder, n))
-    }
-
-
 @functools.cache
 def _etc_dir() -> Path:
-    """The sandbox's /etc, made once per kit process (removed at exit) and bound whole (one mount, not
-    one per entry): copies of :data:`ETC_ALLOW` (links kept as links; only what any host user may
-    read), and a ``passwd`` and ``group`` naming only root and the sandbox user."""
+    """The sandbox's /etc, made once per kit process (removed at exit) and bound whole: copies of the
+    files of :data:`ETC_ALLOW` (links kept as links; only files any host user may read), a mount
+    point for each of its folders (the host's is bound there, read-only, with its own permissions:
+    /etc/ssl/private stays closed to the sandbox user), and a ``passwd`` and ``group`` naming only
+    root and the sandbox user."""
     folder = Path(tempfile.mkdtemp(prefix="orchbench-etc-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     folder.chmod(0o755)
@@ -83,10 +75,11 @@ def _etc_dir() -> Path:
         try:
             if path.is_symlink():
                 (folder / name).symlink_to(os.readlink(path))
-            elif path.is_dir() and _world_readable(path):
-                shutil.copytree(path, folder / name, symlinks=True, ignore=_private_entries)
+            elif path.is_dir():
+                (folder / name).mkdir(mode=0o755)  # the host's folder is bound over it
             elif path.is_file() and _world_readable(path):
-                shutil.copy2(path, folder / name)
+                shutil.copyfile(path, folder / name)
+                (folder / name).chmod(0o644)
         except OSError:
             continue  # unreadable or vanished: the sandbox goes without it
     uid, gid = (SANDBOX_UID, SANDBOX_GID) if drops_to_sandbox_user() else (os.getuid(), os.getgid())
@@ -94,9 +87,8 @@ def _etc_dir() -> Path:
         f"root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:{uid}:{gid}:sandbox:{SANDBOX_HOME}:/bin/sh\n"
     )
     (folder / "group").write_text(f"root:x:0:\nsandbox:x:{gid}:\n")
-    for path in folder.rglob("*"):
-        if not path.is_symlink():
-            path.chmod(0o755 if path.is_dir() else 0o644)
+    for name in ("passwd", "group"):  # the copies kept their (world-readable) modes
+        (folder / name).chmod(0o644)
     return folder
 
 
@@ -109,7 +101,12 @@ def _system_binds() -> list[str]:
             args += ["--symlink", os.readlink(path), str(path)]
         elif path.is_dir():
             args += ["--ro-bind", str(path), str(path)]
-    return [*args, "--ro-bind", str(_etc_dir()), "/etc"]
+    args += ["--ro-bind", str(_etc_dir()), "/etc"]
+    for name in ETC_ALLOW:
+        path = Path("/etc") / name
+        if not path.is_symlink() and path.is_dir():
+            args += ["--ro-bind", str(path), str(path)]
+    return args
 
 
 def _drop_to_sandbox_user() -> tuple[list[str], list[str]]:
