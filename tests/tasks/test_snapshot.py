@@ -115,3 +115,24 @@ def test_links_and_special_files_stay_behind_and_sparse_files_stay_sparse(tmp_pa
     copied = (tmp_path / "scoring-2" / "sparse.bin").stat()
     assert copied.st_size == 48 * 1024 * 1024 and copied.st_blocks * 512 < 1024 * 1024
     assert "HOST-SECRET" not in diff(ws)
+
+
+def test_no_oversized_agent_file_is_parsed_in_the_kits_process(tmp_path, monkeypatch):
+    """A huge test file the agent leaves is never parsed by the kit itself (parsing costs hundreds of
+    times a file's size in memory); pytest, in the sandbox, still runs it."""
+    import ast
+
+    import kit.tasks.requirements as requirements
+
+    parsed: list[int] = []
+    real_parse = ast.parse
+    monkeypatch.setattr(
+        requirements.ast, "parse", lambda src, *a, **k: parsed.append(len(src)) or real_parse(src, *a, **k)
+    )
+    task = load_task("micro-slugify")
+    ws = create_workspace(task, tmp_path / "run" / "repo")
+    body = "def test_padding():\n    assert True\n" + "# padding\n" * 400_000  # ~4 MB
+    (ws.root / "tests" / "test_huge.py").write_text(body)
+    result = score(task, ws, claimed_done=False)
+    assert result.unscored_reason is None, result.unscored_reason
+    assert parsed and max(parsed) <= getattr(requirements, "MAX_PARSE_BYTES", 2 * 1024 * 1024), max(parsed)

@@ -208,13 +208,20 @@ def use_base_tests(tree: Path, base: Path) -> None:
             shutil.copyfile(base / rel, target)
 
 
+#: A configuration file larger than this is not parsed in the kit's process: it is taken as pytest's
+#: configuration (pytest itself reads it, in the sandbox).
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
 def pytest_config_file(root: Path) -> Path | None:
     """The file pytest would take its configuration from when started in ``root`` (pytest 9 rules)."""
     fallback = None
     for name in CONFIG_NAMES:
         path = root / name
-        if not path.is_file():
+        if path.is_symlink() or not path.is_file():
             continue
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            return path
         text = path.read_text(encoding="utf-8", errors="replace")
         if name == "pyproject.toml":
             fallback = path
