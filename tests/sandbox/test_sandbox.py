@@ -344,3 +344,17 @@ def test_a_root_only_file_is_unreadable_and_nothing_runs_as_root(runs, tmp_path)
     assert "passwd" in res.output
     keys = sh("ls /etc/ssl/private && cat /etc/ssl/private/*", mine)  # host keys stay closed
     assert keys.exit_code != 0 and "PRIVATE KEY" not in keys.output
+
+
+def test_what_the_kits_file_tools_write_stays_the_agents_to_change(runs):
+    """The file tools run in the kit's process (as root here); what they create -- folders too -- is
+    given to the clone's owner, so the agent's non-root shell can still edit or delete it."""
+    _, mine = runs
+    coder = Toolbox(mine, ["read", "write", "exec"], role="coder")
+    assert coder.execute("run", {"command": "true"}).ok
+    assert coder.execute("write_file", {"path": "pkg/sub/new.py", "content": "A = 1\n"}).ok
+    r = coder.execute(
+        "run", {"command": "echo 'B = 2' >> pkg/sub/new.py && touch pkg/sub/more.py && echo ok"}
+    )
+    assert r.output.startswith("ok\n"), r.output
+    assert (mine / "pkg" / "sub" / "new.py").read_text() == "A = 1\nB = 2\n"
