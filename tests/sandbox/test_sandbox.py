@@ -358,3 +358,31 @@ def test_what_the_kits_file_tools_write_stays_the_agents_to_change(runs):
     )
     assert r.output.startswith("ok\n"), r.output
     assert (mine / "pkg" / "sub" / "new.py").read_text() == "A = 1\nB = 2\n"
+
+
+@pytest.mark.skipif(
+    process_limit_mechanism() != "cgroup pids.max" or os.geteuid() != 0,
+    reason="needs a writable pids cgroup and commands dropped to the sandbox user",
+)
+def test_one_runs_processes_do_not_count_against_another_run(runs, tmp_path):
+    """Every run's commands are the same sandbox user: the process limit is per command (its cgroup),
+    not per user, so a run holding many processes does not stop another from starting any."""
+    _, mine = runs
+    other = tmp_path / "other-run"
+    other.mkdir()
+    hog = threading.Thread(
+        target=sh,
+        args=("for i in $(seq 60); do sleep 6 & done; wait", mine),
+        kwargs={"limits": ProcessLimits(processes=100), "timeout_s": 10},
+    )
+    hog.start()
+    time.sleep(2)
+    try:
+        res = sh(
+            "for i in 1 2 3 4 5; do sleep 0.1 & done; wait && echo STARTED",
+            other,
+            limits=ProcessLimits(processes=20),
+        )
+        assert "STARTED" in res.output, res.output
+    finally:
+        hog.join()
