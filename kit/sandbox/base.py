@@ -4,6 +4,7 @@ kit's own os.environ, so no provider key passes)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -58,14 +59,16 @@ def drops_to_sandbox_user() -> bool:
 
 
 def hand_over(path: Path) -> None:
-    """Make ``path`` and everything below it belong to the sandbox user (links not followed), so a
-    sandboxed command can write there. A no-op unless commands run as :data:`SANDBOX_UID`."""
+    """Make ``path`` and everything below it belong to the sandbox user, so a sandboxed command can
+    write there. No link is followed, even one swapped in while the walk runs (``os.fwalk`` goes from
+    folder descriptor to folder descriptor). A no-op unless commands run as :data:`SANDBOX_UID`."""
     if not drops_to_sandbox_user():
         return
     os.lchown(path, SANDBOX_UID, SANDBOX_GID)
-    for folder, dirs, files in os.walk(path):
+    for _folder, dirs, files, dir_fd in os.fwalk(path, follow_symlinks=False):
         for name in (*dirs, *files):
-            os.lchown(os.path.join(folder, name), SANDBOX_UID, SANDBOX_GID)
+            with contextlib.suppress(FileNotFoundError):
+                os.chown(name, SANDBOX_UID, SANDBOX_GID, dir_fd=dir_fd, follow_symlinks=False)
 
 
 def interpreter_bin() -> str:
