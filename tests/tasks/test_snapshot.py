@@ -136,3 +136,41 @@ def test_no_oversized_agent_file_is_parsed_in_the_kits_process(tmp_path, monkeyp
     result = score(task, ws, claimed_done=False)
     assert result.unscored_reason is None, result.unscored_reason
     assert parsed and max(parsed) <= getattr(requirements, "MAX_PARSE_BYTES", 2 * 1024 * 1024), max(parsed)
+
+
+def test_a_run_whose_agent_rigged_git_and_left_odd_files_is_scored_with_its_whole_diff(tmp_path):
+    """End to end: the agent plants a nested repository, wipes its clone's objects, writes an ignored
+    file and a non-UTF-8 one, and says done. The run is scored (not ``error``), and diff.patch is
+    written with every file scoring copied."""
+    from kit.model import scripted
+    from kit.model.actions import FINISH, render
+    from kit.run.runner import run_experiment
+    from tests.support.helpers import experiment, run_json, write_profile
+
+    rig = (
+        "printf 'caf\\351 au lait\\n' > menu.txt; echo 'build/' > .gitignore; mkdir -p build nested; "
+        "echo 'BUILT = 1' > build/out.py; cd nested && git init -q && echo n > n.txt && cd ..; "
+        "rm -rf .git/objects/*; echo rigged"
+    )
+
+    def policy(request):
+        step = sum(m.get("role") == "assistant" for m in request.messages)
+        mode = request.context["action_mode"]
+        if step == 0:
+            return render(mode, "run", {"command": rig}, "rig")
+        return render(mode, FINISH, {"summary": "done"}, "done")
+
+    profile = write_profile(tmp_path, scripted.register(policy), "native")
+    out = run_experiment(
+        experiment("rigged", profile, ["micro-slugify"], ["vibe"]),
+        results_dir=tmp_path / "results",
+        progress=False,
+    )
+    (run_dir,) = (out / "runs").iterdir()
+    run = run_json(run_dir)
+    assert run["outcome"] == "done", run["error"]
+    assert not run["error"], run["error"]
+    assert run["score"]["unscored_reason"] is None and run["score"]["requirements_total"] == 7
+    patch = (run_dir / "diff.patch").read_bytes()
+    assert b"build/out.py" in patch and b"+BUILT = 1" in patch and b"nested/n.txt" in patch
+    assert b"+caf\xe9 au lait" in patch
