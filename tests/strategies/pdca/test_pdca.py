@@ -70,7 +70,10 @@ def test_happy_path_plan_do_check_act_exit(tmp_path, mode):
     assert (out.ctx.recorder.run_dir / "pdca-status" / "micro-slugify-1.md").read_text() == out.status_text
     # the status file is not part of the task's diff
     status = subprocess.run(
-        ["git", "-c", "safe.directory=*", "status", "--porcelain"], cwd=out.root, capture_output=True, text=True
+        ["git", "-c", "safe.directory=*", "status", "--porcelain"],
+        cwd=out.root,
+        capture_output=True,
+        text=True,
     ).stdout
     assert status.split() == ["M", "textkit.py"]
     # the orchestrator composed every hand-off and its tokens were recorded on the cheap tier
