@@ -10,7 +10,8 @@ following links and copies into ``<folder>/tree``:
 - never ``.git`` (at any depth, any case), ``__pycache__``, ``.pytest_cache``, ``.ruff_cache``,
   compiled ``*.pyc`` / ``*.pyo``, nor the top-level ``.pdca`` (the pdca strategy's own status file);
 - within caps: :class:`Limits` -- file count, bytes per file (apparent *and* allocated size) and bytes
-  in total (apparent size). Sparse files stay sparse (holes are skipped with ``SEEK_DATA`` /
+  in total (apparent size), taken breadth first (what is nearest the top of the clone is kept when a
+  cap is reached: a vendored environment deep down goes first). Sparse files stay sparse (holes are skipped with ``SEEK_DATA`` /
   ``SEEK_HOLE``), so a huge sparse file costs nothing, and one over a cap is dropped, not densified;
 - what was dropped, and why, goes to ``<folder>/notes.json`` (at most :data:`MAX_NOTES` entries),
   which the kit reads with a size cap; it becomes ``Score.dropped_files``.
@@ -43,7 +44,7 @@ MAX_NOTES_BYTES = 1024 * 1024
 
 @dataclass(frozen=True)
 class Limits:
-    files: int = 20_000  # regular files and folders
+    files: int = 50_000  # regular files and folders
     file_bytes: int = 64 * 1024 * 1024
     total_bytes: int = 256 * 1024 * 1024
     depth: int = 48
@@ -54,7 +55,7 @@ DEFAULT_LIMITS = Limits()
 
 #: Run in the sandbox as ``python -I -S -c SCRIPT clone limits-json``, cwd = the kit's snapshot folder.
 SCRIPT = r"""
-import json, os, stat, sys
+import collections, json, os, stat, sys
 src = sys.argv[1]
 cfg = json.loads(sys.argv[2])
 skip_dirs, skip_suffixes = set(cfg["skip_dirs"]), tuple(cfg["skip_suffixes"])
@@ -126,9 +127,9 @@ def link_target(path):
     return real
 
 os.mkdir("tree")
-stack = [(src, "tree", 0)]
-while stack:
-    folder, out, depth = stack.pop()
+queue = collections.deque([(src, "tree", 0)])  # breadth first: near the top is taken first
+while queue:
+    folder, out, depth = queue.popleft()
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as e:
@@ -156,7 +157,7 @@ while stack:
             else:
                 count += 1
                 os.mkdir(target)
-                stack.append((entry.path, target, depth + 1))
+                queue.append((entry.path, target, depth + 1))
         elif stat.S_ISREG(st.st_mode):
             take_file(entry.path, rel, target)
         elif stat.S_ISLNK(st.st_mode):

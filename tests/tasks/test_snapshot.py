@@ -174,3 +174,24 @@ def test_a_run_whose_agent_rigged_git_and_left_odd_files_is_scored_with_its_whol
     patch = (run_dir / "diff.patch").read_bytes()
     assert b"build/out.py" in patch and b"+BUILT = 1" in patch and b"nested/n.txt" in patch
     assert b"+caf\xe9 au lait" in patch
+
+
+def test_the_snapshot_caps_count_and_bytes_keeping_what_is_nearest_the_top(tmp_path):
+    """Over a cap, the snapshot keeps the entries nearest the top of the clone (breadth first) and
+    lists every one it dropped; a file over the total is dropped, not truncated."""
+    from kit.tasks.snapshot import Limits, snapshot
+
+    ws = create_workspace(load_task("micro-slugify"), tmp_path / "run" / "repo")
+    deep = ws.root / "venv" / "lib" / "site"
+    deep.mkdir(parents=True)
+    for i in range(30):
+        (deep / f"m{i}.py").write_text("X = 1\n")
+    (ws.root / "zz_big.bin").write_bytes(b"x" * 4096)
+    limits = Limits(files=12, total_bytes=3000)
+    with snapshot(ws.root, ws.sandbox, limits) as snap:
+        kept = {p.relative_to(snap.tree).as_posix() for p in snap.tree.rglob("*") if p.is_file()}
+        assert {"textkit.py", "README.md", "tests/test_textkit.py"} <= kept
+        assert sum(k.startswith("venv/lib/site/") for k in kept) < 30
+        dropped = "\n".join(snap.dropped)
+        assert "zz_big.bin: over the snapshot's total of 3000 bytes" in dropped
+        assert "over the snapshot's 12 entries" in dropped and snap.files <= 12
