@@ -5,6 +5,8 @@
 - Writes, creations and deletions walk the path one component at a time from a descriptor of the
   clone's root with ``O_NOFOLLOW``: a symlink swapped in after the kit checked the path fails the
   call instead of redirecting it outside the clone. Callers pass the already-resolved relative path.
+- What the kit creates in the clone belongs to whoever owns the folder it is made in (the sandbox
+  user: :func:`kit.sandbox.base.hand_over`), so the agent's shell can still change it.
 - Every walk and read checks a :class:`Deadline`; searching (where Python's ``re`` holds the GIL and a
   catastrophic pattern cannot be interrupted) runs in a separate, killable process -- see ``SEARCH``.
 """
@@ -51,15 +53,29 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def _own_like(fd: int, parent: int) -> None:
+    """Give what the kit (as root) just made -- ``fd`` -- to the owner of the folder ``parent``."""
+    if os.geteuid() != 0:
+        return
+    owner, st = os.fstat(parent), os.fstat(fd)
+    if st.st_uid == 0 and (owner.st_uid, owner.st_gid) != (st.st_uid, st.st_gid):
+        os.fchown(fd, owner.st_uid, owner.st_gid)
+
+
 def open_dir(root: Path, rel_parts: tuple[str, ...], *, create: bool = False) -> int:
-    """A descriptor of ``root/rel_parts`` reached without following any symlink (made if ``create``)."""
+    """A descriptor of ``root/rel_parts`` reached without following any symlink (made if ``create``,
+    owned like the folder it is made in)."""
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
         for part in rel_parts:
+            made = False
             if create:
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(part, dir_fd=fd)
+                    made = True
             nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            if made:
+                _own_like(nxt, fd)
             os.close(fd)
             fd = nxt
         return fd
@@ -72,12 +88,14 @@ def _open_regular(root: Path, rel: Path, flags: int, *, create_parents: bool = F
     parent = open_dir(root, rel.parts[:-1], create=create_parents)
     try:
         fd = os.open(rel.name, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644, dir_fd=parent)
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise NotRegular(f"{rel.as_posix()} is {_kind(mode)}; only regular files are read or written")
+        if flags & os.O_CREAT:
+            _own_like(fd, parent)
     finally:
         os.close(parent)
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise NotRegular(f"{rel.as_posix()} is {_kind(mode)}; only regular files are read or written")
     return fd
 
 
@@ -98,11 +116,15 @@ def read_text(root: Path, rel: Path, max_bytes: int = MAX_WHOLE_BYTES) -> str:
         return fh.read(max_bytes + 1).decode("utf-8", "replace")
 
 
-def write_text(root: Path, rel: Path, text: str) -> None:
-    """Create or overwrite the regular file ``root/rel`` (parent folders made), race-free."""
-    fd = _open_regular(root, rel, os.O_WRONLY | os.O_CREAT, create_parents=True)
+def write_text(root: Path, rel: Path, text: str, *, append: bool = False) -> None:
+    """Create or overwrite (or append to) the regular file ``root/rel`` (parent folders made),
+    race-free."""
+    fd = _open_regular(
+        root, rel, os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else 0), create_parents=True
+    )
     with os.fdopen(fd, "wb") as fh:
-        fh.truncate(0)
+        if not append:
+            fh.truncate(0)
         fh.write(text.encode("utf-8"))
 
 

@@ -120,8 +120,10 @@ class RunRecorder:
         )
 
     # -- finishing ---------------------------------------------------------------------------
-    def write_diff(self, diff: str) -> None:
-        (self.run_dir / DIFF).write_text(self.redact(diff), encoding="utf-8")
+    def write_diff(self, diff: str | bytes) -> None:
+        """diff.patch, redacted; bytes that are not UTF-8 (a binary patch's paths) are kept as they are."""
+        text = diff.decode("utf-8", "surrogateescape") if isinstance(diff, bytes) else diff
+        (self.run_dir / DIFF).write_text(self.redact(text), encoding="utf-8", errors="surrogateescape")
 
     def finalize(self, record: RunRecord) -> Path:
         """Close the JSONL files, write their Parquet copies, then run.json atomically (the run's

@@ -10,6 +10,7 @@ and stop reasons``); only an OSError -- the records cannot be written -- propaga
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
 import time
@@ -31,7 +32,8 @@ from kit.run.results import INTERRUPTED
 from kit.secrets import Redactor
 from kit.strategies.context import RunContext
 from kit.tasks.scoring import scorer as scoring
-from kit.tasks.workspace import Workspace, create_workspace, diff
+from kit.tasks.snapshot import Snapshot, snapshot
+from kit.tasks.workspace import Workspace, create_workspace, snapshot_diff
 
 
 @dataclass
@@ -115,7 +117,7 @@ def play_run(
     workspace = None
     ctx: RunContext | None = None  # its counters are recorded if the strategy raises
     try:
-        workspace = create_workspace(spec.task, run_dir / "repo")
+        workspace = create_workspace(spec.task, run_dir / "repo", sandbox=experiment.sandbox)
         record.base_commit = workspace.base_commit
         ctx = _context(spec, experiment, profile, sheet, out, recorder, workspace, budget, tiers)
         result = strategies.get(spec.strategy)(ctx)
@@ -190,20 +192,23 @@ def _settle_interrupt(record: RunRecord, recorder: RunRecorder, budget: Budget) 
 
 
 def score_run(played: PlayedRun) -> RunRecord:
-    """The scoring phase: hidden acceptance tests on the clone (not for an interrupted run), the diff,
-    then run.json -- written last, it marks the run done."""
+    """The scoring phase, on a snapshot of the clone taken through the sandbox (the kit never reads
+    the live clone after the agent's last step): hidden acceptance tests (not for an interrupted run),
+    the diff, then run.json -- written last, it marks the run done."""
     record, recorder, workspace = played.record, played.recorder, played.workspace
     if workspace is not None:
-        if record.outcome == INTERRUPTED:
-            _write_diff(record, workspace, recorder)
-        else:
-            try:
-                _score(record, played.spec, workspace, recorder, played.experiment)
-            except OSError:
-                raise  # the records cannot be written: the runner stops
-            except Exception as exc:  # noqa: BLE001 - a bug in scoring must not stop the experiment
-                record.error = (record.error + "; " if record.error else "") + f"scoring failed: {exc}"
-                record.outcome = "error"
+        with contextlib.ExitStack() as stack:
+            snap = _snapshot(record, workspace, stack)
+            if record.outcome == INTERRUPTED:
+                _write_diff(record, workspace, recorder, snap)
+            else:
+                try:
+                    _score(record, played.spec, workspace, recorder, played.experiment, snap)
+                except OSError:
+                    raise  # the records cannot be written: the runner stops
+                except Exception as exc:  # noqa: BLE001 - a bug in scoring must not stop the experiment
+                    record.error = (record.error + "; " if record.error else "") + f"scoring failed: {exc}"
+                    record.outcome = "error"
     record.finished_at = utc_now()
     record.wall_s = round(time.monotonic() - played.started, 3)
     record.model_s = round(recorder.model_s, 3)
@@ -217,26 +222,48 @@ def score_run(played: PlayedRun) -> RunRecord:
     return record
 
 
+def _snapshot(record: RunRecord, workspace: Workspace, stack: contextlib.ExitStack) -> Snapshot | None:
+    """The clone's snapshot (removed when ``stack`` closes); None, with a note in ``error``, when it
+    could not be taken (scoring then takes its own, and says why it failed)."""
+    try:
+        return stack.enter_context(snapshot(workspace.root, workspace.sandbox))
+    except Exception as exc:  # noqa: BLE001 - scoring still runs and reports the failure
+        record.error = (record.error + "; " if record.error else "") + f"snapshot failed: {exc}"[:2000]
+        return None
+
+
 def _score(
-    record: RunRecord, spec: RunSpec, workspace: Workspace, recorder: RunRecorder, experiment: Experiment
+    record: RunRecord,
+    spec: RunSpec,
+    workspace: Workspace,
+    recorder: RunRecorder,
+    experiment: Experiment,
+    snap: Snapshot | None,
 ) -> None:
-    """Score the clone (never leaves the run without a score: a scoring failure gives every requirement
-    failed, outcome ``unscored``); a tampered report gives outcome ``tampered``."""
-    record.score = scoring.score(spec.task, workspace, record.claimed_done, sandbox=experiment.sandbox)
+    """Score the snapshot (never leaves the run without a score: a scoring failure gives every
+    requirement failed, outcome ``unscored``); a tampered report gives outcome ``tampered``."""
+    record.score = scoring.score(
+        spec.task, workspace, record.claimed_done, sandbox=experiment.sandbox, snap=snap
+    )
     if record.score.unscored_reason:
         record.error = (record.error + "; " if record.error else "") + record.score.unscored_reason
         record.outcome = "unscored"
     elif record.score.tampered:
         record.outcome = "tampered"
-    _write_diff(record, workspace, recorder)
+    _write_diff(record, workspace, recorder, snap)
 
 
-def _write_diff(record: RunRecord, workspace: Workspace, recorder: RunRecorder) -> None:
-    """The clone's final diff into the run folder (``docs/records.md``, ``## diff.patch``). A clone whose
-    git state is broken gets a note in ``error``; an OSError writing the file propagates."""
+def _write_diff(
+    record: RunRecord, workspace: Workspace, recorder: RunRecorder, snap: Snapshot | None
+) -> None:
+    """The snapshot's diff against the base into the run folder, binary-safe (``docs/records.md``,
+    ``## diff.patch``): always written -- when no diff can be made, the file says why (and so does
+    ``error``). An OSError writing the file propagates."""
     try:
-        text = diff(workspace)
-    except Exception as exc:  # noqa: BLE001 - a clone whose git state is broken still has its score
-        record.error = (record.error + "; " if record.error else "") + f"diff failed: {exc}"
-        return
-    recorder.write_diff(text)
+        if snap is None:
+            raise RuntimeError("no snapshot of the clone")
+        patch = snapshot_diff(workspace, snap, "--binary")
+    except Exception as exc:  # noqa: BLE001 - the run keeps its score; the record says what failed
+        record.error = (record.error + "; " if record.error else "") + f"diff failed: {exc}"[:2000]
+        patch = f"# orchbench: no diff could be made: {exc}\n".encode()
+    recorder.write_diff(patch)

@@ -10,7 +10,9 @@ scoring call only this; a container backend can be added to ``BACKENDS`` later w
   interpreter's prefixes (the venv included -- its editable finder points at the kit's checkout,
   which is not bound, so ``import kit`` fails inside), the ``ro_binds``, and ``cwd`` -- the only writable place, or read-only when ``writable=False``. New
   network, PID, IPC and UTS namespaces, ``--die-with-parent`` and ``--new-session``; every capability
-  dropped (the kit runs as root here: root with capabilities could mount its way out).
+  dropped. Not root: when the kit runs as root the command becomes the unprivileged host user
+  ``SANDBOX_UID`` through ``setpriv`` (:mod:`kit.sandbox.bwrap`), ``cwd`` is handed to that user, and
+  ``/etc`` is a minimal copy.
 - ``none``: the plain process (new process group), for machines where bwrap cannot start. Unsandboxed:
   the command sees the whole file system, the network and the kit's processes (including the kit's
   ``/proc/<pid>/environ``); the report flags such runs.
@@ -19,9 +21,9 @@ Both backends: an environment built from an allow-list (``sandbox_env``; the kit
 and so its provider keys -- never passes), rlimits on CPU seconds, address space, processes and file
 size, output read by a thread keeping head and tail, and a timeout that kills everything.
 
-Process limit: the kernel ignores RLIMIT_NPROC for uid 0, even inside a user namespace, and the kit runs
-as root here. So each command also gets its own cgroup with ``pids.max`` where the pids controller is
-writable (cgroup v1 ``/sys/fs/cgroup/pids`` or a v2 hierarchy with ``pids``); that cgroup is also how the
+Process limit: RLIMIT_NPROC counts every process of a user (all runs' commands are the same sandbox
+user) and the kernel ignores it for root (the ``none`` backend as root). So each command gets its own
+cgroup with ``pids.max`` where the pids controller is writable (then RLIMIT_NPROC is not set) (cgroup v1 ``/sys/fs/cgroup/pids`` or a v2 hierarchy with ``pids``); that cgroup is also how the
 kit kills every process of the command at the end, setsid'd or not. Where no cgroup is writable and the
 kit runs as root, a fork bomb is contained only by the PID namespace and the timeout
 (``process_limit_mechanism()`` says which holds).

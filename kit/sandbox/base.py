@@ -4,6 +4,7 @@ kit's own os.environ, so no provider key passes)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -46,6 +47,28 @@ ENV_ALLOW = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
 SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 #: HOME inside both backends: a private, writable, empty folder (under the private /tmp in bwrap).
 SANDBOX_HOME = "/tmp/home"
+#: The unprivileged host user and group every bwrap command runs as when the kit runs as root (no
+#: host account uses them; ORCHBENCH_SANDBOX_UID overrides both). Root-only files are unreadable to it.
+SANDBOX_UID = SANDBOX_GID = int(os.environ.get("ORCHBENCH_SANDBOX_UID") or 64055)
+
+
+def drops_to_sandbox_user() -> bool:
+    """Whether bwrap commands run as :data:`SANDBOX_UID` (the kit runs as root; otherwise they run as
+    the kit's own unprivileged user)."""
+    return os.geteuid() == 0
+
+
+def hand_over(path: Path) -> None:
+    """Make ``path`` and everything below it belong to the sandbox user, so a sandboxed command can
+    write there. No link is followed, even one swapped in while the walk runs (``os.fwalk`` goes from
+    folder descriptor to folder descriptor). A no-op unless commands run as :data:`SANDBOX_UID`."""
+    if not drops_to_sandbox_user():
+        return
+    os.lchown(path, SANDBOX_UID, SANDBOX_GID)
+    for _folder, dirs, files, dir_fd in os.fwalk(path, follow_symlinks=False):
+        for name in (*dirs, *files):
+            with contextlib.suppress(FileNotFoundError):
+                os.chown(name, SANDBOX_UID, SANDBOX_GID, dir_fd=dir_fd, follow_symlinks=False)
 
 
 def interpreter_bin() -> str:

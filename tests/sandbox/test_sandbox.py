@@ -293,7 +293,8 @@ def test_the_clones_git_config_cannot_make_the_kits_git_run_commands(tmp_path):
     assert "done" in sh(attack, ws.root).output
     patch = diff(ws)
     assert "+changed" in patch and list(tmp_path.glob("RAN*")) == []
-    subprocess.run(["git", "add", "-A"], cwd=ws.root, env=git_env(), capture_output=True)
+    probe = ["git", "-c", "safe.directory=*", "add", "-A"]  # the clone belongs to the sandbox user
+    subprocess.run(probe, cwd=ws.root, env=git_env(), capture_output=True)
     assert list(tmp_path.glob("RAN*"))  # a plain `git add` would have run the agent's commands
 
 
@@ -318,3 +319,70 @@ def test_a_venv_under_tmp_stays_visible_over_the_private_tmp(monkeypatch):
     venv = argv.index("/tmp/some-checkout/.venv")
     assert argv[tmpfs + 1] == "/tmp" and venv > tmpfs
     assert argv[venv - 1] == "--ro-bind"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the kit runs as a normal user: commands are that user already")
+def test_a_root_only_file_is_unreadable_and_nothing_runs_as_root(runs, tmp_path):
+    """The sandbox is not root: a 0600 root file it can see (in a bound folder, or planted in the clone
+    by the kit) is unreadable, files the command makes are not root's, and /etc is minimal."""
+    _, mine = runs
+    sh("true", mine)  # the clone is the sandbox user's from its first command on
+    secret_dir = tmp_path / "kit-folder"
+    secret_dir.mkdir()
+    secret_dir.chmod(0o755)
+    for where in (secret_dir / "key", mine / "root-only"):
+        where.write_text("ROOT-ONLY-SECRET\n")
+        where.chmod(0o600)
+    probe = f"cat {secret_dir}/key root-only /etc/shadow /etc/gshadow; ls /etc"
+    assert sh(probe, mine, sandbox=NONE, ro_binds=[secret_dir]).output.count("ROOT-ONLY-SECRET") == 2
+    res = sh(probe, mine, ro_binds=[secret_dir])
+    assert "ROOT-ONLY-SECRET" not in res.output and "Permission denied" in res.output
+    assert sh("id -u; echo made > made.txt", mine).output.strip() != "0"
+    assert (mine / "made.txt").stat().st_uid != 0
+    for hidden in ("shadow", "gshadow", "ssh", "sudoers", "machine-id", "gitconfig"):
+        assert f"\n{hidden}\n" not in f"\n{res.output}\n", f"/etc/{hidden} is visible"
+    assert "passwd" in res.output
+    keys = sh("ls /etc/ssl/private && cat /etc/ssl/private/*", mine)  # host keys stay closed
+    assert keys.exit_code != 0 and "PRIVATE KEY" not in keys.output
+
+
+def test_what_the_kits_file_tools_write_stays_the_agents_to_change(runs):
+    """The file tools run in the kit's process (as root here); what they create -- folders too -- is
+    given to the clone's owner, so the agent's non-root shell can still edit or delete it."""
+    _, mine = runs
+    coder = Toolbox(mine, ["read", "write", "exec"], role="coder")
+    assert coder.execute("run", {"command": "true"}).ok
+    assert coder.execute("write_file", {"path": "pkg/sub/new.py", "content": "A = 1\n"}).ok
+    r = coder.execute(
+        "run", {"command": "echo 'B = 2' >> pkg/sub/new.py && touch pkg/sub/more.py && echo ok"}
+    )
+    assert r.output.startswith("ok\n"), r.output
+    assert (mine / "pkg" / "sub" / "new.py").read_text() == "A = 1\nB = 2\n"
+
+
+@pytest.mark.skipif(
+    process_limit_mechanism() != "cgroup pids.max" or os.geteuid() != 0,
+    reason="needs a writable pids cgroup and commands dropped to the sandbox user",
+)
+def test_one_runs_processes_do_not_count_against_another_run(runs, tmp_path):
+    """Every run's commands are the same sandbox user: the process limit is per command (its cgroup),
+    not per user, so a run holding many processes does not stop another from starting any."""
+    _, mine = runs
+    other = tmp_path / "other-run"
+    other.mkdir()
+    hog = threading.Thread(
+        target=sh,
+        args=("for i in $(seq 60); do sleep 6 & done; wait", mine),
+        kwargs={"limits": ProcessLimits(processes=100), "timeout_s": 10},
+    )
+    hog.start()
+    time.sleep(2)
+    try:
+        res = sh(
+            "for i in 1 2 3 4 5; do sleep 0.1 & done; wait && echo STARTED",
+            other,
+            limits=ProcessLimits(processes=20),
+        )
+        assert "STARTED" in res.output, res.output
+    finally:
+        hog.join()

@@ -8,7 +8,9 @@ from kit.tasks.workspace import create_workspace, diff, diff_stats
 
 
 def _git(root, *args):
-    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["git", "-c", "safe.directory=*", *args], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
 
 
 def test_base_commit_recorded_and_deterministic(tmp_path):

@@ -68,8 +68,9 @@ from kit.strategies.harness.features import (
     keep_passes,
     load_initial_list,
     parse_features,
+    write_missing,
 )
-from kit.strategies.harness.gitops import git, settle_commits, verify
+from kit.strategies.harness.gitops import head, settle_commits, verify
 from kit.strategies.harness.stats import Stats, counters
 
 __all__ = [
@@ -150,7 +151,7 @@ def initialize(ctx: RunContext, params: dict[str, Any], stats: Stats) -> Initial
     what was left uncommitted."""
     ctx.phase("initialize")
     root = ctx.workspace.root
-    head_before = git(root, "rev-parse", "HEAD").strip()
+    head_before = head(ctx)
     initializer = ctx.agent(
         "initializer",
         tier="cheap",
@@ -200,7 +201,7 @@ def _fill_in(ctx: RunContext, init: dict[str, Any]) -> None:
     root = ctx.workspace.root
     for name, text in ((INIT_SH, f"#!/bin/sh\n{ctx.task.test_command}\n"), (PROGRESS, "# Progress\n")):
         if not (root / name).is_file():
-            (root / name).write_text(text, encoding="utf-8")
+            write_missing(root, name, text)
             init["kit_wrote"].append(name)
             ctx.recorder.event("note", "initializer", "kit-wrote", f"{name} was missing; the kit wrote it")
 
@@ -214,8 +215,7 @@ def coder_session(
     """Coder session ``k`` in a fresh conversation, then the kit's bookkeeping; its
     ``session_history`` entry."""
     ctx.phase("session", f"coder#{k}")
-    root = ctx.workspace.root
-    head_before = git(root, "rev-parse", "HEAD").strip()
+    head_before = head(ctx)
     guard_before = keeper.guard_refusals
     coder = ctx.agent(
         "coder",

@@ -1,6 +1,10 @@
 """harness's feature list: its schema, the initializer's list validated, and the keeper that lets
 only the ``passes`` flags change afterwards (a guard on the file tools, a revert after every session).
-See docs/strategies.md, ``## harness``."""
+See docs/strategies.md, ``## harness``.
+
+The list lives in the clone, so the agent owns the path: it is read and written without following
+links (:mod:`kit.agent.safefs`, relative to a descriptor of the clone), and a file over
+:data:`MAX_LIST_BYTES` is never parsed in the kit's process (it counts as an invalid list)."""
 
 from __future__ import annotations
 
@@ -20,9 +24,38 @@ from pydantic import (
     ValidationError,
 )
 
+from kit.agent import safefs
 from kit.strategies.context import RunContext
 
 FEATURE_LIST = "feature_list.json"
+#: A feature list (or a write to it) larger than this is not parsed: it is refused / reverted.
+MAX_LIST_BYTES = 1024 * 1024
+
+
+def read_list(root: Path) -> str:
+    """The text of the clone's feature list, read without following links; FileNotFoundError when
+    there is none, :class:`safefs.NotRegular` when it is not a regular file or over :data:`MAX_LIST_BYTES`."""
+    return safefs.read_text(root, Path(FEATURE_LIST), MAX_LIST_BYTES)
+
+
+def write_list(root: Path, text: str) -> None:
+    """Write the clone's feature list; a link or special file the agent left in its place is removed
+    first (never followed)."""
+    try:
+        safefs.write_text(root, Path(FEATURE_LIST), text)
+    except OSError:
+        safefs.unlink(root, Path(FEATURE_LIST))
+        safefs.write_text(root, Path(FEATURE_LIST), text)
+
+
+def write_missing(root: Path, name: str, text: str) -> None:
+    """Write a file the kit fills in (init.sh, the progress file) without following links: a link the
+    agent left in its place is replaced, never written through."""
+    try:
+        safefs.write_text(root, Path(name), text)
+    except OSError:
+        safefs.unlink(root, Path(name))
+        safefs.write_text(root, Path(name), text)
 
 
 class Feature(BaseModel):
@@ -41,6 +74,8 @@ FEATURES = TypeAdapter(list[Feature])
 
 def parse_features(text: str) -> tuple[list[dict[str, Any]] | None, str]:
     """(the list as plain dicts, '') when ``text`` is a valid feature list, else (None, why)."""
+    if len(text) > MAX_LIST_BYTES:
+        return None, f"{FEATURE_LIST} is larger than {MAX_LIST_BYTES} bytes"
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
@@ -59,10 +94,13 @@ def parse_features(text: str) -> tuple[list[dict[str, Any]] | None, str]:
 
 
 def load_initial_list(root: Path) -> tuple[list[dict[str, Any]] | None, str]:
-    path = root / FEATURE_LIST
-    if not path.is_file():
+    try:
+        text = read_list(root)
+    except FileNotFoundError:
         return None, f"{FEATURE_LIST} does not exist"
-    features, error = parse_features(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError as e:
+        return None, f"{FEATURE_LIST} was not read: {e}"
+    features, error = parse_features(text)
     if features is not None and any(f["passes"] for f in features):
         return None, f'{FEATURE_LIST}: every feature must start with "passes": false'
     return features, error
@@ -134,16 +172,22 @@ class FeatureListKeeper:
             if name == "write_file":
                 text = args["content"]
             else:  # edit_file: the text the edit would produce
-                current = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+                try:
+                    current = read_list(self.root)
+                except OSError:
+                    current = ""
                 if current.count(args["old"]) != 1:
                     return None  # the edit fails by itself, with the tool's own message
                 text = current.replace(args["old"], args["new"], 1)
-            try:
-                new = json.loads(text)
-            except json.JSONDecodeError as e:
-                new, problems = None, [f"the new content is not valid JSON ({e})"]
+            if len(text) > MAX_LIST_BYTES:
+                problems = [f"the new content is larger than {MAX_LIST_BYTES} bytes"]
             else:
-                problems = illegal_changes(self.accepted, new)
+                try:
+                    new = json.loads(text)
+                except (json.JSONDecodeError, RecursionError) as e:
+                    new, problems = None, [f"the new content is not valid JSON ({e})"]
+                else:
+                    problems = illegal_changes(self.accepted, new)
         if not problems:
             return None
         self.guard_refusals += 1
@@ -154,18 +198,19 @@ class FeatureListKeeper:
 
     def settle(self, session: int) -> dict[str, Any]:
         """After a session: revert any non-``passes`` change, then accept the list; what changed."""
-        path = self.root / FEATURE_LIST
         try:
-            new: Any = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+            new: Any = json.loads(read_list(self.root))
             problems = illegal_changes(self.accepted, new)
         except FileNotFoundError:
             new, problems = None, ["the file was deleted"]
-        except json.JSONDecodeError as e:
+        except (json.JSONDecodeError, RecursionError) as e:
             new, problems = None, [f"not valid JSON ({e})"]
+        except OSError as e:  # a link, a special file, or too large: never parsed
+            new, problems = None, [f"not read ({e})"]
         merged = keep_passes(self.accepted, new)
         reverted = bool(problems)
         if reverted:
-            path.write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            write_list(self.root, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
             self.reverts += 1
             self.ctx.recorder.event(
                 "gate",

@@ -20,8 +20,6 @@ Only the expert stops a run (outcome incomplete), or the run's caps (``cap:budge
 
 from __future__ import annotations
 
-import shutil
-
 from kit.strategies import StrategyResult
 from kit.strategies.context import RunContext
 from kit.strategies.pdca import escalation
@@ -90,9 +88,7 @@ class Loop:
             self.reason, phase = stop.reason, "STOP"
         if phase == "STOP":
             self.stop()
-        copy = self.ctx.recorder.run_dir / "pdca-status" / self.status.path.name
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(self.status.path, copy)
+        self.status.copy_to(self.ctx.recorder.run_dir / "pdca-status" / self.status.path.name)
         return self.result(phase == "EXIT")
 
     def plan(self) -> str:

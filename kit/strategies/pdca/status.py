@@ -4,6 +4,7 @@ sections."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from kit.agent import safefs
 from kit.records.schema import Severity
 from kit.strategies.pdca.plan import Plan, Unit, resolve
 from kit.strategies.pdca.reports import CriterionVerdict, Defect, ExecutorReport, Route
@@ -222,24 +224,58 @@ def log_line(at: str, state: State, event: str, evidence: str = "") -> str:
 LOG_LINE = re.compile(r"^(\S+) \| (\w+) \| r(\d+) \| n(\d+)/(\d+) \| ([^|]*?) \| ?(.*)$")
 
 
+def _in_clone(path: Path) -> tuple[Path, Path]:
+    """(the clone, the path inside it) of a status file under the clone's ``.pdca/``."""
+    parts = path.parts
+    top = max((i for i, part in enumerate(parts) if part == ".pdca"), default=len(parts) - 1)
+    return Path(*parts[:top]), Path(*parts[top:])
+
+
 class StatusFile:
     """Append-only markdown file. The loop keeps the text it wrote; if anything else changed the file
-    (a shell command of the executor), it is restored first and the append reports the tampering."""
+    (a shell command of the executor), it is restored first and the append reports the tampering.
+    The file is in the clone, so it is read and written without following links (:mod:`safefs`,
+    from a descriptor of the clone), never read beyond the length the loop wrote, and never parsed."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self.root, self.rel = _in_clone(self.path)
         self.text = ""
 
+    def _current(self) -> bytes | None:
+        """The file's bytes, up to one more than the loop wrote (enough to see a change); None when it
+        is missing, a link or not a regular file."""
+        try:
+            with safefs.open_read(self.root, self.rel) as fh:
+                return fh.read(len(self.text.encode("utf-8")) + 1)
+        except OSError:
+            return None
+
     def append(self, chunk: str) -> bool:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        current = self.path.read_text(encoding="utf-8") if self.path.exists() else ""
-        tampered = current != self.text
-        if tampered:
-            self.path.write_text(self.text, encoding="utf-8")
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(chunk)
+        current = self._current()
+        tampered = current != self.text.encode("utf-8") and (current is not None or bool(self.text))
+        try:
+            self._write(chunk, rewrite=current is None or tampered)
+        except OSError:  # a link or a file where the file's folders should be: removed, then again
+            tampered = True
+            for i in range(1, len(self.rel.parts) + 1):
+                with contextlib.suppress(OSError):  # a real folder is refused: it stays
+                    safefs.unlink(self.root, Path(*self.rel.parts[:i]))
+            self._write(chunk, rewrite=True)
         self.text += chunk
         return tampered
+
+    def _write(self, chunk: str, *, rewrite: bool) -> None:
+        if rewrite:
+            with contextlib.suppress(OSError):  # a link or a special file in its place
+                safefs.unlink(self.root, self.rel)
+            safefs.write_text(self.root, self.rel, self.text)
+        safefs.write_text(self.root, self.rel, chunk, append=True)
+
+    def copy_to(self, dest: Path) -> None:
+        """The loop's own text into ``dest`` (the run folder): what is in the clone is never copied."""
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(self.text, encoding="utf-8")
 
     def log(self) -> list[tuple[str, ...]]:
         """The progress log as (time, phase, r, n, max, event, evidence) tuples."""
@@ -255,11 +291,18 @@ def status_guard(name: str, args: dict) -> str | None:
 
 
 def hide_from_git(root: Path) -> None:
-    """Keep .pdca/ out of the scored diff (the clone's .git/info/exclude)."""
-    exclude = Path(root) / ".git" / "info" / "exclude"
-    text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+    """Keep .pdca/ out of the agent's ``git status`` (the clone's .git/info/exclude; the scored diff
+    never shows it: snapshots leave the top-level .pdca/ out). Written without following links; an
+    exclude file that is a link, special or larger than 1 MB is left alone."""
+    rel = Path(".git", "info", "exclude")
+    try:
+        text = safefs.read_text(root, rel, 1024 * 1024)
+    except FileNotFoundError:
+        text = ""
+    except OSError:
+        return
     if ".pdca/" not in text.split():
-        exclude.parent.mkdir(parents=True, exist_ok=True)
-        exclude.write_text(
-            text + ("" if text.endswith("\n") or not text else "\n") + ".pdca/\n", encoding="utf-8"
-        )
+        with contextlib.suppress(OSError):
+            safefs.write_text(
+                root, rel, ("" if text.endswith("\n") or not text else "\n") + ".pdca/\n", append=True
+            )

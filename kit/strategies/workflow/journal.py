@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,8 @@ from pydantic import BaseModel
 
 from kit.errors import KitError
 from kit.records.schema import read_jsonl
-from kit.tasks.git import git
+from kit.sandbox.backends import default_sandbox, get_sandbox
+from kit.tasks.git import git_env
 from kit.tasks.workspace import diff as workspace_diff
 
 
@@ -75,17 +77,27 @@ def restore(workspace: Any, recorded: str) -> None:
     if current == recorded:
         return
     if current:
-        _git_apply(workspace.root, current, reverse=True)
+        _git_apply(workspace, current, reverse=True)
     if recorded:
-        _git_apply(workspace.root, recorded, reverse=False)
+        _git_apply(workspace, recorded, reverse=False)
 
 
-def _git_apply(root: Path, patch: str, *, reverse: bool) -> None:
-    args = ["apply", "--binary", "--whitespace=nowarn", *(["-R"] if reverse else [])]
-    proc = git(root, *args, input=patch, check=False)
-    if proc.returncode != 0:
+def _git_apply(workspace: Any, patch: str, *, reverse: bool) -> None:
+    """``git apply`` of ``patch`` on the clone, in the run's sandbox as the agent's commands run (the
+    clone's ``.git`` is the agent's: whatever its config names runs there, never in the kit)."""
+    root = workspace.root
+    with tempfile.TemporaryDirectory(prefix="orchbench-patch-") as tmp:
+        folder = Path(tmp)
+        folder.chmod(0o755)
+        (folder / "change.diff").write_text(patch, encoding="utf-8")
+        (folder / "change.diff").chmod(0o644)
+        argv = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "apply", "--binary"]
+        argv += ["--whitespace=nowarn", *(["-R"] if reverse else []), str(folder / "change.diff")]
+        box = get_sandbox(workspace.sandbox or default_sandbox())
+        res = box.run(argv, root, writable=True, timeout_s=120, env=git_env(), ro_binds=[folder])
+    if res.exit_code != 0:
         raise KitError(
             f"workflow journal: could not {'reverse' if reverse else 'apply'} a recorded diff in {root}: "
-            f"{proc.stderr.strip()[:500]}",
+            f"{res.output.strip()[:500]}",
             "delete the run's journal file under <results>/<experiment>/journals/ to redo the run from scratch",
         )

@@ -5,7 +5,8 @@ only when it points to a regular file inside the clone; symlinks pointing outsid
 FIFOs, sockets, devices, unreadable entries, very large files and very deep folders are dropped, each
 with a note. ``.git``, ``__pycache__``, ``.pytest_cache`` and compiled ``*.pyc`` files are never copied
 (a stale or sourceless ``.pyc`` would be imported in place of the source). Nothing the clone holds can
-make the copy hang (files are opened non-blocking and checked to be regular) or crash it.
+make the copy hang (files are opened non-blocking and checked to be regular) or crash it, and a sparse
+file stays sparse (:func:`copy_data` skips holes): the copy takes no more disk than the original.
 
 :func:`use_base_tests` makes a copy judge regressions the way the base commit would: every test
 file, conftest, file under a ``tests/``-like folder and pytest configuration file (pytest.ini,
@@ -44,6 +45,39 @@ CONFIG_NAMES = (
 )
 
 
+def copy_data(src: int, dst: int, size: int) -> None:
+    """Copy ``size`` bytes from descriptor ``src`` to ``dst`` skipping holes (``SEEK_DATA`` /
+    ``SEEK_HOLE``), so a sparse file is not made dense."""
+    pos = 0
+    while pos < size:
+        try:
+            start = os.lseek(src, pos, os.SEEK_DATA)
+        except OSError:
+            break  # only a hole is left
+        end = min(os.lseek(src, start, os.SEEK_HOLE), size)
+        os.lseek(src, start, os.SEEK_SET)
+        os.lseek(dst, start, os.SEEK_SET)
+        left = end - start
+        while left > 0:
+            chunk = os.read(src, min(left, 1 << 20))
+            if not chunk:
+                break
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(dst, view) :]
+            left -= len(chunk)
+        pos = max(end, start + 1)
+    os.ftruncate(dst, size)
+
+
+def copy_sparse(src: str, dst: str) -> str:
+    """``shutil.copytree``'s copy function for kit-owned trees: contents (holes kept) and mode."""
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        copy_data(fin.fileno(), fout.fileno(), os.fstat(fin.fileno()).st_size)
+    shutil.copymode(src, dst)
+    return dst
+
+
 class _Notes(list):
     def add(self, rel: str, why: str) -> None:
         if len(self) < MAX_NOTES:
@@ -58,7 +92,7 @@ def _copy_file(path: str, dest: Path) -> str | None:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         return f"unreadable ({e.strerror})"
-    with os.fdopen(fd, "rb") as src:
+    with os.fdopen(fd, "rb"):
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return "not a regular file"
@@ -66,7 +100,7 @@ def _copy_file(path: str, dest: Path) -> str | None:
             return f"larger than {MAX_FILE_BYTES // 2**20} MB"
         try:
             with open(dest, "wb") as out:
-                shutil.copyfileobj(src, out)
+                copy_data(fd, out.fileno(), st.st_size)
         except OSError as e:
             return f"could not be copied ({e.strerror})"
         with contextlib.suppress(OSError):
@@ -174,13 +208,20 @@ def use_base_tests(tree: Path, base: Path) -> None:
             shutil.copyfile(base / rel, target)
 
 
+#: A configuration file larger than this is not parsed in the kit's process: it is taken as pytest's
+#: configuration (pytest itself reads it, in the sandbox).
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
 def pytest_config_file(root: Path) -> Path | None:
     """The file pytest would take its configuration from when started in ``root`` (pytest 9 rules)."""
     fallback = None
     for name in CONFIG_NAMES:
         path = root / name
-        if not path.is_file():
+        if path.is_symlink() or not path.is_file():
             continue
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            return path
         text = path.read_text(encoding="utf-8", errors="replace")
         if name == "pyproject.toml":
             fallback = path

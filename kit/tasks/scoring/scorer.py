@@ -2,11 +2,13 @@
 
 Scoring never runs in the clone, and never in the process that reads the results:
 
-1. **A clean copy.** The clone's working tree is copied (:func:`kit.tasks.scoring.clean_copy.copy_clean`: regular
-   files and folders only; what was dropped is noted in ``Score.dropped_files``). A second copy gets
-   the base commit's test files, conftests and pytest configuration
-   (:func:`kit.tasks.scoring.clean_copy.use_base_tests`) to judge regressions; tests the agent added only count
-   as ``tests_added``.
+1. **A clean copy of a snapshot.** :func:`score` works from a snapshot of the clone taken through the
+   sandbox (:mod:`kit.tasks.snapshot`: regular files only, capped, what was dropped noted in
+   ``Score.dropped_files``), never from the live clone; it is copied again
+   (:func:`kit.tasks.scoring.clean_copy.copy_clean`). A second copy gets the base commit's test
+   files, conftests and pytest configuration (:func:`kit.tasks.scoring.clean_copy.use_base_tests`),
+   read from the kit's cached base -- built from the task folder, sharing no object with any clone --
+   to judge regressions; tests the agent added only count as ``tests_added``.
 2. **Fresh sandboxes** (:mod:`kit.sandbox.backends`; ``bwrap`` by default): the hidden acceptance tests, the
    kit's launcher and plugin live in a kit folder outside the copy, visible read-only. The interpreter
    starts isolated (``python -I``), so the repo cannot shadow pytest or the standard library; the repo
@@ -32,6 +34,7 @@ to pass on the starting code.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import shlex
 import shutil
@@ -48,10 +51,11 @@ from kit.records.schema import SEVERITIES, FailedRequirement, Score
 from kit.sandbox.backends import default_sandbox, get_sandbox
 from kit.tasks.git import git
 from kit.tasks.requirements import Requirement, count_test_functions, read_requirements, test_files  # noqa: F401 - re-exported
-from kit.tasks.scoring.clean_copy import copy_clean, pytest_config_file, use_base_tests
+from kit.tasks.scoring.clean_copy import copy_clean, copy_sparse, pytest_config_file, use_base_tests
 from kit.tasks.scoring.session import Canaries, PytestRun, prepare_kit_dir, run_pytest, run_shell
+from kit.tasks.snapshot import Snapshot, snapshot
 from kit.tasks.task import Task
-from kit.tasks.workspace import COPY_IGNORE, Workspace, diff_stats
+from kit.tasks.workspace import COPY_IGNORE, Workspace, diff_stats_of
 
 ACCEPTANCE_DIRNAME = "_acceptance"
 
@@ -60,9 +64,9 @@ ACCEPTANCE_DIRNAME = "_acceptance"
 
 
 def _extract_commit(ws: Workspace, dest: Path) -> None:
-    """The base commit's tree, read from the kit's cached base repository (the clone's own ``.git``
-    may be gone or rigged) -- falling back to the clone's when the cache no longer has it."""
-    git_dirs = [d for d in (ws.base_git_dir, ws.root / ".git") if d is not None and d.is_dir()]
+    """The base commit's tree, read from the kit's cached base repository only: never from the
+    clone, whose ``.git`` the agent may have rewritten."""
+    git_dirs = [d for d in (ws.base_git_dir,) if d is not None and d.is_dir()]
     last = "no git folder holds it"
     for git_dir in git_dirs:
         proc = git(
@@ -215,19 +219,27 @@ def _base_info(session: _Session, task: Task, ws: Workspace, base_dir: Path) -> 
 
 
 def evaluate(
-    task: Task, tree: Path, ws: Workspace, timeout_s: float | None = None, *, sandbox: str | None = None
+    task: Task,
+    tree: Path,
+    ws: Workspace,
+    timeout_s: float | None = None,
+    *,
+    sandbox: str | None = None,
+    dropped: list[str] | None = None,
 ) -> Evaluation:
     """Run acceptance and own tests on clean copies of ``tree`` in fresh sandboxes (``sandbox``: a
-    :mod:`kit.sandbox.backends` backend name, default the platform's); ``ws`` gives the base commit."""
+    :mod:`kit.sandbox.backends` backend name, default the platform's); ``ws`` gives the base commit.
+    ``tree`` is a snapshot (:func:`score`) or a tree of the kit's own (``tasks validate``); ``dropped``:
+    what the snapshot left out, reported first."""
     timeout = timeout_s or task.limits.scoring_timeout_s
     requirements, problems = read_requirements(task.acceptance_dir)
     with tempfile.TemporaryDirectory(prefix="orchbench-score-") as tmp_name:
         tmp = Path(tmp_name)
         session = _Session(sandbox, tmp / "kit", timeout)
         acc_dir, own_dir, base_dir = tmp / "acc", tmp / "own", tmp / "base"
-        dropped = copy_clean(tree, acc_dir)
+        dropped = [*(dropped or []), *copy_clean(tree, acc_dir)]
         tests_now = count_test_functions(acc_dir)
-        shutil.copytree(acc_dir, own_dir)
+        shutil.copytree(acc_dir, own_dir, copy_function=copy_sparse)
         _extract_commit(ws, base_dir)
         use_base_tests(own_dir, base_dir)
         with ThreadPoolExecutor(3) as pool:
@@ -303,10 +315,12 @@ def _tally(
     }
 
 
-def _diff_stats(ws: Workspace) -> tuple[int, int, int]:
+def _diff_stats(ws: Workspace, snap: Snapshot | None) -> tuple[int, int, int]:
+    if snap is None:
+        return 0, 0, 0
     try:
-        return diff_stats(ws)
-    except Exception:  # noqa: BLE001 - a clone whose git state is broken still gets a score
+        return diff_stats_of(ws, snap)
+    except Exception:  # noqa: BLE001 - a diff that fails still leaves a score
         return 0, 0, 0
 
 
@@ -314,9 +328,11 @@ def _claimed_but_failed(claimed_done: bool, defects: dict[str, int]) -> bool:
     return bool(claimed_done and (defects["critical"] or defects["major"]))
 
 
-def to_score(ev: Evaluation, ws: Workspace, claimed_done: bool, scoring_s: float) -> Score:
+def to_score(
+    ev: Evaluation, ws: Workspace, claimed_done: bool, scoring_s: float, snap: Snapshot | None = None
+) -> Score:
     tally = _tally(ev.requirements, ev.failed_requirements, {k: m for k, (_, m) in ev.results.items()})
-    files, added, removed = _diff_stats(ws)
+    files, added, removed = _diff_stats(ws, snap)
     regressed = ev.regressed
     return Score(
         **tally,
@@ -336,7 +352,9 @@ def to_score(ev: Evaluation, ws: Workspace, claimed_done: bool, scoring_s: float
     )
 
 
-def unscored(task: Task, ws: Workspace, claimed_done: bool, reason: str, scoring_s: float) -> Score:
+def unscored(
+    task: Task, ws: Workspace, claimed_done: bool, reason: str, scoring_s: float, snap: Snapshot | None = None
+) -> Score:
     """The score of a run whose scoring failed: every requirement failed, with the reason."""
     try:
         requirements, _ = read_requirements(task.acceptance_dir)
@@ -344,7 +362,7 @@ def unscored(task: Task, ws: Workspace, claimed_done: bool, reason: str, scoring
         requirements = []
     message = f"not scored: {reason}"[:300]
     tally = _tally(requirements, requirements, {r.key: message for r in requirements})
-    files, added, removed = _diff_stats(ws)
+    files, added, removed = _diff_stats(ws, snap)
     return Score(
         **tally,
         files_touched=files,
@@ -363,13 +381,19 @@ def score(
     timeout_s: float | None = None,
     *,
     sandbox: str | None = None,
+    snap: Snapshot | None = None,
 ) -> Score:
-    """Score the clone's working tree against the task's hidden acceptance tests. Never raises for a
-    failure of scoring itself: that gives a score with every requirement failed and the reason."""
+    """Score the clone against the task's hidden acceptance tests, from ``snap`` -- a snapshot of it
+    (:mod:`kit.tasks.snapshot`) -- or from one taken here through ``sandbox``: the live clone is never
+    read by the kit. Never raises for a failure of scoring itself: that gives a score with every
+    requirement failed and the reason."""
     started = time.monotonic()
-    try:
-        ev = evaluate(task, ws.root, ws, timeout_s, sandbox=sandbox)
-        return to_score(ev, ws, claimed_done, time.monotonic() - started)
-    except Exception as exc:  # noqa: BLE001 - a run is never left unscored
-        reason = f"scoring failed: {type(exc).__name__}: {exc}"
-        return unscored(task, ws, claimed_done, reason, time.monotonic() - started)
+    with contextlib.ExitStack() as stack:
+        try:
+            if snap is None:
+                snap = stack.enter_context(snapshot(ws.root, sandbox or ws.sandbox))
+            ev = evaluate(task, snap.tree, ws, timeout_s, sandbox=sandbox, dropped=snap.dropped)
+            return to_score(ev, ws, claimed_done, time.monotonic() - started, snap)
+        except Exception as exc:  # noqa: BLE001 - a run is never left unscored
+            reason = f"scoring failed: {type(exc).__name__}: {exc}"
+            return unscored(task, ws, claimed_done, reason, time.monotonic() - started, snap)

@@ -135,7 +135,9 @@ def events(ctx: RunContext) -> list[dict[str, Any]]:
 
 
 def git(ws: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=ws, capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["git", "-c", "safe.directory=*", *args], cwd=ws, capture_output=True, text=True, check=True
+    ).stdout
 
 
 # --------------------------------------------------------------------------- stopping

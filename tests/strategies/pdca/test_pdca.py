@@ -71,7 +71,10 @@ def test_happy_path_plan_do_check_act_exit(tmp_path, mode):
     assert (out.ctx.recorder.run_dir / "pdca-status" / "micro-slugify-1.md").read_text() == out.status_text
     # the status file is not part of the task's diff
     status = subprocess.run(
-        ["git", "status", "--porcelain"], cwd=out.root, capture_output=True, text=True
+        ["git", "-c", "safe.directory=*", "status", "--porcelain"],
+        cwd=out.root,
+        capture_output=True,
+        text=True,
     ).stdout
     assert status.split() == ["M", "textkit.py"]
     # the orchestrator composed every hand-off and its tokens were recorded on the cheap tier
@@ -314,7 +317,7 @@ def test_only_the_executor_changes_files(tmp_path):
         (e["role"], e["name"]) for e in out.events("tool") if e["name"] in ("write_file", "edit_file", "run")
     }  # CHECK's re-runs of the proving commands are the executor's too (read + exec, no write tools)
     assert changing == {("executor", "write_file"), ("executor", "run")}
-    git = ["git", "status", "--porcelain", "--untracked-files=all", "--ignored"]
+    git = ["git", "-c", "safe.directory=*", "status", "--porcelain", "--untracked-files=all", "--ignored"]
     changed = subprocess.run(git, cwd=out.root, capture_output=True, text=True).stdout.splitlines()
     changed = [line for line in changed if "cache" not in line]
     assert changed == [" M textkit.py", f"!! {status}"]  # the executor's change, and the loop's status file

@@ -1,0 +1,242 @@
+"""A snapshot of a clone, taken through the sandbox: after the agent's last step the clone is data.
+
+The kit never reads the live clone from its own process: :func:`take` runs :data:`SCRIPT` (``python -I
+-S``, the standard library only) in the run's sandbox as the sandbox user, with the clone bound
+read-only and a fresh kit folder as its only writable place. The script walks the clone without
+following links and copies into ``<folder>/tree``:
+
+- regular files only (a symlink to a regular file inside the clone is copied as that file, as the
+  scoring copy always did); FIFOs, sockets, devices, links pointing elsewhere are dropped;
+- never ``.git`` (at any depth, any case), ``__pycache__``, ``.pytest_cache``, ``.ruff_cache``,
+  compiled ``*.pyc`` / ``*.pyo``, nor the top-level ``.pdca`` (the pdca strategy's own status file);
+- within caps: :class:`Limits` -- file count, bytes per file (apparent *and* allocated size) and bytes
+  in total (apparent size), taken breadth first (what is nearest the top of the clone is kept when a
+  cap is reached: a vendored environment deep down goes first). Sparse files stay sparse (holes are skipped with ``SEEK_DATA`` /
+  ``SEEK_HOLE``), so a huge sparse file costs nothing, and one over a cap is dropped, not densified;
+- what was dropped, and why, goes to ``<folder>/notes.json`` (at most :data:`MAX_NOTES` entries),
+  which the kit reads with a size cap; it becomes ``Score.dropped_files``.
+
+The diff (:func:`kit.tasks.workspace.snapshot_diff`), the scoring copy and the strategies' mid-run
+diffs all work from a snapshot; nothing in it is a link, a special file or a git repository, so no
+git configuration, hook, filter or nested repository of the agent's reaches the kit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kit.errors import TaskError
+from kit.paths import IGNORED_DIRS, IGNORED_SUFFIXES
+from kit.sandbox.backends import default_sandbox, get_sandbox, sandbox_env
+
+#: Kit state kept in the clone, never part of the agent's work (the pdca strategy's status file).
+TOP_LEVEL_SKIP = (".pdca",)
+MAX_NOTES = 200
+MAX_NOTES_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    files: int = 50_000  # regular files and folders
+    file_bytes: int = 64 * 1024 * 1024
+    total_bytes: int = 256 * 1024 * 1024
+    depth: int = 48
+    timeout_s: float = 300.0
+
+
+DEFAULT_LIMITS = Limits()
+
+#: Run in the sandbox as ``python -I -S -c SCRIPT clone limits-json``, cwd = the kit's snapshot folder.
+SCRIPT = r"""
+import collections, json, os, stat, sys
+src = sys.argv[1]
+cfg = json.loads(sys.argv[2])
+skip_dirs, skip_suffixes = set(cfg["skip_dirs"]), tuple(cfg["skip_suffixes"])
+notes, count, total = [], 0, 0
+
+def note(rel, why):
+    if len(notes) < cfg["max_notes"]:
+        notes.append(f"{rel}: {why}")
+    elif len(notes) == cfg["max_notes"]:
+        notes.append("... more dropped entries not listed")
+
+def write_all(fd, data):
+    while data:
+        data = data[os.write(fd, data):]
+
+def copy(fd, size, mode, dest):
+    out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    try:
+        pos = 0
+        while pos < size:
+            try:
+                start = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError:
+                break  # only a hole is left
+            end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
+            os.lseek(fd, start, os.SEEK_SET)
+            os.lseek(out, start, os.SEEK_SET)
+            left = end - start
+            while left > 0:
+                chunk = os.read(fd, min(left, 1 << 20))
+                if not chunk:
+                    break
+                write_all(out, chunk)
+                left -= len(chunk)
+            pos = max(end, start + 1)
+        os.ftruncate(out, size)
+    finally:
+        os.close(out)
+
+def take_file(path, rel, dest):
+    global count, total
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        return note(rel, f"unreadable ({e.strerror})")
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return note(rel, "not a regular file")
+        size, allocated = st.st_size, st.st_blocks * 512
+        if size > cfg["file_bytes"] or allocated > cfg["file_bytes"]:
+            return note(rel, f"larger than {cfg['file_bytes']} bytes (size {size}, allocated {allocated})")
+        if total + size > cfg["total_bytes"]:
+            return note(rel, f"over the snapshot's total of {cfg['total_bytes']} bytes")
+        if count >= cfg["files"]:
+            return note(rel, f"over the snapshot's {cfg['files']} entries")
+        count += 1
+        total += size
+        copy(fd, size, 0o755 if st.st_mode & 0o100 else 0o644, dest)
+    except OSError as e:
+        note(rel, f"could not be copied ({e.strerror})")
+    finally:
+        os.close(fd)
+
+def link_target(path):
+    real = os.path.realpath(path)
+    if os.path.commonpath([real, src]) != src or os.path.islink(real) or not os.path.isfile(real):
+        return None
+    return real
+
+os.mkdir("tree")
+queue = collections.deque([(src, "tree", 0)])  # breadth first: near the top is taken first
+while queue:
+    folder, out, depth = queue.popleft()
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as e:
+        note(os.path.relpath(folder, src), f"folder unreadable ({e.strerror})")
+        continue
+    for entry in entries:
+        rel = os.path.relpath(entry.path, src)
+        name = entry.name
+        if name in skip_dirs or name.endswith(skip_suffixes) or (depth == 0 and name in cfg["top_skip"]):
+            continue
+        if name.lower() == ".git":
+            note(rel, "a name git reserves")
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError as e:
+            note(rel, f"unreadable ({e.strerror})")
+            continue
+        target = os.path.join(out, name)
+        if stat.S_ISDIR(st.st_mode):
+            if depth + 1 > cfg["depth"]:
+                note(rel, f"folder nested deeper than {cfg['depth']} levels")
+            elif count >= cfg["files"]:
+                note(rel, f"over the snapshot's {cfg['files']} entries")
+            else:
+                count += 1
+                os.mkdir(target)
+                queue.append((entry.path, target, depth + 1))
+        elif stat.S_ISREG(st.st_mode):
+            take_file(entry.path, rel, target)
+        elif stat.S_ISLNK(st.st_mode):
+            real = link_target(entry.path)
+            if real is None:
+                note(rel, "symlink pointing outside the clone or to a folder")
+            else:
+                take_file(real, rel, target)
+        else:
+            kind = "FIFO" if stat.S_ISFIFO(st.st_mode) else "socket" if stat.S_ISSOCK(st.st_mode) else "device"
+            note(rel, f"{kind}, not a regular file")
+with open("notes.json.tmp", "w") as fh:
+    json.dump({"files": count, "bytes": total, "dropped": notes}, fh)
+os.rename("notes.json.tmp", "notes.json")
+print("snapshot ok")
+"""
+
+
+@dataclass
+class Snapshot:
+    """The clone's files as the kit took them (``tree``, kit-owned) and what was left out."""
+
+    tree: Path
+    dropped: list[str] = field(default_factory=list)
+    files: int = 0
+    bytes: int = 0
+
+
+def _read_notes(path: Path) -> dict:
+    with open(path, "rb") as fh:
+        raw = fh.read(MAX_NOTES_BYTES + 1)
+    if len(raw) > MAX_NOTES_BYTES:
+        raise TaskError(f"the snapshot's notes are larger than {MAX_NOTES_BYTES} bytes")
+    data = json.loads(raw)
+    if not isinstance(data, dict) or not isinstance(data.get("dropped"), list):
+        raise TaskError("the snapshot's notes are not what the snapshot script writes")
+    return data
+
+
+def take(clone: Path, folder: Path, sandbox: str | None = None, limits: Limits = DEFAULT_LIMITS) -> Snapshot:
+    """Snapshot ``clone`` into the empty kit folder ``folder`` through the sandbox called ``sandbox``
+    (default: the platform's). TaskError when the snapshot could not be taken."""
+    clone = Path(clone).resolve()
+    if not clone.is_dir():
+        raise TaskError(f"cannot snapshot {clone}: not a folder")
+    cfg = {
+        "files": limits.files,
+        "file_bytes": limits.file_bytes,
+        "total_bytes": limits.total_bytes,
+        "depth": limits.depth,
+        "max_notes": MAX_NOTES,
+        "skip_dirs": list(IGNORED_DIRS),
+        "skip_suffixes": list(IGNORED_SUFFIXES),
+        "top_skip": list(TOP_LEVEL_SKIP),
+    }
+    argv = [sys.executable, "-I", "-S", "-c", SCRIPT, str(clone), json.dumps(cfg)]
+    box = get_sandbox(sandbox or default_sandbox())
+    res = box.run(
+        argv, folder, writable=True, timeout_s=limits.timeout_s, env=sandbox_env(), ro_binds=[clone]
+    )
+    notes = folder / "notes.json"
+    if res.timed_out or res.exit_code != 0 or notes.is_symlink() or not notes.is_file():
+        why = "timed out" if res.timed_out else f"exit {res.exit_code}: {res.output.strip()[-500:]}"
+        raise TaskError(f"the snapshot of {clone} failed ({why})")
+    data = _read_notes(notes)
+    tree = folder / "tree"
+    if tree.is_symlink() or not tree.is_dir():
+        raise TaskError(f"the snapshot of {clone} left no tree")
+    dropped = [str(d)[:500] for d in data["dropped"][: MAX_NOTES + 1]]
+    return Snapshot(
+        tree=tree, dropped=dropped, files=int(data.get("files", 0)), bytes=int(data.get("bytes", 0))
+    )
+
+
+@contextlib.contextmanager
+def snapshot(clone: Path, sandbox: str | None = None, limits: Limits = DEFAULT_LIMITS) -> Iterator[Snapshot]:
+    """:func:`take` into a temporary kit folder, removed on exit."""
+    folder = Path(tempfile.mkdtemp(prefix="orchbench-snapshot-"))
+    try:
+        yield take(clone, folder, sandbox, limits)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
