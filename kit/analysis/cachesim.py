@@ -61,7 +61,7 @@ def has_breakpoints(calls: pd.DataFrame) -> pd.Series:
     """Rows the simulator can re-derive: the gateway recorded where their breakpoints sat."""
     if calls.empty or "cache_lookback" not in calls:
         return pd.Series(False, index=calls.index)
-    return calls["cache_lookback"].map(lambda v: bool(as_list(v)))
+    return calls["cache_lookback"].map(lambda v: bool(as_list(v))).astype(bool)
 
 
 def _exact_sizes(rows: list[dict[str, Any]]) -> dict[str, int]:
@@ -176,9 +176,11 @@ def left_cached(calls: pd.DataFrame) -> pd.Series:
     """Per call, the prompt tokens it left in the cache (explicit caching: what it read
     plus what it wrote; automatic caching, no breakpoints and no writes: its whole prompt once it reached
     the model's minimum or was itself read from the cache)."""
+    if calls.empty:  # (maps over an empty frame keep the input's dtype: nothing to compare)
+        return pd.Series(0, index=calls.index, dtype="int64")
     prompt = calls["input_uncached"] + calls["cache_read"] + calls["cache_write"]
     lookback = calls["cache_lookback"] if "cache_lookback" in calls else pd.Series(None, index=calls.index)
-    explicit = lookback.map(lambda v: bool(as_list(v))) | (calls["cache_write"] > 0)
+    explicit = lookback.map(lambda v: bool(as_list(v))).astype(bool) | (calls["cache_write"] > 0)
     minimum = calls["model"].astype(str).map(min_cacheable_tokens)
     automatic = prompt.where((calls["cache_read"] > 0) | (prompt >= minimum), 0)
     return (calls["cache_read"] + calls["cache_write"]).where(explicit, automatic)
