@@ -208,6 +208,8 @@ def report_text(results_dir: str | Path) -> str:
     if records.runs.empty:
         return parts[0] + "\n"
     by = ("task", "strategy") if records.runs["task"].nunique() > 1 else ("strategy",)
+    if records.runs["experiment"].nunique() > 1:  # two settings (e.g. two prompt lab runs): never one row
+        by = ("experiment", *by)
     parts += ["", *fairness_lines(records)]
     parts += [
         "",

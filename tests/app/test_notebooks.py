@@ -23,7 +23,16 @@ FIGURES = ("pareto.png", "timeline.png", "tier_cost_bars.png", "tier_shares_vs_r
 PARAMETERS = {
     "benchmark": {"results_dir", "experiment", "figures_dir"},
     "tier_economics": {"results_dir", "price_sheet", "reassign", "reference", "figures_dir"},
-    "prompt_lab": {"strategy", "role", "prompt_override", "task", "profile", "results_dir", "limits"},
+    "prompt_lab": {
+        "strategy",
+        "role",
+        "prompt_override",
+        "prompt_file",
+        "task",
+        "profile",
+        "results_dir",
+        "limits",
+    },
     "verdict": {"results_dir", "baseline", "n_resamples", "seed", "figures_dir"},
 }
 
@@ -86,7 +95,7 @@ def test_prompt_lab_notebook_runs(tmp_path):
 
 
 def test_select_params_and_cli():
-    assert notebooks.select(None) == list(notebooks.NOTEBOOKS)
+    assert notebooks.select(None) == ["benchmark", "tier_economics", "verdict"]  # the lab only when asked
     assert notebooks.select(["03", "01_benchmark", "benchmark"]) == ["prompt_lab", "benchmark"]
     with pytest.raises(KitError, match="unknown notebook"):
         notebooks.select("05")
@@ -225,3 +234,31 @@ def test_all_three_notebooks_on_records_the_scripted_model_produced(tmp_path):
     assert "scripted model" in bench and "linear" in bench and "harness" in bench
     verdicts = json.dumps(nbformat.read(out[3], as_version=4).cells)  # one repeat each: one pair per line
     assert "harness vs linear:" in verdicts and "linear vs vibe:" in verdicts and "1 paired runs" in verdicts
+
+
+def test_notebooks_on_the_scripted_smoke_experiment_analyse_only(tmp_path, monkeypatch, capfd):
+    """`kit notebooks RESULTS` on experiments/scripted-smoke.yaml: 01, 02 and 04, under a minute, no
+    model call (the calls recorded stay as they were, no experiment is added), the progress bar naming
+    the notebook and the cell."""
+    import time
+
+    from kit.run.runner import run_experiment
+
+    monkeypatch.setenv("ORCHBENCH_RESULTS_DIR", str(tmp_path / "results"))
+    exp = run_experiment(NOTEBOOKS_DIR.parent / "experiments" / "scripted-smoke.yaml", progress=False)
+    calls = {p: p.read_bytes() for p in sorted(exp.glob("runs/*/calls.jsonl"))}
+    assert calls
+    capfd.readouterr()
+    started = time.monotonic()
+    out = notebooks.execute_all(exp, progress=True)
+    took = time.monotonic() - started
+    assert [p.name for p in out] == ["01_benchmark.ipynb", "02_tier_economics.ipynb", "04_verdict.ipynb"]
+    assert took < 60, f"the three notebooks took {took:.0f} s"
+    assert {p: p.read_bytes() for p in sorted(exp.glob("runs/*/calls.jsonl"))} == calls
+    assert [p.name for p in (tmp_path / "results").iterdir() if not p.name.startswith(".")] == [
+        "scripted-smoke"
+    ]
+    assert not (exp / "lab").exists()
+    progress = capfd.readouterr().err
+    assert "01_benchmark cell 2/" in progress and "04_verdict cell" in progress
+    print(f"notebooks 01, 02, 04 on scripted-smoke: {took:.1f} s")
