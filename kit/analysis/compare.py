@@ -114,9 +114,10 @@ def _fmt(metric: str, value: object, signed: bool = False) -> str:
         return "-"
     sign = "+" if signed else ""
     if metric in PERCENT:
-        return f"{v * 100:{sign}.0f} pts" if signed else f"{v:.0%}"
+        return f"{round(v * 100) + 0.0:{sign}.0f} pts" if signed else f"{v:.0%}"
     if metric == "cost_usd":
-        return f"{'-' if v < 0 else '+' if signed else ''}${abs(v):.4f}"
+        digits = 4 if abs(v) >= 0.0001 or v == 0 else 6  # a change below $0.0001 still shows
+        return f"{'-' if v < 0 else '+' if signed else ''}${abs(v):.{digits}f}"
     if metric in ("runs", "tokens"):
         return f"{v:{sign},.0f}"
     return f"{v:{sign},.1f}"
