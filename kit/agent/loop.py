@@ -23,13 +23,14 @@ from kit.agent.toolbox import Toolbox
 from kit.config import Tier
 from kit.errors import BudgetExceeded
 from kit.model import actions
-from kit.model.actions import FINISH, Action, FormatError
+from kit.model.actions import FINISH, Action, FormatError, format_error
 from kit.model.gateway import Gateway, Reply
+from kit.prompts import PromptBook
 from kit.records.recorder import RunRecorder
 from kit.usage import Usage
 
 Outcome = Literal["done", "capped", "budget", "format_errors"]
-SHORTENED = "[... output shortened to keep the prompt within the model's window ...]"
+SHORTENED = actions.message(actions.MESSAGES, "shortened")  # kit/prompts/agent/shortened.md
 
 
 @dataclass
@@ -42,6 +43,8 @@ class AgentConfig:
     result_schema: type[BaseModel] | None = None
     action_mode: actions.Mode | None = None  # None: the gateway's default for the tier's model
     max_output_tokens: int | None = None
+    # the kit's messages to the model (kit/prompts/agent/), with the experiment's agent/<name> overrides
+    prompts: PromptBook | None = None
 
 
 @dataclass
@@ -87,6 +90,7 @@ class Agent:
         budget: CallBudget | None = None,
     ) -> None:
         self.config = config
+        self.prompts = config.prompts or actions.MESSAGES
         self.gateway = gateway
         self.toolbox = toolbox
         self.recorder = recorder
@@ -147,11 +151,12 @@ class Agent:
             except FormatError as e:
                 res.format_errors += 1
                 errors_in_a_row += 1
-                self._event("format_error", "parse", str(e), ok=False)
+                text = self._text(e.key, **e.values) if e.key else str(e)
+                self._event("format_error", "parse", text, ok=False)
                 if not getattr(e, "answered", False):
-                    self._observe(str(e), None)
+                    self._observe(text, None)
                 if errors_in_a_row >= self.config.max_format_errors:
-                    res.outcome, res.final = "format_errors", str(e)
+                    res.outcome, res.final = "format_errors", text
                     return res
         return res
 
@@ -188,9 +193,9 @@ class Agent:
         if reply.tool_calls:  # whatever the mode, a tool call is an action (and may be denied)
             bad = [tc for tc in reply.tool_calls if tc.error]
             if bad:
-                error = FormatError(f"tool call {bad[0].name!r}: {bad[0].error}")
+                error = format_error("tool_call_error", name=bad[0].name, error=bad[0].error)
                 for tc in reply.tool_calls:  # every native tool call gets an answer
-                    self._observe(str(error), Action(tc.name, {}, tc.id))
+                    self._observe(self._text(error.key or "", **error.values), Action(tc.name, {}, tc.id))
                 error.answered = True  # type: ignore[attr-defined]
                 raise error
             return [Action(tc.name, tc.arguments, tc.id) for tc in reply.tool_calls]
@@ -217,9 +222,7 @@ class Agent:
             data = None
         if isinstance(data, dict):
             return Action(FINISH, data)
-        raise FormatError(
-            f"Answer with one JSON object matching the {self.config.result_schema.__name__} schema."
-        )
+        raise format_error("schema_answer", schema=self.config.result_schema.__name__)
 
     def _validate(self, finish: Action) -> BaseModel | None:
         schema = self.config.result_schema
@@ -230,9 +233,7 @@ class Agent:
         except ValidationError as e:
             if finish.call_id:
                 self._observe("rejected", finish)
-            raise FormatError(
-                f"Your result does not match the {schema.__name__} schema: {str(e)[:500]}"
-            ) from None
+            raise format_error("schema_mismatch", schema=schema.__name__, error=str(e)[:500]) from None
 
     # -- conversation bookkeeping ----------------------------------------------------------
     def _system_prompt(self) -> str:
@@ -258,7 +259,13 @@ class Agent:
         if self.mode == "native" and action is not None and action.call_id:
             self._add({"role": "tool", "tool_call_id": action.call_id, "content": output})
         else:
-            self._add({"role": "user", "content": f"Observation:\n{output}" if action else output})
+            self._add(
+                {"role": "user", "content": self._text("observation", output=output) if action else output}
+            )
+
+    def _text(self, name: str, **values: object) -> str:
+        """The kit's message ``name`` to the model (kit/prompts/agent/<name>.md, or the override)."""
+        return actions.message(self.prompts, name, **values)
 
     def _add(self, message: dict[str, Any]) -> None:
         self.messages.append(message)
@@ -272,15 +279,16 @@ class Agent:
     def _fit_window(self) -> None:
         """Shorten the oldest tool outputs (never the first two messages) until the prompt fits."""
         size = sum(len(str(m.get("content") or "")) for m in self.messages)
+        observed = self._text("observation", output="")  # what an observation (a tool output) starts with
         for i, msg in enumerate(self.messages):
             if size <= self.window_chars:
                 return
             if i < 2 or i in self._shortened or msg["role"] not in ("tool", "user"):
                 continue
             content = str(msg.get("content") or "")
-            if len(content) <= 400 or (msg["role"] == "user" and not content.startswith("Observation:")):
+            if len(content) <= 400 or (msg["role"] == "user" and not content.startswith(observed)):
                 continue
-            msg["content"] = content[:300] + "\n" + SHORTENED
+            msg["content"] = content[:300] + "\n" + self._text("shortened")
             self._shortened.add(i)
             size -= len(content) - len(msg["content"])
 
