@@ -104,7 +104,9 @@ def _headline(order: list[str], tables: dict[str, pd.DataFrame | None]) -> str:
         and cost["diff"] < 0
     ):
         return f"Winner: {best}: it solved as many runs as {runner} and cost less, {_interval('cost_usd', cost)}."
-    return f"No winner yet: {best} leads on the numbers; its solved rate against {runner}'s: {_reading(solved)}."
+    return (
+        f"No winner yet: {best} leads on the numbers; its solved rate against {runner}'s: {_reading(solved)}."
+    )
 
 
 def summary_lines(records: Records) -> list[str]:
