@@ -65,7 +65,10 @@ def test_verdict_notebook_prints_the_paired_verdict_and_the_frontier(tmp_path):
     # the fixture: pdca solves both repeats, vibe neither; 2 defects fewer per pair
     assert "pdca vs vibe: +100 pts solved [+100, +100], -2.00 defects/run [-2.00, -2.00]" in text
     assert "2 paired runs" in text and "only 2 pairs" in text and "on_frontier" in text
-    assert (exp / "notebooks" / "figures" / "frontier.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "defects: ~6 paired runs to tell apart (have 2)" in text  # 2 pairs never "differ"
+    assert out.name == "04_verdict-n_resamples-500.ipynb"  # named by its parameters, figures beside
+    frontier = exp / "notebooks" / "figures" / "04_verdict-n_resamples-500" / "frontier.png"
+    assert frontier.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_economics_on_a_folder_without_runs_says_so(tmp_path):
@@ -79,7 +82,9 @@ def test_economics_on_a_folder_without_runs_says_so(tmp_path):
 
 
 def test_a_failing_cell_names_the_notebook_and_the_error(tmp_path):
-    with pytest.raises(KitError, match=r"02_tier_economics\.ipynb failed in cell .*ConfigError"):
+    with pytest.raises(
+        KitError, match=r"02_tier_economics-reference-nope\.yaml\.ipynb failed in cell .*ConfigError"
+    ):
         notebooks.execute_all(tmp_path, only="02", params={"reference": "nope.yaml"}, progress=False)
 
 
@@ -225,8 +230,8 @@ def test_all_three_notebooks_on_records_the_scripted_model_produced(tmp_path):
     assert [p.name for p in out] == [
         "01_benchmark.ipynb",
         "02_tier_economics.ipynb",
-        "03_prompt_lab.ipynb",
-        "04_verdict.ipynb",
+        "03_prompt_lab-profile-scripted.ipynb",
+        "04_verdict-n_resamples-500.ipynb",
     ]
     for name in FIGURES:
         assert (exp / "notebooks" / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
@@ -261,4 +266,7 @@ def test_notebooks_on_the_scripted_smoke_experiment_analyse_only(tmp_path, monke
     assert not (exp / "lab").exists()
     progress = capfd.readouterr().err
     assert "01_benchmark cell 2/" in progress and "04_verdict cell" in progress
+    bench = json.dumps(nbformat.read(out[0], as_version=4).cells)
+    assert "Summary: One strategy (vibe)" in bench and "solved 2/2 (100%)" in bench  # who won, in words
+    assert "stop_reason" in bench and "format_errors" in bench  # vibe's loop counters
     print(f"notebooks 01, 02, 04 on scripted-smoke: {took:.1f} s")
