@@ -244,9 +244,9 @@ class Agent:
         schema = self.config.result_schema
         fields = list(schema.model_fields) if schema is not None else None
         how = (
-            actions.text_mode_help(self.allowed, fields)
+            actions.text_mode_help(self.allowed, fields, self.prompts)
             if self.mode == "text"
-            else actions.json_mode_help(self.allowed, fields)
+            else actions.json_mode_help(self.allowed, fields, self.prompts)
         )
         return f"{prompt}\n\nTools:\n{tools}\n\n{how}"
 

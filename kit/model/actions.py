@@ -223,39 +223,30 @@ def render(mode: Mode, tool: str, args: dict[str, Any] | None = None, thought: s
     return {"content": f"{thought}\n```tool {tool}\n{json.dumps(args)}\n```"}
 
 
-def text_mode_help(allowed: list[str], result_fields: list[str] | None = None) -> str:
-    """The part of the system prompt that teaches the text action format. With ``result_fields``
-    the agent finishes by giving its result as a ```json block instead of saying DONE."""
-    lines = ["Reply with a short thought and then exactly ONE fenced block, which is your action:"]
-    if "run" in allowed:
-        lines.append("- run a shell command:\n```bash\npython -m pytest -q\n```")
-    if "write_file" in allowed:
-        lines.append(
-            "- write a whole file (path after the language):\n```python src/example.py\ndef f():\n    return 1\n```"
-        )
-    if "replace_definitions" in allowed:
-        lines.append(
-            "- replace a function or class where it is defined (no path needed):\n"
-            "```python\ndef existing_function(x):\n    return x\n```"
-        )
+def text_mode_help(
+    allowed: list[str], result_fields: list[str] | None = None, book: PromptBook = MESSAGES
+) -> str:
+    """The part of the system prompt that teaches the text action format (kit/prompts/agent/text_help*.md).
+    With ``result_fields`` the agent finishes by giving its result as a ```json block instead of
+    saying DONE."""
+    lines = [message(book, "text_help")]
+    for tool in ("run", "write_file", "replace_definitions"):
+        if tool in allowed:
+            lines.append(message(book, f"text_help_{tool}"))
     others = [t for t in allowed if t not in ("run", "write_file", "replace_definitions")]
     if others:
-        lines.append(
-            '- call another tool with JSON arguments:\n```tool read_file\n{"path": "README.md"}\n```'
-            f"\n  tools: {', '.join(others)}"
-        )
+        lines.append(message(book, "text_help_other_tools", tools=", ".join(others)))
     if result_fields:
         example = ", ".join(f'"{f}": ...' for f in result_fields)
-        lines.append(f"When you are finished, reply with your result as one ```json block: {{{example}}}")
+        lines.append(message(book, "text_help_finish_result", example=example))
     else:
-        lines.append("When the task is complete, reply with the word DONE and no block.")
+        lines.append(message(book, "text_help_finish"))
     return "\n".join(lines)
 
 
-def json_mode_help(allowed: list[str], result_fields: list[str] | None = None) -> str:
+def json_mode_help(
+    allowed: list[str], result_fields: list[str] | None = None, book: PromptBook = MESSAGES
+) -> str:
+    """The part of the system prompt that teaches the JSON action format (kit/prompts/agent/json_help.md)."""
     finish_args = ", ".join(f'"{f}": ...' for f in result_fields) if result_fields else '"summary": "..."'
-    return (
-        'Reply with one JSON object per turn: {"thought": "...", "tool": "<name>", "args": {...}}. '
-        f"Tools: {', '.join(allowed)}. When the work is complete use "
-        '{"thought": "...", "tool": "finish", "args": {' + finish_args + "}}."
-    )
+    return message(book, "json_help", tools=", ".join(allowed), finish_args=finish_args)

@@ -201,9 +201,11 @@ def test_the_loops_messages_come_from_kit_prompts_and_an_experiment_can_override
     overrides = {
         "agent/text_no_action": "One block, please ($$ stays).",
         "agent/observation": "Seen:\n$output",
+        "agent/text_help_finish": "Say DONE when the tests pass.",
     }
     replies = ["no block here", render("text", "run", {"command": "echo hi"}), "DONE"]
     agent, _ = make_agent(tmp_path, ws, replies, "text", prompts=PromptBook("agent", overrides))
     assert agent.run("Do it").outcome == "done"
+    assert agent.messages[0]["content"].endswith("\nSay DONE when the tests pass.")  # the system prompt
     said = [m["content"] for m in agent.messages if m["role"] == "user"][1:]
     assert said[0] == "One block, please ($ stays)." and said[1].startswith("Seen:\nhi")
