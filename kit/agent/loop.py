@@ -23,14 +23,15 @@ from kit.agent.toolbox import Toolbox
 from kit.config import Tier
 from kit.errors import BudgetExceeded, KitError
 from kit.model import actions
-from kit.model.actions import FINISH, Action, FormatError
+from kit.model.actions import FINISH, Action, FormatError, format_error
 from kit.model.gateway import Gateway, Reply
+from kit.prompts import PromptBook
 from kit.records.recorder import RunRecorder
 from kit.records.schema import encodable
 from kit.usage import Usage
 
 Outcome = Literal["done", "capped", "budget", "format_errors"]
-SHORTENED = "[... output shortened to keep the prompt within the model's window ...]"
+SHORTENED = actions.message(actions.MESSAGES, "shortened")  # kit/prompts/agent/shortened.md
 
 
 @dataclass
@@ -46,6 +47,8 @@ class AgentConfig:
     #: also shorten old user turns, not only tool outputs: a conversation fed reports as its turns
     #: (pdca's orchestrator) grows by user turns
     compact_turns: bool = False
+    # the kit's messages to the model (kit/prompts/agent/), with the experiment's agent/<name> overrides
+    prompts: PromptBook | None = None
 
 
 @dataclass
@@ -91,6 +94,7 @@ class Agent:
         budget: CallBudget | None = None,
     ) -> None:
         self.config = config
+        self.prompts = config.prompts or actions.MESSAGES
         self.gateway = gateway
         self.toolbox = toolbox
         self.recorder = recorder
@@ -151,11 +155,12 @@ class Agent:
             except FormatError as e:
                 res.format_errors += 1
                 errors_in_a_row += 1
-                self._event("format_error", "parse", str(e), ok=False)
+                text = self._text(e.key, **e.values) if e.key else str(e)
+                self._event("format_error", "parse", text, ok=False)
                 if not getattr(e, "answered", False):
-                    self._observe(str(e), None)
+                    self._observe(text, None)
                 if errors_in_a_row >= self.config.max_format_errors:
-                    res.outcome, res.final = "format_errors", str(e)
+                    res.outcome, res.final = "format_errors", text
                     return res
         return res
 
@@ -199,18 +204,15 @@ class Agent:
             self._event(
                 "note", "unreadable-reply", f"the kit could not read the reply: {type(e).__name__}: {e}"
             )
-            raise FormatError(
-                f"Your reply could not be read as an action ({type(e).__name__}). "
-                "Reply with exactly one valid action."
-            ) from None
+            raise format_error("unreadable_reply", error=type(e).__name__) from None
 
     def _parse(self, reply: Reply) -> list[Action]:
         if reply.tool_calls:  # whatever the mode, a tool call is an action (and may be denied)
             bad = [tc for tc in reply.tool_calls if tc.error]
             if bad:
-                error = FormatError(f"tool call {bad[0].name!r}: {bad[0].error}")
+                error = format_error("tool_call_error", name=bad[0].name, error=bad[0].error)
                 for tc in reply.tool_calls:  # every native tool call gets an answer
-                    self._observe(str(error), Action(tc.name, {}, tc.id))
+                    self._observe(self._text(error.key or "", **error.values), Action(tc.name, {}, tc.id))
                 error.answered = True  # type: ignore[attr-defined]
                 raise error
             return [Action(tc.name, tc.arguments, tc.id) for tc in reply.tool_calls]
@@ -237,9 +239,7 @@ class Agent:
             data = None
         if isinstance(data, dict):
             return Action(FINISH, data)
-        raise FormatError(
-            f"Answer with one JSON object matching the {self.config.result_schema.__name__} schema."
-        )
+        raise format_error("schema_answer", schema=self.config.result_schema.__name__)
 
     def _validate(self, finish: Action) -> BaseModel | None:
         schema = self.config.result_schema
@@ -250,9 +250,7 @@ class Agent:
         except (ValidationError, ValueError, TypeError, RecursionError) as e:
             if finish.call_id:
                 self._observe("rejected", finish)
-            raise FormatError(
-                f"Your result does not match the {schema.__name__} schema: {str(e)[:500]}"
-            ) from None
+            raise format_error("schema_mismatch", schema=schema.__name__, error=str(e)[:500]) from None
 
     # -- conversation bookkeeping ----------------------------------------------------------
     def _system_prompt(self) -> str:
@@ -263,9 +261,9 @@ class Agent:
         schema = self.config.result_schema
         fields = list(schema.model_fields) if schema is not None else None
         how = (
-            actions.text_mode_help(self.allowed, fields)
+            actions.text_mode_help(self.allowed, fields, self.prompts)
             if self.mode == "text"
-            else actions.json_mode_help(self.allowed, fields)
+            else actions.json_mode_help(self.allowed, fields, self.prompts)
         )
         return f"{prompt}\n\nTools:\n{tools}\n\n{how}"
 
@@ -278,7 +276,13 @@ class Agent:
         if self.mode == "native" and action is not None and action.call_id:
             self._add({"role": "tool", "tool_call_id": action.call_id, "content": output})
         else:
-            self._add({"role": "user", "content": f"Observation:\n{output}" if action else output})
+            self._add(
+                {"role": "user", "content": self._text("observation", output=output) if action else output}
+            )
+
+    def _text(self, name: str, **values: object) -> str:
+        """The kit's message ``name`` to the model (kit/prompts/agent/<name>.md, or the override)."""
+        return actions.message(self.prompts, name, **values)
 
     def _add(self, message: dict[str, Any]) -> None:
         message = encodable(message)  # a file name or output that is not UTF-8 must not fail the next call
@@ -297,6 +301,7 @@ class Agent:
         prices that bust)."""
         size = sum(len(str(m.get("content") or "")) for m in self.messages)
         before, count = size, len(self._shortened)
+        observed = self._text("observation", output="")  # what an observation (a tool output) starts with
         for i, msg in enumerate(self.messages):
             if size <= self.window_chars:
                 break
@@ -305,8 +310,9 @@ class Agent:
             content = str(msg.get("content") or "")
             turn = msg["role"] == "user" and not content.startswith("Observation:")
             if len(content) <= 400 or (turn and not self.config.compact_turns):
+            if len(content) <= 400 or (msg["role"] == "user" and not content.startswith(observed)):
                 continue
-            msg["content"] = content[:300] + "\n" + SHORTENED
+            msg["content"] = content[:300] + "\n" + self._text("shortened")
             self._shortened.add(i)
             size -= len(content) - len(msg["content"])
         if len(self._shortened) > count and self.recorder is not None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from kit.analysis import cache_economics
 
@@ -74,27 +75,67 @@ def scored_runs(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     return runs[keep], note
 
 
-def pareto(runs: pd.DataFrame, path: str | Path, y: str = "failed_share") -> Path:
-    """Cost vs ``y`` (by default the share of requirements failed, comparable across tasks with
-    different numbers of requirements), one point per scored run, coloured by strategy; the Pareto
-    front as a step line. Runs that were not scored (error, interrupted ...) are left out, and the
-    figure says how many."""
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
+
+
+def left_out_note(runs: pd.DataFrame, y: str) -> tuple[pd.DataFrame, str]:
+    """The runs a cost-vs-``y`` plot can place (scored, with a cost and a ``y``) and a note counting
+    every other run by why it is left out ('' when none is)."""
+    shown, note = scored_runs(runs)
+    if shown.empty:
+        return shown, note
+    missing = shown[["cost_usd", y]].isna().any(axis=1)
+    if missing.any():
+        extra = f"{int(missing.sum())} without a cost or {y}"
+        note = f"{note}, {extra}" if note else f"left out: {extra}"
+    return shown[~missing], note
+
+
+def pareto_figure(runs: pd.DataFrame, y: str = "failed_share") -> Figure:
+    """The figure :func:`pareto` saves: colour = strategy, marker = task (two legends), the title
+    counting the runs shown of all runs and every run left out."""
+    total = len(runs)
     title = f"Cost vs {'failed share' if y == 'failed_share' else y} per run"
-    runs, note = scored_runs(runs)
-    if runs.empty:
-        return _empty(path, title, "no scored runs" + (f"\n{note}" if note else ""))
+    runs, note = left_out_note(runs, y)
     fig = _new()
     ax = fig.subplots()
-    for strategy, g in runs.groupby("strategy", sort=True):
-        ax.scatter(g["cost_usd"], g[y], label=strategy, s=45, alpha=0.8)
+    if runs.empty:
+        ax.set_title(title)
+        ax.text(0.5, 0.5, "no scored runs" + (f"\n{note}" if note else ""), ha="center", va="center",
+                transform=ax.transAxes)  # fmt: skip
+        ax.set_axis_off()
+        return fig
+    strategies = sorted(set(runs["strategy"]))
+    tasks = sorted(set(runs["task"]))
+    colours = {s: f"C{i % 10}" for i, s in enumerate(strategies)}
+    markers = {t: MARKERS[i % len(MARKERS)] for i, t in enumerate(tasks)}
+    for (strategy, task), g in runs.groupby(["strategy", "task"], sort=True):
+        ax.scatter(g["cost_usd"], g[y], color=colours[strategy], marker=markers[task], s=45, alpha=0.8)
     front = pareto_front(runs, y)
     if len(front) > 1:
-        ax.step(front["cost_usd"], front[y], where="post", color="grey", lw=1, ls="--", label="Pareto front")
+        ax.step(front["cost_usd"], front[y], where="post", color="grey", lw=1, ls="--")
     ax.set_xlabel("cost per run (USD)")
     ax.set_ylabel(Y_LABELS.get(y, y))
-    ax.set_title(f"{title}\n{note}" if note else title)
-    ax.legend(fontsize="small")
-    return _save(fig, path)
+    ax.set_title(f"{title}: {len(runs)} of {total} runs" + (f"\n{note}" if note else ""))
+    handles = [Line2D([], [], color=colours[s], marker="o", ls="", label=s) for s in strategies]
+    if len(front) > 1:
+        handles.append(Line2D([], [], color="grey", ls="--", label="Pareto front"))
+    first = ax.legend(handles=handles, title="strategy", fontsize="small", loc="upper left",
+                      bbox_to_anchor=(1.01, 1.0))  # fmt: skip
+    ax.add_artist(first)
+    task_handles = [Line2D([], [], color="black", marker=markers[t], ls="", label=t) for t in tasks]
+    ax.legend(
+        handles=task_handles, title="task", fontsize="small", loc="lower left", bbox_to_anchor=(1.01, 0.0)
+    )
+    return fig
+
+
+def pareto(runs: pd.DataFrame, path: str | Path, y: str = "failed_share") -> Path:
+    """Cost vs ``y`` (by default the share of requirements failed, comparable across tasks with
+    different numbers of requirements), one point per scored run, colour = strategy, marker = task;
+    the Pareto front as a step line. Runs that were not scored (error, interrupted ...) or lack a cost
+    are left out, and the title counts them."""
+    return _save(pareto_figure(runs, y), path)
 
 
 def tier_cost_bars(calls: pd.DataFrame, path: str | Path) -> Path:
@@ -116,17 +157,14 @@ def tier_cost_bars(calls: pd.DataFrame, path: str | Path) -> Path:
     return _save(fig, path)
 
 
-def timeline(calls: pd.DataFrame, path: str | Path, max_runs: int = 6) -> Path:
-    """One panel per run (the first ``max_runs``, one repeat per strategy first): each call is a bar
-    from its start to its end, x = seconds since the run started, y = role, colour = tier."""
-    title = "Calls over time by role"
-    if calls.empty:
-        return _empty(path, title, "no calls")
+def timeline_figure(calls: pd.DataFrame, max_runs: int = 6) -> Figure:
+    """The figure :func:`timeline` saves (the runs shown of all runs in the title, one shared x axis)."""
+    total = calls["run_key"].nunique()
     firsts = calls.sort_values(["strategy", "repeat", "run_key"]).drop_duplicates("run_key")
     order = pd.concat([firsts.drop_duplicates("strategy"), firsts]).drop_duplicates("run_key")
     run_keys = list(order["run_key"])[:max_runs]
     fig = _new(8, 1.0 + 1.6 * len(run_keys))
-    axes = fig.subplots(len(run_keys), 1, squeeze=False)[:, 0]
+    axes = fig.subplots(len(run_keys), 1, squeeze=False, sharex=True)[:, 0]
     for ax, run_key in zip(axes, run_keys, strict=True):
         c = calls[calls["run_key"] == run_key]
         roles = sorted(set(c["role"]))
@@ -146,8 +184,18 @@ def timeline(calls: pd.DataFrame, path: str | Path, max_runs: int = 6) -> Path:
         ax.set_title(f"{c['strategy'].iloc[0]} — {run_key}", fontsize="small", loc="left")
         ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     axes[-1].set_xlabel("seconds since run start")
-    fig.suptitle(title)
-    return _save(fig, path)
+    shown = f"all {total} runs" if len(run_keys) == total else f"{len(run_keys)} of {total} runs"
+    fig.suptitle(f"Calls over time by role: {shown} (first repeat of each strategy first)")
+    return fig
+
+
+def timeline(calls: pd.DataFrame, path: str | Path, max_runs: int = 6) -> Path:
+    """One panel per run (the first ``max_runs``, one repeat per strategy first; the title says how
+    many of how many): each call is a bar from its start to its end, x = seconds since the run started
+    (shared by the panels), y = role, colour = tier."""
+    if calls.empty:
+        return _empty(path, "Calls over time by role", "no calls")
+    return _save(timeline_figure(calls, max_runs), path)
 
 
 def tier_shares_vs_reference(reference: pd.Series, measured: pd.Series, path: str | Path) -> Path:
@@ -168,27 +216,37 @@ def tier_shares_vs_reference(reference: pd.Series, measured: pd.Series, path: st
     return _save(fig, path)
 
 
-def frontier(table: pd.DataFrame, path: str | Path) -> Path:
-    """One panel per task family: each strategy's mean cost vs mean failed share
-    (:func:`kit.analysis.verdict.frontier_table`); the strategies on the family's frontier joined by a line."""
-    title = "Cost-quality frontier per task family"
-    table = table.dropna(subset=["cost_usd", "failed_share"]) if not table.empty else table
-    if table.empty:
-        return _empty(path, title, "no scored runs")
+def frontier_figure(table: pd.DataFrame, left_out: int = 0) -> Figure:
+    """The figure :func:`frontier` saves: one panel per family, sharing the y axis; colour = strategy,
+    the same in every panel, named in one legend (no labels on the points, which overlapped)."""
     families = list(dict.fromkeys(table.index.get_level_values("family")))
-    fig = _new(4.2 * len(families) + 1.0, 4.0)
-    axes = fig.subplots(1, len(families), squeeze=False)[0]
+    strategies = sorted(set(table.index.get_level_values("strategy")))
+    colours = {s: f"C{i % 10}" for i, s in enumerate(strategies)}
+    fig = _new(4.2 * len(families) + 2.0, 4.0)
+    axes = fig.subplots(1, len(families), squeeze=False, sharey=True)[0]
     for ax, family in zip(axes, families, strict=True):
         t = table.loc[family]
         for strategy, row in t.iterrows():
-            ax.scatter(row["cost_usd"], row["failed_share"], s=60, label=strategy)
-            ax.annotate(str(strategy), (row["cost_usd"], row["failed_share"]), fontsize="small",
-                        xytext=(4, 4), textcoords="offset points")  # fmt: skip
+            ax.scatter(row["cost_usd"], row["failed_share"], s=60, color=colours[strategy])
         front = t[t["on_frontier"]].sort_values("cost_usd")
         if len(front) > 1:
             ax.plot(front["cost_usd"], front["failed_share"], color="grey", lw=1, ls="--")
         ax.set_title(f"{family} ({int(t['runs'].sum())} runs)", fontsize="small")
         ax.set_xlabel("mean cost per run (USD)")
     axes[0].set_ylabel(Y_LABELS["failed_share"])
-    fig.suptitle(title)
-    return _save(fig, path)
+    handles = [Line2D([], [], color=colours[s], marker="o", ls="", label=s) for s in strategies]
+    handles.append(Line2D([], [], color="grey", ls="--", label="frontier"))
+    fig.legend(handles=handles, loc="outside right upper", fontsize="small")
+    note = f" ({left_out} strategy x family rows without a score left out)" if left_out else ""
+    fig.suptitle(f"Cost-quality frontier per task family{note}")
+    return fig
+
+
+def frontier(table: pd.DataFrame, path: str | Path) -> Path:
+    """One panel per task family: each strategy's mean cost vs mean failed share
+    (:func:`kit.analysis.verdict.frontier_table`); the strategies on the family's frontier joined by a line."""
+    title = "Cost-quality frontier per task family"
+    kept = table.dropna(subset=["cost_usd", "failed_share"]) if not table.empty else table
+    if kept.empty:
+        return _empty(path, title, "no scored runs")
+    return _save(frontier_figure(kept, left_out=len(table) - len(kept)), path)

@@ -18,6 +18,7 @@ from kit.analysis import (
     role_tier_table,
     strategy_table,
 )
+from kit.analysis.summary import counters_table, summary_lines
 from kit.records.schema import OUTCOMES, SEVERITIES, STOP_REASONS, load_run
 
 SCRIPTED_LABEL = "scripted model — pipeline validation, not a benchmark"
@@ -163,8 +164,15 @@ def _pct_ci(mean: float, ci: float) -> str:
     return f"{mean:.0%}" if pd.isna(ci) else f"{mean:.0%} ± {ci:.0%}"
 
 
+def _pct_wilson(rate: float, lo: float, hi: float) -> str:
+    if pd.isna(rate):
+        return "-"
+    return f"{rate:.0%}" if pd.isna(lo) else f"{rate:.0%} [{lo:.0%}, {hi:.0%}]"
+
+
 def format_strategy_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The per-strategy table as readable strings (means per run; ± the 95 % interval)."""
+    """The per-strategy table as readable strings (means per run; ± the 95 % t-interval over repeats,
+    [lo, hi] the 95 % Wilson interval of the solved rate; none for a row spanning several tasks)."""
     out = pd.DataFrame(index=table.index)
     out["runs"] = table["runs"].map("{:.0f}".format)
     out["scored"] = [
@@ -173,8 +181,9 @@ def format_strategy_table(table: pd.DataFrame) -> pd.DataFrame:
     ]
     # comparable across tasks first: share of runs solved (no critical/major failure), share of
     # requirements failed; then the raw defect counts, which scale with a task's number of requirements
-    out["solved ± 95%"] = [
-        _pct_ci(m, c) for m, c in zip(table["solved_rate"], table["solved_rate_ci95"], strict=True)
+    out["solved [95% Wilson]"] = [
+        _pct_wilson(m, lo, hi)
+        for m, lo, hi in zip(table["solved_rate"], table["solved_lo"], table["solved_hi"], strict=True)
     ]
     out["failed share ± 95%"] = [
         _pct_ci(m, c) for m, c in zip(table["failed_share"], table["failed_share_ci95"], strict=True)
@@ -190,6 +199,17 @@ def format_strategy_table(table: pd.DataFrame) -> pd.DataFrame:
         out[name] = table[col].map(_tokens)
     out["cost $"] = [
         _mean_ci(m, c, 4) for m, c in zip(table["cost_usd"], table["cost_usd_ci95"], strict=True)
+    ]
+    return out
+
+
+def format_counters(table: pd.DataFrame) -> pd.DataFrame:
+    """The loop counters table (:func:`kit.analysis.summary.counters_table`) as readable strings."""
+    out = pd.DataFrame(index=table.index)
+    out["runs"] = table["runs"].map("{:.0f}".format)
+    out["mean / min / max"] = [
+        f"{m:.3g} / {lo:.3g} / {hi:.3g}" if m is not None and not pd.isna(m) else text
+        for m, lo, hi, text in zip(table["mean"], table["min"], table["max"], table["values"], strict=True)
     ]
     return out
 
@@ -252,6 +272,9 @@ def report_text(results_dir: str | Path) -> str:
     if records.runs.empty:
         return parts[0] + "\n"
     by = ("task", "strategy") if records.runs["task"].nunique() > 1 else ("strategy",)
+    if records.runs["experiment"].nunique() > 1:  # two settings (e.g. two prompt lab runs): never one row
+        by = ("experiment", *by)
+    parts += ["", *summary_lines(records)]
     parts += ["", *fairness_lines(records)]
     parts += [
         "",
@@ -259,13 +282,21 @@ def report_text(results_dir: str | Path) -> str:
         outcome_table(records, by=by).to_string(),
         *outcome_legend(records),
         "",
-        "Per strategy (means per run; ± = 95 % t-interval over repeats; solved = no critical/major "
+        "Per strategy (means per run; ± = 95 % t-interval over the repeats of one task, [lo, hi] = 95 % "
+        "Wilson interval of the solved rate; none for rows that span tasks; solved = no critical/major "
         "requirement failed; failed share = requirements failed / total; done✗ = claimed done but failed)",
         "Scores and defects are means over the scored runs only: errored and interrupted runs are "
         "excluded (the `scored` column counts them); unscored runs count as every requirement failed.",
         format_strategy_table(strategy_table(records, by=by)).to_string(),
         "",
     ]
+    counters = counters_table(records)
+    if not counters.empty:
+        parts += [
+            "Loop counters per strategy (from run.json counters; numbers: mean/min/max per run)",
+            format_counters(counters).to_string(),
+            "",
+        ]
     errors = error_runs(records)
     if not errors.empty:
         parts += [

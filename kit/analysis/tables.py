@@ -33,6 +33,17 @@ def ci95_halfwidth(values: Sequence[float] | pd.Series) -> float:
     return t_critical_95(len(s) - 1) * float(s.std(ddof=1)) / math.sqrt(len(s))
 
 
+def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """95 % Wilson score interval of a proportion k / n (NaNs when n is 0): right at 0 % and 100 %
+    and with few runs, where the t-interval of 0/1 values collapses to a point."""
+    if n <= 0:
+        return math.nan, math.nan
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 # --------------------------------------------------------------------------- tables
 
 
@@ -47,7 +58,9 @@ def strategy_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.Da
     error, interrupted, unscored -- see :func:`outcome_table` and :func:`is_scored`); time, calls,
     tokens and cost are means over all runs (that money was spent). ``runs``, ``scored``,
     ``excluded`` and ``claimed_done_but_failed`` are counts; ``*_ci95`` is the half-width of the 95 %
-    t-interval of the mean over repeats (NaN with one run).
+    t-interval of the mean over repeats (NaN with one run), and ``solved_lo`` / ``solved_hi`` the 95 %
+    Wilson interval of the solved rate. Intervals are over the repeats of one task: a group that spans
+    several tasks gets none (NaN), since runs of different tasks are not repeats of one measurement.
     """
     runs = records.runs
     columns = [
@@ -69,6 +82,8 @@ def strategy_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.Da
         "cost_usd",
         "cost_usd_ci95",
         *[f"failed_share_{sev}" for sev in SEVERITIES],
+        "solved_lo",
+        "solved_hi",
     ]
     if runs.empty:
         return pd.DataFrame(columns=columns, index=pd.Index([], name=by[0]))
@@ -90,6 +105,11 @@ def strategy_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.Da
             row[f"failed_share_{sev}"] = scored[f"failed_share_{sev}"].mean()
         row["wall_s_ci95"] = ci95_halfwidth(g["wall_s"])
         row["cost_usd_ci95"] = ci95_halfwidth(g["cost_usd"])
+        row["solved_lo"], row["solved_hi"] = (
+            wilson(int(scored["solved"].sum()), len(scored)) if len(scored) > 1 else (math.nan, math.nan)
+        )
+        if g["task"].nunique() > 1:  # not repeats of one measurement: no interval
+            row.update({c: math.nan for c in row if c.endswith("_ci95") or c in ("solved_lo", "solved_hi")})
         rows[key if len(by) > 1 else key[0]] = row
     table = pd.DataFrame.from_dict(rows, orient="index")[columns]
     table.index.names = list(by)

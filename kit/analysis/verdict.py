@@ -15,6 +15,12 @@ metric (``solved``, ``failed_share``, ``defects_total``, ``cost_usd``; columns o
   T ~ nct(df=n-1, nc=diff/sd*sqrt(n)); the smallest n with power >= 0.8. None when the observed
   difference is 0 (nothing to detect), or when n would exceed ``MAX_REPEATS``.
 
+* ``verdict`` -- the one reading the line, ``p`` and ``repeats_needed`` all agree with
+  (:func:`decide`): ``differs`` only when the interval excludes 0, p < 0.05 and there are at least
+  ``FEW_PAIRS`` pairs (then ``repeats_needed`` is at most the pairs there are); ``no difference
+  observed`` when the mean difference is 0; else ``undecided``, and ``repeats_needed`` is more than the
+  pairs there are (at least ``FEW_PAIRS``, the fewest the kit trusts a bootstrap interval on).
+
 Runs without a score (e.g. an error before scoring) have NaN quality metrics; a pair is used for a
 metric only when both runs have a value.
 """
@@ -38,7 +44,8 @@ ALPHA = 0.05
 POWER = 0.8
 MAX_REPEATS = 10_000
 FEW_PAIRS = 6  # below this, verdict lines warn that the bootstrap interval is unreliable
-COLUMNS = ("diff", "lo", "hi", "p", "pairs", "repeats_needed")
+COLUMNS = ("diff", "lo", "hi", "p", "pairs", "repeats_needed", "verdict")
+DIFFERS, SAME, UNDECIDED, NO_PAIRS = "differs", "no difference observed", "undecided", "no pairs"
 
 
 def paired(runs: pd.DataFrame, a: str, b: str, keys: Sequence[str] = PAIR_KEYS) -> pd.DataFrame:
@@ -111,8 +118,26 @@ def repeats_needed(diffs: Sequence[float], power: float = POWER, alpha: float = 
     return None
 
 
+def decide(
+    diff: float, lo: float, hi: float, p: float, pairs: int, needed: int | None
+) -> tuple[str, int | None]:
+    """The verdict on one metric and the repeats needed that goes with it (see the module docstring):
+    the verdict line, the p-value and repeats_needed never contradict each other."""
+    if pairs < 1 or pd.isna(diff):
+        return NO_PAIRS, None
+    if diff == 0 and needed is None:
+        return SAME, None
+    excludes = bool((not pd.isna(lo) and lo > 0) or (not pd.isna(hi) and hi < 0))
+    if excludes and pairs >= FEW_PAIRS and not pd.isna(p) and p < ALPHA:
+        return DIFFERS, pairs if needed is None else min(int(needed), pairs)
+    if needed is None:  # beyond MAX_REPEATS
+        return UNDECIDED, None
+    return UNDECIDED, max(int(needed), FEW_PAIRS, pairs + 1)
+
+
 def compare(runs: pd.DataFrame, a: str, b: str, n_resamples: int = 9999, seed: int = 0) -> pd.DataFrame:
-    """Per metric, the paired difference a - b: diff, 95 % bootstrap lo/hi, p, pairs, repeats_needed."""
+    """Per metric, the paired difference a - b: diff, 95 % bootstrap lo/hi, p, pairs, repeats_needed
+    and the verdict they agree on (:func:`decide`)."""
     pairs = paired(runs, a, b)
     rows = {}
     for m in METRICS:
@@ -126,13 +151,15 @@ def compare(runs: pd.DataFrame, a: str, b: str, n_resamples: int = 9999, seed: i
             p = float(stats.ttest_rel(x, y).pvalue)
         elif len(x) > 1:
             p = 1.0 if diff == 0 else 0.0
+        verdict, needed = decide(diff, lo, hi, p, len(x), repeats_needed(x - y))
         rows[m] = {
             "diff": diff,
             "lo": lo,
             "hi": hi,
             "p": p,
             "pairs": len(x),
-            "repeats_needed": repeats_needed(x - y),
+            "repeats_needed": needed,
+            "verdict": verdict,
         }
     return pd.DataFrame.from_dict(rows, orient="index", columns=list(COLUMNS))
 
@@ -182,14 +209,17 @@ def _interval(metric: str, row: pd.Series) -> str:
 
 def _needed(metric: str, row: pd.Series) -> str:
     name = FORMATS[metric][2]
-    if pd.isna(row["diff"]) or row["pairs"] < 2:
+    verdict, n, pairs = row.get("verdict"), row["repeats_needed"], int(row["pairs"])
+    if pd.isna(row["diff"]) or verdict == NO_PAIRS:
         return ""
-    if row["lo"] > 0 or row["hi"] < 0:
-        return f"{name} differs (interval excludes 0)"
-    n = row["repeats_needed"]
-    if n is None or pd.isna(n):
+    if verdict == DIFFERS:
+        p = "p < 0.001" if row["p"] < 0.001 else f"p = {row['p']:.2g}"
+        return f"{name} differs (interval excludes 0), {p}"
+    if verdict == SAME:
         return f"{name}: no difference observed"
-    return f"{name}: ~{int(n)} paired runs to tell apart"
+    if n is None or pd.isna(n):
+        return f"{name}: more than {MAX_REPEATS} paired runs to tell apart"
+    return f"{name}: ~{int(n)} paired runs to tell apart (have {pairs})"
 
 
 def verdict_lines(table: pd.DataFrame) -> list[str]:

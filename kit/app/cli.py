@@ -56,6 +56,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from kit.analysis.compare import compare_text
+
+    print(compare_text(args.a, args.b), end="")
+    return 0
+
+
 def _cmd_models_check(args: argparse.Namespace) -> int:
     from kit.config import load_profile
     from kit.model.check import check_profile, format_result
@@ -100,6 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="print the per-strategy and per-role x tier tables")
     p.add_argument("results_dir", help="results/NAME")
     p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser(
+        "compare", help="two results folders side by side per strategy x task, with the prompt diff"
+    )
+    p.add_argument("a", help="results/NAME, or an experiment name (A)")
+    p.add_argument("b", help="results/NAME, or an experiment name (B); changes are B - A")
+    p.set_defaults(func=_cmd_compare)
 
     p = sub.add_parser("models", help="check the models of a profile")
     msub = p.add_subparsers(dest="models_command", required=True)

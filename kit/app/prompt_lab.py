@@ -1,5 +1,9 @@
 """Prompt lab: run one strategy twice on one task -- its prompt file as is, then one role's prompt
-replaced -- and put the two runs side by side (metrics, and a diff of the transcripts).
+replaced (the text given, or read from a file) -- and put the two runs side by side: the table of
+``kit compare`` (:mod:`kit.analysis.compare`), the metrics, the prompt diff and a diff of the transcripts.
+
+Each of the two is its own experiment (its own folder under the lab's results root), so ``kit report``
+on that root shows them as two rows, never one.
 
 Experiment names carry a short hash of everything that defines the run (task, profile, limits, prompt
 text), so the runner's resume never reuses a run made with another prompt.
@@ -18,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from kit import analysis
+from kit.analysis import compare
 from kit.config import Experiment, Limits
 from kit.errors import ConfigError, KitError
 from kit.paths import PROMPTS_DIR
@@ -55,6 +60,8 @@ class LabResult:
     modified_dir: Path
     metrics: pd.DataFrame
     transcript_diff: str
+    comparison: pd.DataFrame  # kit compare's table: A = baseline, B = modified
+    prompt_diff: str
 
 
 def prompt_file(strategy: str, role: str) -> Path:
@@ -68,6 +75,21 @@ def prompt_file(strategy: str, role: str) -> Path:
         raise ConfigError(f"no prompts for strategy {strategy!r}", f"pick one of: {', '.join(known)}")
     roles = sorted(p.stem for p in folder.glob("*.md"))
     raise ConfigError(f"strategy {strategy!r} has no role {role!r}", f"pick one of: {', '.join(roles)}")
+
+
+def override_text(prompt_override: str | None, prompt_file: str | Path | None = None) -> str:
+    """The replacement prompt: the text of ``prompt_file`` when given (a path, relative to the
+    repository root unless absolute), else ``prompt_override``; kept word for word."""
+    if prompt_file is None or str(prompt_file) == "":
+        return prompt_override or ""
+    path = analysis.repo_path(Path(prompt_file).expanduser())
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(
+            f"prompt_file {path}: cannot read it ({e.__class__.__name__})",
+            "give a readable UTF-8 text file, or prompt_file=None and the text in prompt_override",
+        ) from None
 
 
 def _digest(*parts: Any) -> str:
@@ -170,12 +192,15 @@ def prompt_lab(
     results_dir: str | Path | None = None,
     limits: Limits | Mapping[str, Any] | None = None,
     progress: bool = True,
+    prompt_file: str | Path | None = None,
 ) -> LabResult:
     """Run the baseline and the modified experiment (``results_dir`` is the results root they go
-    under; None = the runner's default) and compare them."""
+    under; None = the runner's default) and compare them. With ``prompt_file`` the replacement text
+    is that file's (:func:`override_text`)."""
     from kit.run.runner import run_experiment  # the lab sits above the runner; imported on use
 
-    base, modified = lab_experiments(strategy, role, prompt_override, task, profile, limits)
+    text = override_text(prompt_override, prompt_file)
+    base, modified = lab_experiments(strategy, role, text, task, profile, limits)
     root = analysis.repo_path(results_dir) if results_dir is not None else None
     base_dir = run_experiment(base, results_dir=root, progress=progress)
     modified_dir = run_experiment(modified, results_dir=root, progress=progress)
@@ -184,4 +209,8 @@ def prompt_lab(
         modified_dir=modified_dir,
         metrics=side_by_side(base_dir, modified_dir),
         transcript_diff=transcript_diff(base_dir, modified_dir),
+        comparison=compare.format_compare(
+            compare.compare_table(analysis.load(base_dir), analysis.load(modified_dir))
+        ),
+        prompt_diff=compare.prompt_diff(base_dir, modified_dir),
     )

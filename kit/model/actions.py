@@ -16,11 +16,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from string import Template
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from kit.records.schema import encodable
+from kit.prompts import PromptBook
 
 FINISH = "finish"
 Mode = Literal["native", "json", "text"]
@@ -33,8 +35,31 @@ class Action:
     call_id: str | None = None
 
 
+#: The kit's own words to the model about its actions (kit/prompts/agent/*.md); an experiment
+#: overrides one with ``prompt_overrides: {"agent/<name>": text}`` (the agent renders it, see
+#: :func:`message`).
+MESSAGES = PromptBook("agent")
+
+
+def message(book: PromptBook, name: str, **values: object) -> str:
+    """Message ``name`` of ``book`` (its file without the final newline) with ``$placeholders`` filled."""
+    return Template(book.get(name).removesuffix("\n")).safe_substitute({k: str(v) for k, v in values.items()})
+
+
 class FormatError(ValueError):
-    """The model's reply is not a valid action; the message is the correction sent back."""
+    """The model's reply is not a valid action; the message is the correction sent back. ``key`` and
+    ``values`` name the kit/prompts/agent/ message it reads, so the agent can send an experiment's
+    override of it instead."""
+
+    def __init__(self, text: str, key: str | None = None, values: dict[str, object] | None = None) -> None:
+        super().__init__(text)
+        self.key = key
+        self.values = dict(values or {})
+
+
+def format_error(name: str, **values: object) -> FormatError:
+    """A FormatError whose text is kit/prompts/agent/<name>.md with ``values`` filled in."""
+    return FormatError(message(MESSAGES, name, **values), name, values)
 
 
 # --------------------------------------------------------------------------- JSON actions
@@ -101,17 +126,15 @@ def parse_json_action(content: str | None, allowed: list[str]) -> Action:
     try:
         data = load_json(text)
     except ValueError:
-        raise FormatError(
-            'Reply with exactly one JSON object: {"thought": "...", "tool": "<name>", "args": {...}}.'
-        ) from None
+        raise format_error("json_not_object") from None
     if not isinstance(data, dict) or not isinstance(data.get("tool"), str):
-        raise FormatError('The JSON object needs a "tool" field naming one tool or "finish".')
+        raise format_error("json_no_tool")
     args = data.get("args") or {}
     if not isinstance(args, dict):
-        raise FormatError('"args" must be a JSON object.')
+        raise format_error("json_args_not_object")
     tool = data["tool"].strip()
     if not tool:
-        raise FormatError(f'"tool" is empty. Use one of: {", ".join([*allowed, FINISH])}.')
+        raise format_error("json_empty_tool", tools=", ".join([*allowed, FINISH]))
     return Action(tool, args)
 
 
@@ -134,22 +157,19 @@ def parse_text_action(content: str | None, allowed: list[str]) -> Action:
     if not blocks:
         if _DONE.search(text):
             return Action(FINISH, {"summary": text.strip()})
-        raise FormatError(
-            "No action found. Reply with exactly one fenced block: ```bash for a command, "
-            "```python PATH to write a file, ```tool NAME with JSON args, or the word DONE when finished."
-        )
+        raise format_error("text_no_action")
     info, body = blocks[0]
     words = info.strip().split()
     lang = words[0].lower() if words else ""
     if lang == "tool":
         if len(words) < 2:
-            raise FormatError("```tool needs a tool name: ```tool read_file")
+            raise format_error("text_tool_no_name")
         try:
             args = load_json(body) if body.strip() else {}
         except ValueError:
-            raise FormatError("The body of a ```tool block must be a JSON object of arguments.") from None
+            raise format_error("text_tool_bad_args") from None
         if not isinstance(args, dict):
-            raise FormatError("The body of a ```tool block must be a JSON object of arguments.")
+            raise format_error("text_tool_bad_args")
         return Action(words[1], args)
     if lang in _SHELL:
         return Action("run", {"command": body.strip()})
@@ -167,10 +187,7 @@ def parse_text_action(content: str | None, allowed: list[str]) -> Action:
             data = None
         if isinstance(data, dict):
             return Action(FINISH, data)
-    raise FormatError(
-        f"A ```{info.strip() or '(no language)'} block is not an action. To write a file put its path "
-        "after the language: ```python src/module.py -- to run a command use ```bash."
-    )
+    raise format_error("text_not_an_action", info=info.strip() or "(no language)")
 
 
 # --------------------------------------------------------------------------- tool-less roles
@@ -230,39 +247,30 @@ def render(mode: Mode, tool: str, args: dict[str, Any] | None = None, thought: s
     return {"content": f"{thought}\n```tool {tool}\n{json.dumps(args)}\n```"}
 
 
-def text_mode_help(allowed: list[str], result_fields: list[str] | None = None) -> str:
-    """The part of the system prompt that teaches the text action format. With ``result_fields``
-    the agent finishes by giving its result as a ```json block instead of saying DONE."""
-    lines = ["Reply with a short thought and then exactly ONE fenced block, which is your action:"]
-    if "run" in allowed:
-        lines.append("- run a shell command:\n```bash\npython -m pytest -q\n```")
-    if "write_file" in allowed:
-        lines.append(
-            "- write a whole file (path after the language):\n```python src/example.py\ndef f():\n    return 1\n```"
-        )
-    if "replace_definitions" in allowed:
-        lines.append(
-            "- replace a function or class where it is defined (no path needed):\n"
-            "```python\ndef existing_function(x):\n    return x\n```"
-        )
+def text_mode_help(
+    allowed: list[str], result_fields: list[str] | None = None, book: PromptBook = MESSAGES
+) -> str:
+    """The part of the system prompt that teaches the text action format (kit/prompts/agent/text_help*.md).
+    With ``result_fields`` the agent finishes by giving its result as a ```json block instead of
+    saying DONE."""
+    lines = [message(book, "text_help")]
+    for tool in ("run", "write_file", "replace_definitions"):
+        if tool in allowed:
+            lines.append(message(book, f"text_help_{tool}"))
     others = [t for t in allowed if t not in ("run", "write_file", "replace_definitions")]
     if others:
-        lines.append(
-            '- call another tool with JSON arguments:\n```tool read_file\n{"path": "README.md"}\n```'
-            f"\n  tools: {', '.join(others)}"
-        )
+        lines.append(message(book, "text_help_other_tools", tools=", ".join(others)))
     if result_fields:
         example = ", ".join(f'"{f}": ...' for f in result_fields)
-        lines.append(f"When you are finished, reply with your result as one ```json block: {{{example}}}")
+        lines.append(message(book, "text_help_finish_result", example=example))
     else:
-        lines.append("When the task is complete, reply with the word DONE and no block.")
+        lines.append(message(book, "text_help_finish"))
     return "\n".join(lines)
 
 
-def json_mode_help(allowed: list[str], result_fields: list[str] | None = None) -> str:
+def json_mode_help(
+    allowed: list[str], result_fields: list[str] | None = None, book: PromptBook = MESSAGES
+) -> str:
+    """The part of the system prompt that teaches the JSON action format (kit/prompts/agent/json_help.md)."""
     finish_args = ", ".join(f'"{f}": ...' for f in result_fields) if result_fields else '"summary": "..."'
-    return (
-        'Reply with one JSON object per turn: {"thought": "...", "tool": "<name>", "args": {...}}. '
-        f"Tools: {', '.join(allowed)}. When the work is complete use "
-        '{"thought": "...", "tool": "finish", "args": {' + finish_args + "}}."
-    )
+    return message(book, "json_help", tools=", ".join(allowed), finish_args=finish_args)

@@ -96,6 +96,7 @@ class RunContext:
             max_format_errors=self.limits.max_format_errors,
             result_schema=result_schema,
             max_output_tokens=max_output_tokens,
+            prompts=PromptBook("agent", self.prompts.overrides),  # the loop's messages, agent/<name>
         )
         return Agent(
             config,

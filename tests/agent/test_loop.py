@@ -189,3 +189,23 @@ def test_the_tool_log_carries_the_run_tools_exit_code(tmp_path, ws):
     assert (run.tool, run.exit_code, run.timed_out, run.ok) == ("run", 3, False, False)
     assert run.output.endswith("exit code: 3")  # the model's text is unchanged
     assert (read.tool, read.exit_code, read.timed_out) == ("read_file", None, False)
+
+
+def test_the_loops_messages_come_from_kit_prompts_and_an_experiment_can_override_them(tmp_path, ws):
+    """Every text the model sees lives in kit/prompts/ (here kit/prompts/agent/), so the prompt lab can
+    vary it: prompt_overrides {"agent/<name>": text} replaces the format-error and observation notices."""
+    from kit.paths import PROMPTS_DIR
+    from kit.prompts import PromptBook
+
+    assert "No action found" in (PROMPTS_DIR / "agent" / "text_no_action.md").read_text()
+    overrides = {
+        "agent/text_no_action": "One block, please ($$ stays).",
+        "agent/observation": "Seen:\n$output",
+        "agent/text_help_finish": "Say DONE when the tests pass.",
+    }
+    replies = ["no block here", render("text", "run", {"command": "echo hi"}), "DONE"]
+    agent, _ = make_agent(tmp_path, ws, replies, "text", prompts=PromptBook("agent", overrides))
+    assert agent.run("Do it").outcome == "done"
+    assert agent.messages[0]["content"].endswith("\nSay DONE when the tests pass.")  # the system prompt
+    said = [m["content"] for m in agent.messages if m["role"] == "user"][1:]
+    assert said[0] == "One block, please ($ stays)." and said[1].startswith("Seen:\nhi")

@@ -155,7 +155,7 @@ def test_report_text_has_both_tables_and_caveats(exp):
     assert "Per strategy" in text and "Per role × tier" in text
     assert "2.50 ± 6.35" in text  # vibe defects
     header = text.splitlines()[
-        text.splitlines().index(next(ln for ln in text.splitlines() if "solved" in ln and "runs" in ln))
+        text.splitlines().index(next(ln for ln in text.splitlines() if "solved" in ln and "scored" in ln))
     ]
     assert header.index("solved") < header.index("failed share") < header.index("defects")
     assert "42% ± 106%" in text  # vibe failed share: (3/6 + 2/6) / 2, t-interval over the 2 repeats

@@ -12,12 +12,13 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
 from kit import analysis
 from kit.analysis import figures, report
-from kit.app.notebooks import headless, jupyter_lab_command
+from kit.app.notebooks import headless, jupyter_lab_command, lab_workspace
 from kit.paths import NOTEBOOKS_DIR, REPO_ROOT, TASKS_DIR
 from kit.tasks.task import load_task
 from kit.tasks.validate import validate_task
@@ -177,7 +178,10 @@ def test_lab_flags_follow_the_user_and_the_display():
     assert "--no-browser" not in jupyter_lab_command(uid=1000, environ=linux_desktop, platform="linux")
     assert "--no-browser" in jupyter_lab_command(uid=1000, environ={}, platform="linux")
     assert not headless({}, "darwin") and headless({"SSH_TTY": "x"}, "linux")
-    assert str(NOTEBOOKS_DIR) in jupyter_lab_command(uid=1000, environ=linux_desktop, platform="linux")
+    lab = jupyter_lab_command(
+        uid=1000, environ=linux_desktop, platform="linux", workspace=Path("/r/lab-notebooks")
+    )
+    assert "--ServerApp.root_dir=/r" in lab and str(NOTEBOOKS_DIR) not in " ".join(lab)  # a working copy
     assert "-m kit lab" in (REPO_ROOT / "Makefile").read_text().split("\nlab:")[1].split("\n\n")[0]
 
 
@@ -189,7 +193,8 @@ def test_make_labs_command_starts_jupyterlab_as_this_user(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     cmd = jupyter_lab_command(
-        [f"--port={port}", "--ip=127.0.0.1", "--IdentityProvider.token=", f"--ServerApp.root_dir={REPO_ROOT}"]
+        [f"--port={port}", "--ip=127.0.0.1", "--IdentityProvider.token="],
+        workspace=lab_workspace(tmp_path / "results"),
     )
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt")}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -135,3 +135,32 @@ def test_frontier_per_task_family_and_pareto_on_failed_share():
     assert not verdict.frontier_table(dominated).loc[("exercism", "linear"), "on_frontier"]
     front = pareto_front(runs.dropna(subset=["failed_share"]))
     assert front["failed_share"].is_monotonic_decreasing and front["cost_usd"].is_monotonic_increasing
+
+
+@pytest.mark.parametrize(
+    ("defects_a", "defects_b"),
+    [
+        ([1.0, 2.0], [3.0, 3.0]),
+        ([1.0, 1.0], [3.0, 3.0]),
+        ([0.0, 1.0, 2.0, 0.0, 1.0, 3.0], [1.0, 1.0, 2.0, 1.0, 2.0, 3.0]),
+    ],
+)
+def test_verdict_p_value_and_repeats_needed_never_contradict(defects_a, defects_b):
+    """Two pairs with a degenerate or two-point interval used to read "differs" while p > 0.05 and
+    "2 repeats needed" with 2 already there."""
+    rows = []
+    for r, (da, db) in enumerate(zip(defects_a, defects_b, strict=True)):
+        rows.append(("t", "p", r, "a", 1.0, da / 10, da, 1.0))
+        rows.append(("t", "p", r, "b", 1.0, db / 10, db, 1.0))
+    table = verdict.verdict_table(_runs(rows), n_resamples=2000)
+    for row in table.itertuples():
+        if row.verdict == verdict.DIFFERS:
+            assert row.p < 0.05 and (row.lo > 0 or row.hi < 0) and row.repeats_needed <= row.pairs
+        elif row.verdict == verdict.UNDECIDED:
+            assert row.repeats_needed is None or row.repeats_needed > row.pairs
+    [line] = verdict.verdict_lines(table)
+    defects = table.set_index("metric").loc["defects_total"]
+    assert ("defects differs" in line) == (defects["verdict"] == verdict.DIFFERS)
+    if len(defects_a) < verdict.FEW_PAIRS:
+        assert defects["verdict"] == verdict.UNDECIDED and "defects differs" not in line
+        assert f"defects: ~{int(defects['repeats_needed'])} paired runs to tell apart (have 2)" in line

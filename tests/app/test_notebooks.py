@@ -32,7 +32,16 @@ PARAMETERS = {
         "whatif_prices",
         "whatif_ttl",
     },  # fmt: skip
-    "prompt_lab": {"strategy", "role", "prompt_override", "task", "profile", "results_dir", "limits"},
+    "prompt_lab": {
+        "strategy",
+        "role",
+        "prompt_override",
+        "prompt_file",
+        "task",
+        "profile",
+        "results_dir",
+        "limits",
+    },
     "verdict": {"results_dir", "baseline", "n_resamples", "seed", "figures_dir"},
 }
 
@@ -65,7 +74,10 @@ def test_verdict_notebook_prints_the_paired_verdict_and_the_frontier(tmp_path):
     # the fixture: pdca solves both repeats, vibe neither; 2 defects fewer per pair
     assert "pdca vs vibe: +100 pts solved [+100, +100], -2.00 defects/run [-2.00, -2.00]" in text
     assert "2 paired runs" in text and "only 2 pairs" in text and "on_frontier" in text
-    assert (exp / "notebooks" / "figures" / "frontier.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "defects: ~6 paired runs to tell apart (have 2)" in text  # 2 pairs never "differ"
+    assert out.name == "04_verdict-n_resamples-500.ipynb"  # named by its parameters, figures beside
+    frontier = exp / "notebooks" / "figures" / "04_verdict-n_resamples-500" / "frontier.png"
+    assert frontier.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_economics_on_a_folder_without_runs_says_so(tmp_path):
@@ -79,7 +91,9 @@ def test_economics_on_a_folder_without_runs_says_so(tmp_path):
 
 
 def test_a_failing_cell_names_the_notebook_and_the_error(tmp_path):
-    with pytest.raises(KitError, match=r"02_tier_economics\.ipynb failed in cell .*ConfigError"):
+    with pytest.raises(
+        KitError, match=r"02_tier_economics-reference-nope\.yaml\.ipynb failed in cell .*ConfigError"
+    ):
         notebooks.execute_all(tmp_path, only="02", params={"reference": "nope.yaml"}, progress=False)
 
 
@@ -95,7 +109,7 @@ def test_prompt_lab_notebook_runs(tmp_path):
 
 
 def test_select_params_and_cli():
-    assert notebooks.select(None) == list(notebooks.NOTEBOOKS)
+    assert notebooks.select(None) == ["benchmark", "tier_economics", "verdict"]  # the lab only when asked
     assert notebooks.select(["03", "01_benchmark", "benchmark"]) == ["prompt_lab", "benchmark"]
     with pytest.raises(KitError, match="unknown notebook"):
         notebooks.select("05")
@@ -225,8 +239,8 @@ def test_all_three_notebooks_on_records_the_scripted_model_produced(tmp_path):
     assert [p.name for p in out] == [
         "01_benchmark.ipynb",
         "02_tier_economics.ipynb",
-        "03_prompt_lab.ipynb",
-        "04_verdict.ipynb",
+        "03_prompt_lab-profile-scripted.ipynb",
+        "04_verdict-n_resamples-500.ipynb",
     ]
     for name in FIGURES:
         assert (exp / "notebooks" / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
@@ -234,3 +248,34 @@ def test_all_three_notebooks_on_records_the_scripted_model_produced(tmp_path):
     assert "scripted model" in bench and "linear" in bench and "harness" in bench
     verdicts = json.dumps(nbformat.read(out[3], as_version=4).cells)  # one repeat each: one pair per line
     assert "harness vs linear:" in verdicts and "linear vs vibe:" in verdicts and "1 paired runs" in verdicts
+
+
+def test_notebooks_on_the_scripted_smoke_experiment_analyse_only(tmp_path, monkeypatch, capfd):
+    """`kit notebooks RESULTS` on experiments/scripted-smoke.yaml: 01, 02 and 04, under a minute, no
+    model call (the calls recorded stay as they were, no experiment is added), the progress bar naming
+    the notebook and the cell."""
+    import time
+
+    from kit.run.runner import run_experiment
+
+    monkeypatch.setenv("ORCHBENCH_RESULTS_DIR", str(tmp_path / "results"))
+    exp = run_experiment(NOTEBOOKS_DIR.parent / "experiments" / "scripted-smoke.yaml", progress=False)
+    calls = {p: p.read_bytes() for p in sorted(exp.glob("runs/*/calls.jsonl"))}
+    assert calls
+    capfd.readouterr()
+    started = time.monotonic()
+    out = notebooks.execute_all(exp, progress=True)
+    took = time.monotonic() - started
+    assert [p.name for p in out] == ["01_benchmark.ipynb", "02_tier_economics.ipynb", "04_verdict.ipynb"]
+    assert took < 60, f"the three notebooks took {took:.0f} s"
+    assert {p: p.read_bytes() for p in sorted(exp.glob("runs/*/calls.jsonl"))} == calls
+    assert [p.name for p in (tmp_path / "results").iterdir() if not p.name.startswith(".")] == [
+        "scripted-smoke"
+    ]
+    assert not (exp / "lab").exists()
+    progress = capfd.readouterr().err
+    assert "01_benchmark cell 2/" in progress and "04_verdict cell" in progress
+    bench = json.dumps(nbformat.read(out[0], as_version=4).cells)
+    assert "Summary: One strategy (vibe)" in bench and "solved 2/2 (100%)" in bench  # who won, in words
+    assert "stop_reason" in bench and "format_errors" in bench  # vibe's loop counters
+    print(f"notebooks 01, 02, 04 on scripted-smoke: {took:.1f} s")

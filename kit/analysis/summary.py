@@ -1,0 +1,182 @@
+"""Who won, in plain words (the top of ``kit report`` and of notebook 01), and the strategies' loop
+counters as recorded in run.json.
+
+Per strategy: its runs, how many it solved (no critical or major requirement failed) of those scored,
+its mean failed share and cost per run -- point values over all its runs, with no interval, since runs
+of different tasks are not repeats of one measurement. Then the *paired* verdict
+(:func:`kit.analysis.verdict.compare`: same task, profile and repeat) against the best other strategy,
+with its 95 % interval, or "not enough paired runs (need ~N)". The best strategy is the one with the
+highest solved share, then the lowest failed share, then the lowest cost.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from kit.analysis import verdict
+from kit.analysis.load import Records
+from kit.errors import KitError
+
+RANKING = "highest solved share, then lowest failed share, then lowest cost per run"
+
+
+def strategy_summary(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per strategy: runs, tasks, scored, solved (count), solved_rate, failed_share (scored runs),
+    cost_usd (mean per run over all runs), ordered best first (:data:`RANKING`)."""
+    cols = ["runs", "tasks", "scored", "solved", "solved_rate", "failed_share", "cost_usd"]
+    if runs.empty:
+        return pd.DataFrame(columns=cols, index=pd.Index([], name="strategy"))
+    rows = {}
+    for strategy, g in runs.groupby("strategy", sort=True):
+        scored = g[g["scored"].astype(bool)]
+        rows[strategy] = {
+            "runs": len(g),
+            "tasks": g["task"].nunique(),
+            "scored": len(scored),
+            "solved": int(scored["solved"].sum()),
+            "solved_rate": scored["solved"].mean(),
+            "failed_share": scored["failed_share"].mean(),
+            "cost_usd": g["cost_usd"].mean(),
+        }
+    table = pd.DataFrame.from_dict(rows, orient="index")[cols]
+    table.index.name = "strategy"
+    key = pd.DataFrame(
+        {
+            "s": -table["solved_rate"].fillna(-1.0),
+            "f": table["failed_share"].fillna(2.0),
+            "c": table["cost_usd"].fillna(float("inf")),
+        }
+    )
+    return table.loc[key.sort_values(["s", "f", "c"], kind="stable").index]
+
+
+def _interval(metric: str, row: pd.Series) -> str:
+    unit, fmt, _ = verdict.FORMATS[metric]
+    if pd.isna(row["lo"]):
+        return f"{fmt(row['diff'])}{unit} (no interval)"
+    return f"{fmt(row['diff'])}{unit} [{fmt(row['lo'])}, {fmt(row['hi'])}]"
+
+
+def _reading(row: pd.Series) -> str:
+    """The verdict on one metric in words, with the pairs behind it."""
+    pairs, state = int(row["pairs"]), row["verdict"]
+    if state == verdict.DIFFERS:
+        return f"differs ({pairs} paired runs)"
+    if state == verdict.SAME:
+        return f"no difference observed ({pairs} paired runs)"
+    need = row["repeats_needed"]
+    need_text = f"~{int(need)}" if need is not None and not pd.isna(need) else f"over {verdict.MAX_REPEATS}"
+    return f"not enough paired runs (have {pairs}, need {need_text})"
+
+
+def paired_verdict(runs: pd.DataFrame, a: str, b: str) -> tuple[str, pd.DataFrame | None]:
+    """``a`` against ``b`` on solved and cost, in words, and the comparison table (None if none)."""
+    try:
+        table = verdict.compare(runs, a, b, n_resamples=2000)
+    except KitError as e:
+        return f"vs {b}: cannot pair the runs ({e})", None
+    if table.empty or "solved" not in table.index or table.loc["solved", "pairs"] == 0:
+        return f"vs {b}: no paired runs (none on the same task and repeat)", table
+    parts = [
+        f"{_interval(m, table.loc[m])}: {_reading(table.loc[m])}"
+        for m in ("solved", "cost_usd")
+        if m in table.index and table.loc[m, "pairs"] > 0
+    ]
+    return f"vs {b}: " + "; ".join(parts), table
+
+
+def _headline(order: list[str], tables: dict[str, pd.DataFrame | None]) -> str:
+    if len(order) < 2:
+        return f"One strategy ({order[0]}): nothing to compare it with." if order else "No runs."
+    best, runner = order[0], order[1]
+    t = tables.get(best)
+    if t is None or "solved" not in t.index or t.loc["solved", "pairs"] == 0:
+        return f"No winner: {best} leads ({RANKING}), but it has no runs paired with {runner}'s."
+    solved, cost = t.loc["solved"], t.loc["cost_usd"] if "cost_usd" in t.index else None
+    if solved["verdict"] == verdict.DIFFERS and solved["diff"] > 0:
+        return f"Winner: {best}: it solved more runs than {runner}, {_interval('solved', solved)}."
+    if (
+        solved["verdict"] == verdict.SAME
+        and cost is not None
+        and cost["verdict"] == verdict.DIFFERS
+        and cost["diff"] < 0
+    ):
+        return f"Winner: {best}: it solved as many runs as {runner} and cost less, {_interval('cost_usd', cost)}."
+    return (
+        f"No winner yet: {best} leads on the numbers; its solved rate against {runner}'s: {_reading(solved)}."
+    )
+
+
+def summary_lines(records: Records) -> list[str]:
+    """The plain-words summary: a headline, then one line per strategy (best first)."""
+    runs = records.runs
+    if runs.empty:
+        return []
+    if runs["experiment"].nunique() > 1:
+        names = ", ".join(sorted(set(runs["experiment"])))
+        return [
+            f"Summary: this folder holds several experiments ({names}); runs of different settings are "
+            "not paired: run `python -m kit report` on each experiment folder, or `python -m kit compare A B`."
+        ]
+    table = strategy_summary(runs)
+    order = list(table.index)
+    lines, tables = [], {}
+    for strategy, row in table.astype(object).iterrows():
+        other = order[0] if strategy != order[0] else (order[1] if len(order) > 1 else None)
+        solved = f"solved {int(row['solved'])}/{int(row['scored'])}" + (
+            f" ({row['solved_rate']:.0%})" if row["scored"] else " (none scored)"
+        )
+        failed = "-" if pd.isna(row["failed_share"]) else f"{row['failed_share']:.0%}"
+        text = (
+            f"  {strategy}: {int(row['runs'])} runs on {int(row['tasks'])} task(s), {solved}, failed share {failed}, "
+            f"${row['cost_usd']:.4f} per run"
+        )
+        if other is not None:
+            words, tables[strategy] = paired_verdict(runs, strategy, other)
+            text += f"; {words}"
+        lines.append(text)
+    head = [
+        "Summary: " + _headline(order, tables),
+        f"  (best first: {RANKING}; point values over all runs, no interval across tasks; "
+        "verdicts pair runs by task and repeat, 95 % bootstrap intervals)",
+    ]
+    return head + lines
+
+
+def groups(records: Records) -> tuple[str, ...]:
+    """How ``kit report`` groups its tables: by strategy, by task too when there are several (an
+    interval is over the repeats of one task), by experiment too when there are several (two settings
+    never share a row)."""
+    runs = records.runs
+    by: tuple[str, ...] = ("strategy",)
+    if not runs.empty and runs["task"].nunique() > 1:
+        by = ("task", *by)
+    if not runs.empty and runs["experiment"].nunique() > 1:
+        by = ("experiment", *by)
+    return by
+
+
+def counters_table(records: Records) -> pd.DataFrame:
+    """Per (strategy, counter) from run.json ``counters``: runs that recorded it, and for numbers the
+    mean, min and max per run; for other values (a stop reason, a list) how often each occurred."""
+    runs = records.runs
+    cols = ["runs", "mean", "min", "max", "values"]
+    counter_cols = [c for c in runs.columns if c.startswith("counter_")] if not runs.empty else []
+    rows = []
+    for strategy, g in runs.groupby("strategy", sort=True) if counter_cols else []:
+        for col in counter_cols:
+            values = g[col].dropna()
+            if values.empty:
+                continue
+            numbers = pd.to_numeric(values, errors="coerce")
+            name = col.removeprefix("counter_")
+            if numbers.notna().all() and values.map(lambda v: not isinstance(v, bool | str)).all():
+                rows.append((strategy, name, len(values), numbers.mean(), numbers.min(), numbers.max(), ""))
+            else:
+                counts = values.map(lambda v: v if isinstance(v, str) else json.dumps(v)).value_counts()
+                text = ", ".join(f"{v} ×{n}" if n > 1 else str(v) for v, n in counts.sort_index().items())
+                rows.append((strategy, name, len(values), None, None, None, text))
+    table = pd.DataFrame(rows, columns=["strategy", "counter", *cols])
+    return table.set_index(["strategy", "counter"])

@@ -1,0 +1,86 @@
+"""Reports that say who won: the summary at the top of `kit report`, intervals only over the repeats of
+one task (Wilson for the solved rate), the loop counters."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pandas as pd
+import pytest
+
+from kit import analysis
+from kit.analysis.report import report_text
+from tests.support.records import write_experiment
+
+
+@pytest.fixture(scope="module")
+def exp(tmp_path_factory):
+    return write_experiment(tmp_path_factory.mktemp("results"))
+
+
+def test_report_opens_with_who_won_in_plain_words(exp):
+    text = report_text(exp)
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Summary: "))
+    assert start < next(i for i, line in enumerate(lines) if line.startswith("Runs by outcome"))
+    # fixture: pdca solves both repeats, vibe neither; 2 pairs only: no verdict yet
+    assert lines[start] == (
+        "Summary: No winner yet: pdca leads on the numbers; its solved rate against vibe's: "
+        "not enough paired runs (have 2, need ~6)."
+    )
+    pdca = next(line for line in lines if line.startswith("  pdca: "))
+    assert pdca.startswith(
+        "  pdca: 2 runs on 1 task(s), solved 2/2 (100%), failed share 8%, $0.0208 per run; vs vibe: "
+    )
+    assert "+100 pts solved [+100, +100]: not enough paired runs (have 2, need ~6)" in pdca
+    vibe = next(line for line in lines if line.startswith("  vibe: "))
+    assert "solved 0/2 (0%), failed share 42%" in vibe and "vs pdca: -100 pts solved" in vibe
+
+
+def _runs(pairs: int) -> pd.DataFrame:
+    rows = []
+    for r in range(pairs):
+        for strategy, solved, cost in (("a", 1.0, 1.0 + r / 100), ("b", 0.0, 1.0)):
+            rows.append(
+                dict(task="t", profile="p", repeat=r, strategy=strategy, experiment="e", scored=True,
+                     solved=solved, failed_share=1 - solved, defects_total=1 - solved, cost_usd=cost)
+            )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_summary_names_the_winner_once_the_paired_runs_decide():
+    from kit.analysis import summary
+
+    records = analysis.Records(root=None, runs=_runs(8), calls=pd.DataFrame(), events=pd.DataFrame())
+    lines = summary.summary_lines(records)
+    assert lines[0] == "Summary: Winner: a: it solved more runs than b, +100 pts solved [+100, +100]."
+    assert "vs b: +100 pts solved [+100, +100]: differs (8 paired runs)" in lines[2]
+    few = summary.summary_lines(dataclasses.replace(records, runs=_runs(1)))
+    assert few[0].startswith("Summary: No winner yet") and "(have 1, need ~6)" in few[0]
+
+
+def test_intervals_are_over_the_repeats_of_one_task_never_across_tasks(exp):
+    records = analysis.load(exp)
+    one_task = analysis.strategy_table(records)
+    lo, hi = one_task.loc["pdca", ["solved_lo", "solved_hi"]]
+    assert lo == pytest.approx(0.342, abs=1e-3) and hi == 1.0  # Wilson, 2 of 2
+    runs = records.runs.copy()
+    runs.loc[runs["repeat"] == 1, "task"] = "other-task"  # the "repeats" are now two different tasks
+    pooled = analysis.strategy_table(dataclasses.replace(records, runs=runs))
+    interval_cols = [c for c in pooled.columns if c.endswith("_ci95") or c in ("solved_lo", "solved_hi")]
+    assert pooled[interval_cols].isna().all().all()
+    text = report_text(exp)
+    assert "100% [34%, 100%]" in text and "0% [0%, 66%]" in text
+
+
+def test_report_shows_the_loop_counters_per_strategy(exp):
+    text = report_text(exp)
+    block = text.split("Loop counters per strategy")[1].split("\n\n")[0]
+    assert "cycles" in block and "1.5 / 1 / 2" in block and "[1, 2] ×2" in block
+
+
+def test_wilson_matches_the_textbook():
+    lo, hi = analysis.tables.wilson(8, 10)
+    assert lo == pytest.approx(0.4902, abs=1e-4) and hi == pytest.approx(0.9433, abs=1e-4)
+    assert all(math.isnan(v) for v in analysis.tables.wilson(0, 0))

@@ -1,0 +1,192 @@
+"""`kit compare A B`, the prompt lab's parameters, its runs as separate experiments, `kit lab`'s working
+copy and `kit notebooks`' defaults and output names: the fast checks (no notebook is executed)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import types
+
+import nbformat
+import pytest
+import yaml
+
+from kit.analysis.report import report_text
+from kit.app import notebooks
+from kit.app import prompt_lab as lab
+from kit.app.cli import main
+from kit.paths import NOTEBOOKS_DIR
+from tests.support.records import write_experiment
+
+HEADING_PROMPT = "# Reviewer\n\nRole: reviewer\nlimits: {a: 1}\n- check the tests\n"
+
+
+def two_folders(tmp_path):
+    a = write_experiment(tmp_path, name="before", incomplete=False)
+    b = write_experiment(tmp_path, name="after", strategies=("vibe",), repeats=1, incomplete=False)
+    (a / "experiment.yaml").write_text(yaml.safe_dump({"name": "before", "profile": "scripted"}))
+    (b / "experiment.yaml").write_text(
+        yaml.safe_dump(
+            {"name": "after", "profile": "scripted", "prompt_overrides": {"vibe/coder": HEADING_PROMPT}}
+        )
+    )
+    return a, b
+
+
+def test_compare_prints_each_strategy_and_task_with_changes_and_the_prompt_diff(tmp_path, capsys):
+    a, b = two_folders(tmp_path)
+    assert main(["compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    table = out.split("Per strategy × task")[1].split("Prompt diff")[0]
+    for metric in ("outcome", "stop_reason", "solved", "failed_share", "calls", "tokens", "cache_read_share"):
+        assert metric in table
+    vibe = table.split("vibe ")[1]
+    # fixture: vibe repeat 0 fails 3 of 6 requirements, repeat 1 fails 2: 42 % before, 50 % after
+    assert "42%" in vibe and "50%" in vibe and "+8 pts" in vibe
+    assert "$0.0188" in vibe and "$0.0183" in vibe and "-$0.0004" in vibe
+    pdca = table.split("pdca ")[1].split("vibe ")[0]
+    assert "done×2" in pdca and pdca.count(" - ") >= 1  # pdca ran only in A: B shows "-"
+    diff = out.split("Prompt diff")[1]
+    assert "prompt_overrides" in diff and "+# Reviewer" in diff and "+Role: reviewer" in diff
+    assert "-You are a software engineer" in diff  # A had no override: its kit/prompts/ file
+
+
+def test_compare_prefers_the_prompts_the_runs_kept(tmp_path):
+    a, b = two_folders(tmp_path)
+    for folder, text in ((a, "old words\n"), (b, "new words\n")):
+        kept = folder / "runs" / "micro-slugify__vibe__r0" / "prompts" / "vibe" / "coder.md"
+        kept.parent.mkdir(parents=True)
+        kept.write_text(text)
+    from kit.analysis import compare
+
+    diff = compare.prompt_diff(a, b)
+    assert "prompts kept by the runs" in diff and "-old words" in diff and "+new words" in diff
+
+
+def test_compare_names_a_missing_folder(tmp_path, capsys):
+    assert main(["compare", str(tmp_path / "nope"), str(tmp_path)]) == 2
+    assert "no results folder" in capsys.readouterr().err
+
+
+def test_two_lab_runs_are_two_rows_in_the_report(tmp_path):
+    root = tmp_path / "lab"
+    write_experiment(
+        root, name="lab-vibe-coder-baseline-1", strategies=("vibe",), repeats=1, incomplete=False
+    )
+    write_experiment(
+        root, name="lab-vibe-coder-modified-2", strategies=("vibe",), repeats=1, incomplete=False
+    )
+    text = report_text(root)
+    per_strategy = text.split("Per strategy (")[1].split("Per role")[0]
+    assert "lab-vibe-coder-baseline-1" in per_strategy and "lab-vibe-coder-modified-2" in per_strategy
+    outcome_rows = [
+        line for line in text.split("Runs by outcome")[1].split("\n\n")[0].splitlines() if "vibe" in line
+    ]
+    assert len(outcome_rows) == 2
+
+
+def test_string_parameters_stay_strings(tmp_path, monkeypatch):
+    seen = {}
+    monkeypatch.setattr(
+        notebooks, "execute_all", lambda results, params, only, progress: seen.update(params) or []
+    )
+    prompt = tmp_path / "prompt.md"
+    prompt.write_text(HEADING_PROMPT)
+    parser = argparse.ArgumentParser()
+    notebooks.add_cli(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(
+        [
+            "notebooks",
+            "results/x",
+            "--only",
+            "prompt_lab",
+            "--param",
+            f"prompt_override={HEADING_PROMPT}",
+            "--param",
+            "task=123",
+            "--param",
+            "limits={max_steps: 4}",
+            "--param-file",
+            f"role={prompt}",
+        ]
+    )
+    args.func(args)
+    assert seen["prompt_override"] == HEADING_PROMPT  # not YAML: the heading and `Role:` stay text
+    assert seen["task"] == "123" and seen["role"] == HEADING_PROMPT
+    assert seen["limits"] == {"max_steps": 4}  # a dict parameter is still read as YAML
+
+
+def test_param_file_that_cannot_be_read_is_one_clear_error(tmp_path):
+    with pytest.raises(notebooks.KitError, match="--param-file prompt_override: cannot read"):
+        notebooks.read_param_file(f"prompt_override={tmp_path / 'missing.md'}")
+
+
+def test_prompt_lab_reads_the_prompt_from_a_file(tmp_path, monkeypatch):
+    seen = []
+
+    def run_experiment(experiment, *, results_dir=None, progress=True, overrides=None):
+        seen.append(experiment)
+        folder = write_experiment(
+            results_dir, name=experiment.name, strategies=("vibe",), repeats=1, incomplete=False
+        )
+        (folder / "experiment.yaml").write_text(yaml.safe_dump(experiment.model_dump(mode="json")))
+        return folder
+
+    monkeypatch.setitem(sys.modules, "kit.run.runner", types.SimpleNamespace(run_experiment=run_experiment))
+    prompt = tmp_path / "p.md"
+    prompt.write_text(HEADING_PROMPT)
+    result = lab.prompt_lab(
+        "vibe",
+        "coder",
+        "",
+        "micro-slugify",
+        profile="scripted",
+        results_dir=tmp_path / "r",
+        prompt_file=prompt,
+    )
+    assert seen[1].prompt_overrides == {"vibe/coder": HEADING_PROMPT}
+    assert result.baseline_dir != result.modified_dir  # two experiments, two folders
+    assert "+# Reviewer" in result.prompt_diff
+    assert list(result.comparison.columns) == ["A", "B", "change"]
+    assert "prompt_file" in notebooks.declared_parameters("prompt_lab")
+
+
+def test_kit_lab_opens_a_working_copy_with_the_results_reachable(tmp_path):
+    folder = notebooks.lab_workspace(tmp_path)
+    assert folder == tmp_path / "lab-notebooks"
+    assert sorted(p.name for p in folder.glob("*.ipynb")) == sorted(notebooks.NOTEBOOKS.values())
+    edited = folder / "01_benchmark.ipynb"
+    nb = nbformat.read(edited, as_version=4)
+    nb.cells[0].source += "\n\nmy note"
+    nbformat.write(nb, edited)
+    notebooks.lab_workspace(tmp_path)  # again: the user's edit is kept, the tracked notebook untouched
+    assert (
+        "my note" in edited.read_text()
+        and "my note" not in (NOTEBOOKS_DIR / "01_benchmark.ipynb").read_text()
+    )
+    cmd = notebooks.jupyter_lab_command(
+        uid=1000, environ={"DISPLAY": ":0"}, platform="linux", workspace=folder
+    )
+    assert f"--ServerApp.root_dir={tmp_path}" in cmd and "--LabApp.default_url=/lab/tree/lab-notebooks" in cmd
+    assert str(NOTEBOOKS_DIR) not in " ".join(cmd)
+
+
+def test_notebooks_default_to_the_analyses_and_name_outputs_by_their_parameters(tmp_path):
+    assert notebooks.select(None) == ["benchmark", "tier_economics", "verdict"]
+    assert notebooks.select("prompt_lab") == ["prompt_lab"]
+    out = notebooks.output_path("tier_economics", tmp_path, {"reassign": {"executor": "medium"}})
+    assert out == tmp_path / "notebooks" / "02_tier_economics-reassign-executor-medium.ipynb"
+    assert notebooks.output_path("benchmark", tmp_path, {"results_dir": "x"}).name == "01_benchmark.ipynb"
+    long = notebooks.output_path("prompt_lab", tmp_path, {"prompt_override": HEADING_PROMPT * 5})
+    other = notebooks.output_path("prompt_lab", tmp_path, {"prompt_override": HEADING_PROMPT * 6})
+    assert long != other and len(long.name) < 100
+    figures = notebooks.default_parameters("tier_economics", tmp_path, {"price_sheet": "anthropic"})
+    assert figures["figures_dir"].endswith("figures/02_tier_economics-price_sheet-anthropic")
+
+
+def test_prompt_lab_runs_on_the_profile_the_experiment_used(tmp_path):
+    (tmp_path / "experiment.yaml").write_text(yaml.safe_dump({"name": "x", "profile": "tiered"}))
+    assert notebooks.default_parameters("prompt_lab", tmp_path) == {
+        "results_dir": str(tmp_path / "lab"),
+        "profile": "tiered",
+    }
