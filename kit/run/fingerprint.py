@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -23,35 +22,13 @@ from kit import strategies
 from kit.config import Experiment, PriceSheet, Profile
 from kit.paths import PROMPTS_DIR, is_ignored
 from kit.run.plan import RunSpec, redacted
-from kit.tasks.task import Task
+from kit.tasks.validate import task_hash
 
 PROMPTS_FOLDER = "prompts"  # in the run folder: prompts/<strategy>/<file>
-
-_TASK_HASHES: dict[tuple[str, tuple], str] = {}
-_LOCK = threading.Lock()
 
 
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
-
-
-def task_hash(task: Task) -> str:
-    """A hash of every file of the task folder (paths and bytes; git and cache litter left out),
-    kept per process while no file's size or mtime changes."""
-    root = Path(task.path)
-    files = sorted(p for p in root.rglob("*") if p.is_file() and not is_ignored(p.relative_to(root)))
-    signature = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
-    key = (str(root), signature)
-    with _LOCK:
-        if key in _TASK_HASHES:
-            return _TASK_HASHES[key]
-    h = hashlib.sha256()
-    for p in files:
-        h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
-    value = h.hexdigest()[:16]
-    with _LOCK:
-        _TASK_HASHES[key] = value
-    return value
 
 
 def prompt_texts(strategy: str, overrides: dict[str, str]) -> dict[str, str]:

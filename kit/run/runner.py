@@ -23,7 +23,7 @@ from kit.config import (
     load_experiment,
     load_profile,
 )
-from kit.errors import ConfigError
+from kit.errors import ConfigError, TaskError
 from kit.model.check import with_api_base
 from kit.model.gateway import Gateway
 from kit.paths import EXPERIMENTS_DIR
@@ -42,6 +42,7 @@ from kit.run.resume import resume_plan, settle
 from kit.run.single import PlayedRun, new_record, play_run, run_one, score_run
 from kit.run.threads import run_threads
 from kit.sandbox.backends import check_available
+from kit.tasks.validate import collection_problems
 
 __all__ = [
     "EXECUTORS",
@@ -95,6 +96,14 @@ def load_settings(
         if source is None:
             raise
         raise ConfigError(f"{experiment_path(source)}: {e}") from None
+    check_available(experiment.sandbox)  # bwrap that cannot start fails here, saying how to opt out
+    for task in {s.task.id: s.task for s in specs}.values():  # not run, paid for, then `unscored`
+        problems = collection_problems(task, experiment.sandbox)
+        if problems:
+            raise TaskError(
+                f"task {task.id}: its hidden tests would not give a score:\n  " + "\n  ".join(problems),
+                f"fix the task (python -m kit tasks validate {task.id}), or leave it out (--tasks)",
+            )
     return experiment, profile, sheet, specs
 
 
@@ -131,7 +140,6 @@ def run_experiment(
     if address and executor != "ray":
         raise ConfigError("--address is for the Ray executor", "add --executor ray, or drop --address")
     experiment, profile, sheet, specs = load_settings(experiment, overrides, api_base)
-    check_available(experiment.sandbox)  # bwrap that cannot start fails here, saying how to opt out
     out = prepare_results(results_dir, experiment.name)
     with ResultsLock(out):  # one writer per results folder
         resume = resume_plan(out, specs, experiment, profile, sheet, retry_errors)
