@@ -83,9 +83,10 @@ def dry_run(
     redo_changed: bool = False,
 ) -> str:
     """What ``kit run`` with the same arguments would do, as text; writes nothing."""
-    experiment, profile, sheet, specs = load_settings(experiment, overrides, api_base)
+    loaded = load_settings(experiment, overrides, api_base)
+    experiment, profile, sheet, specs = loaded.experiment, loaded.profile, loaded.sheet, loaded.specs
     out = Path(results_dir or results_root()).expanduser().resolve() / experiment.name
-    resume = resume_plan(out, specs, experiment, profile, sheet, retry_errors)
+    resume = resume_plan(out, specs, loaded.full, profile, sheet, retry_errors)
     n_tasks = len(specs) // max(1, len(experiment.strategies) * experiment.repeats)
     lines = [
         f"experiment {experiment.name} (dry run: nothing is written)",

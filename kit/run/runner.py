@@ -9,12 +9,14 @@ The pieces live in their own modules -- the plan (:mod:`kit.run.plan`), the resu
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
+from kit import strategies
 from kit.config import (
     Experiment,
     PriceSheet,
@@ -67,9 +69,49 @@ __all__ = [
 EXECUTORS = ("thread", "ray")
 
 
+@dataclass
+class Loaded:
+    """An experiment ready to run: ``experiment`` (the runs to do), ``full`` (the same with the file's
+    strategies and their options, prompts and tiers too, when ``--strategies`` narrowed the matrix: what
+    the folder's other runs are checked against and what its experiment.yaml records), the profile,
+    the price sheet and the plan."""
+
+    experiment: Experiment
+    full: Experiment
+    profile: Profile
+    sheet: PriceSheet
+    specs: list[RunSpec]
+
+
+def _narrowed(experiment: Experiment, overrides: dict[str, Any]) -> tuple[Experiment, Experiment]:
+    """(to run, full): ``overrides`` applied; a --strategies list narrows the run's strategies and their
+    options, prompt overrides and tiers, while ``full`` keeps the file's strategies (and adds the new)."""
+    chosen = overrides.get("strategies")
+    rest = {k: v for k, v in overrides.items() if k != "strategies"}
+    try:
+        full = Experiment.model_validate({**experiment.model_dump(), **rest})
+        if chosen is None:
+            return full, full
+        full = full.model_copy(update={"strategies": full.strategies + [c for c in chosen if c not in full.strategies]})
+        run = Experiment.model_validate(
+            {
+                **full.model_dump(),
+                "strategies": chosen,
+                "strategy_options": {k: v for k, v in full.strategy_options.items() if k in chosen},
+                "prompt_overrides": {k: v for k, v in full.prompt_overrides.items() if k.split("/")[0] in chosen},
+                "tiers": {k: v for k, v in full.tiers.items() if k in chosen},
+            }
+        )
+    except ValidationError as e:
+        raise ConfigError(
+            f"invalid override of experiment {experiment.name!r}:\n{describe_validation_errors(e)}"
+        ) from None
+    return run, full
+
+
 def load_settings(
     experiment: Experiment | str | Path, overrides: dict[str, Any] | None = None, api_base: str | None = None
-) -> tuple[Experiment, Profile, PriceSheet, list[RunSpec]]:
+) -> Loaded:
     """The experiment (``overrides`` applied: any of its fields, e.g. tasks, strategies, repeats,
     profile), its profile (every tier sent to ``api_base`` when given), its price sheet and its plan,
     all checked before anything runs: unknown keys, tasks, strategies, roles and prompt names, and
@@ -77,21 +119,13 @@ def load_settings(
     source = None if isinstance(experiment, Experiment) else experiment
     if not isinstance(experiment, Experiment):
         experiment = load_experiment(experiment)
-    if overrides:
-        data = {**experiment.model_dump(), **overrides}
-        if "strategies" in overrides:  # a narrowed matrix keeps the tier maps of its strategies only
-            data["tiers"] = {k: v for k, v in experiment.tiers.items() if k in overrides["strategies"]}
-        try:
-            experiment = Experiment.model_validate(data)
-        except ValidationError as e:
-            raise ConfigError(
-                f"invalid override of experiment {experiment.name!r}:\n{describe_validation_errors(e)}"
-            ) from None
+    experiment, full = _narrowed(experiment, overrides or {})
     profile, sheet = load_profile(experiment.profile)
     if api_base:
         profile = with_api_base(profile, api_base)
     try:
         specs = plan(experiment)
+        strategies.check_experiment(full)
     except ConfigError as e:
         if source is None:
             raise
@@ -104,7 +138,7 @@ def load_settings(
                 f"task {task.id}: its hidden tests would not give a score:\n  " + "\n  ".join(problems),
                 f"fix the task (python -m kit tasks validate {task.id}), or leave it out (--tasks)",
             )
-    return experiment, profile, sheet, specs
+    return Loaded(experiment, full, profile, sheet, specs)
 
 
 def run_experiment(
@@ -139,14 +173,15 @@ def run_experiment(
         raise ConfigError(f"unknown executor {executor!r}", f"pick one of: {', '.join(EXECUTORS)}")
     if address and executor != "ray":
         raise ConfigError("--address is for the Ray executor", "add --executor ray, or drop --address")
-    experiment, profile, sheet, specs = load_settings(experiment, overrides, api_base)
+    loaded = load_settings(experiment, overrides, api_base)
+    experiment, profile, sheet, specs = loaded.experiment, loaded.profile, loaded.sheet, loaded.specs
     out = prepare_results(results_dir, experiment.name)
     with ResultsLock(out):  # one writer per results folder
-        resume = resume_plan(out, specs, experiment, profile, sheet, retry_errors)
+        resume = resume_plan(out, specs, loaded.full, profile, sheet, retry_errors)
         settle(resume, experiment.name, redo_changed)  # refuses before anything is written
         try:
             (out / EXPERIMENT_COPY).write_text(
-                yaml.safe_dump(merged_matrix(out, experiment).model_dump(mode="json"), sort_keys=False),
+                yaml.safe_dump(merged_matrix(out, loaded.full).model_dump(mode="json"), sort_keys=False),
                 encoding="utf-8",
             )
             (out / PRICE_SHEET_COPY).write_text(
