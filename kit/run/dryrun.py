@@ -13,6 +13,7 @@ from kit.config import Experiment, PriceSheet, Profile
 from kit.paths import results_root
 from kit.run.resume import describe, resume_plan
 from kit.run.runner import load_settings
+from kit.tasks.validate import collection_checked
 from kit.usage import PER_MILLION
 
 
@@ -83,7 +84,7 @@ def dry_run(
     redo_changed: bool = False,
 ) -> str:
     """What ``kit run`` with the same arguments would do, as text; writes nothing."""
-    loaded = load_settings(experiment, overrides, api_base)
+    loaded = load_settings(experiment, overrides, api_base, collect=False)
     experiment, profile, sheet, specs = loaded.experiment, loaded.profile, loaded.sheet, loaded.specs
     out = Path(results_dir or results_root()).expanduser().resolve() / experiment.name
     resume = resume_plan(out, specs, loaded.full, profile, sheet, retry_errors)
@@ -111,6 +112,12 @@ def dry_run(
     lines.append(
         f"results: {out} ({where}): keep {len(resume.kept)}, redo {redo} changed, run {len(resume.todo)}"
     )
+    unchecked = sorted({s.task.id for s in specs if not collection_checked(s.task)})
+    if unchecked:
+        lines.append(
+            f"hidden tests not yet checked for {', '.join(unchecked)}: kit run collects them (with the "
+            "reference solution) before the first run and refuses a task whose tests do not collect"
+        )
     if resume.changed or resume.outside:
         lines.append("changed settings:")
         lines += describe(resume)

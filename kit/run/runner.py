@@ -92,13 +92,17 @@ def _narrowed(experiment: Experiment, overrides: dict[str, Any]) -> tuple[Experi
         full = Experiment.model_validate({**experiment.model_dump(), **rest})
         if chosen is None:
             return full, full
-        full = full.model_copy(update={"strategies": full.strategies + [c for c in chosen if c not in full.strategies]})
+        full = full.model_copy(
+            update={"strategies": full.strategies + [c for c in chosen if c not in full.strategies]}
+        )
         run = Experiment.model_validate(
             {
                 **full.model_dump(),
                 "strategies": chosen,
                 "strategy_options": {k: v for k, v in full.strategy_options.items() if k in chosen},
-                "prompt_overrides": {k: v for k, v in full.prompt_overrides.items() if k.split("/")[0] in chosen},
+                "prompt_overrides": {
+                    k: v for k, v in full.prompt_overrides.items() if k.split("/")[0] in chosen
+                },
                 "tiers": {k: v for k, v in full.tiers.items() if k in chosen},
             }
         )
@@ -110,12 +114,16 @@ def _narrowed(experiment: Experiment, overrides: dict[str, Any]) -> tuple[Experi
 
 
 def load_settings(
-    experiment: Experiment | str | Path, overrides: dict[str, Any] | None = None, api_base: str | None = None
+    experiment: Experiment | str | Path,
+    overrides: dict[str, Any] | None = None,
+    api_base: str | None = None,
+    collect: bool = True,
 ) -> Loaded:
     """The experiment (``overrides`` applied: any of its fields, e.g. tasks, strategies, repeats,
     profile), its profile (every tier sent to ``api_base`` when given), its price sheet and its plan,
     all checked before anything runs: unknown keys, tasks, strategies, roles and prompt names, and
-    tasks whose hidden tests do not collect, fail here (ConfigError naming the file)."""
+    tasks whose hidden tests do not collect, fail here (ConfigError naming the file). Without
+    ``collect`` (a dry run: nothing written) only the static checks of the hidden tests run."""
     source = None if isinstance(experiment, Experiment) else experiment
     if not isinstance(experiment, Experiment):
         experiment = load_experiment(experiment)
@@ -132,7 +140,7 @@ def load_settings(
         raise ConfigError(f"{experiment_path(source)}: {e}") from None
     check_available(experiment.sandbox)  # bwrap that cannot start fails here, saying how to opt out
     for task in {s.task.id: s.task for s in specs}.values():  # not run, paid for, then `unscored`
-        problems = collection_problems(task, experiment.sandbox)
+        problems = collection_problems(task, experiment.sandbox, static_only=not collect)
         if problems:
             raise TaskError(
                 f"task {task.id}: its hidden tests would not give a score:\n  " + "\n  ".join(problems),

@@ -153,11 +153,17 @@ def check_cache_dir() -> Path:
     return Path(base) / "task-checks"
 
 
-def collection_problems(task: Task, sandbox: str | None = None) -> list[str]:
+def collection_checked(task: Task) -> bool:
+    """Whether the task's content already passed :func:`collection_problems`."""
+    return (check_cache_dir() / f"{task_hash(task)}.ok").is_file()
+
+
+def collection_problems(task: Task, sandbox: str | None = None, static_only: bool = False) -> list[str]:
     """Why the task's hidden tests would not give a score ([] when they do): acceptance files pytest
     would not collect or cannot parse, and -- with the reference solution applied, as ``tasks
     validate`` does -- a collection error or no result from the acceptance session. A pass is
-    remembered per task content (:func:`check_cache_dir`), so a task is checked once."""
+    remembered per task content (:func:`check_cache_dir`), so a task is checked once. ``static_only``:
+    the file checks alone (they write nothing; the session builds a clone and remembers a pass)."""
     marker = check_cache_dir() / f"{task_hash(task)}.ok"
     if marker.is_file():
         return []
@@ -169,6 +175,8 @@ def collection_problems(task: Task, sandbox: str | None = None) -> list[str]:
             problems.append(
                 f"acceptance/{path.relative_to(task.acceptance_dir).as_posix()}: does not parse: {e}"
             )
+    if static_only:
+        return problems
     if not problems and task.solution_dir.is_dir():
         with tempfile.TemporaryDirectory(prefix="orchbench-collect-") as tmp:
             ws = create_workspace(task, Path(tmp) / "repo")

@@ -51,14 +51,33 @@ def snapshot(out: Path) -> dict[str, bytes]:
 
 
 def kit_run(folder: Path, *extra: str) -> int:
-    return main(["run", str(folder / "fp.yaml"), "--results", str(folder / "results"), "--quiet", "--no-report", *extra])
+    return main(
+        [
+            "run",
+            str(folder / "fp.yaml"),
+            "--results",
+            str(folder / "results"),
+            "--quiet",
+            "--no-report",
+            *extra,
+        ]
+    )
 
 
 def test_a_run_records_its_settings_its_fingerprint_and_its_prompts(setup):
     _, out = setup
     run = run_json(out / "runs" / VIBE)
     assert run["fingerprint"] and run["settings"]["strategy"] == "vibe"
-    assert set(run["settings"]) >= {"task", "prompts", "options", "tiers", "models", "limits", "sandbox", "kit_version"}
+    assert set(run["settings"]) >= {
+        "task",
+        "prompts",
+        "options",
+        "tiers",
+        "models",
+        "limits",
+        "sandbox",
+        "kit_version",
+    }
     kept = out / "runs" / VIBE / "prompts" / "vibe" / "coder.md"
     assert kept.read_text() == (Path("kit/prompts/vibe/coder.md")).read_text()
     assert run["settings"]["prompts"]["coder.md"]
@@ -92,7 +111,10 @@ def test_redo_changed_redoes_exactly_the_changed_runs(setup, capsys):
     assert kit_run(folder, "--redo-changed") == 0
     new_vibe, new_harness = run_json(out / "runs" / VIBE), run_json(out / "runs" / HARNESS)
     assert new_harness == old_harness  # kept as it was
-    assert new_vibe["started_at"] != old_vibe["started_at"] and new_vibe["fingerprint"] != old_vibe["fingerprint"]
+    assert (
+        new_vibe["started_at"] != old_vibe["started_at"]
+        and new_vibe["fingerprint"] != old_vibe["fingerprint"]
+    )
     assert (out / "runs" / VIBE / "prompts" / "vibe" / "coder.md").read_text() == "Be brief."
     copy = yaml.safe_load((out / "experiment.yaml").read_text())
     assert copy["prompt_overrides"] == {"vibe/coder": "Be brief."}  # the settings its runs used
@@ -118,3 +140,17 @@ def test_runs_outside_the_matrix_under_other_settings_cannot_be_kept(setup, caps
     err = capsys.readouterr().err
     assert f"{VIBE} (not in this experiment's matrix): prompt coder.md changed" in err
     assert "fresh experiment name" in err
+
+
+def test_dry_run_says_what_would_be_kept_redone_and_run_and_writes_nothing(setup, capsys):
+    folder, out = setup
+    before = snapshot(folder / "results")
+    write(folder, strategy_options={"vibe": {"max_steps": 7}}, repeats=2)
+    assert kit_run(folder, "--dry-run") == 0
+    text = capsys.readouterr().out
+    assert "1 task(s) x 2 strategies x 2 repeat(s) = 4 runs" in text
+    assert "keep 1, redo 0 changed, run 2" in text  # harness r1 kept; vibe r2 and harness r2 new
+    assert f"{VIBE}: options.max_steps: (unset) -> 7" in text and "kit run would refuse (exit 2)" in text
+    assert kit_run(folder, "--dry-run", "--redo-changed") == 0
+    assert "keep 1, redo 1 changed, run 2" in capsys.readouterr().out
+    assert snapshot(folder / "results") == before  # no file written, none changed, no lock
