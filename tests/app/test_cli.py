@@ -14,7 +14,6 @@ from kit.app.cli import build_parser, main
 from kit.config import Limits, load_experiment, load_profile
 from kit.paths import TASKS_DIR
 from kit.records.schema import read_jsonl
-from kit.run.dryrun import spend_bound
 from tests.support.helpers import run_json
 
 
@@ -35,6 +34,8 @@ def test_dry_run_prints_the_matrix_budget_and_bound_and_writes_nothing(tmp_path,
 
 
 def test_spend_bound_takes_the_tightest_budget_at_the_dearest_tier():
+    from kit.run.dryrun import spend_bound
+
     exp = load_experiment("full")
     profile, sheet = load_profile("tiered")
     call = max(

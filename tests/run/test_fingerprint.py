@@ -13,7 +13,6 @@ import pytest
 import yaml
 
 from kit.app.cli import main
-from kit.run.resume import OLD_RECORD
 from kit.run.runner import run_experiment
 from tests.support.helpers import experiment, run_json, write_profile
 
@@ -123,6 +122,8 @@ def test_redo_changed_redoes_exactly_the_changed_runs(setup, capsys):
 
 
 def test_a_record_without_a_fingerprint_counts_as_changed(setup, capsys):
+    from kit.run.resume import OLD_RECORD
+
     folder, out = setup
     path = out / "runs" / VIBE / "run.json"
     record = json.loads(path.read_text())
