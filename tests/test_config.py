@@ -107,26 +107,46 @@ def test_every_shipped_experiment_and_profile_passes_the_strict_checks():
 
 
 TYPOS = [
-    ("strategy_options: {workflow: {max_cycle: 3}}", "strategy_options.workflow.max_cycle", "max_cycles"),
-    ("strategy_options: {pdca: {max_atempts: 3}}", "strategy_options.pdca.max_atempts", "max_attempts"),
-    ("strategy_options: {linear: {reviewer: 1}}", "strategy_options.linear.reviewer", "reviewers"),
-    ("strategy_options: {harness: {max_session: 2}}", "strategy_options.harness.max_session", "max_sessions"),
-    ("strategy_options: {vibee: {max_steps: 3}}", "strategy_options.vibee", "vibe"),
-    ('prompt_overrides: {"pdca/auditr": "Audit."}', "prompt_overrides.pdca/auditr", "auditor"),
-    ('prompt_overrides: {"workflow/analyser": "x"}', "prompt_overrides.workflow/analyser", "analyzer"),
-    ("tiers: {pdca: {excutor: cheap}}", "tiers.pdca.excutor", "executor"),
+    (
+        "workflow",
+        "strategy_options: {workflow: {max_cycle: 3}}",
+        "strategy_options.workflow.max_cycle",
+        "max_cycles",
+    ),
+    (
+        "pdca",
+        "strategy_options: {pdca: {max_atempts: 3}}",
+        "strategy_options.pdca.max_atempts",
+        "max_attempts",
+    ),
+    ("linear", "strategy_options: {linear: {reviewer: 1}}", "strategy_options.linear.reviewer", "reviewers"),
+    (
+        "harness",
+        "strategy_options: {harness: {max_session: 2}}",
+        "strategy_options.harness.max_session",
+        "max_sessions",
+    ),
+    ("vibe", "strategy_options: {vibee: {max_steps: 3}}", "strategy_options.vibee", "vibe"),
+    ("pdca", 'prompt_overrides: {"pdca/auditr": "Audit."}', "prompt_overrides.pdca/auditr", "auditor"),
+    (
+        "workflow",
+        'prompt_overrides: {"workflow/analyser": "x"}',
+        "prompt_overrides.workflow/analyser",
+        "analyzer",
+    ),
+    ("pdca", "tiers: {pdca: {excutor: cheap}}", "tiers.pdca.excutor", "executor"),
 ]
 
 
-@pytest.mark.parametrize(("line", "key", "meant"), TYPOS, ids=[t[1] for t in TYPOS])
-def test_a_typo_in_the_strategy_settings_stops_before_any_run(tmp_path, capsys, line, key, meant):
+@pytest.mark.parametrize(("strategy", "line", "key", "meant"), TYPOS, ids=[t[2] for t in TYPOS])
+def test_a_typo_in_the_strategy_settings_stops_before_any_run(tmp_path, capsys, strategy, line, key, meant):
     from kit.app.cli import main
 
     exp = write(
         tmp_path,
         "typo.yaml",
-        "name: typo\ntasks: [micro-slugify]\nstrategies: [vibe, linear, pdca, workflow, harness]\n"
-        f"profile: scripted\n{line}\n",
+        f"name: typo\ntasks: [micro-slugify]\nstrategies: [{strategy}]\nprofile: scripted\n"
+        f"limits: {{max_model_calls: 1}}\n{line}\n",
     )
     assert main(["run", str(exp), "--results", str(tmp_path / "results"), "--quiet", "--no-report"]) == 2
     err = capsys.readouterr().err
