@@ -112,6 +112,18 @@ def _cmd_models_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_docs(args: argparse.Namespace) -> int:
+    from kit.app import reference
+
+    if args.check:
+        if reference.is_current():
+            return 0
+        print(f"{reference.REFERENCE} is stale: run python -m kit docs", file=sys.stderr)
+        return 1
+    print(f"wrote {reference.write()}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m kit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -161,6 +173,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--api-base", default=None, help="send every tier to this base URL (a proxy, a local or fake server)"
     )
     c.set_defaults(func=_cmd_models_check)
+
+    p = sub.add_parser(
+        "docs", help="regenerate docs/experiments.md from the models (--check: is it current?)"
+    )
+    p.add_argument(
+        "--check", action="store_true", help="exit 1 when docs/experiments.md is stale; write nothing"
+    )
+    p.set_defaults(func=_cmd_docs)
 
     from kit.app import tasks_cli
 

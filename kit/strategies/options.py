@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import typing
 from collections.abc import Iterable
 from typing import Any
 
@@ -101,16 +102,33 @@ class HarnessOptions(_Options):
     verify_tests: bool = Field(True, description="Run the task's tests before a feature counts as passing.")
 
 
+#: What pdca's options mean (PdcaSettings keeps them as comments); an option missing here shows blank.
+PDCA_MEANINGS = {
+    "max_attempts": "Auditor rejections per plan revision before the expert is asked.",
+    "max_plan_rejections": "PLAN->DO rejections in a row before the expert.",
+    "max_do_rejections": "DO->CHECK rejections on one revision before the expert.",
+    "max_role_calls": "Role sessions (the orchestrator's included) in the whole run.",
+    "report_retries": "Times a missing or malformed scout, auditor or expert report is asked again.",
+    "executor_steps": "Steps of an executor session; default: the run's step cap.",
+    "scout_steps": "Steps of a scout (and expert) session; default: min(8, the step cap).",
+    "answer_steps": "Steps a tool-less role gets to give a valid answer.",
+    "status_writer": "Who writes the status file: model (the executor's cheap model calls, as the source) or kit.",
+    "brief_safety_net": "Append the previous output when the orchestrator's brief misses an id, key, path or command.",
+    "max_output_tokens": "Output cap per role, e.g. {executor: 8000}; default: the profile's.",
+}
+
+
 def _pdca_model() -> type[_Options]:
     """pdca's options, built from PdcaSettings (its fields, types and defaults) so they never drift."""
     from pydantic import create_model
 
     from kit.strategies.pdca.settings import PdcaSettings
 
+    hints = typing.get_type_hints(PdcaSettings)
     fields: dict[str, Any] = {}
     for f in dataclasses.fields(PdcaSettings):
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        fields[f.name] = (f.type if not isinstance(f.type, str) else Any, default)
+        fields[f.name] = (hints.get(f.name, Any), Field(default, description=PDCA_MEANINGS.get(f.name, "")))
     return create_model("PdcaOptions", __base__=_Options, __doc__="pdca: PLAN, DO, CHECK, ACT.", **fields)
 
 
