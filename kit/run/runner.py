@@ -187,6 +187,8 @@ def run_experiment(
     with ResultsLock(out):  # one writer per results folder
         resume = resume_plan(out, specs, loaded.full, profile, sheet, retry_errors)
         settle(resume, experiment.name, redo_changed)  # refuses before anything is written
+        for run_id in resume.redo:  # a redone changed run starts afresh: no workflow call replayed
+            (out / "journals" / f"{run_id}.jsonl").unlink(missing_ok=True)
         try:
             (out / EXPERIMENT_COPY).write_text(
                 yaml.safe_dump(merged_matrix(out, loaded.full).model_dump(mode="json"), sort_keys=False),

@@ -107,7 +107,13 @@ def test_redo_changed_redoes_exactly_the_changed_runs(setup, capsys):
     folder, out = setup
     old_vibe, old_harness = run_json(out / "runs" / VIBE), run_json(out / "runs" / HARNESS)
     write(folder, prompt_overrides={"vibe/coder": "Be brief."})
+    (out / "journals").mkdir(exist_ok=True)
+    for run_id in (VIBE, HARNESS):  # a workflow journal would replay calls made under the old settings
+        (out / "journals" / f"{run_id}.jsonl").write_text('{"key": "k"}\n')
     assert kit_run(folder, "--redo-changed") == 0
+    assert (
+        not (out / "journals" / f"{VIBE}.jsonl").exists() and (out / "journals" / f"{HARNESS}.jsonl").exists()
+    )
     new_vibe, new_harness = run_json(out / "runs" / VIBE), run_json(out / "runs" / HARNESS)
     assert new_harness == old_harness  # kept as it was
     assert (
