@@ -20,8 +20,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:
         from kit.run.dryrun import dry_run
 
-        print(dry_run(args.experiment, results_dir=args.results, overrides=overrides, api_base=args.api_base,
-                      retry_errors=args.retry_errors, redo_changed=args.redo_changed))  # fmt: skip
+        text = dry_run(
+            args.experiment,
+            results_dir=args.results,
+            overrides=overrides,
+            api_base=args.api_base,
+            retry_errors=args.retry_errors,
+            redo_changed=args.redo_changed,
+        )
+        print(text)
         return 0
     state = ExperimentState()
     try:
