@@ -76,8 +76,8 @@ def resume_plan(
     result = ResumePlan(specs=by_id)
     runs = Path(out) / "runs"
     for run_dir in sorted(runs.iterdir()) if runs.is_dir() else []:
-        if run_dir.name in by_id or not run_dir.is_dir():
-            continue
+        if run_dir.name in by_id or not run_dir.is_dir() or not finished(run_dir, False):
+            continue  # a torn or interrupted run claims nothing
         record = load_run(run_dir)
         if record is not None:
             diff = _what_changed(record, None, experiment, profile, sheet)
