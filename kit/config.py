@@ -179,7 +179,9 @@ class Experiment(_Strict):
         default_factory=dict, description="Per-strategy knobs, e.g. {pdca: {max_attempts: 3}}."
     )
     prompt_overrides: dict[str, str] = Field(
-        default_factory=dict, description="'<strategy>/<role>' -> prompt text replacing the file."
+        default_factory=dict,
+        description="'<strategy>/<name>' -> prompt text replacing kit/prompts/<strategy>/<name>.md "
+        "(a role's system prompt, a step, a message template).",
     )
     sandbox: SandboxName = Field(
         default_factory=default_sandbox,

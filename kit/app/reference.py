@@ -17,6 +17,7 @@ from pydantic_core import PydanticUndefined
 
 from kit.config import Experiment, Limits, ModelSpec, PriceSheet, Profile, RetryPolicy
 from kit.paths import REPO_ROOT
+from kit.strategies import DEFAULT_TIERS
 from kit.strategies.options import option_models
 from kit.usage import ModelPrice
 
@@ -181,6 +182,14 @@ closest known name ("did you mean ..."), before any run starts.
 `datasets/prices/` (or of a `prices/` folder beside the profile's folder) or a path. `kit run` can
 override the matrix: `--tasks a,b --strategies x,y --repeats N`, `--api-base URL` (every tier to one
 base URL), and `--dry-run` prints the matrix, the budget and the most it can spend, writing nothing.
+
+The most a run can spend, as `--dry-run` gives it: over the tiers the experiment's strategies use, one
+call costs at most a full `context_window` at the dearer of the input and cache-write prices plus
+`max_output_tokens` at the output price; the budget is checked before each call, so a run ends at
+most one call past it. The bound is the smallest of `max_usd` + one call, `max_tokens` at the dearest
+per-token price + one call, and `max_model_calls` x one call (agents that run in parallel, as the
+workflow's, may each have one call in flight when the budget runs out). Without any of the three the
+spending is unbounded.
 """
 
 
@@ -208,7 +217,9 @@ def render() -> str:
         "",
     ]
     for strategy, model in option_models().items():
-        parts += [f"### {strategy}", "", _doc(model), "", *table(model, strategy), ""]
+        roles = ", ".join(f"`{r}` ({t})" for r, t in DEFAULT_TIERS.get(strategy, {}).items())
+        parts += [f"### {strategy}", "", _doc(model), "", f"Roles (default tier): {roles}.", ""]
+        parts += [*table(model, strategy), ""]
     return "\n".join(parts).rstrip() + "\n"
 
 
