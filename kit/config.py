@@ -54,11 +54,13 @@ class _Strict(BaseModel):
 class PriceSheet(_Strict):
     """USD per 1M tokens for each price key (normally a litellm model string)."""
 
-    name: str
-    description: str = ""
+    name: str = Field(description="The sheet's name (a profile's `price_sheet:` names it).")
+    description: str = Field("", description="Free text shown with the prices.")
     illustrative: bool = Field(False, description="True when the prices are made up for show.")
     source: str = Field("", description="Where the prices come from (URL, date).")
-    prices: dict[str, ModelPrice]
+    prices: dict[str, ModelPrice] = Field(
+        description="Price key (normally the litellm model string) -> its prices."
+    )
 
     def get(self, key: str) -> ModelPrice:
         try:
@@ -75,14 +77,18 @@ class ModelSpec(_Strict):
 
     model: str = Field(description="litellm model string, or embedded/<alias> or scripted/<name>.")
     price: str | None = Field(None, description="Key in the price sheet; defaults to `model`.")
-    api_base: str | None = None
+    api_base: str | None = Field(
+        None, description="Base URL to send this tier's calls to (a proxy, a local server)."
+    )
     api_key_env: str | None = Field(None, description="Env variable holding the key, if any.")
     action_mode: ActionMode | None = Field(
         None, description="How the agent asks for tools; None = the kit's default for this model."
     )
     context_window: int = Field(128_000, gt=0, description="Tokens; old tool outputs are shortened to fit.")
-    max_output_tokens: int = Field(4096, gt=0)
-    temperature: float | None = Field(None, ge=0)
+    max_output_tokens: int = Field(4096, gt=0, description="Output cap of one call.")
+    temperature: float | None = Field(
+        None, ge=0, description="Sampling temperature; None = the provider's default."
+    )
     timeout_s: float = Field(300.0, gt=0, description="Per-call timeout.")
     cache_breakpoints: bool | None = Field(
         None,
@@ -120,14 +126,16 @@ class RetryPolicy(_Strict):
 class Profile(_Strict):
     """Tier -> model, plus the price sheet used to cost every call."""
 
-    name: SafeName
-    description: str = ""
-    price_sheet: str
-    tiers: dict[Tier, ModelSpec]
+    name: SafeName = Field(description="The profile's name: part of every run id.")
+    description: str = Field("", description="Free text.")
+    price_sheet: str = Field(description="The price sheet every call is costed with: a name or a path.")
+    tiers: dict[Tier, ModelSpec] = Field(
+        description="The model of each tier: cheap, medium and strong, all three."
+    )
     roles: dict[str, Tier] = Field(
         default_factory=dict, description="Override a role's tier, e.g. {executor: medium}."
     )
-    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    retry: RetryPolicy = Field(default_factory=RetryPolicy, description="The one retry policy of every call.")
 
     @model_validator(mode="after")
     def _all_tiers(self) -> Profile:
@@ -153,26 +161,32 @@ class Limits(_Strict):
     )
     max_usd: float | None = Field(None, gt=0, description="Stop a run once it has spent this much.")
     max_tokens: int | None = Field(None, gt=0, description="Stop a run after this many tokens in total.")
-    command_timeout_s: float = Field(120.0, gt=0)
+    command_timeout_s: float = Field(120.0, gt=0, description="Seconds one agent command may take.")
     max_format_errors: int = Field(3, ge=1, description="Invalid actions in a row before an agent stops.")
 
 
 class Experiment(_Strict):
     """What to run: tasks x strategies x repeats on one profile."""
 
-    name: SafeName
-    description: str = ""
-    tasks: list[str]
-    strategies: list[str]
-    profile: str
-    repeats: int = Field(1, ge=1)
-    limits: Limits = Field(default_factory=Limits)
-    concurrency: int = Field(1, ge=1)
+    name: SafeName = Field(description="The experiment's name: its results folder is results/<name>/.")
+    description: str = Field("", description="Free text.")
+    tasks: list[str] = Field(
+        description="Task ids (folders of datasets/tasks/), task folder paths, or suite:<name>."
+    )
+    strategies: list[str] = Field(description="Strategies to run: vibe, linear, pdca, workflow, harness.")
+    profile: str = Field(description="The profile: a name in datasets/profiles/ or a path to a profile file.")
+    repeats: int = Field(1, ge=1, description="Runs of each task x strategy.")
+    limits: Limits = Field(
+        default_factory=Limits, description="The run budget and caps, the same for every run."
+    )
+    concurrency: int = Field(1, ge=1, description="Runs in flight at once.")
     strategy_options: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Per-strategy knobs, e.g. {pdca: {max_attempts: 3}}."
     )
     prompt_overrides: dict[str, str] = Field(
-        default_factory=dict, description="'<strategy>/<role>' -> prompt text replacing the file."
+        default_factory=dict,
+        description="'<strategy>/<name>' -> prompt text replacing kit/prompts/<strategy>/<name>.md "
+        "(a role's system prompt, a step, a message template).",
     )
     sandbox: SandboxName = Field(
         default_factory=default_sandbox,

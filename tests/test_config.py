@@ -88,3 +88,77 @@ def test_malformed_experiment_yaml(tmp_path):
     with pytest.raises(ConfigError) as info:
         load_experiment(path)
     assert "field `repeats`" in str(info.value)
+
+
+# --------------------------------------------------------------------------- strict strategy settings
+
+
+def test_every_shipped_experiment_and_profile_passes_the_strict_checks():
+    from kit import strategies
+    from kit.paths import PROFILES_DIR
+    from kit.run.plan import plan
+
+    for path in sorted(PROFILES_DIR.glob("*.yaml")):
+        load_profile(path)
+    for path in sorted(EXPERIMENTS_DIR.glob("*.yaml")):
+        exp = load_experiment(path)
+        strategies.check_experiment(exp)  # options, prompt names, roles
+        assert plan(exp), path
+
+
+TYPOS = [
+    (
+        "workflow",
+        "strategy_options: {workflow: {max_cycle: 3}}",
+        "strategy_options.workflow.max_cycle",
+        "max_cycles",
+    ),
+    (
+        "pdca",
+        "strategy_options: {pdca: {max_atempts: 3}}",
+        "strategy_options.pdca.max_atempts",
+        "max_attempts",
+    ),
+    ("linear", "strategy_options: {linear: {reviewer: 1}}", "strategy_options.linear.reviewer", "reviewers"),
+    (
+        "harness",
+        "strategy_options: {harness: {max_session: 2}}",
+        "strategy_options.harness.max_session",
+        "max_sessions",
+    ),
+    ("vibe", "strategy_options: {vibee: {max_steps: 3}}", "strategy_options.vibee", "vibe"),
+    ("pdca", 'prompt_overrides: {"pdca/auditr": "Audit."}', "prompt_overrides.pdca/auditr", "auditor"),
+    (
+        "workflow",
+        'prompt_overrides: {"workflow/analyser": "x"}',
+        "prompt_overrides.workflow/analyser",
+        "analyzer",
+    ),
+    ("pdca", "tiers: {pdca: {excutor: cheap}}", "tiers.pdca.excutor", "executor"),
+]
+
+
+@pytest.mark.parametrize(("strategy", "line", "key", "meant"), TYPOS, ids=[t[2] for t in TYPOS])
+def test_a_typo_in_the_strategy_settings_stops_before_any_run(tmp_path, capsys, strategy, line, key, meant):
+    from kit.app.cli import main
+
+    exp = write(
+        tmp_path,
+        "typo.yaml",
+        f"name: typo\ntasks: [micro-slugify]\nstrategies: [{strategy}]\nprofile: scripted\n"
+        f"limits: {{max_model_calls: 1}}\n{line}\n",
+    )
+    assert main(["run", str(exp), "--results", str(tmp_path / "results"), "--quiet", "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert str(exp) in err and f"`{key}`" in err and f"(did you mean {meant}?)" in err
+    assert err.count("error:") == 1 and "Traceback" not in err
+    assert not (tmp_path / "results").exists()  # refused before any run
+
+
+def test_a_wrong_option_type_is_named(tmp_path, capsys):
+    from kit.app.cli import main
+
+    exp = write(tmp_path, "t.yaml", "name: t\ntasks: [micro-slugify]\nstrategies: [workflow]\nprofile: scripted\n"
+                "strategy_options: {workflow: {analyzers: many}}\n")  # fmt: skip
+    assert main(["run", str(exp), "--results", str(tmp_path / "results"), "--quiet", "--no-report"]) == 2
+    assert "`strategy_options.workflow.analyzers`" in capsys.readouterr().err

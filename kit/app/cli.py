@@ -16,7 +16,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from kit.run.results import outcome_counts
     from kit.run.runner import run_experiment
 
-    overrides = {"profile": args.profile} if args.profile else None
+    overrides = _overrides(args)
+    if args.dry_run:
+        from kit.run.dryrun import dry_run
+
+        text = dry_run(
+            args.experiment,
+            results_dir=args.results,
+            overrides=overrides,
+            api_base=args.api_base,
+            retry_errors=args.retry_errors,
+            redo_changed=args.redo_changed,
+        )
+        print(text)
+        return 0
     state = ExperimentState()
     try:
         out = run_experiment(
@@ -25,6 +38,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             progress=not args.quiet,
             overrides=overrides,
             retry_errors=args.retry_errors,
+            redo_changed=args.redo_changed,
+            api_base=args.api_base,
             grace_s=args.grace,
             executor=args.executor,
             address=args.address,
@@ -47,6 +62,44 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, object] | None:
+    """The experiment fields the command line sets: --profile, --tasks, --strategies, --repeats."""
+    out: dict[str, object] = {}
+    if args.profile:
+        out["profile"] = args.profile
+    for name in ("tasks", "strategies"):
+        value = getattr(args, name)
+        if value is not None:
+            items = [v.strip() for v in value.split(",") if v.strip()]
+            if not items:
+                raise KitError(f"--{name} is empty", f"give a comma-separated list, e.g. --{name} a,b")
+            out[name] = items
+    if args.repeats is not None:
+        out["repeats"] = args.repeats
+    return out or None
+
+
+def _add_run_flags(p: argparse.ArgumentParser) -> None:
+    """The flags that shape the experiment from the command line (over the file's values)."""
+    p.add_argument("--tasks", metavar="A,B", help="run these tasks (comma-separated ids or suite:NAME)")
+    p.add_argument("--strategies", metavar="X,Y", help="run these strategies (comma-separated)")
+    p.add_argument("--repeats", type=int, metavar="N", help="repeats per task x strategy")
+    p.add_argument(
+        "--api-base", metavar="URL", help="send every tier to this base URL (a proxy, a local or fake server)"
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the matrix, the budget per run, the most it can spend and what would be kept, "
+        "redone or run; write nothing",
+    )
+    p.add_argument(
+        "--redo-changed",
+        action="store_true",
+        help="redo the finished runs whose settings (prompts, options, tiers, models, limits ...) changed",
+    )
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -73,13 +126,30 @@ def _cmd_models_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_docs(args: argparse.Namespace) -> int:
+    from kit.app import reference
+
+    if args.check:
+        if reference.is_current():
+            return 0
+        print(f"{reference.REFERENCE} is stale: run python -m kit docs", file=sys.stderr)
+        return 1
+    print(f"wrote {reference.write()}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m kit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("run", help="run an experiment (resumes: finished runs are skipped)")
     p.add_argument("experiment", help="experiments/NAME.yaml or NAME")
-    p.add_argument("--profile", help="override the experiment's profile (e.g. local, scripted, tiered)")
+    p.add_argument(
+        "--profile",
+        help="override the experiment's profile: a name in datasets/profiles/ (local, scripted, tiered ...) "
+        "or a path to a profile file",
+    )
+    _add_run_flags(p)
     p.add_argument("--results", type=Path, default=None, help="results folder (default results/)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--no-report", action="store_true", help="do not print the report at the end")
@@ -124,6 +194,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--api-base", default=None, help="send every tier to this base URL (a proxy, a local or fake server)"
     )
     c.set_defaults(func=_cmd_models_check)
+
+    p = sub.add_parser(
+        "docs", help="regenerate docs/experiments.md from the models (--check: is it current?)"
+    )
+    p.add_argument(
+        "--check", action="store_true", help="exit 1 when docs/experiments.md is stale; write nothing"
+    )
+    p.set_defaults(func=_cmd_docs)
 
     from kit.app import tasks_cli
 

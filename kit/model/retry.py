@@ -15,6 +15,8 @@ use litellm directly).
 
 from __future__ import annotations
 
+import re
+
 from kit.config import ModelSpec, RetryPolicy
 from kit.errors import MissingKeyError, ModelError
 from kit.model.litellm_private import (
@@ -51,7 +53,7 @@ def is_transient(exc: BaseException) -> bool:
         return True
     if isinstance(exc, AuthenticationError | BadRequestError | ModelError):
         return False
-    status = getattr(exc, "status_code", None)
+    status = status_of(exc)
     return isinstance(status, int) and (status in TRANSIENT_STATUS or status >= 500)
 
 
@@ -76,17 +78,42 @@ def retry_delay(exc: BaseException, attempt: int, policy: RetryPolicy) -> float:
     return min(wait, policy.max_backoff_s)
 
 
-def describe(exc: BaseException) -> str:
-    """``Type [status]: message`` on one line, as ``calls.jsonl``'s ``error`` field records it."""
+def status_of(exc: BaseException) -> int | None:
+    """The provider's HTTP status: litellm files an Anthropic 529 under InternalServerError with
+    ``status_code`` 500 and keeps the real one in ``provider_status_code`` (and on the provider
+    exception it raised from)."""
+    for err in (exc, exc.__cause__, exc.__context__):
+        status = getattr(err, "provider_status_code", None)
+        if isinstance(status, int):
+            return status
     status = getattr(exc, "status_code", None)
-    code = f" [{status}]" if isinstance(status, int) else ""
-    return f"{type(exc).__name__}{code}: {short(exc)}"
+    cause = getattr(exc.__cause__ or exc.__context__, "status_code", None)
+    if isinstance(cause, int) and cause != status and isinstance(status, int) and status >= 500:
+        return cause
+    return status if isinstance(status, int) else None
 
 
-def short(exc: BaseException, limit: int = 300) -> str:
-    """``exc``'s message on one line, cut to ``limit`` characters."""
-    text = " ".join(str(exc).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def describe(exc: BaseException, limit: int = 300) -> str:
+    """``Type [status]: message`` on one line, as ``calls.jsonl``'s ``error`` field records it."""
+    status = status_of(exc)
+    code = f" [{status}]" if status is not None else ""
+    return f"{type(exc).__name__}{code}: {short(exc, limit)}"
+
+
+_LITELLM_NOISE = re.compile(
+    r"^litellm\.\w+:\s*|\s*Handle with `litellm\.\w+`\.?|\s*LiteLLM Retried: \d+ times.*$|"
+    r"\s*Received Model Group=.*$"
+)
+
+
+def short(exc: BaseException | str, limit: int = 300) -> str:
+    """``exc``'s message on one line, litellm's boilerplate left out, at most ``limit`` characters: a
+    longer one loses its middle, not its end (where a provider puts what went wrong)."""
+    text = _LITELLM_NOISE.sub("", " ".join(str(exc).split())).strip()
+    if len(text) <= limit:
+        return text
+    head = (limit - 5) * 2 // 3
+    return f"{text[:head]} ... {text[len(text) - (limit - 5 - head) :]}"
 
 
 def model_error(exc: BaseException, spec: ModelSpec, attempts: int, transient: bool) -> ModelError:
@@ -100,7 +127,7 @@ def model_error(exc: BaseException, spec: ModelSpec, attempts: int, transient: b
         )
     if transient:
         return ModelError(
-            f"{spec.model}: gave up after {attempts} attempts: {describe(exc)[:240]}",
+            f"{spec.model}: gave up after {attempts} attempts: {describe(exc, 240)}",
             "the provider is failing or rate-limiting; rerun later -- finished runs are kept and skipped",
         )
     return ModelError(

@@ -289,6 +289,14 @@ class RunRecord(BaseModel):
     totals: Usage = Field(default_factory=Usage)
     calls: int = 0
     sandbox: str = Field("", description="Where agent commands ran: bwrap, or none (unsandboxed).")
+    settings: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Everything that shaped the run (kit.run.fingerprint); empty in older records.",
+    )
+    fingerprint: str = Field(
+        "",
+        description="Hash of `settings`: resume keeps a finished run only when it matches; '' in older records.",
+    )
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:

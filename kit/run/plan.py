@@ -77,6 +77,7 @@ def plan(experiment: Experiment) -> list[RunSpec]:
     tasks = [load_task(t) for t in expand_tasks(experiment.tasks)]  # `suite:<name>` -> its tasks
     for name in experiment.strategies:
         strategies.get(name)
+    strategies.check_experiment(experiment)  # options, prompt names, roles: typos with a suggestion
     strategies.experiment_tiers(experiment.strategies, experiment.tiers)
     return [
         RunSpec(task, strategy, repeat)

@@ -27,6 +27,7 @@ from kit.model.gateway import Gateway
 from kit.prompts import PromptBook
 from kit.records.recorder import RunRecorder
 from kit.records.schema import RunRecord, utc_now
+from kit.run.fingerprint import fingerprint, run_settings, write_prompts
 from kit.run.plan import RunSpec, redacted
 from kit.run.results import INTERRUPTED
 from kit.secrets import Redactor
@@ -52,7 +53,9 @@ def new_record(
     spec: RunSpec, experiment: Experiment, profile: Profile, sheet: PriceSheet, commit: str, **fields: Any
 ) -> RunRecord:
     """A run's record as it opens: identity, the kit commit, the price sheet and the (redacted)
-    profile, the strategy's options and the sandbox; ``fields`` fill in the rest."""
+    profile, the strategy's options and the sandbox, and the run's settings with their fingerprint
+    (:mod:`kit.run.fingerprint`); ``fields`` fill in the rest."""
+    settings = run_settings(spec, experiment, profile, sheet)
     return RunRecord(
         run_id=spec.run_id(profile.name),
         experiment=experiment.name,
@@ -65,6 +68,8 @@ def new_record(
         profile_spec=redacted(profile),
         options=experiment.strategy_options.get(spec.strategy, {}),
         sandbox=experiment.sandbox,
+        settings=settings,
+        fingerprint=fingerprint(settings),
         **fields,
     )
 
@@ -100,6 +105,7 @@ def play_run(
     if run_dir.exists():  # a torn or interrupted run: start it again from scratch
         shutil.rmtree(run_dir)
     recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))
+    write_prompts(run_dir, spec.strategy, experiment.prompt_overrides)  # the texts its settings hash
     started_at, t0 = utc_now(), time.monotonic()
     tiers = strategies.role_tiers(spec.strategy, experiment.tiers.get(spec.strategy), profile)
     limits = experiment.limits

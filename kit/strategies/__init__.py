@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kit.config import TIERS, Profile, Tier
+from kit.config import TIERS, Experiment, Profile, Tier
 from kit.errors import ConfigError
 
 STRATEGIES: dict[str, str] = {
@@ -83,6 +83,14 @@ def experiment_tiers(
             f"remove it, or add it to strategies (now: {', '.join(strategies)})",
         )
     return {name: role_tiers(name, chosen.get(name), profile) for name in strategies}
+
+
+def check_experiment(experiment: Experiment) -> None:
+    """The experiment's strategy settings before any run: unknown strategies, options, prompt names
+    and roles fail with a "did you mean" (:mod:`kit.strategies.options`)."""
+    from kit.strategies.options import check_experiment as check
+
+    check(experiment, DEFAULT_TIERS)
 
 
 @dataclass

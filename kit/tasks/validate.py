@@ -5,7 +5,10 @@ applied every acceptance and own test passes."""
 from __future__ import annotations
 
 import ast
+import hashlib
+import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -114,3 +117,80 @@ def uncollected_test_files(task: Task) -> list[str]:
 def _tail(run) -> str:  # noqa: ANN001 - a kit.tasks.scoring.scorer.PytestRun
     lines = [ln for ln in run.output.strip().splitlines() if ln.strip()]
     return f"exit code {run.exit_code}: {lines[-1] if lines else '(no output)'}"
+
+
+# --------------------------------------------------------------------------- before a run
+
+
+def task_hash(task: Task) -> str:
+    """A hash of every file of the task folder (paths and bytes; git and cache litter left out), kept
+    per process while no file's size or mtime changes."""
+    root = Path(task.path)
+    files = sorted(p for p in root.rglob("*") if p.is_file() and not is_ignored(p.relative_to(root)))
+    signature = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    with _LOCK:
+        if (str(root), signature) in _HASHES:
+            return _HASHES[(str(root), signature)]
+    h = hashlib.sha256()
+    for p in files:
+        h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    value = h.hexdigest()[:16]
+    with _LOCK:
+        _HASHES[(str(root), signature)] = value
+    return value
+
+
+_HASHES: dict[tuple[str, tuple], str] = {}
+_LOCK = threading.Lock()
+
+
+def check_cache_dir() -> Path:
+    """Where passed collection checks are remembered, by task content: ``$ORCHBENCH_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/orchbench`` (``~/.cache/orchbench``), ``task-checks/``."""
+    base = os.environ.get("ORCHBENCH_CACHE_DIR") or Path(
+        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache", "orchbench"
+    )
+    return Path(base) / "task-checks"
+
+
+def collection_checked(task: Task) -> bool:
+    """Whether the task's content already passed :func:`collection_problems`."""
+    return (check_cache_dir() / f"{task_hash(task)}.ok").is_file()
+
+
+def collection_problems(task: Task, sandbox: str | None = None, static_only: bool = False) -> list[str]:
+    """Why the task's hidden tests would not give a score ([] when they do): acceptance files pytest
+    would not collect or cannot parse, and -- with the reference solution applied, as ``tasks
+    validate`` does -- a collection error or no result from the acceptance session. A pass is
+    remembered per task content (:func:`check_cache_dir`), so a task is checked once. ``static_only``:
+    the file checks alone (they write nothing; the session builds a clone and remembers a pass)."""
+    marker = check_cache_dir() / f"{task_hash(task)}.ok"
+    if marker.is_file():
+        return []
+    problems = uncollected_test_files(task)
+    for path in test_files(task.acceptance_dir):
+        try:
+            ast.parse(path.read_bytes())
+        except (SyntaxError, ValueError) as e:
+            problems.append(
+                f"acceptance/{path.relative_to(task.acceptance_dir).as_posix()}: does not parse: {e}"
+            )
+    if static_only:
+        return problems
+    if not problems and task.solution_dir.is_dir():
+        with tempfile.TemporaryDirectory(prefix="orchbench-collect-") as tmp:
+            ws = create_workspace(task, Path(tmp) / "repo")
+            apply_solution(task, ws.root)
+            end = evaluate(task, ws.root, ws, sandbox=sandbox)
+        if end.unscored_reason or end.acceptance.errors:
+            problems.append(
+                "with the reference solution, the acceptance tests do not collect: "
+                + (end.unscored_reason or "; ".join(end.acceptance.errors))[:400]
+            )
+    if not problems:
+        try:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(task.id + "\n", encoding="utf-8")
+        except OSError:
+            pass  # no cache: the check runs again next time
+    return problems

@@ -37,7 +37,11 @@ def _message(report: pytest.TestReport | pytest.CollectReport) -> str:
     crash = getattr(longrepr, "reprcrash", None)
     if crash is not None and getattr(crash, "message", ""):
         return _first_line(crash.message) or "failed"
-    return _first_line(str(longrepr)) or "failed"
+    text = str(longrepr)
+    cause = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ") and ln[1:].strip()]
+    if cause:  # a collection error: its first line says where, its last `E` line what
+        return f"{_first_line(text)} {cause[-1]}"[:300]
+    return _first_line(text) or "failed"
 
 
 class StreamReporter:
