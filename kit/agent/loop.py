@@ -308,9 +308,8 @@ class Agent:
             if i < 2 or i in self._shortened or msg["role"] not in ("tool", "user"):
                 continue
             content = str(msg.get("content") or "")
-            turn = msg["role"] == "user" and not content.startswith("Observation:")
+            turn = msg["role"] == "user" and not content.startswith(observed)
             if len(content) <= 400 or (turn and not self.config.compact_turns):
-            if len(content) <= 400 or (msg["role"] == "user" and not content.startswith(observed)):
                 continue
             msg["content"] = content[:300] + "\n" + self._text("shortened")
             self._shortened.add(i)

@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kit.records.schema import encodable
 from kit.prompts import PromptBook
+from kit.records.schema import encodable
 
 FINISH = "finish"
 Mode = Literal["native", "json", "text"]
