@@ -147,8 +147,13 @@ class ModelPrice(BaseModel):
     input: float = Field(ge=0)
     output: float = Field(ge=0)
     cache_read: float = Field(ge=0)
-    cache_write: float = Field(ge=0, description="5-minute cache write.")
-    cache_write_1h: float = Field(ge=0, description="1-hour cache write; default 2x input.")
+    cache_write: float = Field(
+        ge=0, description="USD per 1M prompt tokens written to the cache (5-minute lifetime)."
+    )
+    cache_write_1h: float = Field(
+        ge=0,
+        description="USD per 1M prompt tokens written to the cache with the 1-hour lifetime (`cache_ttl: 1h`).",
+    )
 
     @model_validator(mode="before")
     @classmethod

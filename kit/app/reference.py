@@ -59,6 +59,8 @@ EXAMPLES: dict[str, Any] = {
     "ModelSpec.action_mode": "text",
     "ModelSpec.temperature": 0.2,
     "ModelSpec.cache_breakpoints": False,
+    "ModelSpec.cache_ttl": "1h",
+    "ModelPrice.cache_write_1h": 6.0,
     "ModelSpec.custom": True,
     "ModelSpec.extra": {"frequency_penalty": 0.8},
     "PriceSheet.name": "my-prices",
@@ -96,6 +98,7 @@ MEANINGS: dict[str, str] = {
 
 #: Default values that depend on the machine or the run, described instead of shown.
 DEFAULT_TEXT: dict[str, str] = {
+    "ModelPrice.cache_write_1h": "2 × `input`",
     "Experiment.sandbox": "bwrap on Linux, none elsewhere",
     "pdca.executor_steps": "the run's step cap",
     "pdca.scout_steps": "min(8, the step cap)",
