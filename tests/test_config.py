@@ -135,6 +135,12 @@ TYPOS = [
         "analyzer",
     ),
     ("pdca", "tiers: {pdca: {excutor: cheap}}", "tiers.pdca.excutor", "executor"),
+    (
+        "vibe",
+        'prompt_overrides: {"agent/observaton": "x"}',
+        "prompt_overrides.agent/observaton",
+        "observation",
+    ),
 ]
 
 

@@ -22,6 +22,7 @@ from kit import strategies
 from kit.config import Experiment, PriceSheet, Profile
 from kit.paths import PROMPTS_DIR, is_ignored
 from kit.run.plan import RunSpec, redacted
+from kit.strategies.options import SHARED_PROMPTS
 from kit.tasks.validate import task_hash
 
 PROMPTS_FOLDER = "prompts"  # in the run folder: prompts/<strategy>/<file>
@@ -31,19 +32,27 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def prompt_texts(strategy: str, overrides: dict[str, str]) -> dict[str, str]:
-    """Every prompt file of ``strategy`` (file name -> text), overrides applied: an override
-    ``"<strategy>/<name>"`` replaces ``<name>.md`` (or adds it)."""
-    folder = PROMPTS_DIR / strategy
+def _folder_texts(folder: Path, owner: str, overrides: dict[str, str]) -> dict[str, str]:
     texts = {
         p.name: p.read_text(encoding="utf-8")
         for p in sorted(folder.iterdir() if folder.is_dir() else [])
         if p.is_file() and not is_ignored(Path(p.name))
     }
     for key, text in overrides.items():
-        owner, _, name = key.partition("/")
-        if owner == strategy and name:
+        who, _, name = key.partition("/")
+        if who == owner and name:
             texts[f"{name}.md"] = text
+    return texts
+
+
+def prompt_texts(strategy: str, overrides: dict[str, str]) -> dict[str, str]:
+    """Every prompt file a run of ``strategy`` reads (file name -> text), overrides applied: an
+    override ``"<strategy>/<name>"`` replaces ``<name>.md`` (or adds it). The shared folders'
+    files (:data:`SHARED_PROMPTS`) are named ``agent/<name>.md``."""
+    texts = _folder_texts(PROMPTS_DIR / strategy, strategy, overrides)
+    for shared in SHARED_PROMPTS:
+        for name, text in _folder_texts(PROMPTS_DIR / shared, shared, overrides).items():
+            texts[f"{shared}/{name}"] = text
     return texts
 
 
@@ -85,11 +94,12 @@ def fingerprint(settings: dict[str, Any]) -> str:
 
 
 def write_prompts(run_dir: Path, strategy: str, overrides: dict[str, str]) -> None:
-    """The prompt texts the run uses, into ``<run_dir>/prompts/<strategy>/``."""
-    folder = Path(run_dir) / PROMPTS_FOLDER / strategy
-    folder.mkdir(parents=True, exist_ok=True)
+    """The prompt texts the run uses, into ``<run_dir>/prompts/<strategy>/`` (and ``prompts/agent/``)."""
     for name, text in prompt_texts(strategy, overrides).items():
-        (folder / name).write_text(text, encoding="utf-8")
+        shared, _, rest = name.rpartition("/")  # agent/<name>.md -> prompts/agent/<name>.md
+        path = Path(run_dir) / PROMPTS_FOLDER / (shared or strategy) / rest
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
 
 
 def _short(value: Any, limit: int = 40) -> str:

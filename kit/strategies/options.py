@@ -177,6 +177,10 @@ def check_options(strategy: str, options: dict[str, Any]) -> None:
         raise ConfigError(f"field `strategy_options.{strategy}.{where}`: {err['msg']}") from None
 
 
+#: Prompt folders every strategy reads (kit/prompts/agent/: the agent loop's own messages).
+SHARED_PROMPTS = ("agent",)
+
+
 def prompt_names(strategy: str, options: dict[str, Any] | None = None) -> set[str]:
     """The prompt names ``prompt_overrides`` may set for ``strategy``: its prompt files, plus for linear
     the step names its ``steps`` option introduces."""
@@ -200,6 +204,11 @@ def check_experiment(experiment: Experiment, roles: dict[str, dict[str, str]]) -
         check_options(strategy, experiment.strategy_options.get(strategy, {}))
     for key in experiment.prompt_overrides:
         strategy, _, name = key.partition("/")
+        if strategy in SHARED_PROMPTS:  # the agent loop's own messages: every strategy reads them
+            known = prompt_names(strategy)
+            if name not in known:
+                raise _unknown(f"prompt_overrides.{key}", name, known, f"{strategy} prompt")
+            continue
         if strategy not in chosen:
             raise _unknown(f"prompt_overrides.{key}", strategy, chosen, "strategy (of this experiment)")
         known = prompt_names(strategy, experiment.strategy_options.get(strategy))

@@ -80,16 +80,23 @@ def test_a_run_records_its_settings_its_fingerprint_and_its_prompts(setup):
     kept = out / "runs" / VIBE / "prompts" / "vibe" / "coder.md"
     assert kept.read_text() == (Path("kit/prompts/vibe/coder.md")).read_text()
     assert run["settings"]["prompts"]["coder.md"]
+    # the agent loop's own messages (kit/prompts/agent/) shape every run too: kept and hashed
+    assert (out / "runs" / VIBE / "prompts" / "agent" / "observation.md").is_file()
+    assert run["settings"]["prompts"]["agent/observation.md"]
 
 
 @pytest.mark.parametrize(
     ("change", "says"),
     [
         ({"prompt_overrides": {"vibe/coder": "Be brief."}}, "prompt coder.md changed"),
+        (
+            {"prompt_overrides": {"agent/observation": "Seen:\n$output"}},
+            "prompt agent/observation.md changed",
+        ),
         ({"strategy_options": {"vibe": {"max_steps": 7}}}, "options.max_steps: (unset) -> 7"),
         ({"tiers": {"vibe": {"coder": "medium"}}}, "tiers.coder: cheap -> medium"),
     ],
-    ids=["prompt", "option", "tier-map"],
+    ids=["prompt", "agent-message", "option", "tier-map"],
 )
 def test_changed_settings_are_refused_on_resume_and_nothing_is_written(setup, capsys, change, says):
     folder, out = setup
@@ -98,7 +105,10 @@ def test_changed_settings_are_refused_on_resume_and_nothing_is_written(setup, ca
     assert kit_run(folder) == 2
     err = capsys.readouterr().err
     assert f"{VIBE}: " in err and says in err
-    assert HARNESS not in err  # its settings did not change
+    if "agent/" in says:  # the agent loop's own messages: every strategy's runs changed
+        assert f"{HARNESS}: {says}" in err
+    else:
+        assert HARNESS not in err  # its settings did not change
     assert "--redo-changed" in err and "fresh experiment name" in err
     assert snapshot(out) == before  # no run redone, experiment.yaml not rewritten
 
