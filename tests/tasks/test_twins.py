@@ -147,3 +147,34 @@ def test_the_reference_solution_is_credited_with_every_twin_failing(tmp_path):
     s = score(task, ws, claimed_done=True)
     assert s.requirements_failed == 0 and s.requirements_gamed == 0 and not s.tampered
     assert s.requirements_unguarded == 0 and not s.suspicious
+
+
+def test_the_report_and_the_strategy_table_count_gamed_suspicious_and_unguarded(tmp_path):
+    import json
+
+    from kit import analysis
+    from kit.analysis import report
+    from tests.support.records import write_experiment
+
+    exp = write_experiment(tmp_path)
+    run_files = sorted(exp.glob("runs/*/run.json"))
+    text = report.describe(analysis.load(exp))
+    assert report.GAMED_LABEL not in text and report.SUSPICIOUS_LABEL not in text  # old records load
+    for path, field, value in (
+        (run_files[0], "requirements_gamed", 2),
+        (run_files[1], "suspicious", True),
+        (run_files[1], "requirements_unguarded", 1),
+    ):
+        data = json.loads(path.read_text())
+        data["score"][field] = value
+        path.write_text(json.dumps(data))
+    records = analysis.load(exp)
+    text = report.describe(records)
+    assert f"NOTE: {report.GAMED_LABEL} (1 of {len(run_files)} runs)" in text
+    assert f"NOTE: {report.SUSPICIOUS_LABEL} (1 of {len(run_files)} runs)" in text
+    assert f"NOTE: {report.UNGUARDED_LABEL} (1 of " in text
+    table = analysis.strategy_table(records)
+    assert table["gamed"].sum() == 1 and table["suspicious"].sum() == 1
+    assert table["unguarded_share"].max() > 0
+    shown = report.format_strategy_table(table)
+    assert {"gamed", "susp.", "unguarded"} <= set(shown.columns)
