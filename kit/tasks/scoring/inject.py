@@ -53,33 +53,48 @@ class Injected:
     twins: dict[str, str] = field(default_factory=dict)  # twin name -> requirement key
     canaries: dict[str, tuple[str, bool]] = field(default_factory=dict)  # name -> (module, must pass)
     unguarded: list[str] = field(default_factory=list)  # requirement keys without a twin
+    #: requirement key -> the kinds of must-fail check its twin holds ("equal", "raises", "inverted")
+    kinds: dict[str, set[str]] = field(default_factory=dict)
 
 
 class _Namer:
-    """Random, unused names for one folder: identifiers for helpers, test names from ``words``."""
+    """Random, unused names for one folder, made of ``words`` (the module's test-name words): test
+    names for twins and canaries, identifiers for helpers and variables -- no hex that would set
+    what the kit adds apart in a report or a failure message."""
 
     def __init__(self, rng: random.Random, taken: set[str]) -> None:
         self.rng = rng
         self.taken = taken
+        self.words: list[str] = list(FILLER)
 
-    def ident(self) -> str:
-        while (name := f"_{self.rng.getrandbits(48):012x}") in self.taken:
-            pass
+    def _fresh(self, make: object) -> str:
+        for _ in range(1000):
+            name = make()  # type: ignore[operator]
+            if name not in self.taken and name.isidentifier():
+                self.taken.add(name)
+                return name
+        name = f"{make()}_{self.rng.getrandbits(32)}"  # type: ignore[operator]
         self.taken.add(name)
         return name
 
-    def test_name(self, words: list[str]) -> str:
-        pool = sorted(set(words) | set(FILLER)) if len(set(words)) < 6 else sorted(set(words))
-        for _ in range(1000):
-            name = "test_" + "_".join(self.rng.sample(pool, self.rng.randint(2, min(5, len(pool)))))
-            if name not in self.taken:
-                self.taken.add(name)
-                return name
-        return self.ident().replace("_", "test_", 1)
+    def _pick(self, low: int, high: int) -> list[str]:
+        return self.rng.sample(self.words, self.rng.randint(low, min(high, len(self.words))))
+
+    def ident(self, cls: bool = False) -> str:
+        if cls:
+            return self._fresh(lambda: "".join(w.capitalize() for w in self._pick(2, 3)))
+        return self._fresh(lambda: "_".join(self._pick(2, 3)))
+
+    def test_name(self) -> str:
+        return self._fresh(lambda: "test_" + "_".join(self._pick(2, 5)))
+
+    def use_words(self, words: list[str]) -> None:
+        unique = sorted({w.lower() for w in words if w.isidentifier()})
+        self.words = unique if len(unique) >= 6 else sorted(set(unique) | set(FILLER))
 
 
 def _words(tree: ast.Module) -> list[str]:
-    return [w for n in ast.walk(tree) if is_test_func(n) for w in n.name.split("_")[1:] if w.isidentifier()]  # type: ignore[attr-defined]
+    return [w for n in ast.walk(tree) if is_test_func(n) for w in n.name.split("_")[1:]]  # type: ignore[attr-defined]
 
 
 def _is_mark(dec: ast.expr) -> bool:
@@ -142,8 +157,8 @@ def _place(body: list[ast.stmt], extra: list[tuple[int, ast.stmt]]) -> list[ast.
 
 def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) -> bool:
     """Twins and canaries written into ``tree`` (acceptance file ``rel``); False if it has no tests."""
-    words = _words(tree)
-    names = Names(namer.ident(), namer.ident(), namer.ident(), namer.ident())
+    namer.use_words(_words(tree))
+    names = Names(namer.ident(cls=True), namer.ident(cls=True), *(namer.ident() for _ in range(3)))
     module_extra: list[tuple[int, ast.stmt]] = []
     class_extra: dict[int, list[tuple[int, ast.stmt]]] = {}
     tests: list[tuple[int, ast.ClassDef | None, int, ast.FunctionDef]] = []  # (top idx, class, idx, test)
@@ -157,7 +172,8 @@ def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) ->
     rng = namer.rng
     for top, cls, idx, test in tests:
         key = f"{rel}::{cls.name + '::' if cls else ''}{test.name}"
-        twin = make_twin(test, namer.test_name(words), names, namer.ident())
+        kinds = found.kinds.setdefault(key, set())
+        twin = make_twin(test, namer.test_name(), names, namer.ident(), kinds)
         if twin is None:
             found.unguarded.append(key)
             continue
@@ -174,7 +190,7 @@ def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) ->
         if not pool:
             continue
         top, cls, idx, source = rng.choice(pool)
-        name = namer.test_name(words)
+        name = namer.test_name()
         found.canaries[name] = (rel, must_pass)
         canary = _canary(source, cls, name, names, namer.ident(), must_pass)
         if cls is not None and not must_pass:
@@ -212,7 +228,10 @@ def inject_folder(folder: Path, rng: random.Random | None = None) -> Injected:
         except (SyntaxError, UnicodeDecodeError, ValueError):
             continue  # its requirements fail as not run; nothing to add
         parsed.append((path, path.relative_to(folder).as_posix(), tree))
-        taken |= {getattr(n, "name", None) or getattr(n, "id", "") for n in ast.walk(tree)}
+        for node in ast.walk(tree):
+            taken |= {
+                str(getattr(node, f)) for f in ("name", "id", "asname", "arg") if getattr(node, f, None)
+            }
     namer = _Namer(rng, taken)
     for path, rel, tree in parsed:
         if inject_module(tree, rel, namer, found):

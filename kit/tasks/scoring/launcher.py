@@ -26,7 +26,9 @@ def main() -> int:
     plugin = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = plugin
     spec.loader.exec_module(plugin)
-    reporter = plugin.StreamReporter(settings["fd"], settings.get("canary_file"), settings["canaries"])
+    reporter = plugin.StreamReporter(
+        settings["fd"], settings.get("canary_file"), settings["canaries"], bool(settings.get("hidden"))
+    )
     if settings.get("hidden"):
         sys.addaudithook(plugin.Audit(reporter, settings["repo"], settings["hidden"]))
     sys.path.append(settings["repo"])

@@ -3,7 +3,10 @@
 
 - registers the kit's markers (``severity``, ``baseline_pass``);
 - adds the run's canary test file to the collected paths (own-tests runs) and moves the canary tests
-  to the end of the run, so a report patch installed by any earlier test also meets them;
+  to the end of the run, so a report patch installed by any earlier test also meets them; in the
+  acceptance session it runs the tests of each class or module in a random order (a must-fail twin
+  runs before or after its test: code that behaves one way on a first call and another way later
+  meets the twin first half of the time);
 - streams a start line (before any code under test loads), every test's final outcome (setup, call
   and teardown together), every collection error and the session's exit status, one JSON line each,
   to a pipe the kit reads WHILE the tests run. What was sent cannot be taken back: an exit hook can
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sys
 import sysconfig
 import threading
@@ -58,10 +62,13 @@ def _message(report: pytest.TestReport | pytest.CollectReport) -> str:
 class StreamReporter:
     """One per pytest session; ``fd`` is the write end of the kit's pipe."""
 
-    def __init__(self, fd: int, canary_file: str | None, canary_names: list[str]) -> None:
+    def __init__(
+        self, fd: int, canary_file: str | None, canary_names: list[str], shuffle: bool = False
+    ) -> None:
         self.fd = fd
         self.canary_file = canary_file
         self.canaries = set(canary_names)
+        self.shuffle = shuffle
         self.seq = 0
         self.pending: dict[str, tuple[bool, str]] = {}
         self.ended = False
@@ -88,6 +95,14 @@ class StreamReporter:
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         canaries = [i for i in items if i.name in self.canaries]
         items[:] = [i for i in items if i.name not in self.canaries] + canaries
+        if self.shuffle:  # a random order inside each class or module: a test and its twin either way
+            rng = random.SystemRandom()
+            groups: dict[object, list[pytest.Item]] = {}
+            for item in items:
+                groups.setdefault(item.parent, []).append(item)
+            for group in groups.values():
+                rng.shuffle(group)
+            items[:] = [item for group in groups.values() for item in group]
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if not report.passed:

@@ -190,7 +190,7 @@ class _Session:
         ini = self.kit_dir / "acceptance.ini"
         ini.write_text("[pytest]\npython_files = test_*.py *_test.py\n", encoding="utf-8")
         args = ["-q", "-c", str(ini), f"--rootdir={self.kit_dir}", f"--confcutdir={self.kit_dir}"]
-        args += [*_COMMON, str(folder)]
+        args += [*_COMMON, "--tb=line", str(folder)]  # every twin fails: no source excerpts, same messages
         return run_pytest(
             self.sandbox, repo, self.kit_dir, "acceptance", args, expect, self.timeout_s, hidden=folder
         )

@@ -7,10 +7,16 @@ expectation *nothing legitimate can meet*:
 - ``assert a == b`` / ``self.assertEqual(a, b)`` (any ``assert*Equal*``): does ``a`` equal a fresh
   sentinel object shaped like ``b`` (a list of sentinels for a non-empty list, a dict with the same
   keys and sentinel values for a dict), or ``b`` one shaped like ``a``? Only a value that equals
-  anything does;
+  anything does. And, inverted: does the assertion itself fail here?
 - ``pytest.raises(E)`` / ``self.assertRaises*(E)`` (context or call form): does the block pass with
   ``E`` replaced by a fresh exception type? Only a patched ``raises`` lets it;
 - any other ``assert x`` / ``self.assert*(...)``: the truth check inverted (does ``x`` fail?).
+
+The inverted checks never hold for code that behaves the same in a test and in its twin (the test
+passed, so its assertions held); they hold for code that passes a test once and fails the same
+check later -- say, equal to everything on a first call only. As the plugin runs a module's tests in
+a random order, such code meets the twin first half of the time (the sentinel check holds, the test
+fails) and the test first otherwise (the inverted check holds: gamed): never credited.
 
 The twin evaluates each expectation once, records whether any must-fail check held, goes on to the
 end of the test (so a gamed assertion anywhere in it is found, not only the first) and ends with
@@ -27,7 +33,8 @@ import copy
 from dataclasses import dataclass
 
 #: Runtime helpers, written once into each module copy under random names:
-#: ``{eq}(a, b)`` -- True if ``a`` or ``b`` equals a sentinel mirroring the other's shape.
+#: ``{sent}(a, b)`` -- True if ``a`` or ``b`` equals a sentinel mirroring the other's shape;
+#: ``{eq}(a, b)`` -- that, or ``a == b`` does not hold (the assertion inverted).
 HELPERS = """
 class {sentinel}:
     __slots__ = ()
@@ -47,7 +54,7 @@ def {mirror}(value, budget):
     return kind({mirror}(item, budget) for item in value)
 
 
-def {eq}(a, b):
+def {sent}(a, b):
     for value, shape in ((a, b), (b, a)):
         try:
             if value == {mirror}(shape, [10000]):
@@ -55,6 +62,15 @@ def {eq}(a, b):
         except Exception:
             pass
     return False
+
+
+def {eq}(a, b):
+    if {sent}(a, b):
+        return True
+    try:
+        return not (a == b)
+    except Exception:
+        return True
 """
 
 
@@ -66,6 +82,7 @@ class Names:
     error: str
     mirror: str
     eq: str
+    sent: str
 
     def helpers(self) -> list[ast.stmt]:
         return ast.parse(HELPERS.format(**vars(self))).body
@@ -136,10 +153,12 @@ class _Twin:
         self.names = names
         self.held = held
         self.checks = 0
+        self.kinds: set[str] = set()  # "equal", "raises", "inverted"
 
     def note(self, check: ast.expr) -> ast.stmt:
         """``held = <check> or held`` (the check is always evaluated, like the original assertion)."""
         self.checks += 1
+        self.kinds.add("inverted" if isinstance(check, ast.UnaryOp) else "equal")
         value = ast.BoolOp(op=ast.Or(), values=[check, _name(self.held)])
         return ast.Assign(targets=[_name(self.held, ast.Store())], value=value)
 
@@ -147,6 +166,7 @@ class _Twin:
         """``try: <stmt with E -> sentinel error>; held = True`` / ``except Exception: pass``."""
         call.args[0] = _name(self.names.error)
         self.checks += 1
+        self.kinds.add("raises")
         done = ast.Assign(targets=[_name(self.held, ast.Store())], value=ast.Constant(True))
         handler = ast.ExceptHandler(type=_name("Exception"), name=None, body=[ast.Pass()])
         return ast.Try(body=[stmt, done], handlers=[handler], orelse=[], finalbody=[])
@@ -163,7 +183,7 @@ class _Twin:
         if isinstance(stmt, ast.Expr) and raises_call(stmt.value) and len(stmt.value.args) >= 2:  # type: ignore[attr-defined]
             return [self.must_raise_sentinel(stmt, stmt.value)]  # type: ignore[arg-type]
         if isinstance(stmt, ast.Expr) and (method := self_assert(stmt.value)):
-            return [self.unittest_check(stmt, method)]
+            return self.unittest_check(stmt, method)
         if isinstance(stmt, ast.With) and len(stmt.items) == 1 and raises_call(stmt.items[0].context_expr):
             return [self.must_raise_sentinel(stmt, stmt.items[0].context_expr)]  # type: ignore[arg-type]
         if isinstance(stmt, ast.For | ast.AsyncFor | ast.While | ast.If | ast.With | ast.AsyncWith):
@@ -177,21 +197,32 @@ class _Twin:
                 handler.body = self.body(handler.body)
         return [stmt]
 
-    def unittest_check(self, stmt: ast.Expr, method: str) -> ast.stmt:
+    def unittest_check(self, stmt: ast.Expr, method: str) -> list[ast.stmt]:
+        """``self.assert*Equal*(a, b)``: a and b evaluated once, the sentinel check, then the call
+        itself inverted (held if it fails); any other ``self.assert*(...)``: the call inverted."""
         call = stmt.value
         assert isinstance(call, ast.Call)
-        plain = [a for a in call.args if not isinstance(a, ast.Starred)]
-        if "Equal" in method and "Not" not in method and len(plain) >= 2 and plain == call.args[: len(plain)]:
-            return self.note(_call(self.names.eq, plain[0], plain[1]))
-        # any other self.assert*: inverted -- does it fail?
+        out: list[ast.stmt] = []
+        plain = [a for a in call.args[:2] if not isinstance(a, ast.Starred)]
+        if "Equal" in method and "Not" not in method and len(plain) == 2:
+            first, second = f"{self.held}_first", f"{self.held}_second"
+            target = ast.Tuple(elts=[_name(first, ast.Store()), _name(second, ast.Store())], ctx=ast.Store())
+            out.append(ast.Assign(targets=[target], value=ast.Tuple(elts=plain, ctx=ast.Load())))
+            out.append(self.note(_call(self.names.sent, _name(first), _name(second))))
+            call.args[:2] = [_name(first), _name(second)]
         self.checks += 1
+        self.kinds.add("inverted")
         failed = ast.Assign(targets=[_name(self.held, ast.Store())], value=ast.Constant(True))
         handler = ast.ExceptHandler(type=_name("AssertionError"), name=None, body=[failed])
-        return ast.Try(body=[stmt], handlers=[handler], orelse=[], finalbody=[])
+        out.append(ast.Try(body=[stmt], handlers=[handler], orelse=[], finalbody=[]))
+        return out
 
 
-def make_twin(func: ast.AST, name: str, names: Names, held: str) -> ast.FunctionDef | None:
-    """The must-fail twin of test ``func`` named ``name``, or None when it cannot be twinned."""
+def make_twin(
+    func: ast.AST, name: str, names: Names, held: str, kinds: set[str] | None = None
+) -> ast.FunctionDef | None:
+    """The must-fail twin of test ``func`` named ``name``, or None when it cannot be twinned;
+    ``kinds`` gets the kinds of check it holds ("equal", "raises", "inverted")."""
     if not straight(func):
         return None
     twin = copy.deepcopy(func)
@@ -200,6 +231,8 @@ def make_twin(func: ast.AST, name: str, names: Names, held: str) -> ast.Function
     body = rewriter.body(twin.body)
     if not rewriter.checks:
         return None
+    if kinds is not None:
+        kinds |= rewriter.kinds
     start = ast.Assign(targets=[_name(held, ast.Store())], value=ast.Constant(False))
     twin.name = name
     twin.body = [start, *body, ast.Assert(test=_name(held), msg=None)]
