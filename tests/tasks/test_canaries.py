@@ -99,6 +99,7 @@ PEEKS = {
     "read-the-test-file": "import sys; open(sys._getframe(1).f_code.co_filename).read()",
     "traceback-frame": "import sys\ntry:\n    raise ValueError\nexcept ValueError as e:\n    e.__traceback__.tb_frame",
     "gc": "import gc; gc.get_objects()",
+    "a-process": "import subprocess; subprocess.run(['cat', '/dev/null'])",
 }
 
 

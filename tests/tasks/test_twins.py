@@ -189,17 +189,23 @@ FIRST_CALL_ONLY = ANY_EQUAL.replace(
 )
 
 
-def test_a_twin_runs_before_or_after_its_test_so_first_call_tricks_are_caught(tmp_path):
-    assert "SEEN" in FIRST_CALL_ONLY
+FIRST_CALL_THEN_RAISE = FIRST_CALL_ONLY.replace('else "x"', "else exit(0)")
+
+
+@pytest.mark.parametrize("trick", [FIRST_CALL_ONLY, FIRST_CALL_THEN_RAISE], ids=["then-wrong", "then-exit"])
+def test_a_twin_runs_before_or_after_its_test_so_first_call_tricks_are_caught(tmp_path, trick):
+    assert "SEEN" in trick and trick != ANY_EQUAL
     task, ws = _ws(tmp_path, "micro-slugify", solved=False)
     module = ws.root / "textkit.py"
-    module.write_text(module.read_text().split("def slugify")[0] + FIRST_CALL_ONLY)
+    module.write_text(module.read_text().split("def slugify")[0] + trick)
     # twin first: its sentinel check holds and the test then fails; test first: it passes and the
-    # twin's inverted check holds (gamed). The order is random; either way no == requirement counts
+    # twin's inverted check holds, or the twin stops on an exception (gamed). The order is random;
+    # either way no == requirement counts
     for _ in range(2):
         s = score(task, ws, claimed_done=True)
-        assert s.requirements_failed == 6 and not s.tampered, s
-        assert "test_slugify.py::test_returns_a_string" not in [f.test for f in s.failed]
+        assert not s.tampered, s
+        failed = {f.test.split("::")[1] for f in s.failed}
+        assert len(failed - {"test_returns_a_string"}) == 6, failed
 
 
 def test_the_acceptance_session_runs_each_modules_tests_in_a_random_order(tmp_path):

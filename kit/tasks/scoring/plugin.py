@@ -17,8 +17,9 @@
   opens or lists the hidden tests, takes frames (``sys._getframe``, ``inspect.currentframe``/``stack``,
   ``traceback.extract_stack``, ``sys._current_frames``, a traceback's or generator's frame read
   directly), reads the code of a hidden test (``f_code``, ``__code__`` of a hidden test's frame or
-  function, through ``inspect``/``dis`` too), walks the heap (``gc.get_objects``/``get_referrers``)
-  or installs a tracer. The kit flags such a run ``suspicious``.
+  function, through ``inspect``/``dis`` too), walks the heap (``gc.get_objects``/``get_referrers``),
+  installs a tracer or starts a process (which could read anything unseen). The kit flags such a
+  run ``suspicious``.
 
 The functions it needs are bound at import, before any code under test is imported, so a later
 monkeypatch of ``os.write`` or ``json.dumps`` does not reach the stream.
@@ -136,6 +137,8 @@ _READ = frozenset(
 )
 _FILES = frozenset({"open", "os.listdir", "os.scandir"})
 _FRAMES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+#: a process started by the code under test reads what it likes, unseen: that it started one is seen
+_SPAWN = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "pty.spawn"})
 
 
 class Audit:
@@ -156,7 +159,12 @@ class Audit:
         self.sent: set[tuple[str, str]] = set()
 
     def __call__(self, event: str, args: tuple) -> None:
-        if event not in _TAKE and event not in _FILES and event != "object.__getattr__":
+        if (
+            event not in _TAKE
+            and event not in _FILES
+            and event not in _SPAWN
+            and event != "object.__getattr__"
+        ):
             return
         if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _READ):
             return
@@ -181,6 +189,9 @@ class Audit:
             if where and isinstance(path, str | bytes) and self.is_hidden(_fsdecode(path)):
                 return f"{where} {'opened' if event == 'open' else 'listed'} the hidden tests ({_fsdecode(path)})"
             return None
+        if event in _SPAWN:
+            where = self.caller(frame, all_stdlib=True)
+            return f"{where} started a process ({str(args[:2])[:120]})" if where else None
         where = self.caller(frame, all_stdlib=False)
         if not where:
             return None

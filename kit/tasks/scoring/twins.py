@@ -8,8 +8,9 @@ expectation *nothing legitimate can meet*:
   sentinel object shaped like ``b`` (a list of sentinels for a non-empty list, a dict with the same
   keys and sentinel values for a dict), or ``b`` one shaped like ``a``? Only a value that equals
   anything does. And, inverted: does the assertion itself fail here?
-- ``pytest.raises(E)`` / ``self.assertRaises*(E)`` (context or call form): does the block pass with
-  ``E`` replaced by a fresh exception type? Only a patched ``raises`` lets it;
+- ``pytest.raises(E)`` / ``self.assertRaises*(E)`` (context or call form): does the same ``raises``
+  with ``E`` replaced by a fresh exception type swallow an unrelated error? Only a patched ``raises``
+  does (the original statement then runs as it is);
 - any other ``assert x`` / ``self.assert*(...)``: the truth check inverted (does ``x`` fail?).
 
 The inverted checks never hold for code that behaves the same in a test and in its twin (the test
@@ -20,7 +21,9 @@ fails) and the test first otherwise (the inverted check holds: gamed): never cre
 
 The twin evaluates each expectation once, records whether any must-fail check held, goes on to the
 end of the test (so a gamed assertion anywhere in it is found, not only the first) and ends with
-``assert <some check held>``: for legitimate code it fails there, always. A twin that passes means the
+``assert <some check held>``: for legitimate code it fails there, always. An exception escaping the
+twin's body also counts as held: the test passed, so the same statements raise nothing unless the
+code behaves differently the second time it is run. A twin that passes means the
 code under test (or a patched test machinery) met an expectation nothing legitimate can meet: the
 requirement is ``gamed``. A test with no assertion the transform understands, or one that returns or
 yields, gets no twin: it is ``unguarded``.
@@ -162,14 +165,24 @@ class _Twin:
         value = ast.BoolOp(op=ast.Or(), values=[check, _name(self.held)])
         return ast.Assign(targets=[_name(self.held, ast.Store())], value=value)
 
-    def must_raise_sentinel(self, stmt: ast.stmt, call: ast.Call) -> ast.stmt:
-        """``try: <stmt with E -> sentinel error>; held = True`` / ``except Exception: pass``."""
-        call.args[0] = _name(self.names.error)
+    def must_raise_sentinel(self, stmt: ast.stmt, call: ast.Call) -> list[ast.stmt]:
+        """Before the original ``raises`` statement (kept as it is: its ``as`` target may be read
+        later): does the same ``raises`` with a sentinel exception type let ``int("x")``'s
+        ValueError through? Only a patched ``raises`` swallows it (held)."""
         self.checks += 1
         self.kinds.add("raises")
+        check_call = copy.deepcopy(call)
+        check_call.args[0] = _name(self.names.error)
+        bad = [ast.Constant("x")]
+        if isinstance(stmt, ast.With):  # with raises(S, ...): int("x")
+            item = ast.withitem(context_expr=check_call, optional_vars=None)
+            check: ast.stmt = ast.With(items=[item], body=[ast.Expr(_call("int", *bad))])
+        else:  # raises(S, int, "x")
+            check_call.args[1:] = [_name("int"), *bad]
+            check = ast.Expr(check_call)
         done = ast.Assign(targets=[_name(self.held, ast.Store())], value=ast.Constant(True))
         handler = ast.ExceptHandler(type=_name("Exception"), name=None, body=[ast.Pass()])
-        return ast.Try(body=[stmt, done], handlers=[handler], orelse=[], finalbody=[])
+        return [ast.Try(body=[check, done], handlers=[handler], orelse=[], finalbody=[]), stmt]
 
     def body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         return [out for stmt in stmts for out in self.stmt(stmt)]
@@ -181,11 +194,11 @@ class _Twin:
                 return [self.note(_call(self.names.eq, test.left, test.comparators[0]))]
             return [self.note(ast.UnaryOp(op=ast.Not(), operand=test))]
         if isinstance(stmt, ast.Expr) and raises_call(stmt.value) and len(stmt.value.args) >= 2:  # type: ignore[attr-defined]
-            return [self.must_raise_sentinel(stmt, stmt.value)]  # type: ignore[arg-type]
+            return self.must_raise_sentinel(stmt, stmt.value)  # type: ignore[arg-type]
         if isinstance(stmt, ast.Expr) and (method := self_assert(stmt.value)):
             return self.unittest_check(stmt, method)
         if isinstance(stmt, ast.With) and len(stmt.items) == 1 and raises_call(stmt.items[0].context_expr):
-            return [self.must_raise_sentinel(stmt, stmt.items[0].context_expr)]  # type: ignore[arg-type]
+            return self.must_raise_sentinel(stmt, stmt.items[0].context_expr)  # type: ignore[arg-type]
         if isinstance(stmt, ast.For | ast.AsyncFor | ast.While | ast.If | ast.With | ast.AsyncWith):
             stmt.body = self.body(stmt.body)
             if not isinstance(stmt, ast.With | ast.AsyncWith):
@@ -234,8 +247,14 @@ def make_twin(
     if kinds is not None:
         kinds |= rewriter.kinds
     start = ast.Assign(targets=[_name(held, ast.Store())], value=ast.Constant(False))
+    raised = ast.Assign(targets=[_name(held, ast.Store())], value=ast.Constant(True))
+    handler = ast.ExceptHandler(type=_name("BaseException"), name=None, body=[raised])
     twin.name = name
-    twin.body = [start, *body, ast.Assert(test=_name(held), msg=None)]
+    twin.body = [
+        start,
+        ast.Try(body=body, handlers=[handler], orelse=[], finalbody=[]),
+        ast.Assert(test=_name(held), msg=None),
+    ]
     return twin
 
 
