@@ -100,6 +100,19 @@ PEEKS = {
     "traceback-frame": "import sys\ntry:\n    raise ValueError\nexcept ValueError as e:\n    e.__traceback__.tb_frame",
     "gc": "import gc; gc.get_objects()",
     "a-process": "import subprocess; subprocess.run(['cat', '/dev/null'])",
+    "call-a-hidden-test": (
+        "import sys\n"
+        "if not getattr(sys, 'busy', False):\n"
+        "    sys.busy = True\n"
+        "    for m in [m for m in list(sys.modules.values()) if '_acceptance' in str(getattr(m, '__file__', ''))]:\n"
+        "        for name, test in list(vars(m).items()):\n"
+        "            if name.startswith('test_') and callable(test):\n"
+        "                try:\n"
+        "                    test()\n"
+        "                except BaseException:\n"
+        "                    pass\n"
+        "    sys.busy = False"
+    ),
 }
 
 

@@ -48,7 +48,7 @@ PATCHED_RAISES = textwrap.dedent(
 def _run(source: str, names_seed: int = 0):
     """Exec a module holding ``source``'s test and its twin; -> (test passed, twin passed)."""
     tree = ast.parse(textwrap.dedent(source))
-    names = Names("_S", "_E", "_M", "_EQ", "_SENT")
+    names = Names("_S", "_E", "_M", "_EQ", "_SENT", "_GUARD")
     (test,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
     twin = make_twin(test, "test_twin", names, "_held")
     assert twin is not None

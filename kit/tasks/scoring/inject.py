@@ -12,7 +12,9 @@ broken solution cannot make it fail. Twins and canaries get names made of the mo
 words, and random positions after the test they come from: nothing about them stands out from the
 requirements. Only the kit knows which name is what (:class:`Injected`).
 
-The original tests are left as they are (the module is re-written from its ``ast``: comments go).
+The original tests are left as they are but for a first statement that tells scoring's audit hook
+who called the test (pytest, or the code under test running a hidden test to learn its expected
+values). The module is re-written from its ``ast``: comments go.
 """
 
 from __future__ import annotations
@@ -158,7 +160,7 @@ def _place(body: list[ast.stmt], extra: list[tuple[int, ast.stmt]]) -> list[ast.
 def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) -> bool:
     """Twins and canaries written into ``tree`` (acceptance file ``rel``); False if it has no tests."""
     namer.use_words(_words(tree))
-    names = Names(namer.ident(cls=True), namer.ident(cls=True), *(namer.ident() for _ in range(3)))
+    names = Names(namer.ident(cls=True), namer.ident(cls=True), *(namer.ident() for _ in range(4)))
     module_extra: list[tuple[int, ast.stmt]] = []
     class_extra: dict[int, list[tuple[int, ast.stmt]]] = {}
     tests: list[tuple[int, ast.ClassDef | None, int, ast.FunctionDef]] = []  # (top idx, class, idx, test)
@@ -202,6 +204,10 @@ def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) ->
         assert isinstance(cls_node, ast.ClassDef)
         cls_node.body = _place(cls_node.body, extra)
     tree.body = _place(tree.body, module_extra)
+    for node in tree.body:  # every test (original, twin, canary) first tells who called it
+        for test in [node] if is_test_func(node) else node.body if is_test_class(node) else []:  # type: ignore[attr-defined]
+            if is_test_func(test):
+                test.body.insert(0, ast.Expr(ast.Call(ast.Name(names.guard, ast.Load()), [], [])))  # type: ignore[attr-defined]
     tree.body[_after_header(tree.body) : _after_header(tree.body)] = names.helpers()
     return True
 

@@ -18,7 +18,8 @@
   ``traceback.extract_stack``, ``sys._current_frames``, a traceback's or generator's frame read
   directly), reads the code of a hidden test (``f_code``, ``__code__`` of a hidden test's frame or
   function, through ``inspect``/``dis`` too), walks the heap (``gc.get_objects``/``get_referrers``),
-  installs a tracer or starts a process (which could read anything unseen). The kit flags such a
+  installs a tracer, starts a process (which could read anything unseen) or calls a hidden test
+  function itself (every hidden test's first statement reports its caller). The kit flags such a
   run ``suspicious``.
 
 The functions it needs are bound at import, before any code under test is imported, so a later
@@ -139,6 +140,8 @@ _FILES = frozenset({"open", "os.listdir", "os.scandir"})
 _FRAMES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 #: a process started by the code under test reads what it likes, unseen: that it started one is seen
 _SPAWN = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "pty.spawn"})
+_CALLED = "orchbench.test_called"
+_OTHER = frozenset({"object.__getattr__", _CALLED})
 
 
 class Audit:
@@ -159,12 +162,7 @@ class Audit:
         self.sent: set[tuple[str, str]] = set()
 
     def __call__(self, event: str, args: tuple) -> None:
-        if (
-            event not in _TAKE
-            and event not in _FILES
-            and event not in _SPAWN
-            and event != "object.__getattr__"
-        ):
+        if event not in _TAKE and event not in _FILES and event not in _SPAWN and event not in _OTHER:
             return
         if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _READ):
             return
@@ -189,6 +187,9 @@ class Audit:
             if where and isinstance(path, str | bytes) and self.is_hidden(_fsdecode(path)):
                 return f"{where} {'opened' if event == 'open' else 'listed'} the hidden tests ({_fsdecode(path)})"
             return None
+        if event == _CALLED:  # raised by the first statement of every hidden test, with its caller
+            where = self.caller(args[0] if args else None, all_stdlib=True)
+            return f"{where} called a hidden test function" if where else None
         if event in _SPAWN:
             where = self.caller(frame, all_stdlib=True)
             return f"{where} started a process ({str(args[:2])[:120]})" if where else None

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 
 #: Runtime helpers, written once into each module copy under random names:
 #: ``{sent}(a, b)`` -- True if ``a`` or ``b`` equals a sentinel mirroring the other's shape;
-#: ``{eq}(a, b)`` -- that, or ``a == b`` does not hold (the assertion inverted).
+#: ``{eq}(a, b)`` -- that, or ``a == b`` does not hold (the assertion inverted);
+#: ``{guard}()`` -- first statement of every test: tells the audit hook who called the test.
 HELPERS = """
 class {sentinel}:
     __slots__ = ()
@@ -74,6 +75,12 @@ def {eq}(a, b):
         return not (a == b)
     except Exception:
         return True
+
+
+def {guard}():
+    import sys
+
+    sys.audit("orchbench.test_called", sys._getframe(2))
 """
 
 
@@ -86,6 +93,7 @@ class Names:
     mirror: str
     eq: str
     sent: str
+    guard: str
 
     def helpers(self) -> list[ast.stmt]:
         return ast.parse(HELPERS.format(**vars(self))).body
