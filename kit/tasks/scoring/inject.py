@@ -3,7 +3,8 @@ every test module, a must-fail **twin** of each test (:mod:`kit.tasks.scoring.tw
 **canaries** -- one that must pass, one that must fail.
 
 The canaries call the code under test the way the requirements do: each runs a copy of one of the
-module's tests (picked at random) with its assertions turned into plain evaluations, inside
+module's tests (picked at random among the cheaper half, judged from the source: loops and large
+numbers cost) with its assertions turned into plain evaluations, inside
 ``try/except BaseException``, then asserts something whose outcome is known whatever the code does:
 the value last checked ``is not`` / ``is`` a fresh sentinel class. The failing canary is a copy in the
 test's own scope (same class, decorators and fixtures); the passing one sits at module level (a
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.tasks.requirements import is_test_class, is_test_func, test_files
-from kit.tasks.scoring.twins import Names, capture_body, make_twin, straight
+from kit.tasks.scoring.twins import Names, capture_body, make_twin, own_nodes, straight
 
 FILLER = [
     "value",
@@ -148,6 +149,18 @@ def _plain_args(func: ast.FunctionDef, cls: ast.ClassDef | None) -> bool:
     return names == wanted and not (args.vararg or args.kwarg or args.kwonlyargs)
 
 
+def _cost(func: ast.FunctionDef) -> int:
+    """A guess at how long a test runs, from its source: statements, loops, large numbers."""
+    cost = 0
+    for node in own_nodes(func):
+        cost += 1
+        if isinstance(node, ast.For | ast.While | ast.comprehension):
+            cost += 50
+        elif isinstance(node, ast.Constant) and type(node.value) is int and abs(node.value) >= 1000:
+            cost += 100 * len(str(abs(node.value)))
+    return cost
+
+
 def _place(body: list[ast.stmt], extra: list[tuple[int, ast.stmt]]) -> list[ast.stmt]:
     """``body`` with each extra statement inserted after the statement at its index."""
     out: list[ast.stmt] = []
@@ -191,7 +204,8 @@ def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) ->
         ]
         if not pool:
             continue
-        top, cls, idx, source = rng.choice(pool)
+        pool.sort(key=lambda t: _cost(t[3]))  # a canary re-runs its test: one of the cheaper half
+        top, cls, idx, source = rng.choice(pool[: max(1, (len(pool) + 1) // 2)])
         name = namer.test_name()
         found.canaries[name] = (rel, must_pass)
         canary = _canary(source, cls, name, names, namer.ident(), must_pass)
