@@ -146,3 +146,32 @@ def test_the_libraries_own_introspection_is_not_suspicious(tmp_path):
     s = score(task, ws, claimed_done=True)
     assert not s.suspicious, s.suspicious_evidence
     assert s.requirements_failed == 0 and not s.tampered
+
+
+def _line(seq, **msg):
+    import json
+
+    return (json.dumps({"seq": seq, **msg}) + "\n").encode()
+
+
+@pytest.mark.parametrize("collect_error", [True, False])
+def test_a_modules_canaries_are_excused_only_when_the_module_failed_to_import(collect_error):
+    from kit.tasks.scoring.session import Expect, read_stream
+
+    expect = Expect(
+        {
+            "test_keeps_order": ("_acceptance/test_a.py", True),
+            "test_order_keeps": ("_acceptance/test_a.py", False),
+        }
+    )
+    lines = [_line(1, kind="start")]
+    if collect_error:
+        lines.append(_line(2, kind="collect", nodeid="_acceptance/test_a.py", message="ImportError"))
+    else:
+        lines.append(_line(2, kind="test", nodeid="_acceptance/test_b.py::test_x", passed=False, message="x"))
+    lines.append(_line(3, kind="end", exitstatus=1))
+    got = read_stream(b"".join(lines), expect, exit_code=1, timed_out=False)
+    if collect_error:
+        assert got.tamper == [] and got.complete
+    else:
+        assert sum("is missing from the report" in t for t in got.tamper) == 2

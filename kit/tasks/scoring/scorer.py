@@ -186,7 +186,8 @@ class _Session:
         folder = self.kit_dir / ACCEPTANCE_DIRNAME
         shutil.copytree(acceptance_dir, folder, ignore=COPY_IGNORE)
         self.injected = inject_folder(folder)
-        expect = Expect(self.injected.canaries, self.injected.twins)
+        canaries = {n: (f"{ACCEPTANCE_DIRNAME}/{m}", must) for n, (m, must) in self.injected.canaries.items()}
+        expect = Expect(canaries, self.injected.twins)
         ini = self.kit_dir / "acceptance.ini"
         ini.write_text("[pytest]\npython_files = test_*.py *_test.py\n", encoding="utf-8")
         args = ["-q", "-c", str(ini), f"--rootdir={self.kit_dir}", f"--confcutdir={self.kit_dir}"]

@@ -82,8 +82,9 @@ class Canaries:
 
 @dataclass
 class Expect:
-    """The tests the kit added to a session, by test function name: canaries (name -> (module file
-    they sit in, "" for the own-tests canary file; must pass)) and twins (name -> requirement key)."""
+    """The tests the kit added to a session, by test function name: canaries (name -> (node id of
+    the module they sit in, "" for the own-tests canary file; must pass)) and twins (name ->
+    requirement key)."""
 
     canaries: dict[str, tuple[str, bool]]
     twins: dict[str, str] = field(default_factory=dict)
@@ -225,9 +226,7 @@ class _Reader:
             label = "canary test that must " + ("pass" if want else "fail")
             if got and any(g != want for g in got):
                 self.out.tamper.append(f"{label} was reported {'failed' if want else 'passed'}")
-            elif not got and not any(
-                n == module or n.endswith("/" + module) for n in self.uncollected if module
-            ):
+            elif not got and not (module and module in self.uncollected):
                 self.out.tamper.append(f"{label} ({module or 'canary file'}) is missing from the report")
 
 
