@@ -91,6 +91,33 @@ def test_a_runner_that_swallows_failures_only_where_canaries_are_not_credits_not
     assert s.requirements_failed == 7
 
 
+#: A patch of the kit's own plugin, looked up by name, that reports as passed every test that called
+#: the code under test (the canaries of a separate kit file never do).
+PLUGIN_PATCH = """
+import sys
+_CALLED = set()
+_plugin = sys.modules.get("orchbench_scoring_plugin")
+if _plugin is not None:
+    _send = _plugin.StreamReporter.send
+    def _forged(self, **msg):
+        if msg.get("kind") == "test" and msg.get("nodeid") in _CALLED:
+            msg["passed"], msg["message"] = True, ""
+        return _send(self, **msg)
+    _plugin.StreamReporter.send = _forged
+"""
+
+
+def test_the_kits_plugin_cannot_be_looked_up_and_patched_by_the_code_under_test(tmp_path):
+    wrap = """
+    import os
+    _CALLED.add(os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0])
+    raise NotImplementedError
+    """
+    task, ws = _solved(tmp_path, PLUGIN_PATCH, wrap)
+    s = score(task, ws, claimed_done=True)
+    assert s.requirements_failed == 7, s
+
+
 #: The code under test looking at the test that calls it, several ways.
 PEEKS = {
     "sys._getframe": "import sys; sys._getframe(1).f_locals",
