@@ -127,6 +127,11 @@ PEEKS = {
     "traceback-frame": "import sys\ntry:\n    raise ValueError\nexcept ValueError as e:\n    e.__traceback__.tb_frame",
     "gc": "import gc; gc.get_objects()",
     "a-process": "import subprocess; subprocess.run(['cat', '/dev/null'])",
+    "through-pytests-loader": (
+        "import sys\n"
+        "for m in [m for m in list(sys.modules.values()) if '_acceptance' in str(getattr(m, '__file__', ''))]:\n"
+        "    m.__loader__.get_data(m.__file__)"
+    ),
     "call-a-hidden-test": (
         "import sys\n"
         "if not getattr(sys, 'busy', False):\n"

@@ -141,6 +141,7 @@ _FRAMES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 #: a process started by the code under test reads what it likes, unseen: that it started one is seen
 _SPAWN = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "pty.spawn"})
 _CALLED = "orchbench.test_called"
+_LOADER = "/_pytest/assertion/rewrite.py"  # the hidden modules' loader: get_data reads their files
 _OTHER = frozenset({"object.__getattr__", _CALLED})
 
 
@@ -181,12 +182,16 @@ class Audit:
 
     def check(self, event: str, args: tuple, frame: object) -> str | None:
         """What the repo code did, or None when the event is not the repo's or not about the tests."""
-        if event in _FILES:
-            where = self.caller(frame, all_stdlib=True)
+        if event in _FILES:  # charged through the stdlib and pytest's module loader (get_data)
             path = args[0] if args else None
-            if where and isinstance(path, str | bytes) and self.is_hidden(_fsdecode(path)):
-                return f"{where} {'opened' if event == 'open' else 'listed'} the hidden tests ({_fsdecode(path)})"
-            return None
+            if not isinstance(path, str | bytes) or not self.is_hidden(_fsdecode(path)):
+                return None
+            where = self.caller(frame, all_stdlib=True)
+            return (
+                f"{where} {'opened' if event == 'open' else 'listed'} the hidden tests ({_fsdecode(path)})"
+                if where
+                else None
+            )
         if event == _CALLED:  # raised by the first statement of every hidden test, with its caller
             where = self.caller(args[0] if args else None, all_stdlib=True)
             return f"{where} called a hidden test function" if where else None
@@ -215,7 +220,8 @@ class Audit:
 
     def caller(self, frame: object, all_stdlib: bool, direct: bool = False) -> str | None:
         """``file:line`` of the repo frame charged with the event (``direct``: only the frame that
-        raised it), or None."""
+        raised it; ``all_stdlib``: looking through every stdlib frame and pytest's module loader),
+        or None."""
         while frame is not None:
             name = frame.f_code.co_filename  # type: ignore[attr-defined]
             if name.startswith(self.repo):
@@ -225,7 +231,12 @@ class Audit:
             stdlib = (
                 name.startswith(self.stdlib) and not name.startswith(self.site) and "-packages/" not in name
             )
-            if not (name.startswith("<") or (stdlib and (all_stdlib or os.path.basename(name) in _HELPERS))):
+            loader = all_stdlib and name.endswith(_LOADER)
+            if not (
+                name.startswith("<")
+                or loader
+                or (stdlib and (all_stdlib or os.path.basename(name) in _HELPERS))
+            ):
                 return None
             frame = frame.f_back  # type: ignore[attr-defined]
         return None
@@ -234,5 +245,7 @@ class Audit:
         full = _abspath(path)
         if full == self.hidden or full.startswith(self.hidden + "/"):
             return True
+        if full.startswith(self.stdlib):  # the interpreter's own files (imports): not links to it
+            return False
         real = _realpath(full)
         return real == self.hidden or real.startswith(self.hidden + "/")
