@@ -13,6 +13,9 @@ broken solution cannot make it fail. Twins and canaries get names made of the mo
 words, and random positions after the test they come from: nothing about them stands out from the
 requirements. Only the kit knows which name is what (:class:`Injected`).
 
+A test that holds an integer literal of 100 000 or more (say, 200k rows streamed) gets no twin -- it
+would double the scoring time of the task -- and is counted ``unguarded``.
+
 The original tests are left as they are but for a first statement that tells scoring's audit hook
 who called the test (pytest, or the code under test running a hidden test to learn its expected
 values). The module is re-written from its ``ast``: comments go.
@@ -149,6 +152,17 @@ def _plain_args(func: ast.FunctionDef, cls: ast.ClassDef | None) -> bool:
     return names == wanted and not (args.vararg or args.kwarg or args.kwonlyargs)
 
 
+#: A test holding an integer literal this large (rows, iterations) is taken as a long-running one.
+HEAVY_LITERAL = 100_000
+
+
+def _heavy(func: ast.FunctionDef) -> bool:
+    return any(
+        isinstance(n, ast.Constant) and type(n.value) is int and abs(n.value) >= HEAVY_LITERAL
+        for n in own_nodes(func)
+    )
+
+
 def _cost(func: ast.FunctionDef) -> int:
     """A guess at how long a test runs, from its source: statements, loops, large numbers."""
     cost = 0
@@ -188,7 +202,8 @@ def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) ->
     for top, cls, idx, test in tests:
         key = f"{rel}::{cls.name + '::' if cls else ''}{test.name}"
         kinds = found.kinds.setdefault(key, set())
-        twin = make_twin(test, namer.test_name(), names, namer.ident(), kinds)
+        heavy = _heavy(test)  # its twin would double a long test's time: counted unguarded instead
+        twin = None if heavy else make_twin(test, namer.test_name(), names, namer.ident(), kinds)
         if twin is None:
             found.unguarded.append(key)
             continue
