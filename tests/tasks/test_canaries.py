@@ -29,7 +29,7 @@ def _solved(tmp_path, prelude: str, wrap: str | None = None):
     return task, ws
 
 
-#: After the third call of slugify (some outcomes already streamed), the session is cut short.
+#: From the third call of slugify on (some outcomes already streamed), the session is cut short.
 CUT_SHORT = {
     "os._exit": "os._exit(0)",
     "interrupt": "raise KeyboardInterrupt",
@@ -43,7 +43,7 @@ def test_a_session_cut_short_after_some_outcomes_credits_nothing(tmp_path, how):
     wrap = f"""
     global CALLS
     CALLS += 1
-    if CALLS == 3:
+    if CALLS >= 3:  # a call inside a canary or twin may be caught there: the next one is not
         {CUT_SHORT[how]}
     return _slugify(text)
     """
