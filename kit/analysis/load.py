@@ -123,11 +123,14 @@ def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
         "lines_added",
         "lines_removed",
         "scoring_s",
+        "requirements_gamed",
+        "requirements_unguarded",
     ):
         row[name] = score.get(name, math.nan)
     row["claimed_done_but_failed"] = bool(score.get("claimed_done_but_failed", False))
     row["tampered"] = bool(score.get("tampered", False))  # scored as every requirement failed
     row["unscored"] = bool(score.get("unscored_reason"))  # scoring failed: every requirement failed
+    row["suspicious"] = bool(score.get("suspicious", False))  # introspection seen; not re-scored
     defects = score.get("defects") or {}
     for sev in SEVERITIES:
         row[f"defects_{sev}"] = defects.get(sev, 0) if score else math.nan

@@ -32,6 +32,15 @@ UNSCORED_LABEL = (
     "unscored: scoring failed (see score.unscored_reason); scored as every requirement failed; "
     "--retry-errors reruns them"
 )
+GAMED_LABEL = (
+    "gamed: a requirement's must-fail twin passed too (a value equal to anything, a patched assertion); "
+    "counted as failed (score.gamed_tests)"
+)
+SUSPICIOUS_LABEL = (
+    "suspicious: the code under test read the hidden tests or took frames while they ran "
+    "(score.suspicious_evidence); flagged, not re-scored"
+)
+UNGUARDED_LABEL = "unguarded: requirements whose test has no must-fail twin (their passes are not checked so)"
 
 
 def labels(records: Records) -> list[str]:
@@ -52,12 +61,33 @@ def labels(records: Records) -> list[str]:
         n = int(runs[column].sum()) if not runs.empty and column in runs else 0
         if n:
             out.append(f"{label} ({n} of {len(runs)} runs)")
+    out += _twin_labels(runs)
     if any(m.startswith("scripted/") for m in models):
         out.append(SCRIPTED_LABEL)
     if any(m.startswith("embedded/") for m in models) or (
         not runs.empty and (runs["profile"] == "local").any()
     ):
         out.append(EMBEDDED_LABEL)
+    return out
+
+
+def _twin_labels(runs: pd.DataFrame) -> list[str]:
+    """Gamed and suspicious runs, and the unguarded requirements (older records have none of them)."""
+    if runs.empty or "requirements_gamed" not in runs:
+        return []
+    out = []
+    gamed = int((runs["requirements_gamed"].fillna(0) > 0).sum())
+    if gamed:
+        out.append(f"{GAMED_LABEL} ({gamed} of {len(runs)} runs)")
+    suspicious = int(runs["suspicious"].sum()) if "suspicious" in runs else 0
+    if suspicious:
+        out.append(f"{SUSPICIOUS_LABEL} ({suspicious} of {len(runs)} runs)")
+    unguarded, total = (
+        runs["requirements_unguarded"].fillna(0).sum(),
+        runs["requirements_total"].fillna(0).sum(),
+    )
+    if unguarded:
+        out.append(f"{UNGUARDED_LABEL} ({unguarded:.0f} of {total:.0f} requirements over all runs)")
     return out
 
 
@@ -191,6 +221,9 @@ def format_strategy_table(table: pd.DataFrame) -> pd.DataFrame:
     out["defects ± 95%"] = [_mean_ci(m, c) for m, c in zip(table["total"], table["total_ci95"], strict=True)]
     out["crit/maj/min"] = [f"{a:.1f}/{b:.1f}/{c:.1f}" for a, b, c in table[list(SEVERITIES)].to_numpy()]
     out["done✗"] = table["claimed_done_but_failed"].map("{:.0f}".format)
+    out["gamed"] = table["gamed"].map("{:.0f}".format)
+    out["susp."] = table["suspicious"].map("{:.0f}".format)
+    out["unguarded"] = table["unguarded_share"].map(lambda v: "-" if pd.isna(v) else f"{v:.0%}")
     out["tests"] = table["tests_added"].map("{:.1f}".format)
     out["files"] = table["files_touched"].map("{:.1f}".format)
     out["wall s"] = [_mean_ci(m, c, 0) for m, c in zip(table["wall_s"], table["wall_s_ci95"], strict=True)]

@@ -57,10 +57,13 @@ def strategy_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.Da
     All of these are means over the *scored* runs only (``excluded`` = the runs left out of them:
     error, interrupted, unscored -- see :func:`outcome_table` and :func:`is_scored`); time, calls,
     tokens and cost are means over all runs (that money was spent). ``runs``, ``scored``,
-    ``excluded`` and ``claimed_done_but_failed`` are counts; ``*_ci95`` is the half-width of the 95 %
-    t-interval of the mean over repeats (NaN with one run), and ``solved_lo`` / ``solved_hi`` the 95 %
-    Wilson interval of the solved rate. Intervals are over the repeats of one task: a group that spans
-    several tasks gets none (NaN), since runs of different tasks are not repeats of one measurement.
+    ``excluded`` and ``claimed_done_but_failed`` are counts; ``gamed`` counts the scored runs with a
+    requirement whose must-fail twin passed, ``suspicious`` the runs whose code was seen reading the
+    hidden tests or taking frames, ``unguarded_share`` is the share of requirements (over the scored
+    runs) that had no twin; ``*_ci95`` is the half-width of the 95 % t-interval of the mean over
+    repeats (NaN with one run), and ``solved_lo`` / ``solved_hi`` the 95 % Wilson interval of the
+    solved rate. Intervals are over the repeats of one task: a group that spans several tasks gets
+    none (NaN), since runs of different tasks are not repeats of one measurement.
     """
     runs = records.runs
     columns = [
@@ -73,6 +76,9 @@ def strategy_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.Da
         "excluded",
         *[c for sev in (*SEVERITIES, "total") for c in (sev, f"{sev}_ci95")],
         "claimed_done_but_failed",
+        "gamed",
+        "suspicious",
+        "unguarded_share",
         "tests_added",
         "files_touched",
         "wall_s",
@@ -99,6 +105,12 @@ def strategy_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.Da
             row[sev] = scored[f"defects_{sev}"].mean()
             row[f"{sev}_ci95"] = ci95_halfwidth(scored[f"defects_{sev}"])
         row["claimed_done_but_failed"] = int(scored["claimed_done_but_failed"].sum())
+        row["gamed"] = int((scored["requirements_gamed"].fillna(0) > 0).sum())
+        row["suspicious"] = int(g["suspicious"].sum())
+        total = scored["requirements_total"].sum()
+        row["unguarded_share"] = (
+            scored["requirements_unguarded"].fillna(0).sum() / total if total else math.nan
+        )
         for name in ("tests_added", "files_touched", "wall_s", "calls", *TOKENS, "cost_usd"):
             row[name] = g[name].mean()
         for sev in SEVERITIES:

@@ -245,6 +245,16 @@ class Score(BaseModel):
     #: stream or exit status): every requirement counts as failed, every own test as regressed.
     tampered: bool = False
     tamper_evidence: list[str] = Field(default_factory=list)
+    #: Requirements whose test passed but whose must-fail twin passed too (counted as failed): the code
+    #: met an expectation nothing legitimate can meet (a value equal to anything, a patched raises).
+    requirements_gamed: int = 0
+    gamed_tests: list[str] = Field(default_factory=list)
+    #: Requirements the kit could not derive a must-fail twin from (their passes are not checked so).
+    requirements_unguarded: int = 0
+    #: The code under test was seen reading the hidden tests or taking frames (scoring's audit hook):
+    #: flagged with what was seen, not re-scored.
+    suspicious: bool = False
+    suspicious_evidence: list[str] = Field(default_factory=list)
     #: Set when scoring itself failed (or the tests gave no result at all): every requirement counts
     #: as failed and this says why. A run is never left without a score.
     unscored_reason: str | None = None

@@ -79,6 +79,8 @@ def validate_task(task: Task, sandbox: str | None = None) -> ValidationReport:
                     )
                 if end.tampered or end.unscored_reason:
                     problems.append(f"scoring the solution failed: {end.unscored_reason or end.tampered}")
+                if end.suspicious:  # the audit hook must not see legitimate code as introspection
+                    problems.append(f"with the solution, scoring saw introspection: {end.suspicious[:3]}")
                 if not end.own.complete or end.own_failed:
                     problems.append(
                         f"with the solution, own tests fail: {', '.join(end.own_failed) or _tail(end.own)}"

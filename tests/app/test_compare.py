@@ -80,7 +80,9 @@ def test_two_lab_runs_are_two_rows_in_the_report(tmp_path):
     per_strategy = text.split("Per strategy (")[1].split("Per role")[0]
     assert "lab-vibe-coder-baseline-1" in per_strategy and "lab-vibe-coder-modified-2" in per_strategy
     outcome_rows = [
-        line for line in text.split("Runs by outcome")[1].split("\n\n")[0].splitlines() if line.startswith("lab-")
+        line
+        for line in text.split("Runs by outcome")[1].split("\n\n")[0].splitlines()
+        if line.startswith("lab-")
     ]
     assert len(outcome_rows) == 2
 

@@ -319,13 +319,13 @@ def test_a_scoring_failure_gives_a_scored_run_with_every_requirement_failed(tmp_
 
 
 @pytest.mark.slow
-def test_tests_that_give_no_result_before_the_timeout_leave_the_run_scored_not_missing(tmp_path):
+def test_tests_that_hang_until_the_timeout_make_the_run_tampered_not_missing(tmp_path):
     task, ws = _slugify_ws(tmp_path, solved=True)
     module = ws.root / "textkit.py"
     module.write_text("import time\ntime.sleep(60)\n" + module.read_text())
     s = score(task, ws, claimed_done=False, timeout_s=3)
-    assert s.requirements_failed == 7
-    assert "timed out" in (s.unscored_reason or ""), s.unscored_reason
+    assert s.requirements_failed == 7 and s.unscored_reason is None
+    assert s.tampered and any("hung until the scoring timeout" in e for e in s.tamper_evidence)
     assert s.regressions == 2
 
 
@@ -349,9 +349,14 @@ def _stream(c, *extra, passing=True, failing=False, end=1):
     return b"".join(lines + list(extra))
 
 
+def _read(data, c, **kw):
+    got = read_stream(data, c.expect(), **kw)
+    return got.outcomes, got.errors, got.complete, got.tamper
+
+
 def test_an_honest_stream_is_read_and_canaries_are_left_out():
     c = Canaries.new()
-    outcomes, errors, complete, tamper = read_stream(_stream(c), c, exit_code=1, timed_out=False)
+    outcomes, errors, complete, tamper = _read(_stream(c), c, exit_code=1, timed_out=False)
     assert outcomes == {"t.py::test_a": (True, "")}
     assert errors == [] and complete and tamper == []
 
@@ -373,7 +378,7 @@ def test_a_forged_stream_is_tampering(case, evidence):
     c = Canaries.new()
     exit_code = case.pop("exit_code", case.get("end", 1))
     data = _stream(c, *case.pop("extra", []), **case)
-    _, _, _, tamper = read_stream(data, c, exit_code=exit_code, timed_out=False)
+    _, _, _, tamper = _read(data, c, exit_code=exit_code, timed_out=False)
     assert any(evidence in t for t in tamper), tamper
 
 
@@ -382,20 +387,37 @@ def test_a_forged_stream_without_the_canaries_is_tampering():
     data = _line(1, kind="test", nodeid="t.py::test_a", passed=True, message="") + _line(
         2, kind="end", exitstatus=1
     )
-    _, _, _, tamper = read_stream(data, c, exit_code=1, timed_out=False)
-    assert sum("missing from a finished session" in t for t in tamper) == 2
+    _, _, _, tamper = _read(data, c, exit_code=1, timed_out=False)
+    assert sum("missing from the report" in t for t in tamper) == 2
     dup = _stream(c)[: -len(_line(4, kind="end", exitstatus=1))] + _line(
         4, kind="test", nodeid="t.py::test_a", passed=True, message=""
     )
-    _, _, _, tamper = read_stream(dup, c, exit_code=None, timed_out=True)
-    assert tamper == ["test reported twice: t.py::test_a"]
+    _, _, _, tamper = _read(dup, c, exit_code=None, timed_out=True)
+    assert "test reported twice: t.py::test_a" in tamper
 
 
-def test_an_unfinished_session_is_not_tampering():
+@pytest.mark.parametrize(
+    "exit_code, timed_out, end, evidence",
+    [
+        (None, True, None, "hung until the scoring timeout (5 s)"),  # a hang
+        (0, False, None, "stopped before pytest's end (exit 0)"),  # os._exit(0) after streaming
+        (2, False, 2, "status 2 (interrupted)"),  # KeyboardInterrupt / pytest.exit
+        (None, True, 1, "hung after the session ended"),  # an exit hook that never returns
+    ],
+)
+def test_an_unfinished_or_interrupted_session_is_tampering(exit_code, timed_out, end, evidence):
     c = Canaries.new()
-    data = _line(1, kind="test", nodeid="t.py::test_a", passed=True, message="")
-    outcomes, errors, complete, tamper = read_stream(data, c, exit_code=None, timed_out=True, timeout_s=5)
-    assert outcomes and not complete and tamper == [] and errors == ["timed out after 5 s"]
+    data = _stream(c, end=end)
+    outcomes, _, complete, tamper = _read(data, c, exit_code=exit_code, timed_out=timed_out, timeout_s=5)
+    assert outcomes and not complete
+    assert any(evidence in t for t in tamper), tamper
+
+
+def test_a_session_that_never_started_is_an_error_not_tampering():
+    c = Canaries.new()
+    outcomes, errors, complete, tamper = _read(b"", c, exit_code=127, timed_out=False)
+    assert not outcomes and not complete and tamper == []
+    assert errors == ["the session never started (exit 127)"]
 
 
 # --------------------------------------------------------------------------- the runner's side

@@ -7,13 +7,16 @@ sandbox; the kit reads the other end while the tests run, so nothing the tested 
 rewrite what was already sent. The kit then checks the stream:
 
 - every line well formed and in sequence, no test reported twice, nothing after the session's end;
-- the two **canaries** -- tests with per-run random names, one that must pass and one that must fail,
-  run after everything else -- have exactly those outcomes, and are present when the session finished;
-- pytest's end status agrees with the process's exit status (a canary always fails, so a finished
-  session ends with status 1).
+- every **canary** -- in the acceptance session two inside each test module (:mod:`.inject`), in an
+  own-tests session the two of a kit canary file run last -- is present with its expected outcome;
+- the session ended normally: pytest's own end of session reached with status 1 (a canary always
+  fails), and the process's exit status agrees.
 
-Any violation is evidence of tampering (``PytestRun.tampered``). A session that did not finish
-(timeout, crash, ``os._exit`` at import) is not tampering: the tests it did not report have not passed.
+Any violation is evidence of tampering (``PytestRun.tampered``): an early ``os._exit`` after some
+outcomes were streamed, a hang until the scoring timeout, an interrupted session (status 2), a missing
+canary. Only a session whose stream holds no line at all (the sandbox or the interpreter failed before
+the plugin started) is an error rather than tampering. The outcomes of the must-fail twins
+(:mod:`.twins`) and what the audit hook saw are returned apart.
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ EXIT_NAMES = {
 
 @dataclass(frozen=True)
 class Canaries:
-    """Two test names, random per run: ``passing`` must pass, ``failing`` must fail."""
+    """The own-tests canary file: two test names, random per run; ``passing`` must pass, ``failing``
+    must fail. (The acceptance session's canaries sit inside its modules: :mod:`.inject`.)"""
 
     passing: str
     failing: str
@@ -72,16 +76,43 @@ class Canaries:
     def names(self) -> list[str]:
         return [self.passing, self.failing]
 
+    def expect(self) -> Expect:
+        return Expect({self.passing: ("", True), self.failing: ("", False)})
+
+
+@dataclass
+class Expect:
+    """The tests the kit added to a session, by test function name: canaries (name -> (node id of
+    the module they sit in, "" for the own-tests canary file; must pass)) and twins (name ->
+    requirement key)."""
+
+    canaries: dict[str, tuple[str, bool]]
+    twins: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Stream:
+    """What a session's report stream says, checked."""
+
+    outcomes: dict[str, tuple[bool, str]] = field(default_factory=dict)  # nodeid -> (passed, message)
+    twins: dict[str, list[bool]] = field(default_factory=dict)  # requirement key -> its twin passed?
+    errors: list[str] = field(default_factory=list)  # collection errors, a session that never started
+    complete: bool = False  # pytest reached its own end of session
+    tamper: list[str] = field(default_factory=list)  # evidence the session or its report was bent
+    seen: list[str] = field(default_factory=list)  # introspection by the code under test (audit hook)
+
 
 @dataclass
 class PytestRun:
-    outcomes: dict[str, tuple[bool, str]]  # nodeid -> (passed, message); canaries left out
+    outcomes: dict[str, tuple[bool, str]]  # nodeid -> (passed, message); canaries and twins left out
     exit_code: int | None
     output: str
     timed_out: bool
-    errors: list[str] = field(default_factory=list)  # collection errors, an unfinished session ...
+    errors: list[str] = field(default_factory=list)  # collection errors, a session never started ...
     complete: bool = False  # the session (or command) ran to its end
-    tampered: list[str] = field(default_factory=list)  # evidence the report was tampered with
+    tampered: list[str] = field(default_factory=list)  # evidence the session or report was tampered with
+    twins: dict[str, list[bool]] = field(default_factory=dict)  # requirement key -> twin outcomes
+    seen: list[str] = field(default_factory=list)  # introspection seen by the audit hook
 
     @property
     def passed(self) -> set[str]:
@@ -136,69 +167,115 @@ class _PipeReader:
         return not held
 
 
-def read_stream(
-    data: bytes, canaries: Canaries, exit_code: int | None, timed_out: bool, timeout_s: float = 0
-) -> tuple[dict[str, tuple[bool, str]], list[str], bool, list[str]]:
-    """(outcomes, errors, complete, tamper evidence) from the plugin's stream and the exit status."""
-    outcomes: dict[str, tuple[bool, str]] = {}
-    errors: list[str] = []
-    tamper: list[str] = []
-    seen: dict[str, bool] = {}
-    end: int | None = None
-    lines = bytes(data).split(b"\n")
-    cut = lines.pop()  # whatever follows the last newline: empty unless a write was cut off
-    for seq, line in enumerate(lines, start=1):
+class _Reader:
+    """Reads a report stream line by line (:func:`read_stream`)."""
+
+    def __init__(self, expect: Expect) -> None:
+        self.expect = expect
+        self.out = Stream()
+        self.canaries: dict[str, list[bool]] = {}
+        self.uncollected: list[str] = []  # nodeids of modules that failed (or skipped) collection
+        self.end: int | None = None
+        self.lines = 0
+
+    def line(self, seq: int, line: bytes) -> None:
+        out = self.out
         try:
             msg = json.loads(line)
             kind, nodeid = msg["kind"], msg.get("nodeid", "")
             if msg["seq"] != seq or not isinstance(nodeid, str):
                 raise ValueError
         except (ValueError, KeyError, TypeError):
-            tamper.append(f"report line {seq} is garbled or out of sequence")
-            continue
-        if end is not None:
-            tamper.append(f"report line {seq} came after the session ended")
+            out.tamper.append(f"report line {seq} is garbled or out of sequence")
+            return
+        self.lines += 1
+        if self.end is not None:
+            out.tamper.append(f"report line {seq} came after the session ended")
         elif kind == "test":
-            passed, message = msg.get("passed"), msg.get("message", "")
-            if not isinstance(passed, bool) or not isinstance(message, str):
-                tamper.append(f"report line {seq} is garbled")
-            elif nodeid in outcomes or nodeid in seen:
-                tamper.append(f"test reported twice: {nodeid}")
-            elif nodeid.rsplit("::", 1)[-1] in canaries.names:
-                seen[nodeid.rsplit("::", 1)[-1]] = passed
-                seen[nodeid] = passed
-            else:
-                outcomes[nodeid] = (passed, message[:300])
+            self.test(seq, nodeid, msg.get("passed"), msg.get("message", ""))
         elif kind == "collect":
-            errors.append(f"{nodeid or 'collection'}: {str(msg.get('message', ''))[:300]}")
+            self.uncollected.append(nodeid)
+            out.errors.append(f"{nodeid or 'collection'}: {str(msg.get('message', ''))[:300]}")
+        elif kind == "seen":
+            if len(out.seen) < 20:
+                out.seen.append(str(msg.get("message", ""))[:300])
         elif kind == "end" and isinstance(msg.get("exitstatus"), int):
-            end = msg["exitstatus"]
+            self.end = msg["exitstatus"]
+        elif kind != "start" or seq != 1:
+            out.tamper.append(f"report line {seq} is of an unknown kind")
+
+    def test(self, seq: int, nodeid: str, passed: object, message: object) -> None:
+        out = self.out
+        name = nodeid.rsplit("::", 1)[-1].split("[", 1)[0]
+        if not isinstance(passed, bool) or not isinstance(message, str):
+            out.tamper.append(f"report line {seq} is garbled")
+        elif nodeid in out.outcomes or nodeid in self.canaries:
+            out.tamper.append(f"test reported twice: {nodeid}")
+        elif name in self.expect.canaries:
+            self.canaries[nodeid] = [passed]
+            self.canaries.setdefault(name, []).append(passed)
+        elif name in self.expect.twins:
+            self.canaries[nodeid] = [passed]  # (only to see a repeat)
+            out.twins.setdefault(self.expect.twins[name], []).append(passed)
         else:
-            tamper.append(f"report line {seq} is of an unknown kind")
+            out.outcomes[nodeid] = (passed, message[:300])
+
+    def check_canaries(self) -> None:
+        for name, (module, want) in self.expect.canaries.items():
+            got = self.canaries.get(name)
+            label = "canary test that must " + ("pass" if want else "fail")
+            if got and any(g != want for g in got):
+                self.out.tamper.append(f"{label} was reported {'failed' if want else 'passed'}")
+            elif not got and not (module and module in self.uncollected):
+                self.out.tamper.append(f"{label} ({module or 'canary file'}) is missing from the report")
+
+
+def read_stream(
+    data: bytes, expect: Expect, exit_code: int | None, timed_out: bool, timeout_s: float = 0
+) -> Stream:
+    """The checked report of one session, from the plugin's stream and the process's exit status.
+
+    Outcomes count only if the session was complete and verified: pytest's end of session reached
+    with status 1 (a canary always fails; 5 only when no test module could be imported), the
+    process's exit status the same, every canary present
+    with its expected outcome (a module that failed to import excuses its own canaries), nothing
+    garbled, repeated or after the end. Anything else is tamper evidence -- an early ``os._exit``, a
+    hang until the scoring timeout and an interrupted session included. A stream with no line at all
+    means the session never started (the sandbox or interpreter failed): an error, not tampering.
+    """
+    reader = _Reader(expect)
+    lines = bytes(data).split(b"\n")
+    cut = lines.pop()  # whatever follows the last newline: empty unless a write was cut off
+    for seq, line in enumerate(lines, start=1):
+        reader.line(seq, line)
+    out, end = reader.out, reader.end
     if cut and end is not None:
-        tamper.append("a partial report line after the session ended")
-    for name, want in ((canaries.passing, True), (canaries.failing, False)):
-        got = seen.get(name)
-        label = "canary test that must " + ("pass" if want else "fail")
-        if got is not None and got != want:
-            tamper.append(f"{label} was reported {'passed' if got else 'failed'}")
-        elif got is None and end == 1:
-            tamper.append(f"{label} is missing from a finished session")
-    if end is None:
-        errors.append(
-            f"timed out after {timeout_s:g} s" if timed_out else f"pytest did not finish (exit {exit_code})"
+        out.tamper.append("a partial report line after the session ended")
+    if not reader.lines and not cut:
+        out.errors.append(
+            f"the session never started (timed out after {timeout_s:g} s)"
+            if timed_out
+            else f"the session never started (exit {exit_code})"
         )
-    else:
-        if end == 0:
-            tamper.append("pytest reported success although a canary test must fail")
-        elif end != 1:
-            errors.append(f"pytest ended with status {end} ({EXIT_NAMES.get(end, 'unknown')})")
-        if exit_code is not None and exit_code != end:
-            if 0 <= exit_code <= 5:
-                tamper.append(f"pytest ended with status {end} but the process exited with {exit_code}")
-            else:
-                errors.append(f"the process exited with {exit_code} after pytest ended with status {end}")
-    return outcomes, errors, end in (0, 1), tamper
+        return out
+    reader.check_canaries()
+    if end is None:
+        out.tamper.append(
+            f"the session hung until the scoring timeout ({timeout_s:g} s)"
+            if timed_out
+            else f"the session stopped before pytest's end (exit {exit_code})"
+        )
+    elif end == 0:
+        out.tamper.append("pytest reported success although a canary test must fail")
+    elif end == 5 and reader.uncollected and not reader.canaries and not out.outcomes:
+        pass  # no module could be imported (or all were skipped): nothing ran, their canaries excused
+    elif end != 1:
+        out.tamper.append(f"pytest ended with status {end} ({EXIT_NAMES.get(end, 'unknown')})")
+    if end is not None and exit_code != end:
+        what = "hung after the session ended" if timed_out else f"exited with {exit_code}"
+        out.tamper.append(f"pytest ended with status {end} but the process {what}")
+    out.complete = end in (1, 5) and not out.tamper
+    return out
 
 
 # --------------------------------------------------------------------------- running a session
@@ -210,14 +287,16 @@ def run_pytest(
     kit_dir: Path,
     label: str,
     args: list[str],
-    canaries: Canaries,
+    expect: Expect,
     timeout_s: float,
     canary_file: Path | None = None,
+    hidden: Path | None = None,
 ) -> PytestRun:
     """One pytest session over ``repo`` (its working folder) in a fresh sandbox.
 
     ``kit_dir`` (from :func:`prepare_kit_dir`) is visible read-only; ``canary_file`` is added to the
-    collected paths (when the canaries are not already inside a collected folder).
+    collected paths (its tests run last); ``hidden``: the hidden tests' folder, watched by the audit
+    hook (:class:`plugin.Audit`).
     """
     pipe = _PipeReader()
     try:
@@ -225,8 +304,9 @@ def run_pytest(
             "plugin": str(kit_dir / PLUGIN_FILE),
             "fd": pipe.write_fd,
             "canary_file": str(canary_file) if canary_file else None,
-            "canaries": canaries.names,
+            "canaries": list(expect.canaries) if canary_file else [],
             "repo": str(Path(repo).resolve()),
+            "hidden": str(hidden) if hidden else None,
             "args": args,
         }
         settings_file = kit_dir / f"{label}.json"
@@ -244,14 +324,22 @@ def run_pytest(
         )
     finally:
         released = pipe.finish()
-    outcomes, errors, complete, tamper = read_stream(
-        bytes(pipe.data), canaries, res.exit_code, res.timed_out, timeout_s
-    )
+    got = read_stream(bytes(pipe.data), expect, res.exit_code, res.timed_out, timeout_s)
     if pipe.overflow:
-        tamper.append(f"report stream larger than {MAX_STREAM_BYTES // 2**20} MB")
+        got.tamper.append(f"report stream larger than {MAX_STREAM_BYTES // 2**20} MB")
     if not released:
-        errors.append("a process outlived the session holding the report pipe")
-    return PytestRun(outcomes, res.exit_code, res.output, res.timed_out, errors, complete, tamper)
+        got.errors.append("a process outlived the session holding the report pipe")
+    return PytestRun(
+        got.outcomes,
+        res.exit_code,
+        res.output,
+        res.timed_out,
+        got.errors,
+        got.complete and not got.tamper,
+        got.tamper,
+        got.twins,
+        got.seen,
+    )
 
 
 def run_shell(sandbox: Sandbox, repo: Path, command: str, timeout_s: float) -> PytestRun:
