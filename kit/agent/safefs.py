@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 import time
 from collections.abc import Iterator
@@ -136,6 +137,26 @@ def unlink(root: Path, rel: Path) -> None:
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(f"{rel.as_posix()} is a folder; delete the files in it")
         os.unlink(rel.name, dir_fd=parent)
+    finally:
+        os.close(parent)
+
+
+def remove(root: Path, rel: Path) -> None:
+    """Delete ``root/rel`` whatever it is -- a folder with all it holds too, by ``shutil.rmtree``'s
+    descriptor-based walk (no symlink followed) -- where the agent left something in the place of a
+    file the kit writes; nothing there is fine."""
+    try:
+        parent = open_dir(root, rel.parts[:-1])
+    except FileNotFoundError:
+        return
+    try:
+        mode = os.stat(rel.name, dir_fd=parent, follow_symlinks=False).st_mode
+        if stat.S_ISDIR(mode):
+            shutil.rmtree(rel.name, dir_fd=parent)
+        else:
+            os.unlink(rel.name, dir_fd=parent)
+    except FileNotFoundError:
+        pass
     finally:
         os.close(parent)
 

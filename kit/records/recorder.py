@@ -63,10 +63,7 @@ class RunRecorder:
             self._seq[name] += 1
             record.seq = self._seq[name]  # type: ignore[attr-defined]
             fh = self._files[name]
-            try:
-                line = record.model_dump_json()
-            except ValueError:  # a string that is not UTF-8 encodable (a lone surrogate): replaced
-                line = json.dumps(encodable(record.model_dump(mode="json", fallback=str)))
+            line = record_json(record)
             fh.write(self.redact(line) + "\n")
             fh.flush()
 
@@ -131,7 +128,7 @@ class RunRecorder:
         self.close()
         write_parquet_copies(self.run_dir)
         path = self.run_dir / RUN
-        write_json_atomic(path, json.loads(self.redact(record.model_dump_json())))
+        write_json_atomic(path, json.loads(self.redact(record_json(record))))
         return path
 
     def close(self) -> None:
@@ -143,6 +140,15 @@ class RunRecorder:
     @property
     def denials(self) -> int:
         return self.event_counts.get("denied", 0)
+
+
+def record_json(record: BaseModel) -> str:
+    """``record`` as one line of JSON; a string that is not UTF-8 encodable (a lone surrogate from a
+    test's message or a file name) is replaced (:func:`kit.records.schema.encodable`), never a failure."""
+    try:
+        return record.model_dump_json()
+    except ValueError:  # PydanticSerializationError is a ValueError
+        return json.dumps(encodable(record.model_dump(mode="json", fallback=str)))
 
 
 def write_parquet_copies(run_dir: Path) -> None:

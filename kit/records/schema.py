@@ -55,6 +55,15 @@ def encodable(value: Any) -> Any:
     return value
 
 
+def file_name(text: str) -> str:
+    """``text`` (a path or a note naming one) with the bytes of a name that is not UTF-8 -- which
+    Python reads as lone surrogates -- written as escapes (``\\xff``): encodable, and still telling."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no byte decodes to
+        return encodable(text)
+
+
 SEVERITIES: tuple[Severity, ...] = ("critical", "major", "minor")
 EventKind = Literal["tool", "denied", "phase", "gate", "escalation", "note", "format_error", "step"]
 

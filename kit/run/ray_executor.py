@@ -27,12 +27,10 @@ from typing import Any
 
 from kit.config import Experiment, PriceSheet, Profile
 from kit.errors import KitError
-from kit.records.recorder import RunRecorder
-from kit.records.schema import RUN, RunRecord, utc_now
+from kit.records.schema import RUN, RunRecord
 from kit.run.plan import RunSpec, kit_commit
 from kit.run.progress import ExperimentState, progress_bar
-from kit.run.single import new_record, run_one
-from kit.secrets import Redactor
+from kit.run.single import failed_run, run_one
 from kit.tasks.task import Task, load_task
 
 INCOMING = ".incoming"
@@ -136,38 +134,6 @@ def install_run(out: Path, run_id: str, files: dict[str, tuple[bytes, int]]) -> 
     return record
 
 
-def failed_run(
-    spec: RunSpec,
-    experiment: Experiment,
-    profile: Profile,
-    sheet: PriceSheet,
-    out: Path,
-    commit: str,
-    error: str,
-) -> RunRecord:
-    """Record a run whose Ray task failed as a task: outcome ``error``, the error in run.json and a note."""
-    run_id = spec.run_id(profile.name)
-    run_dir = out / "runs" / run_id
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))  # the error text is masked too
-    recorder.event("note", "", "error", error[-2000:], ok=False)
-    now = utc_now()
-    record = new_record(
-        spec,
-        experiment,
-        profile,
-        sheet,
-        commit,
-        started_at=now,
-        finished_at=now,
-        outcome="error",
-        error=f"ray task failed: {error.strip().splitlines()[-1] if error.strip() else 'unknown error'}",
-    )
-    recorder.finalize(record)
-    return record
-
-
 def run_on_ray(
     todo: list[RunSpec],
     experiment: Experiment,
@@ -215,7 +181,9 @@ def run_on_ray(
                     out, {k: v for k, v in files["other"].items() if not k.startswith(("runs/", INCOMING))}
                 )
             except Exception:  # noqa: BLE001 - a failed task is a run with outcome error, not a crash
-                record = failed_run(spec, experiment, profile, sheet, out, commit, traceback.format_exc())
+                record = failed_run(
+                    spec, experiment, profile, sheet, out, commit, traceback.format_exc(), "ray task failed"
+                )
             yield record
     finally:
         shutil.rmtree(out / INCOMING, ignore_errors=True)

@@ -145,6 +145,42 @@ def play_run(
     return PlayedRun(spec, experiment, record, recorder, workspace, t0)
 
 
+def failed_run(
+    spec: RunSpec,
+    experiment: Experiment,
+    profile: Profile,
+    sheet: PriceSheet,
+    out: Path,
+    commit: str,
+    error: str,
+    why: str,
+    fresh: bool = True,
+) -> RunRecord:
+    """Record a run that failed outside the strategy (a Ray task, a kit bug in play or scoring):
+    outcome ``error``, ``why`` and the error's last line in run.json, the error in a note. ``fresh``
+    starts the run folder again; otherwise what the run recorded so far is kept."""
+    run_id = spec.run_id(profile.name)
+    run_dir = out / "runs" / run_id
+    if fresh and run_dir.exists():
+        shutil.rmtree(run_dir)
+    recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))  # the error text is masked too
+    recorder.event("note", "", "error", error[-2000:], ok=False)
+    now = utc_now()
+    record = new_record(
+        spec,
+        experiment,
+        profile,
+        sheet,
+        commit,
+        started_at=now,
+        finished_at=now,
+        outcome="error",
+        error=f"{why}: {error.strip().splitlines()[-1] if error.strip() else 'unknown error'}",
+    )
+    recorder.finalize(record)
+    return record
+
+
 def _context(
     spec: RunSpec,
     experiment: Experiment,
@@ -222,10 +258,24 @@ def score_run(played: PlayedRun) -> RunRecord:
     record.totals = recorder.totals
     record.calls = recorder.calls
     try:
-        recorder.finalize(record)
+        _finalize(record, recorder)
     finally:
         recorder.close()
     return record
+
+
+def _finalize(record: RunRecord, recorder: RunRecorder) -> None:
+    """run.json, written last; when it cannot be serialised (a kit bug, never the disk), the run is
+    recorded ``error`` with its score dropped and the reason, so one run never stops the experiment."""
+    try:
+        recorder.finalize(record)
+    except OSError:
+        raise  # the records cannot be written: the runner stops
+    except Exception as exc:  # noqa: BLE001 - one broken record must not stop the experiment
+        why = f"run.json could not be written ({type(exc).__name__}: {exc})"[:2000]
+        record.error = (record.error + "; " if record.error else "") + why
+        record.outcome, record.score = "error", None
+        recorder.finalize(record)
 
 
 def _snapshot(record: RunRecord, workspace: Workspace, stack: contextlib.ExitStack) -> Snapshot | None:

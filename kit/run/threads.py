@@ -9,8 +9,10 @@ and a burst of finished runs never oversubscribes the CPU. Ctrl-C: :class:`kit.r
 from __future__ import annotations
 
 import os
+import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
+from traceback import format_exc
 
 from kit.config import Experiment, PriceSheet, Profile
 from kit.records.schema import RunRecord
@@ -18,7 +20,7 @@ from kit.run.control import Interrupts
 from kit.run.plan import RunSpec, kit_commit
 from kit.run.progress import ExperimentState, progress_bar
 from kit.run.results import storage_error
-from kit.run.single import PlayedRun, play_run, score_run
+from kit.run.single import PlayedRun, failed_run, play_run, score_run
 
 
 def _cores() -> int:
@@ -27,6 +29,28 @@ def _cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+def _failed(
+    spec: RunSpec,
+    experiment: Experiment,
+    profile: Profile,
+    sheet: PriceSheet,
+    out: Path,
+    commit: str,
+    error: str,
+) -> RunRecord | None:
+    """A run a kit bug broke, recorded ``error`` (what it had recorded kept); None, with a warning, when
+    even that fails (it has no run.json then: the next ``kit run`` redoes it)."""
+    try:
+        return failed_run(
+            spec, experiment, profile, sheet, out, commit, error, "the run failed in the kit", False
+        )
+    except Exception as exc:  # noqa: BLE001 - the other runs go on
+        warnings.warn(
+            f"run {spec.run_id(profile.name)} failed and was not recorded: {exc!r}\n{error}", stacklevel=2
+        )
+        return None
 
 
 def run_threads(
@@ -76,6 +100,8 @@ def run_threads(
                         storage.append((spec.run_id(profile.name), e))
                         ctl.drain(grace_s=0)  # no run can be recorded: stop them all now
                         continue
+                    except Exception:  # noqa: BLE001 - a kit bug in one run must not stop the others
+                        result = _failed(spec, experiment, profile, sheet, out, commit, format_exc())
                     if isinstance(result, PlayedRun):
                         scoring[state.track(scorers.submit(score_run, result))] = spec
                     elif isinstance(result, RunRecord):

@@ -9,6 +9,8 @@ following links and copies into ``<folder>/tree``:
   scoring copy always did); FIFOs, sockets, devices, links pointing elsewhere are dropped;
 - never ``.git`` (at any depth, any case), ``__pycache__``, ``.pytest_cache``, ``.ruff_cache``,
   compiled ``*.pyc`` / ``*.pyo``, nor the top-level ``.pdca`` (the pdca strategy's own status file);
+- never a compiled extension module (:data:`BINARY_SUFFIXES`: ``*.so``, ``*.pyd`` ...), noted as
+  dropped -- the tasks are pure Python, and one would be imported ahead of the ``.py`` it shadows;
 - within caps: :class:`Limits` -- file count, bytes per file (apparent *and* allocated size) and bytes
   in total (apparent size), taken breadth first (what is nearest the top of the clone is kept when a
   cap is reached: a vendored environment deep down goes first). Sparse files stay sparse (holes are skipped with ``SEEK_DATA`` /
@@ -34,10 +36,14 @@ from pathlib import Path
 
 from kit.errors import TaskError
 from kit.paths import IGNORED_DIRS, IGNORED_SUFFIXES
+from kit.records.schema import file_name
 from kit.sandbox.backends import default_sandbox, get_sandbox, sandbox_env
 
 #: Kit state kept in the clone, never part of the agent's work (the pdca strategy's status file).
 TOP_LEVEL_SKIP = (".pdca",)
+#: Compiled extension modules and shared libraries (the tasks are pure Python): one the agent built
+#: would be imported ahead of its ``.py`` by the tests and never show in the diff, so it is dropped.
+BINARY_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
 MAX_NOTES = 200
 MAX_NOTES_BYTES = 1024 * 1024
 
@@ -143,6 +149,9 @@ while queue:
         if name.lower() == ".git":
             note(rel, "a name git reserves")
             continue
+        if name.lower().endswith(tuple(cfg["binary_suffixes"])):
+            note(rel, "compiled extension module: not scored")
+            continue
         try:
             st = entry.stat(follow_symlinks=False)
         except OSError as e:
@@ -212,6 +221,7 @@ def take(clone: Path, folder: Path, sandbox: str | None = None, limits: Limits =
         "skip_dirs": list(IGNORED_DIRS),
         "skip_suffixes": list(IGNORED_SUFFIXES),
         "top_skip": list(TOP_LEVEL_SKIP),
+        "binary_suffixes": list(BINARY_SUFFIXES),
     }
     argv = [sys.executable, "-I", "-S", "-c", SCRIPT, str(clone), json.dumps(cfg)]
     box = get_sandbox(sandbox or default_sandbox())
@@ -226,7 +236,7 @@ def take(clone: Path, folder: Path, sandbox: str | None = None, limits: Limits =
     tree = folder / "tree"
     if tree.is_symlink() or not tree.is_dir():
         raise TaskError(f"the snapshot of {clone} left no tree")
-    dropped = [str(d)[:500] for d in data["dropped"][: MAX_NOTES + 1]]
+    dropped = [file_name(str(d))[:500] for d in data["dropped"][: MAX_NOTES + 1]]
     return Snapshot(
         tree=tree, dropped=dropped, files=int(data.get("files", 0)), bytes=int(data.get("bytes", 0))
     )

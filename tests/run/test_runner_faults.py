@@ -294,3 +294,78 @@ def test_ctrl_c_ends_a_workflow_run_as_interrupted_without_counting_a_failed_age
     assert run["outcome"] == "interrupted" and run["score"] is None and run["calls"] == 1
     notes = [e["detail"] for e in read_jsonl(run_dir / "events.jsonl") if e["kind"] == "note"]
     assert not any("failed" in n and "Interrupted" in n for n in notes), notes
+
+
+# --------------------------------------------------------------------------- one run's bad record
+
+
+def _two_runs(tmp_path: Path, name: str) -> dict[str, dict]:
+    profile = write_profile(tmp_path, "scripted/done", "native")
+    exp = experiment(name, profile, ["micro-slugify"], ["vibe"], repeats=2, concurrency=1)
+    out = run_experiment(exp, results_dir=tmp_path, progress=False)
+    return {d.name: run_json(d) for d in (out / "runs").iterdir()}
+
+
+def test_a_lone_surrogate_in_a_score_still_gives_run_json(tmp_path, monkeypatch):
+    """A test's failure message and a dropped file name carrying lone surrogates (as the agent's code
+    and file names can) reach the record: run.json is written with them replaced."""
+    import kit.run.single as single
+    from kit.records.schema import FailedRequirement, Score
+
+    def score(task, ws, claimed_done, **kw):
+        failed = [FailedRequirement(test="t::x", severity="major", message="bad \udcff surrogate")]
+        return Score(
+            requirements_total=1, requirements_failed=1, failed=failed, dropped_files=["\ud800: FIFO"]
+        )
+
+    monkeypatch.setattr(single.scoring, "score", score)
+    runs = _two_runs(tmp_path, "surrogate")
+    assert len(runs) == 2
+    for run in runs.values():
+        assert run["outcome"] == "done" and run["score"]["failed"][0]["message"] == "bad ? surrogate"
+        assert run["score"]["dropped_files"] == ["?: FIFO"]
+
+
+def test_a_run_json_that_cannot_be_written_is_an_error_run(tmp_path, monkeypatch):
+    """run.json failing to serialise (a kit bug, not the disk) records the run as ``error`` with the
+    reason, its records kept; the experiment goes on."""
+    from kit.records.recorder import RunRecorder
+
+    finalize, seen = RunRecorder.finalize, []
+
+    def flaky(self, record):
+        if record.repeat == 1 and not seen:
+            seen.append(record.run_id)
+            raise ValueError("cannot serialise this record")
+        return finalize(self, record)
+
+    monkeypatch.setattr(RunRecorder, "finalize", flaky)
+    runs = _two_runs(tmp_path, "unserialisable")
+    first, second = runs[RUN_IDS[0]], runs[RUN_IDS[1]]
+    assert first["outcome"] == "error" and first["score"] is None
+    assert "run.json could not be written (ValueError: cannot serialise this record)" in first["error"]
+    assert rows(tmp_path / "unserialisable" / "runs" / RUN_IDS[0], "calls.jsonl")  # kept
+    assert second["outcome"] == "done" and second["score"] is not None
+
+
+def test_a_kit_bug_in_one_run_does_not_stop_the_others(tmp_path, monkeypatch):
+    """Anything but an OSError escaping a run (a kit bug in scoring or finishing) is recorded as that
+    run's ``error``, with what it had recorded kept; the other runs are played and scored."""
+    import kit.run.threads as threads
+
+    score_run = threads.score_run
+
+    def broken(played):
+        if played.record.repeat == 1:
+            raise RuntimeError("kit bug while finishing")
+        return score_run(played)
+
+    monkeypatch.setattr(threads, "score_run", broken)
+    runs = _two_runs(tmp_path, "kitbug")
+    first, second = runs[RUN_IDS[0]], runs[RUN_IDS[1]]
+    assert first["outcome"] == "error"
+    assert first["error"] == "the run failed in the kit: RuntimeError: kit bug while finishing"
+    run_dir = tmp_path / "kitbug" / "runs" / RUN_IDS[0]
+    assert rows(run_dir, "calls.jsonl")  # what the run recorded is kept
+    assert any("kit bug while finishing" in e["detail"] for e in rows(run_dir, "events.jsonl"))
+    assert second["outcome"] == "done"

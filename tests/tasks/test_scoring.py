@@ -361,6 +361,16 @@ def test_an_honest_stream_is_read_and_canaries_are_left_out():
     assert errors == [] and complete and tamper == []
 
 
+def test_a_lone_surrogate_in_a_tests_message_is_replaced_where_it_is_read():
+    """The code under test raised with a lone surrogate in its message (valid JSON in the stream): the
+    message the kit keeps can be written as UTF-8 (run.json)."""
+    c = Canaries.new()
+    bad = _line(1, kind="test", nodeid="t.py::test_a", passed=False, message="bad \udcff\ud800 surrogate")
+    data = bad + _stream(c).split(b"\n", 1)[1]
+    outcomes, _, _, tamper = read_stream(data, c, exit_code=1, timed_out=False)
+    assert outcomes == {"t.py::test_a": (False, "bad ?? surrogate")} and tamper == []
+
+
 @pytest.mark.parametrize(
     "case, evidence",
     [

@@ -195,3 +195,35 @@ def test_the_snapshot_caps_count_and_bytes_keeping_what_is_nearest_the_top(tmp_p
         dropped = "\n".join(snap.dropped)
         assert "zz_big.bin: over the snapshot's total of 3000 bytes" in dropped
         assert "over the snapshot's 12 entries" in dropped and snap.files <= 12
+
+
+def test_a_compiled_extension_module_is_dropped_and_noted(tmp_path):
+    """A compiled ``textkit.cpython-*.so`` would be imported ahead of textkit.py by the tests and show
+    in the diff only as a binary blob: the tasks are pure Python, so the snapshot drops it, and says so."""
+    from kit.tasks.snapshot import snapshot
+
+    ws = create_workspace(load_task("micro-slugify"), tmp_path / "run" / "repo")
+    names = ["textkit.cpython-311-x86_64-linux-gnu.so", "textkit.abi3.so", "helper.PYD", "libx.dylib"]
+    for name in names:
+        (ws.root / name).write_bytes(b"\x7fELF\x02\x01\x01" + b"\0" * 64)
+    with snapshot(ws.root, ws.sandbox) as snap:
+        kept = {p.name for p in snap.tree.rglob("*")}
+        assert "textkit.py" in kept and not kept & set(names)
+        for name in names:
+            assert f"{name}: compiled extension module: not scored" in snap.dropped
+
+
+def test_names_that_are_not_utf8_are_noted_as_escapes(tmp_path):
+    """A dropped entry whose name is not UTF-8 (Python reads its bytes as lone surrogates) is noted
+    with its bytes escaped, so the note can be written to run.json."""
+    from kit.tasks.snapshot import snapshot
+
+    ws = create_workspace(load_task("micro-slugify"), tmp_path / "run" / "repo")
+    root = os.fsencode(ws.root)
+    os.mkfifo(root + b"/\xff\xfe-fifo")
+    os.symlink("/etc/passwd", root + b"/\xffshadowlink")
+    with snapshot(ws.root, ws.sandbox) as snap:
+        for note in snap.dropped:
+            note.encode("utf-8")  # no lone surrogate
+        dropped = "\n".join(snap.dropped)
+        assert "\\xff\\xfe-fifo: FIFO" in dropped and "\\xffshadowlink: symlink" in dropped

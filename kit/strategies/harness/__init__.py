@@ -201,9 +201,11 @@ def _fill_in(ctx: RunContext, init: dict[str, Any]) -> None:
     root = ctx.workspace.root
     for name, text in ((INIT_SH, f"#!/bin/sh\n{ctx.task.test_command}\n"), (PROGRESS, "# Progress\n")):
         if not (root / name).is_file():
-            write_missing(root, name, text)
-            init["kit_wrote"].append(name)
-            ctx.recorder.event("note", "initializer", "kit-wrote", f"{name} was missing; the kit wrote it")
+            unwritten = write_missing(root, name, text)
+            if not unwritten:
+                init["kit_wrote"].append(name)
+            why = unwritten or "the kit wrote it (anything in its place removed)"
+            ctx.recorder.event("note", "initializer", "kit-wrote", f"{name} was missing or not a file; {why}")
 
 
 # --------------------------------------------------------------------------- 2. one coder session

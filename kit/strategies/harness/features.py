@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from kit.agent import safefs
+from kit.model.actions import load_json
 from kit.strategies.context import RunContext
 
 FEATURE_LIST = "feature_list.json"
@@ -38,24 +39,24 @@ def read_list(root: Path) -> str:
     return safefs.read_text(root, Path(FEATURE_LIST), MAX_LIST_BYTES)
 
 
-def write_list(root: Path, text: str) -> None:
-    """Write the clone's feature list; a link or special file the agent left in its place is removed
-    first (never followed)."""
-    try:
-        safefs.write_text(root, Path(FEATURE_LIST), text)
-    except OSError:
-        safefs.unlink(root, Path(FEATURE_LIST))
-        safefs.write_text(root, Path(FEATURE_LIST), text)
+def write_list(root: Path, text: str) -> str:
+    """Write the clone's feature list (see :func:`write_missing`)."""
+    return write_missing(root, FEATURE_LIST, text)
 
 
-def write_missing(root: Path, name: str, text: str) -> None:
-    """Write a file the kit fills in (init.sh, the progress file) without following links: a link the
-    agent left in its place is replaced, never written through."""
+def write_missing(root: Path, name: str, text: str) -> str:
+    """Write a file the kit fills in (the feature list, init.sh, the progress file) without following
+    links: a link, special file or folder the agent left in its place is removed first, never written
+    through. '' when written, else why not (the agent's doing: the caller notes it and goes on)."""
     try:
         safefs.write_text(root, Path(name), text)
     except OSError:
-        safefs.unlink(root, Path(name))
-        safefs.write_text(root, Path(name), text)
+        try:
+            safefs.remove(root, Path(name))
+            safefs.write_text(root, Path(name), text)
+        except OSError as e:
+            return f"{name} could not be written ({e})"
+    return ""
 
 
 class Feature(BaseModel):
@@ -77,8 +78,8 @@ def parse_features(text: str) -> tuple[list[dict[str, Any]] | None, str]:
     if len(text) > MAX_LIST_BYTES:
         return None, f"{FEATURE_LIST} is larger than {MAX_LIST_BYTES} bytes"
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
+        data = load_json(text)
+    except ValueError as e:  # malformed, or nested too deep to parse
         return None, f"{FEATURE_LIST} is not valid JSON: {e}"
     if not isinstance(data, list) or not data:
         return None, f"{FEATURE_LIST} must be a non-empty JSON list of feature objects"
@@ -210,13 +211,14 @@ class FeatureListKeeper:
         merged = keep_passes(self.accepted, new)
         reverted = bool(problems)
         if reverted:
-            write_list(self.root, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
+            unwritten = write_list(self.root, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
             self.reverts += 1
             self.ctx.recorder.event(
                 "gate",
                 "coder",
                 "feature_list",
-                f"session {session}: reverted non-passes changes: {'; '.join(problems)}"[:300],
+                f"session {session}: reverted non-passes changes: {'; '.join(problems)}"[:300]
+                + (f"; {unwritten}"[:300] if unwritten else ""),
                 ok=False,
             )
         flipped = [

@@ -256,12 +256,15 @@ class StatusFile:
         tampered = current != self.text.encode("utf-8") and (current is not None or bool(self.text))
         try:
             self._write(chunk, rewrite=current is None or tampered)
-        except OSError:  # a link or a file where the file's folders should be: removed, then again
-            tampered = True
-            for i in range(1, len(self.rel.parts) + 1):
+        except OSError:  # a link or a file where the file's folders should be, a folder where the
+            tampered = True  # file should be: removed (never followed), then again
+            for i in range(1, len(self.rel.parts)):
                 with contextlib.suppress(OSError):  # a real folder is refused: it stays
                     safefs.unlink(self.root, Path(*self.rel.parts[:i]))
-            self._write(chunk, rewrite=True)
+            with contextlib.suppress(OSError):
+                safefs.remove(self.root, self.rel)
+            with contextlib.suppress(OSError):  # still unwritable: the loop's own text (self.text)
+                self._write(chunk, rewrite=True)  # stays the record; the next append tries again
         self.text += chunk
         return tampered
 

@@ -25,6 +25,7 @@ import tomllib
 from pathlib import Path, PurePosixPath
 
 from kit.paths import IGNORED_DIRS, IGNORED_SUFFIXES
+from kit.records.schema import file_name
 from kit.tasks.requirements import TEST_FILE_RE
 
 SKIP_NAMES = frozenset(IGNORED_DIRS)
@@ -81,7 +82,7 @@ def copy_sparse(src: str, dst: str) -> str:
 class _Notes(list):
     def add(self, rel: str, why: str) -> None:
         if len(self) < MAX_NOTES:
-            self.append(f"{rel}: {why}")
+            self.append(file_name(f"{rel}: {why}"))
         elif len(self) == MAX_NOTES:
             self.append("... more dropped entries not listed")
 

@@ -85,3 +85,33 @@ def test_a_rigged_git_folder_neither_runs_on_the_kits_side_nor_ends_the_run(ctx,
     (root / ".git" / "HEAD").write_text("garbage\n")  # a broken .git: bookkeeping notes it, no error
     assert settle_commits(ctx, root, before, "coder", 2) == (0, 0)
     assert any(e["name"] == "git" and not e["ok"] for e in events(ctx))
+
+
+def test_a_feature_list_nested_too_deep_is_an_invalid_list_not_a_crash(ctx):
+    """JSON nested 100 000 deep (json.loads answers RecursionError) is an invalid list: the
+    initializer is told so, the run goes on."""
+    (ctx.workspace.root / FEATURE_LIST).write_text("[" * 100_000 + "]" * 100_000)
+    features_list, error = load_initial_list(ctx.workspace.root)
+    assert features_list is None and "not valid JSON" in error and "nested deeper" in error
+
+
+def test_kit_files_replaced_by_folders_are_replaced_again_without_following_links(ctx, tmp_path):
+    """The feature list, init.sh and the progress file replaced by folders (a link inside pointing
+    out of the clone): the kit removes each folder -- never following the link -- and writes its file."""
+    from kit.strategies.harness import INIT_SH, PROGRESS, _fill_in
+
+    root = ctx.workspace.root
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("kit state\n")
+    for name in (FEATURE_LIST, INIT_SH, PROGRESS):
+        (root / name / "x").mkdir(parents=True)
+        (root / name / "x" / "link").symlink_to(outside)
+    accepted = features(2)
+    settled = FeatureListKeeper(root, accepted, ctx).settle(1)
+    assert settled["reverted"] and json.loads((root / FEATURE_LIST).read_text()) == accepted
+    init: dict = {"kit_wrote": []}
+    _fill_in(ctx, init)
+    assert init["kit_wrote"] == [INIT_SH, PROGRESS]
+    assert (root / INIT_SH).is_file() and (root / PROGRESS).read_text() == "# Progress\n"
+    assert (outside / "keep.txt").read_text() == "kit state\n"

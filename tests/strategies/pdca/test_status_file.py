@@ -24,3 +24,21 @@ def test_a_status_file_or_folder_swapped_for_a_link_is_not_written_through(tmp_p
     assert status.append("# three\n") is True  # restored, the run goes on
     assert list(kit_dir.iterdir()) == [] and kit_file.read_text() == "KIT STATE\n"
     assert (clone / ".pdca" / "status" / "t-1.md").read_text() == "# one\n# two\n# three\n"
+
+
+def test_a_status_file_swapped_for_a_folder_is_replaced_without_following_links(tmp_path):
+    """The executor's shell made a folder of the status file (a link inside pointing out of the
+    clone): the loop removes it, never following the link, and writes its text again."""
+    clone, kit_dir = tmp_path / "repo", tmp_path / "kit-dir"
+    (clone / ".pdca" / "status").mkdir(parents=True)
+    kit_dir.mkdir()
+    (kit_dir / "keep.txt").write_text("KIT STATE\n")
+    status = StatusFile(clone / ".pdca" / "status" / "t-1.md")
+    assert status.append("# one\n") is False
+    path = clone / ".pdca" / "status" / "t-1.md"
+    path.unlink()
+    (path / "x").mkdir(parents=True)
+    (path / "x" / "link").symlink_to(kit_dir)
+    assert status.append("# two\n") is True  # restored, the run goes on
+    assert path.read_text() == "# one\n# two\n"
+    assert (kit_dir / "keep.txt").read_text() == "KIT STATE\n"
