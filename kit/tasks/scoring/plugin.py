@@ -77,11 +77,11 @@ def install(settings: dict) -> object:
     state = {"ended": False, "collected": False}
     send = _sender(fd)
     send(kind="start")
-    hooks = _hooks(
-        send, state, settings.get("canary_file"), settings["canaries"], bool(settings.get("hidden"))
-    )
+    shuffle = bool(settings.get("shuffle", settings.get("hidden")))
+    hooks = _hooks(send, state, settings.get("canary_file"), settings["canaries"], shuffle)
     if settings.get("hidden"):
-        sys.addaudithook(_audit_hook(_sender_view(send), state, Audit(settings["repo"], settings["hidden"])))
+        audit = Audit(settings["repo"], settings["hidden"], bool(settings.get("processes", True)))
+        sys.addaudithook(_audit_hook(_sender_view(send), state, audit))
     return hooks
 
 
@@ -225,7 +225,8 @@ class Audit:
     introspection is never the repo's. Nothing here can stop the code under test -- it makes it
     visible."""
 
-    def __init__(self, repo: str, hidden: str) -> None:
+    def __init__(self, repo: str, hidden: str, processes: bool = True) -> None:
+        self.processes = processes  # are processes the repo code starts seen? (not in own tests)
         self.repo = _realpath(repo).rstrip("/") + "/"
         self.hidden = _realpath(hidden).rstrip("/")
         paths = sysconfig.get_paths()
@@ -251,6 +252,8 @@ class Audit:
             where = self.caller(args[0] if args else None, all_stdlib=True)
             return f"{where} called a hidden test function" if where else None
         if event in _SPAWN:
+            if not self.processes:
+                return None
             where = self.caller(frame, all_stdlib=True)
             return f"{where} started a process ({str(args[:2])[:120]})" if where else None
         if event == "sys._getframe" and self.returns_frame(frame):

@@ -296,7 +296,7 @@ def run_pytest(
 
     ``kit_dir`` (from :func:`prepare_kit_dir`) is visible read-only; ``canary_file`` is added to the
     collected paths (its tests run last); ``hidden``: the hidden tests' folder, watched by the audit
-    hook (:class:`plugin.Audit`).
+    hook (:class:`plugin.Audit`) -- in an own-tests session the canary file's folder.
     """
     pipe = _PipeReader()
     try:
@@ -307,6 +307,8 @@ def run_pytest(
             "canaries": list(expect.canaries) if canary_file else [],
             "repo": str(Path(repo).resolve()),
             "hidden": str(hidden) if hidden else None,
+            "shuffle": canary_file is None,  # the acceptance session: a random order
+            "processes": canary_file is None,  # own tests may start processes: only seen in acceptance
             "args": args,
         }
         settings_file = kit_dir / f"{label}.json"
