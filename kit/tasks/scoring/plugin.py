@@ -12,18 +12,19 @@
   to a pipe the kit reads WHILE the tests run. What was sent cannot be taken back: an exit hook can
   only append, and the kit treats anything after the end line, a repeated test or a garbled line as
   tampering;
-- in the acceptance session, :class:`Audit` (an audit hook the launcher installs before any code
-  under test loads) streams a ``seen`` line each time the code under test (a file of the repo copy)
+- in every session, :class:`Audit` (an audit hook :func:`install` adds before any code under test
+  loads; in an own-tests session the "hidden tests" are the canary file) streams a ``seen`` line each time the code under test (a file of the repo copy)
   opens or lists the hidden tests, takes frames (``sys._getframe``, ``inspect.currentframe``/``stack``,
   ``traceback.extract_stack``, ``sys._current_frames``, a traceback's or generator's frame read
   directly), reads the code of a hidden test (``f_code``, ``__code__`` of a hidden test's frame or
   function, through ``inspect``/``dis`` too), walks the heap (``gc.get_objects``/``get_referrers``),
   installs a tracer, starts a process (which could read anything unseen) or calls a hidden test
-  function itself (every hidden test's first statement reports its caller). The kit flags such a
-  run ``suspicious``.
+  function itself (every hidden test's first statement reports its caller); after collection, any
+  open of a hidden file outside pytest's main thread. The kit flags such a run ``suspicious``.
 
-The functions it needs are bound at import, before any code under test is imported, so a later
-monkeypatch of ``os.write`` or ``json.dumps`` does not reach the stream.
+The functions it needs are bound at import, before any code under test is imported, and held in
+closures (:func:`install`): a later monkeypatch of ``os.write``, ``json.dumps``, this module's globals
+or an attribute of the hooks object does not reach the stream.
 """
 
 from __future__ import annotations
