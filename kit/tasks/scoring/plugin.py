@@ -313,9 +313,12 @@ class Audit:
 
     def late(self, frame: object) -> str | None:
         """Who opened a hidden file after collection, when no repo frame raised it through the
-        stdlib: a repo frame anywhere on the stack, or any thread but pytest's own (the main one)."""
+        stdlib: a repo frame anywhere on the stack (nearer than any hidden test's frame: a test's
+        helper called back by the repo code is the test's doing), or any thread but pytest's own."""
         while frame is not None:
             name = frame.f_code.co_filename  # type: ignore[attr-defined]
+            if self.is_hidden(name):
+                return None
             if name.startswith(self.repo):
                 return f"{name[len(self.repo) :]}:{frame.f_lineno}"  # type: ignore[attr-defined]
             frame = frame.f_back  # type: ignore[attr-defined]
