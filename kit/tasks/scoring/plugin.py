@@ -71,25 +71,26 @@ def install(settings: dict) -> object:
     """The session's pytest hooks (pass to ``pytest.main``), sending through a closure-held writer,
     and the audit hook (installed here when ``settings`` names the hidden tests). Takes the pipe's
     fd out of ``settings``: after this, nothing the code under test can reach by frames or globals
-    leads to the stream -- the hooks and the audit hook hold their own ``send`` in closure cells, so
-    replacing an attribute (of the hooks object, of this module) changes nothing that is sent."""
+    leads to the stream -- the hooks and the audit hook each hold a ``send`` of their own in closure
+    cells (sharing only the line counter and its lock), so replacing an attribute (of the hooks
+    object, of this module) or a cell the hooks hold changes nothing the audit hook sends."""
     fd = settings.pop("fd")
     os.set_inheritable(fd, False)  # commands the tests start do not get the pipe
-    state = {"ended": False, "collected": False}
-    send = _sender(fd)
+    lock, seq = threading.Lock(), [0]
+    send = _sender(fd, lock, seq)
     send(kind="start")
     shuffle = bool(settings.get("shuffle", settings.get("hidden")))
-    hooks = _hooks(send, state, settings.get("canary_file"), settings["canaries"], shuffle)
+    hooks = _hooks(send, settings.get("canary_file"), settings["canaries"], shuffle)
     if settings.get("hidden"):
         audit = Audit(settings["repo"], settings["hidden"], bool(settings.get("processes", True)))
-        sys.addaudithook(_audit_hook(_sender_view(send), state, audit))
+        sys.addaudithook(_audit_hook(_sender(fd, lock, seq), audit))
     return hooks
 
 
-def _sender(fd: int) -> Callable[..., None]:
-    """A function writing one JSON line per call to ``fd``, numbered; everything it uses is bound
-    here, in its closure, before any code under test loads."""
-    write, dumps, lock, seq = _write, _dumps, threading.Lock(), [0]
+def _sender(fd: int, lock: threading.Lock, seq: list[int]) -> Callable[..., None]:
+    """A function writing one JSON line per call to ``fd``, numbered by ``seq``; everything it uses is
+    bound here, in its closure, before any code under test loads."""
+    write, dumps = _write, _dumps
 
     def send(**msg: object) -> None:
         with lock:
@@ -101,18 +102,8 @@ def _sender(fd: int) -> Callable[..., None]:
     return send
 
 
-def _sender_view(send: Callable[..., None]) -> Callable[..., None]:
-    """``send`` in a closure cell of its own: the audit hook's ``seen`` lines do not go through the
-    cell the pytest hooks hold."""
-
-    def seen(message: str) -> None:
-        send(kind="seen", message=message)
-
-    return seen
-
-
 def _hooks(
-    send: Callable[..., None], state: dict, canary_file: str | None, canary_names: list[str], shuffle: bool
+    send: Callable[..., None], canary_file: str | None, canary_names: list[str], shuffle: bool
 ) -> object:
     """The pytest hooks, as plain closures (pluggy binds each function when the plugin registers:
     replacing an attribute of the returned object later does nothing)."""
@@ -140,9 +131,6 @@ def _hooks(
                 rng.shuffle(group)
             items[:] = [item for group in groups.values() for item in group]
 
-    def pytest_collection_finish() -> None:
-        state["collected"] = True  # from now on any open of a hidden test file is charged
-
     def pytest_collectreport(report: pytest.CollectReport) -> None:
         if not report.passed:
             send(kind="collect", nodeid=report.nodeid, message=_message(report))
@@ -160,7 +148,6 @@ def _hooks(
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(exitstatus: int) -> None:
         send(kind="end", exitstatus=int(exitstatus))
-        state["ended"] = True
 
     hooks = _Hooks()  # plain functions as instance attributes (pluggy needs a hashable plugin)
     hooks.__dict__.update({k: v for k, v in locals().items() if k.startswith("pytest_")})
@@ -192,9 +179,10 @@ _LOADER = "/_pytest/assertion/rewrite.py"  # the hidden modules' loader: get_dat
 _OTHER = frozenset({"object.__getattr__", _CALLED})
 
 
-def _audit_hook(seen: Callable[[str], None], state: dict, audit: Audit) -> Callable[[str, tuple], None]:
-    """``audit`` as an audit hook: what it finds goes out through ``seen`` (held in this closure;
-    nothing the code under test can reach without a heap walk leads here)."""
+def _audit_hook(send: Callable[..., None], audit: Audit) -> Callable[[str, tuple], None]:
+    """``audit`` as an audit hook: what it finds goes out through ``send`` as ``seen`` lines (held in
+    this closure; nothing the code under test can reach without a heap walk leads here, and it keeps
+    no state the pytest hooks share: a ``seen`` line after the end line is still read as one)."""
     local, sent, check = threading.local(), set(), audit.check
 
     def hook(event: str, args: tuple) -> None:
@@ -202,15 +190,16 @@ def _audit_hook(seen: Callable[[str], None], state: dict, audit: Audit) -> Calla
             return
         if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _READ):
             return
-        if state["ended"] or getattr(local, "busy", False):
+        if getattr(local, "busy", False):
             return
         local.busy = True  # what this hook does raises events too
         try:
-            audit.collected = state["collected"]
+            if event == _CALLED:  # a hidden test runs: collection is over
+                audit.collected = True
             what = check(event, args, _getframe(1))
             if what and (event, what) not in sent and len(sent) < 50:
                 sent.add((event, what))
-                seen(what[:300])
+                send(kind="seen", message=what[:300])
         except Exception:  # noqa: BLE001 - an audit hook must never break the session
             pass
         finally:
@@ -233,7 +222,7 @@ class Audit:
         paths = sysconfig.get_paths()
         self.stdlib = paths["stdlib"].rstrip("/") + "/"
         self.site = tuple({paths["purelib"].rstrip("/") + "/", paths["platlib"].rstrip("/") + "/"})
-        self.collected = False  # collection over: an open of a hidden file by any thread is charged
+        self.collected = False  # a hidden test has run: an open of a hidden file by any thread counts
 
     def check(self, event: str, args: tuple, frame: object) -> str | None:
         """What the repo code did, or None when the event is not the repo's or not about the tests."""

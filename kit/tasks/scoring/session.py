@@ -189,7 +189,7 @@ class _Reader:
             out.tamper.append(f"report line {seq} is garbled or out of sequence")
             return
         self.lines += 1
-        if self.end is not None:
+        if self.end is not None and kind != "seen":  # the audit hook may see an exit handler
             out.tamper.append(f"report line {seq} came after the session ended")
         elif kind == "test":
             self.test(seq, nodeid, msg.get("passed"), msg.get("message", ""))
