@@ -9,7 +9,9 @@ plugins and the standard library come from the interpreter, never from the repo:
 but never ahead of the standard library or site-packages.
 
 In the acceptance session the plugin's audit hook is installed before the repo goes on ``sys.path``,
-so it sees everything the code under test does (audit hooks cannot be removed).
+so it sees everything the code under test does (audit hooks cannot be removed). This frame keeps no
+reference to the plugin's hooks or to the pipe's fd (``plugin.install`` takes it out of the settings):
+walking the stack up to ``main`` finds nothing that leads to the stream.
 """
 
 import importlib.util
@@ -25,13 +27,13 @@ def main() -> int:
     spec = importlib.util.spec_from_file_location("orchbench_scoring_plugin", settings["plugin"])
     plugin = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(plugin)  # not in sys.modules: the code under test cannot look it up by name
-    reporter = plugin.StreamReporter(
-        settings["fd"], settings.get("canary_file"), settings["canaries"], bool(settings.get("hidden"))
-    )
-    if settings.get("hidden"):
-        sys.addaudithook(plugin.Audit(reporter, settings["repo"], settings["hidden"]))
+    plugins = iter([plugin.install(settings)])  # install takes the pipe's fd out of settings
+    args = settings["args"]
     sys.path.append(settings["repo"])
-    return int(pytest.main(settings["args"], plugins=[reporter]))
+    del settings, plugin, spec
+    # handed over as a one-shot iterator: once pytest has registered the hooks, neither this frame nor
+    # pytest.main's holds them (pytest's plugin manager does; their send is a closure, see plugin.py)
+    return int(pytest.main(args, plugins=plugins))
 
 
 if __name__ == "__main__":

@@ -12,18 +12,19 @@
   to a pipe the kit reads WHILE the tests run. What was sent cannot be taken back: an exit hook can
   only append, and the kit treats anything after the end line, a repeated test or a garbled line as
   tampering;
-- in the acceptance session, :class:`Audit` (an audit hook the launcher installs before any code
-  under test loads) streams a ``seen`` line each time the code under test (a file of the repo copy)
+- in every session, :class:`Audit` (an audit hook :func:`install` adds before any code under test
+  loads; in an own-tests session the "hidden tests" are the canary file) streams a ``seen`` line each time the code under test (a file of the repo copy)
   opens or lists the hidden tests, takes frames (``sys._getframe``, ``inspect.currentframe``/``stack``,
   ``traceback.extract_stack``, ``sys._current_frames``, a traceback's or generator's frame read
   directly), reads the code of a hidden test (``f_code``, ``__code__`` of a hidden test's frame or
   function, through ``inspect``/``dis`` too), walks the heap (``gc.get_objects``/``get_referrers``),
   installs a tracer, starts a process (which could read anything unseen) or calls a hidden test
-  function itself (every hidden test's first statement reports its caller). The kit flags such a
-  run ``suspicious``.
+  function itself (every hidden test's first statement reports its caller); after collection, any
+  open of a hidden file outside pytest's main thread. The kit flags such a run ``suspicious``.
 
-The functions it needs are bound at import, before any code under test is imported, so a later
-monkeypatch of ``os.write`` or ``json.dumps`` does not reach the stream.
+The functions it needs are bound at import, before any code under test is imported, and held in
+closures (:func:`install`): a later monkeypatch of ``os.write``, ``json.dumps``, this module's globals
+or an attribute of the hooks object does not reach the stream.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import random
 import sys
 import sysconfig
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -65,43 +67,62 @@ def _message(report: pytest.TestReport | pytest.CollectReport) -> str:
     return _first_line(text) or "failed"
 
 
-class StreamReporter:
-    """One per pytest session; ``fd`` is the write end of the kit's pipe."""
+def install(settings: dict) -> object:
+    """The session's pytest hooks (pass to ``pytest.main``), sending through a closure-held writer,
+    and the audit hook (installed here when ``settings`` names the hidden tests). Takes the pipe's
+    fd out of ``settings``: after this, nothing the code under test can reach by frames or globals
+    leads to the stream -- the hooks and the audit hook each hold a ``send`` of their own in closure
+    cells (sharing only the line counter and its lock), so replacing an attribute (of the hooks
+    object, of this module) or a cell the hooks hold changes nothing the audit hook sends."""
+    fd = settings.pop("fd")
+    os.set_inheritable(fd, False)  # commands the tests start do not get the pipe
+    lock, seq = threading.Lock(), [0]
+    send = _sender(fd, lock, seq)
+    send(kind="start")
+    shuffle = bool(settings.get("shuffle", settings.get("hidden")))
+    hooks = _hooks(send, settings.get("canary_file"), settings["canaries"], shuffle)
+    if settings.get("hidden"):
+        audit = Audit(settings["repo"], settings["hidden"], bool(settings.get("processes", True)))
+        sys.addaudithook(_audit_hook(_sender(fd, lock, seq), audit))
+    return hooks
 
-    def __init__(
-        self, fd: int, canary_file: str | None, canary_names: list[str], shuffle: bool = False
-    ) -> None:
-        self.fd = fd
-        self.canary_file = canary_file
-        self.canaries = set(canary_names)
-        self.shuffle = shuffle
-        self.seq = 0
-        self.pending: dict[str, tuple[bool, str]] = {}
-        self.ended = False
-        self.lock = threading.Lock()
-        os.set_inheritable(fd, False)  # commands the tests start do not get the pipe
-        self.send(kind="start")
 
-    def send(self, **msg: object) -> None:
-        with self.lock:
-            self.seq += 1
-            data = (_dumps({"seq": self.seq, **msg}) + "\n").encode()
+def _sender(fd: int, lock: threading.Lock, seq: list[int]) -> Callable[..., None]:
+    """A function writing one JSON line per call to ``fd``, numbered by ``seq``; everything it uses is
+    bound here, in its closure, before any code under test loads."""
+    write, dumps = _write, _dumps
+
+    def send(**msg: object) -> None:
+        with lock:
+            seq[0] += 1
+            data = (dumps({"seq": seq[0], **msg}) + "\n").encode()
             while data:
-                data = data[_write(self.fd, data) :]
+                data = data[write(fd, data) :]
 
-    def pytest_configure(self, config: pytest.Config) -> None:
+    return send
+
+
+def _hooks(
+    send: Callable[..., None], canary_file: str | None, canary_names: list[str], shuffle: bool
+) -> object:
+    """The pytest hooks, as plain closures (pluggy binds each function when the plugin registers:
+    replacing an attribute of the returned object later does nothing)."""
+    canaries = set(canary_names)
+    pending: dict[str, tuple[bool, str]] = {}
+
+    def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", "severity(level): requirement severity: critical, major or minor")
         config.addinivalue_line(
             "markers", "baseline_pass: this acceptance test may pass on the starting code"
         )
-        if self.canary_file:
-            config.args.append(self.canary_file)
+        if canary_file:
+            config.args.append(canary_file)
 
     @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        canaries = [i for i in items if i.name in self.canaries]
-        items[:] = [i for i in items if i.name not in self.canaries] + canaries
-        if self.shuffle:  # a random order inside each class or module: a test and its twin either way
+    def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+        last = [i for i in items if i.name in canaries]
+        items[:] = [i for i in items if i.name not in canaries] + last
+        if shuffle:  # a random order inside each class or module: a test and its twin either way
             rng = random.SystemRandom()
             groups: dict[object, list[pytest.Item]] = {}
             for item in items:
@@ -110,24 +131,31 @@ class StreamReporter:
                 rng.shuffle(group)
             items[:] = [item for group in groups.values() for item in group]
 
-    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+    def pytest_collectreport(report: pytest.CollectReport) -> None:
         if not report.passed:
-            self.send(kind="collect", nodeid=report.nodeid, message=_message(report))
+            send(kind="collect", nodeid=report.nodeid, message=_message(report))
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        ok, message = self.pending.get(report.nodeid, (True, ""))
+    def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+        ok, message = pending.get(report.nodeid, (True, ""))
         if ok and not report.passed:  # the first failure (or skip) of setup, call, teardown counts
             ok, message = False, _message(report)
         if report.when == "teardown":
-            self.pending.pop(report.nodeid, None)
-            self.send(kind="test", nodeid=report.nodeid, passed=ok, message=message)
+            pending.pop(report.nodeid, None)
+            send(kind="test", nodeid=report.nodeid, passed=ok, message=message)
         else:
-            self.pending[report.nodeid] = (ok, message)
+            pending[report.nodeid] = (ok, message)
 
     @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, exitstatus: int) -> None:
-        self.send(kind="end", exitstatus=int(exitstatus))
-        self.ended = True
+    def pytest_sessionfinish(exitstatus: int) -> None:
+        send(kind="end", exitstatus=int(exitstatus))
+
+    hooks = _Hooks()  # plain functions as instance attributes (pluggy needs a hashable plugin)
+    hooks.__dict__.update({k: v for k, v in locals().items() if k.startswith("pytest_")})
+    return hooks
+
+
+class _Hooks:
+    """The plugin object pytest registers: it only carries the hook functions."""
 
 
 #: stdlib modules that only look at frames or read source on behalf of their caller: an event they
@@ -145,8 +173,39 @@ _FRAMES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 #: a process started by the code under test reads what it likes, unseen: that it started one is seen
 _SPAWN = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "pty.spawn"})
 _CALLED = "orchbench.test_called"
+#: names of the stdlib's one-line ``sys._getframe`` wrappers (``logging.currentframe`` is a lambda)
+_WRAPPERS = frozenset({"<lambda>", "currentframe"})
 _LOADER = "/_pytest/assertion/rewrite.py"  # the hidden modules' loader: get_data reads their files
 _OTHER = frozenset({"object.__getattr__", _CALLED})
+
+
+def _audit_hook(send: Callable[..., None], audit: Audit) -> Callable[[str, tuple], None]:
+    """``audit`` as an audit hook: what it finds goes out through ``send`` as ``seen`` lines (held in
+    this closure; nothing the code under test can reach without a heap walk leads here, and it keeps
+    no state the pytest hooks share: a ``seen`` line after the end line is still read as one)."""
+    local, sent, check = threading.local(), set(), audit.check
+
+    def hook(event: str, args: tuple) -> None:
+        if event not in _TAKE and event not in _FILES and event not in _SPAWN and event not in _OTHER:
+            return
+        if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _READ):
+            return
+        if getattr(local, "busy", False):
+            return
+        local.busy = True  # what this hook does raises events too
+        try:
+            if event == _CALLED:  # a hidden test runs: collection is over
+                audit.collected = True
+            what = check(event, args, _getframe(1))
+            if what and (event, what) not in sent and len(sent) < 50:
+                sent.add((event, what))
+                send(kind="seen", message=what[:300])
+        except Exception:  # noqa: BLE001 - an audit hook must never break the session
+            pass
+        finally:
+            local.busy = False
+
+    return hook
 
 
 class Audit:
@@ -156,33 +215,14 @@ class Audit:
     introspection is never the repo's. Nothing here can stop the code under test -- it makes it
     visible."""
 
-    def __init__(self, reporter: StreamReporter, repo: str, hidden: str) -> None:
-        self.reporter = reporter
+    def __init__(self, repo: str, hidden: str, processes: bool = True) -> None:
+        self.processes = processes  # are processes the repo code starts seen? (not in own tests)
         self.repo = _realpath(repo).rstrip("/") + "/"
         self.hidden = _realpath(hidden).rstrip("/")
         paths = sysconfig.get_paths()
         self.stdlib = paths["stdlib"].rstrip("/") + "/"
         self.site = tuple({paths["purelib"].rstrip("/") + "/", paths["platlib"].rstrip("/") + "/"})
-        self.local = threading.local()
-        self.sent: set[tuple[str, str]] = set()
-
-    def __call__(self, event: str, args: tuple) -> None:
-        if event not in _TAKE and event not in _FILES and event not in _SPAWN and event not in _OTHER:
-            return
-        if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _READ):
-            return
-        if self.reporter.ended or getattr(self.local, "busy", False):
-            return
-        self.local.busy = True  # what this hook does raises events too
-        try:
-            what = self.check(event, args, _getframe(1))
-            if what and (event, what) not in self.sent and len(self.sent) < 50:
-                self.sent.add((event, what))
-                self.reporter.send(kind="seen", message=what[:300])
-        except Exception:  # noqa: BLE001 - an audit hook must never break the session
-            pass
-        finally:
-            self.local.busy = False
+        self.collected = False  # a hidden test has run: an open of a hidden file by any thread counts
 
     def check(self, event: str, args: tuple, frame: object) -> str | None:
         """What the repo code did, or None when the event is not the repo's or not about the tests."""
@@ -191,6 +231,8 @@ class Audit:
             if not isinstance(path, str | bytes) or not self.is_hidden(_fsdecode(path)):
                 return None
             where = self.caller(frame, all_stdlib=True)
+            if where is None and self.collected:
+                where = self.late(frame)
             return (
                 f"{where} {'opened' if event == 'open' else 'listed'} the hidden tests ({_fsdecode(path)})"
                 if where
@@ -200,8 +242,12 @@ class Audit:
             where = self.caller(args[0] if args else None, all_stdlib=True)
             return f"{where} called a hidden test function" if where else None
         if event in _SPAWN:
+            if not self.processes:
+                return None
             where = self.caller(frame, all_stdlib=True)
             return f"{where} started a process ({str(args[:2])[:120]})" if where else None
+        if event == "sys._getframe" and self.returns_frame(frame):
+            frame = frame.f_back  # type: ignore[attr-defined]  # charged to who called the wrapper
         where = self.caller(frame, all_stdlib=False)
         if not where:
             return None
@@ -244,6 +290,31 @@ class Audit:
                 return None
             frame = frame.f_back  # type: ignore[attr-defined]
         return None
+
+    def returns_frame(self, frame: object) -> bool:
+        """Is ``frame`` a stdlib wrapper of ``sys._getframe`` that hands the frame to its caller
+        (``logging.currentframe``, ``inspect.currentframe``)? Logging's own use of it (findCaller)
+        then stays logging's: the frame it is charged to is logging's, not the repo's."""
+        code = frame.f_code  # type: ignore[attr-defined]
+        name = code.co_filename
+        stdlib = name.startswith(self.stdlib) and not name.startswith(self.site) and "-packages/" not in name
+        return stdlib and code.co_name in _WRAPPERS
+
+    def late(self, frame: object) -> str | None:
+        """Who opened a hidden file after collection, when no repo frame raised it through the
+        stdlib: a repo frame anywhere on the stack (nearer than any hidden test's frame: a test's
+        helper called back by the repo code is the test's doing), or any thread but pytest's own."""
+        while frame is not None:
+            name = frame.f_code.co_filename  # type: ignore[attr-defined]
+            if self.is_hidden(name):
+                return None
+            if name.startswith(self.repo):
+                return f"{name[len(self.repo) :]}:{frame.f_lineno}"  # type: ignore[attr-defined]
+            frame = frame.f_back  # type: ignore[attr-defined]
+        thread = threading.current_thread()
+        if thread is threading.main_thread():
+            return None  # pytest itself (a failure report reading its source)
+        return f"a thread started during the tests ({thread.name[:60]}, after collection)"
 
     def is_hidden(self, path: str) -> bool:
         full = _abspath(path)

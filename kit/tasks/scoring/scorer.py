@@ -216,6 +216,7 @@ class _Session:
             self.canaries.expect(),
             self.timeout_s,
             self.own_canary,
+            hidden=self.own_canary.parent,  # the audit hook watches the own tests too
         )
 
 
@@ -298,7 +299,7 @@ def evaluate(
         unscored_reason=unscored,
         gamed=gamed,
         unguarded=list(session.injected.unguarded),
-        suspicious=list(acc.seen),
+        suspicious=[*acc.seen, *(f"own tests: {x}" for x in own.seen)],
     )
 
 

@@ -190,7 +190,7 @@ class _Reader:
             out.tamper.append(f"report line {seq} is garbled or out of sequence")
             return
         self.lines += 1
-        if self.end is not None:
+        if self.end is not None and kind != "seen":  # the audit hook may see an exit handler
             out.tamper.append(f"report line {seq} came after the session ended")
         elif kind == "test":
             self.test(seq, nodeid, msg.get("passed"), msg.get("message", ""))
@@ -297,7 +297,7 @@ def run_pytest(
 
     ``kit_dir`` (from :func:`prepare_kit_dir`) is visible read-only; ``canary_file`` is added to the
     collected paths (its tests run last); ``hidden``: the hidden tests' folder, watched by the audit
-    hook (:class:`plugin.Audit`).
+    hook (:class:`plugin.Audit`) -- in an own-tests session the canary file's folder.
     """
     pipe = _PipeReader()
     try:
@@ -308,6 +308,8 @@ def run_pytest(
             "canaries": list(expect.canaries) if canary_file else [],
             "repo": str(Path(repo).resolve()),
             "hidden": str(hidden) if hidden else None,
+            "shuffle": canary_file is None,  # the acceptance session: a random order
+            "processes": canary_file is None,  # own tests may start processes: only seen in acceptance
             "args": args,
         }
         settings_file = kit_dir / f"{label}.json"
