@@ -367,7 +367,7 @@ def test_a_lone_surrogate_in_a_tests_message_is_replaced_where_it_is_read():
     c = Canaries.new()
     bad = _line(1, kind="test", nodeid="t.py::test_a", passed=False, message="bad \udcff\ud800 surrogate")
     data = bad + _stream(c).split(b"\n", 1)[1]
-    outcomes, _, _, tamper = read_stream(data, c, exit_code=1, timed_out=False)
+    outcomes, _, _, tamper = _read(data, c, exit_code=1, timed_out=False)
     assert outcomes == {"t.py::test_a": (False, "bad ?? surrogate")} and tamper == []
 
 
