@@ -236,15 +236,22 @@ def format_strategy_table(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def format_counters(table: pd.DataFrame) -> pd.DataFrame:
-    """The loop counters table (:func:`kit.analysis.summary.counters_table`) as readable strings."""
+def format_counters(table: pd.DataFrame, width: int = 70) -> pd.DataFrame:
+    """The loop counters table (:func:`kit.analysis.summary.counters_table`) as readable strings, each
+    non-numeric value cut to ``width`` characters."""
     out = pd.DataFrame(index=table.index)
     out["runs"] = table["runs"].map("{:.0f}".format)
     out["mean / min / max"] = [
-        f"{m:.3g} / {lo:.3g} / {hi:.3g}" if m is not None and not pd.isna(m) else text
+        f"{m:.3g} / {lo:.3g} / {hi:.3g}" if m is not None and not pd.isna(m) else _clip(str(text), width)
         for m, lo, hi, text in zip(table["mean"], table["min"], table["max"], table["values"], strict=True)
     ]
     return out
+
+
+def _clip(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters (a recorded setting such as a strategy's params dict would
+    otherwise widen the whole column; run.json has it whole)."""
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def format_errors(errors: pd.DataFrame, width: int = 160) -> str:
