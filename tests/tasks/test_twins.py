@@ -114,17 +114,17 @@ def _ws(tmp_path, task_id, solved):
     return task, ws
 
 
-def test_a_value_equal_to_everything_is_gamed_not_credited(tmp_path):
+def test_a_value_equal_to_everything_is_not_credited(tmp_path):
     task, ws = _ws(tmp_path, "micro-slugify", solved=False)
     module = ws.root / "textkit.py"
     module.write_text(module.read_text().split("def slugify")[0] + ANY_EQUAL)
     s = score(task, ws, claimed_done=True)
-    # every == requirement is gamed; "returns a string" is really met (it is a str)
+    # every == requirement fails: its sealed check gets an object that is not a plain value (the
+    # expected string is not in the session to be equal to); "returns a string" is really met
     assert s.requirements_failed == 6, s
     assert not s.tampered and s.unscored_reason is None
-    assert s.requirements_gamed == 6
-    assert [f.test for f in s.failed if not f.message.startswith("gamed")] == []
-    assert "test_slugify.py::test_returns_a_string" not in s.gamed_tests
+    assert all(f.message.startswith("sealed check failed: got ") and "(a _Slug, not a plain value)" in f.message for f in s.failed), s.failed
+    assert "test_slugify.py::test_returns_a_string" not in {f.test for f in s.failed}
     assert s.requirements_unguarded == 0
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.tasks.requirements import is_test_class, is_test_func, test_files
+from kit.tasks.scoring.seal import Site, module_names, seal_test
 from kit.tasks.scoring.twins import Names, capture_body, make_twin, own_nodes, straight
 
 FILLER = [
@@ -57,10 +58,14 @@ class Injected:
     """What the kit added to one acceptance folder, by test function name (unique per folder)."""
 
     twins: dict[str, str] = field(default_factory=dict)  # twin name -> requirement key
+    sealed: dict[str, Site] = field(default_factory=dict)  # sealed check id -> what it expects
+    observer: str = ""  # the name the sealed checks call (the plugin puts it in builtins)
     canaries: dict[str, tuple[str, bool]] = field(default_factory=dict)  # name -> (module, must pass)
-    unguarded: list[str] = field(default_factory=list)  # requirement keys without a twin
-    #: requirement key -> the kinds of must-fail check its twin holds ("equal", "raises", "inverted")
+    unguarded: list[str] = field(default_factory=list)  # requirement keys with neither twin nor seal
+    #: requirement key -> the kinds of must-fail check its twin holds ("equal", "raises", "inverted"),
+    #: and "sealed" when some of its checks are sealed
     kinds: dict[str, set[str]] = field(default_factory=dict)
+    next_site: list[int] = field(default_factory=lambda: [0])
 
 
 class _Namer:
@@ -120,7 +125,7 @@ def _canary(
 ) -> ast.FunctionDef:
     """A canary running a copy of ``source`` (a test of class ``cls``, or module-level)."""
     start = ast.parse(f"{value} = None").body
-    body = capture_body(source, value)
+    body = capture_body(source, value, names.observe)
     if must_pass and cls is not None:  # module level: make the instance the test would run on
         make = (
             f"self = {cls.name}({source.name!r})\nself.setUp()" if _testcase(cls) else f"self = {cls.name}()"
@@ -187,7 +192,8 @@ def _place(body: list[ast.stmt], extra: list[tuple[int, ast.stmt]]) -> list[ast.
 def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) -> bool:
     """Twins and canaries written into ``tree`` (acceptance file ``rel``); False if it has no tests."""
     namer.use_words(_words(tree))
-    names = Names(namer.ident(cls=True), namer.ident(cls=True), *(namer.ident() for _ in range(4)))
+    names = Names(namer.ident(cls=True), namer.ident(cls=True), *(namer.ident() for _ in range(4)), found.observer)
+    imports = module_names(tree)
     module_extra: list[tuple[int, ast.stmt]] = []
     class_extra: dict[int, list[tuple[int, ast.stmt]]] = {}
     tests: list[tuple[int, ast.ClassDef | None, int, ast.FunctionDef]] = []  # (top idx, class, idx, test)
@@ -202,10 +208,15 @@ def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) ->
     for top, cls, idx, test in tests:
         key = f"{rel}::{cls.name + '::' if cls else ''}{test.name}"
         kinds = found.kinds.setdefault(key, set())
+        sealed = seal_test(test, key, imports, names.observe, found.next_site)
+        found.sealed.update(sealed)
+        if sealed:
+            kinds.add("sealed")
         heavy = _heavy(test)  # its twin would double a long test's time: counted unguarded instead
         twin = None if heavy else make_twin(test, namer.test_name(), names, namer.ident(), kinds)
         if twin is None:
-            found.unguarded.append(key)
+            if not sealed:
+                found.unguarded.append(key)
             continue
         found.twins[twin.name] = key
         scope = class_extra.setdefault(top, []) if cls else module_extra
@@ -268,6 +279,7 @@ def inject_folder(folder: Path, rng: random.Random | None = None) -> Injected:
                 str(getattr(node, f)) for f in ("name", "id", "asname", "arg") if getattr(node, f, None)
             }
     namer = _Namer(rng, taken)
+    found.observer = namer.ident()
     for path, rel, tree in parsed:
         if inject_module(tree, rel, namer, found):
             path.write_text(ast.unparse(ast.fix_missing_locations(tree)) + "\n", encoding="utf-8")

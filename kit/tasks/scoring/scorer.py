@@ -191,7 +191,8 @@ class _Session:
         shutil.copytree(acceptance_dir, folder, ignore=COPY_IGNORE)
         self.injected = inject_folder(folder)
         canaries = {n: (f"{ACCEPTANCE_DIRNAME}/{m}", must) for n, (m, must) in self.injected.canaries.items()}
-        expect = Expect(canaries, self.injected.twins)
+        sealed = {site: check.digest for site, check in self.injected.sealed.items()}
+        expect = Expect(canaries, self.injected.twins, sealed, self.injected.observer)
         ini = self.kit_dir / "acceptance.ini"
         ini.write_text("[pytest]\npython_files = test_*.py *_test.py\n", encoding="utf-8")
         args = ["-q", "-c", str(ini), f"--rootdir={self.kit_dir}", f"--confcutdir={self.kit_dir}"]
@@ -277,6 +278,7 @@ def evaluate(
         problems.append(base.problem)
     tampered = [f"acceptance: {t}" for t in acc.tampered] + [f"own tests: {t}" for t in own.tampered]
     results, gamed = _results(requirements, acc, tampered, set(session.injected.twins.values()))
+    _sealed_checks(results, session.injected, acc)
     by_req = {k for k in map(_requirement_key, acc.outcomes) if k is not None}
     reason = "; ".join(acc.errors)[:300] or "not run"
     known = {r.key for r in requirements}
@@ -332,6 +334,21 @@ def _results(
     if tampered:
         results = {k: (False, f"tampered: {tampered[0]}"[:300]) for k in results}
     return results, gamed
+
+
+def _sealed_checks(results: dict[str, tuple[bool, str]], injected: Injected, acc: PytestRun) -> None:
+    """Fail each credited requirement one of whose sealed checks (:mod:`.seal`) sent a value that is
+    not the expected one, or never ran although its test always reaches it: the session cannot
+    know what a sealed check expects, so what it says of the test does not settle it."""
+    for site, check in sorted(injected.sealed.items(), key=lambda kv: int(kv[0][1:])):
+        credited, _ = results.get(check.key, (False, ""))
+        if not credited:
+            continue
+        count, miss = acc.observed.get(site, (0, None))
+        if miss is not None:
+            results[check.key] = (False, f"sealed check failed: got {miss[:140]}, expected {check.expected[:140]}")
+        elif check.required and not count:
+            results[check.key] = (False, "sealed check never sent its value (the test passed without it)")
 
 
 def _severity(req: Requirement) -> str:

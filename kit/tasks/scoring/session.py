@@ -89,6 +89,8 @@ class Expect:
 
     canaries: dict[str, tuple[str, bool]]
     twins: dict[str, str] = field(default_factory=dict)
+    sealed: dict[str, str] = field(default_factory=dict)  # sealed check id -> expected digest (seal.py)
+    observer: str = ""  # the name they call
 
 
 @dataclass
@@ -101,6 +103,8 @@ class Stream:
     complete: bool = False  # pytest reached its own end of session
     tamper: list[str] = field(default_factory=list)  # evidence the session or its report was bent
     seen: list[str] = field(default_factory=list)  # introspection by the code under test (audit hook)
+    #: sealed check -> (times sent, the first value that did not match, "" if none)
+    observed: dict[str, tuple[int, str | None]] = field(default_factory=dict)
 
 
 @dataclass
@@ -114,6 +118,7 @@ class PytestRun:
     tampered: list[str] = field(default_factory=list)  # evidence the session or report was tampered with
     twins: dict[str, list[bool]] = field(default_factory=dict)  # requirement key -> twin outcomes
     seen: list[str] = field(default_factory=list)  # introspection seen by the audit hook
+    observed: dict[str, tuple[int, str | None]] = field(default_factory=dict)  # sealed check -> (sent, miss)
 
     @property
     def passed(self) -> set[str]:
@@ -197,6 +202,8 @@ class _Reader:
         elif kind == "collect":
             self.uncollected.append(nodeid)
             out.errors.append(f"{nodeid or 'collection'}: {str(msg.get('message', ''))[:300]}")
+        elif kind == "obs":
+            self.observation(seq, msg)
         elif kind == "seen":
             if len(out.seen) < 20:
                 out.seen.append(str(msg.get("message", ""))[:300])
@@ -204,6 +211,17 @@ class _Reader:
             self.end = msg["exitstatus"]
         elif kind != "start" or seq != 1:
             out.tamper.append(f"report line {seq} is of an unknown kind")
+
+    def observation(self, seq: int, msg: dict) -> None:
+        """A sealed check's value (its digest): kept by check; one the kit did not write is forged."""
+        site, value, shown = msg.get("site"), msg.get("digest"), msg.get("shown", "")
+        if site not in self.expect.sealed or not isinstance(value, str) or not isinstance(shown, str):
+            self.out.tamper.append(f"report line {seq} is a sealed check the kit did not write")
+            return
+        count, miss = self.out.observed.get(site, (0, None))
+        if miss is None and value != self.expect.sealed[site]:  # in a loop: every value must match
+            miss = shown[:200]
+        self.out.observed[site] = (count + 1, miss)
 
     def test(self, seq: int, nodeid: str, passed: object, message: object) -> None:
         out = self.out
@@ -310,6 +328,7 @@ def run_pytest(
             "hidden": str(hidden) if hidden else None,
             "shuffle": canary_file is None,  # the acceptance session: a random order
             "processes": canary_file is None,  # own tests may start processes: only seen in acceptance
+            "observer": expect.observer,
             "args": args,
         }
         settings_file = kit_dir / f"{label}.json"
@@ -342,6 +361,7 @@ def run_pytest(
         got.tamper,
         got.twins,
         got.seen,
+        got.observed,
     )
 
 
