@@ -192,7 +192,9 @@ def _place(body: list[ast.stmt], extra: list[tuple[int, ast.stmt]]) -> list[ast.
 def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) -> bool:
     """Twins and canaries written into ``tree`` (acceptance file ``rel``); False if it has no tests."""
     namer.use_words(_words(tree))
-    names = Names(namer.ident(cls=True), namer.ident(cls=True), *(namer.ident() for _ in range(4)), found.observer)
+    names = Names(
+        namer.ident(cls=True), namer.ident(cls=True), *(namer.ident() for _ in range(4)), found.observer
+    )
     imports = module_names(tree)
     module_extra: list[tuple[int, ast.stmt]] = []
     class_extra: dict[int, list[tuple[int, ast.stmt]]] = {}

@@ -134,7 +134,9 @@ def _observer(send: Callable[..., None]) -> Callable[[str, object], None]:
             form = None
         text = dumps(["none-such", type(value).__name__] if form is None else form, separators=(",", ":"))
         plain = "" if form is not None else f" (a {type(value).__name__[:40]}, not a plain value)"
-        send(kind="obs", site=str(site)[:40], digest=sha(text.encode()).hexdigest(), shown=shown(value) + plain)
+        send(
+            kind="obs", site=str(site)[:40], digest=sha(text.encode()).hexdigest(), shown=shown(value) + plain
+        )
 
     return observe
 

@@ -346,7 +346,10 @@ def _sealed_checks(results: dict[str, tuple[bool, str]], injected: Injected, acc
             continue
         count, miss = acc.observed.get(site, (0, None))
         if miss is not None:
-            results[check.key] = (False, f"sealed check failed: got {miss[:140]}, expected {check.expected[:140]}")
+            results[check.key] = (
+                False,
+                f"sealed check failed: got {miss[:140]}, expected {check.expected[:140]}",
+            )
         elif check.required and not count:
             results[check.key] = (False, "sealed check never sent its value (the test passed without it)")
 

@@ -37,9 +37,21 @@ from kit.tasks.scoring.plugin import canonical, shown
 
 #: ``self.assert*`` methods that hold exactly when ``first == second``
 EQUAL_METHODS = frozenset(
-    {"assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual", "assertDictEqual", "assertSetEqual"}
+    {
+        "assertEqual",
+        "assertEquals",
+        "assertListEqual",
+        "assertTupleEqual",
+        "assertDictEqual",
+        "assertSetEqual",
+    }
 )
-_DATETIME = {"date": datetime.date, "datetime": datetime.datetime, "time": datetime.time, "timedelta": datetime.timedelta}
+_DATETIME = {
+    "date": datetime.date,
+    "datetime": datetime.datetime,
+    "time": datetime.time,
+    "timedelta": datetime.timedelta,
+}
 _BUILTINS = {"set": set, "frozenset": frozenset, "tuple": tuple, "list": list, "dict": dict}
 MAX_CANONICAL = 1_000_000  # characters of an expected value's canonical form
 
@@ -78,7 +90,12 @@ def module_names(tree: ast.Module) -> dict[str, object]:
             for alias in node.names:
                 if alias.name == "datetime":
                     names[alias.asname or "datetime"] = _DATETIME
-    imported = [a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names]
+    imported = [
+        a.asname or a.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Import | ast.ImportFrom)
+        for a in n.names
+    ]
     for name in imported:  # bound twice (another import, a nested one): not ours to trust
         if imported.count(name) > 1 or name in bound:
             names.pop(name, None)
@@ -111,7 +128,13 @@ class _Eval:
             if any(isinstance(e, ast.Starred) for e in node.elts):
                 raise Unsealable
             items = [self(e) for e in node.elts]
-            return items if isinstance(node, ast.List) else tuple(items) if isinstance(node, ast.Tuple) else set(items)
+            return (
+                items
+                if isinstance(node, ast.List)
+                else tuple(items)
+                if isinstance(node, ast.Tuple)
+                else set(items)
+            )
         if isinstance(node, ast.Dict):
             if any(k is None for k in node.keys):
                 raise Unsealable
@@ -124,7 +147,9 @@ class _Eval:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
             left, right = self(node.left), self(node.right)
             plain = (type(left), type(right))
-            if all(t in (int, float) for t in plain) or (plain in ((str, str), (bytes, bytes)) and isinstance(node.op, ast.Add)):
+            if all(t in (int, float) for t in plain) or (
+                plain in ((str, str), (bytes, bytes)) and isinstance(node.op, ast.Add)
+            ):
                 return left + right if isinstance(node.op, ast.Add) else left - right  # type: ignore[operator]
             raise Unsealable
         if isinstance(node, ast.Name) and node.id in self.env:
@@ -233,7 +258,9 @@ def seal_test(
     local = _literal_locals(func, evaluate)
     sites: list[tuple[ast.stmt, bool]] = []
     _walk_sites(func.body, True, sites)
-    plans: dict[int, tuple[ast.stmt, ast.expr, ast.expr, bool]] = {}  # id(stmt) -> (stmt, actual, expected, required)
+    plans: dict[
+        int, tuple[ast.stmt, ast.expr, ast.expr, bool]
+    ] = {}  # id(stmt) -> (stmt, actual, expected, required)
     for stmt, required in sites:
         left, right = _pair(stmt)  # type: ignore[misc]
         sides = []
@@ -247,7 +274,14 @@ def seal_test(
             actual, expected = (right, left) if sides[0] else (left, right)
             plans[id(stmt)] = (stmt, actual, expected, required)
     # a local may go only if every use of it is inside a sealed expectation; drop sites until stable
-    uses = {name: [n for n in ast.walk(func) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)] for name in local}
+    uses = {
+        name: [
+            n
+            for n in ast.walk(func)
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+        ]
+        for name in local
+    }
     while True:
         inside = {id(n) for _, _, e, _ in plans.values() for n in ast.walk(e)}
         removable = {name for name, found in uses.items() if all(id(n) in inside for n in found)}
@@ -275,7 +309,9 @@ def seal_test(
         sealed[site] = Site(key, digest(form), shown(value), required)
         call = ast.Call(ast.Name(observe, ast.Load()), [ast.Constant(site), actual], [])
         replace[id(stmt)] = ast.copy_location(ast.Expr(call), stmt)
-    removed = {name for name in local if uses[name] and all(_inside_sealed(n, plans, replace) for n in uses[name])}
+    removed = {
+        name for name in local if uses[name] and all(_inside_sealed(n, plans, replace) for n in uses[name])
+    }
     for name in removed:
         replace[id(local[name])] = None
     if replace:
@@ -284,7 +320,9 @@ def seal_test(
 
 
 def _inside_sealed(name: ast.Name, plans: dict, replace: dict) -> bool:
-    return any(id(stmt) in replace and any(n is name for n in ast.walk(e)) for stmt, _, e, _ in plans.values())
+    return any(
+        id(stmt) in replace and any(n is name for n in ast.walk(e)) for stmt, _, e, _ in plans.values()
+    )
 
 
 def _rewrite(node: ast.AST, replace: dict[int, ast.stmt | None]) -> None:
