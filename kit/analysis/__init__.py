@@ -21,7 +21,8 @@ Column conventions (one place, so notebooks and tests agree):
   outcome, times (wall_s, model_s, tool_s), ``calls``; the score flattened (requirements_total,
   tests_added, files_touched, ... , ``defects_critical`` / ``_major`` / ``_minor`` / ``defects_total``,
   ``claimed_done_but_failed``, ``tampered``, ``unscored`` -- both recorded as every requirement failed;
-  ``requirements_gamed`` (failed: their must-fail twin passed), ``requirements_unguarded`` (no twin),
+  ``requirements_gamed`` (failed: their must-fail twin passed), ``requirements_unguarded`` (no twin,
+  no sealed check), ``requirements_sealed`` (a check decided outside the session);
   ``suspicious`` (introspection of the hidden tests seen; not re-scored);
   ``scored`` (:func:`is_scored`) says whether the run counts in the score means: tampered and
   unscored runs do, errored and interrupted runs do not); loop counters as ``counter_<name>``; the usage totals under the

@@ -125,6 +125,7 @@ def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
         "scoring_s",
         "requirements_gamed",
         "requirements_unguarded",
+        "requirements_sealed",
     ):
         row[name] = score.get(name, math.nan)
     row["claimed_done_but_failed"] = bool(score.get("claimed_done_but_failed", False))

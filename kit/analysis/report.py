@@ -40,7 +40,14 @@ SUSPICIOUS_LABEL = (
     "suspicious: the code under test read the hidden tests or took frames while they ran "
     "(score.suspicious_evidence); flagged, not re-scored"
 )
-UNGUARDED_LABEL = "unguarded: requirements whose test has no must-fail twin (their passes are not checked so)"
+UNGUARDED_LABEL = (
+    "unguarded: requirements whose test has neither a must-fail twin nor a sealed check (their passes are"
+    " not checked so)"
+)
+SEALED_LABEL = (
+    "sealed: requirements with a check whose expected value never entered the scoring session (decided"
+    " by the kit outside it)"
+)
 
 
 def labels(records: Records) -> list[str]:
@@ -88,6 +95,9 @@ def _twin_labels(runs: pd.DataFrame) -> list[str]:
     )
     if unguarded:
         out.append(f"{UNGUARDED_LABEL} ({unguarded:.0f} of {total:.0f} requirements over all runs)")
+    sealed = runs["requirements_sealed"].fillna(0).sum() if "requirements_sealed" in runs else 0
+    if sealed:
+        out.append(f"{SEALED_LABEL} ({sealed:.0f} of {total:.0f} requirements over all runs)")
     return out
 
 

@@ -258,8 +258,11 @@ class Score(BaseModel):
     #: met an expectation nothing legitimate can meet (a value equal to anything, a patched raises).
     requirements_gamed: int = 0
     gamed_tests: list[str] = Field(default_factory=list)
-    #: Requirements the kit could not derive a must-fail twin from (their passes are not checked so).
+    #: Requirements with neither a must-fail twin nor a sealed check (their passes are not checked so).
     requirements_unguarded: int = 0
+    #: Requirements with at least one sealed check: an equality whose expected value never entered the
+    #: scoring session, compared by the kit outside it (a forged report cannot meet it).
+    requirements_sealed: int = 0
     #: The code under test was seen reading the hidden tests or taking frames (scoring's audit hook):
     #: flagged with what was seen, not re-scored.
     suspicious: bool = False

@@ -1,5 +1,7 @@
-"""How many acceptance tests of the shipped tasks get a must-fail twin (the rest are counted
-``unguarded`` by scoring), per task and over all of them, and how many of those twins hold a
+"""How many acceptance tests of the shipped tasks have a sealed check (an equality whose expected value
+never enters the scoring session: kit/tasks/scoring/seal.py), how many get a must-fail twin (a test
+whose checks are all sealed needs none; a test with neither is counted ``unguarded`` by scoring),
+per task and over all of them, and how many of those twins hold a
 sentinel check (``==`` against a sentinel, ``raises`` of a sentinel type: these catch a value equal
 to anything or a patched ``raises``) rather than only inverted truth checks (which catch a patched
 assertion machinery, as every twin's final must-fail assertion does). Nothing is run: the twins are derived from
@@ -19,9 +21,9 @@ from kit.tasks.scoring.inject import inject_folder
 from kit.tasks.task import list_tasks
 
 
-def coverage() -> list[tuple[str, int, int, int, list[str]]]:
-    """(task, requirements, twinned, with a sentinel check, unguarded keys) per shipped task;
-    baseline_pass tests excluded."""
+def coverage() -> list[tuple[str, int, int, int, int, list[str]]]:
+    """(task, requirements, sealed, twinned, with a sentinel check, unguarded keys) per shipped
+    task; baseline_pass tests excluded."""
     rows = []
     for task in sorted(list_tasks(), key=lambda t: t.id):
         requirements, _ = read_requirements(task.acceptance_dir)
@@ -31,24 +33,28 @@ def coverage() -> list[tuple[str, int, int, int, list[str]]]:
             shutil.copytree(task.acceptance_dir, folder)
             found = inject_folder(folder)
         unguarded = sorted(k for k in found.unguarded if k in keys)
+        sealed = len(keys & {check.key for check in found.sealed.values()})
+        twinned = len(keys & set(found.twins.values()))
         sentinel = sum(bool(found.kinds.get(k, set()) & {"equal", "raises"}) for k in keys)
-        rows.append((task.id, len(keys), len(keys) - len(unguarded), sentinel, unguarded))
+        rows.append((task.id, len(keys), sealed, twinned, sentinel, unguarded))
     return rows
 
 
 def main() -> None:
     rows = coverage()
-    print(f"{'task':<30} {'requirements':>12} {'twinned':>8} {'sentinel':>8} {'unguarded':>9}")
-    for task_id, total, twinned, sentinel, unguarded in rows:
-        print(f"{task_id:<30} {total:>12} {twinned:>8} {sentinel:>8} {len(unguarded):>9}")
+    head = f"{'task':<30} {'requirements':>12} {'sealed':>7} {'twinned':>8} {'sentinel':>8} {'unguarded':>9}"
+    print(head)
+    for task_id, total, sealed, twinned, sentinel, unguarded in rows:
+        print(f"{task_id:<30} {total:>12} {sealed:>7} {twinned:>8} {sentinel:>8} {len(unguarded):>9}")
         for key in unguarded:
             print(f"    unguarded: {key}")
-    total, twinned, sentinel = (sum(r[i] for r in rows) for i in (1, 2, 3))
+    total, sealed, twinned, sentinel = (sum(r[i] for r in rows) for i in (1, 2, 3, 4))
+    unguarded = sum(len(r[5]) for r in rows)
     name = f"all {len(rows)} tasks"
-    print(f"{name:<30} {total:>12} {twinned:>8} {sentinel:>8} {total - twinned:>9}")
+    print(f"{name:<30} {total:>12} {sealed:>7} {twinned:>8} {sentinel:>8} {unguarded:>9}")
     print(
-        f"twinned: {twinned / total:.1%} of requirements (with a sentinel check: {sentinel / total:.1%}); "
-        f"unguarded: {(total - twinned) / total:.1%}"
+        f"sealed: {sealed / total:.1%} of requirements; twinned: {twinned / total:.1%} (with a sentinel "
+        f"check: {sentinel / total:.1%}); unguarded: {unguarded / total:.1%}"
     )
 
 

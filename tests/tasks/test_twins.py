@@ -123,7 +123,10 @@ def test_a_value_equal_to_everything_is_not_credited(tmp_path):
     # expected string is not in the session to be equal to); "returns a string" is really met
     assert s.requirements_failed == 6, s
     assert not s.tampered and s.unscored_reason is None
-    assert all(f.message.startswith("sealed check failed: got ") and "(a _Slug, not a plain value)" in f.message for f in s.failed), s.failed
+    assert all(
+        f.message.startswith("sealed check failed: got ") and "(a _Slug, not a plain value)" in f.message
+        for f in s.failed
+    ), s.failed
     assert "test_slugify.py::test_returns_a_string" not in {f.test for f in s.failed}
     assert s.requirements_unguarded == 0
 
@@ -164,6 +167,7 @@ def test_the_report_and_the_strategy_table_count_gamed_suspicious_and_unguarded(
         (run_files[0], "requirements_gamed", 2),
         (run_files[1], "suspicious", True),
         (run_files[1], "requirements_unguarded", 1),
+        (run_files[1], "requirements_sealed", 3),
     ):
         data = json.loads(path.read_text())
         data["score"][field] = value
@@ -173,6 +177,7 @@ def test_the_report_and_the_strategy_table_count_gamed_suspicious_and_unguarded(
     assert f"NOTE: {report.GAMED_LABEL} (1 of {len(run_files)} runs)" in text
     assert f"NOTE: {report.SUSPICIOUS_LABEL} (1 of {len(run_files)} runs)" in text
     assert f"NOTE: {report.UNGUARDED_LABEL} (1 of " in text
+    assert f"NOTE: {report.SEALED_LABEL} (3 of " in text
     table = analysis.strategy_table(records)
     assert table["gamed"].sum() == 1 and table["suspicious"].sum() == 1
     assert table["unguarded_share"].max() > 0

@@ -1,5 +1,7 @@
 """What the kit writes into its copy of the hidden acceptance tests before a scoring session: in
-every test module, a must-fail **twin** of each test (:mod:`kit.tasks.scoring.twins`) and two
+every test module, its **sealed checks** (:mod:`kit.tasks.scoring.seal`: equalities whose expected
+value leaves the module, first), a must-fail **twin** of each test that still has an in-process
+check (:mod:`kit.tasks.scoring.twins`; a twin only evaluates the value of a sealed check) and two
 **canaries** -- one that must pass, one that must fail.
 
 The canaries call the code under test the way the requirements do: each runs a copy of one of the

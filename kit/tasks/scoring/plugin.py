@@ -285,6 +285,10 @@ _CALLED = "orchbench.test_called"
 _WRAPPERS = frozenset({"<lambda>", "currentframe"})
 _LOADER = "/_pytest/assertion/rewrite.py"  # the hidden modules' loader: get_data reads their files
 _OTHER = frozenset({"object.__getattr__", _CALLED})
+#: what a file is, for :meth:`Audit.kind`; an event's walk up the stack looks through some of them
+_REPO, _ANGLE, _LOADER_FILE, _HELPER, _STDLIB, _OTHER_FILE = range(6)
+_THROUGH_ALL = frozenset({_ANGLE, _LOADER_FILE, _HELPER, _STDLIB})  # file events: the whole stdlib
+_THROUGH_HELPERS = frozenset({_ANGLE, _HELPER})  # frame events: the stdlib's inspection helpers
 
 
 def _audit_hook(send: Callable[..., None], audit: Audit) -> Callable[[str, tuple], None]:
@@ -331,6 +335,7 @@ class Audit:
         self.stdlib = paths["stdlib"].rstrip("/") + "/"
         self.site = tuple({paths["purelib"].rstrip("/") + "/", paths["platlib"].rstrip("/") + "/"})
         self.collected = False  # a hidden test has run: an open of a hidden file by any thread counts
+        self.kinds: dict[str, int] = {}  # file name -> what it is (:meth:`kind`)
 
     def check(self, event: str, args: tuple, frame: object) -> str | None:
         """What the repo code did, or None when the event is not the repo's or not about the tests."""
@@ -376,25 +381,38 @@ class Audit:
             return f"{where} read {args[1]} of hidden test code ({os.path.basename(filename)})"
         return None
 
+    def kind(self, name: str) -> int:
+        """What file ``name`` is (``_REPO``, ``_ANGLE``, ``_LOADER_FILE``, ``_HELPER``, ``_STDLIB``,
+        ``_OTHER_FILE``), remembered: a test that walks the stack (exercism's paasio helpers call
+        ``inspect.getouterframes`` tens of thousands of times) raises an event per frame read."""
+        found = self.kinds.get(name)
+        if found is None:
+            stdlib = name.startswith(self.stdlib) and not name.startswith(self.site) and "-packages/" not in name
+            if name.startswith(self.repo):
+                found = _REPO
+            elif name.startswith("<"):
+                found = _ANGLE
+            elif name.endswith(_LOADER):
+                found = _LOADER_FILE
+            elif stdlib:
+                found = _HELPER if os.path.basename(name) in _HELPERS else _STDLIB
+            else:
+                found = _OTHER_FILE
+            if len(self.kinds) < 20_000:
+                self.kinds[name] = found
+        return found
+
     def caller(self, frame: object, all_stdlib: bool, direct: bool = False) -> str | None:
         """``file:line`` of the repo frame charged with the event (``direct``: only the frame that
         raised it; ``all_stdlib``: looking through every stdlib frame and pytest's module loader),
         or None."""
+        through = _THROUGH_ALL if all_stdlib else _THROUGH_HELPERS
         while frame is not None:
             name = frame.f_code.co_filename  # type: ignore[attr-defined]
-            if name.startswith(self.repo):
+            found = self.kind(name)
+            if found == _REPO:
                 return f"{name[len(self.repo) :]}:{frame.f_lineno}"  # type: ignore[attr-defined]
-            if direct:
-                return None
-            stdlib = (
-                name.startswith(self.stdlib) and not name.startswith(self.site) and "-packages/" not in name
-            )
-            loader = all_stdlib and name.endswith(_LOADER)
-            if not (
-                name.startswith("<")
-                or loader
-                or (stdlib and (all_stdlib or os.path.basename(name) in _HELPERS))
-            ):
+            if direct or found not in through:
                 return None
             frame = frame.f_back  # type: ignore[attr-defined]
         return None
@@ -404,9 +422,7 @@ class Audit:
         (``logging.currentframe``, ``inspect.currentframe``)? Logging's own use of it (findCaller)
         then stays logging's: the frame it is charged to is logging's, not the repo's."""
         code = frame.f_code  # type: ignore[attr-defined]
-        name = code.co_filename
-        stdlib = name.startswith(self.stdlib) and not name.startswith(self.site) and "-packages/" not in name
-        return stdlib and code.co_name in _WRAPPERS
+        return self.kind(code.co_filename) in (_HELPER, _STDLIB) and code.co_name in _WRAPPERS
 
     def late(self, frame: object) -> str | None:
         """Who opened a hidden file after collection, when no repo frame raised it through the

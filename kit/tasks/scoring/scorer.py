@@ -19,10 +19,13 @@ Scoring never runs in the clone, and never in the process that reads the results
    :mod:`kit.tasks.scoring.inject`), a garbled stream, a forged exit status, an early exit, a hang
    until the timeout or an interrupted session marks the run ``tampered`` -- scored as every
    requirement failed and every own test regressed (:mod:`kit.tasks.scoring.session`).
-4. **Must-fail twins**: each acceptance test runs beside a twin whose expectation nothing legitimate
-   can meet (:mod:`kit.tasks.scoring.twins`). A requirement is credited only if it passes and its
-   twin fails; a passing twin makes it ``gamed`` (failed). Tests with no twin are counted
-   ``unguarded``. An audit hook records the code under test reading the hidden tests or taking
+4. **Sealed checks** (:mod:`kit.tasks.scoring.seal`): an equality whose expected value the kit can
+   evaluate alone leaves the session's copy; the session sends a digest of the actual value and the
+   kit compares it outside. A requirement is credited only if every sealed check of its test matched.
+   **Must-fail twins** guard what stays in-process: each acceptance test runs beside a twin whose
+   expectation nothing legitimate can meet (:mod:`kit.tasks.scoring.twins`). A requirement is
+   credited only if it passes and its twin fails; a passing twin makes it ``gamed`` (failed). Tests
+   with neither twin nor sealed check are counted ``unguarded``. An audit hook records the code under test reading the hidden tests or taking
    frames: the run is flagged ``suspicious`` (not re-scored).
 5. **Never unscored**: if scoring itself fails, :func:`score` still returns a Score with every
    requirement failed and ``unscored_reason`` saying why.
@@ -131,7 +134,8 @@ class Evaluation:
     tampered: list[str] = field(default_factory=list)  # evidence; non-empty = the run is tampered
     unscored_reason: str | None = None  # the acceptance tests gave no result at all
     gamed: list[str] = field(default_factory=list)  # requirement keys that passed with a passing twin
-    unguarded: list[str] = field(default_factory=list)  # requirement keys the kit could not twin
+    unguarded: list[str] = field(default_factory=list)  # requirement keys with neither twin nor seal
+    sealed: list[str] = field(default_factory=list)  # requirement keys with a sealed check
     suspicious: list[str] = field(default_factory=list)  # introspection seen by the audit hook
 
     @property
@@ -301,6 +305,7 @@ def evaluate(
         unscored_reason=unscored,
         gamed=gamed,
         unguarded=list(session.injected.unguarded),
+        sealed=sorted({check.key for check in session.injected.sealed.values()}),
         suspicious=[*acc.seen, *(f"own tests: {x}" for x in own.seen)],
     )
 
@@ -337,20 +342,21 @@ def _results(
 
 
 def _sealed_checks(results: dict[str, tuple[bool, str]], injected: Injected, acc: PytestRun) -> None:
-    """Fail each credited requirement one of whose sealed checks (:mod:`.seal`) sent a value that is
-    not the expected one, or never ran although its test always reaches it: the session cannot
-    know what a sealed check expects, so what it says of the test does not settle it."""
+    """Fail each requirement one of whose sealed checks (:mod:`.seal`) sent a value that is not the
+    expected one (the first such check's values become its message), and each credited one whose
+    test always reaches a sealed check that never sent: the session cannot know what a sealed check
+    expects, so what it says of the test does not settle it."""
     for site, check in sorted(injected.sealed.items(), key=lambda kv: int(kv[0][1:])):
-        credited, _ = results.get(check.key, (False, ""))
-        if not credited:
+        credited, message = results.get(check.key, (False, "not run"))
+        if message.startswith(("tampered", "gamed", "not run", "sealed")):
             continue
         count, miss = acc.observed.get(site, (0, None))
-        if miss is not None:
+        if miss is not None:  # (also when the test then failed: its first wrong value says more)
             results[check.key] = (
                 False,
                 f"sealed check failed: got {miss[:140]}, expected {check.expected[:140]}",
             )
-        elif check.required and not count:
+        elif credited and check.required and not count:
             results[check.key] = (False, "sealed check never sent its value (the test passed without it)")
 
 
@@ -417,6 +423,7 @@ def to_score(
         requirements_gamed=len(counted_gamed := [k for k in ev.gamed if k not in baseline]),
         gamed_tests=counted_gamed,
         requirements_unguarded=sum(k not in baseline for k in ev.unguarded),
+        requirements_sealed=len({k for k in ev.sealed if k not in baseline}),
         suspicious=bool(ev.suspicious),
         suspicious_evidence=ev.suspicious,
         unscored_reason=ev.unscored_reason,
