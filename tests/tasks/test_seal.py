@@ -79,11 +79,21 @@ def test_a_check_the_test_does_not_always_reach_is_not_required():
             self.assertEqual(err.exception.args[0], 'bad')
             for x in range(3):
                 assert f(x) == 2
+            for row in f():
+                assert row == 4
             with self.subTest(i=1):
                 assert f() == 3
+            if g():
+                assert f() == 5
+            try:
+                assert f() == 6
+            except KeyError:
+                assert f() == 7
         """
     )
-    assert [s.required for s in sites.values()] == [False, True, False, True]
+    # in a raises block, no; a loop over literal data, yes; over the code's output (may be empty),
+    # an if, an except handler: no; a try body: yes
+    assert [s.required for s in sites.values()] == [False, True, True, False, True, False, True, False]
 
 
 def test_no_expected_value_of_a_task_is_in_the_session_copy(tmp_path):

@@ -336,6 +336,7 @@ class Audit:
         self.site = tuple({paths["purelib"].rstrip("/") + "/", paths["platlib"].rstrip("/") + "/"})
         self.collected = False  # a hidden test has run: an open of a hidden file by any thread counts
         self.kinds: dict[str, int] = {}  # file name -> what it is (:meth:`kind`)
+        self.code_files: dict[str, bool] = {}  # a code object's file name -> is it a hidden test's?
 
     def check(self, event: str, args: tuple, frame: object) -> str | None:
         """What the repo code did, or None when the event is not the repo's or not about the tests."""
@@ -361,6 +362,11 @@ class Audit:
             return f"{where} started a process ({str(args[:2])[:120]})" if where else None
         if event == "sys._getframe" and self.returns_frame(frame):
             frame = frame.f_back  # type: ignore[attr-defined]  # charged to who called the wrapper
+        hidden = ""
+        if event == "object.__getattr__":  # a code read: of a hidden test's code?
+            hidden = self.code_file(args[0])
+            if not hidden and args[1] not in _FRAMES:
+                return None  # (before the walk up the stack: most code reads are pytest's or inspect's)
         where = self.caller(frame, all_stdlib=False)
         if not where:
             return None
@@ -368,7 +374,13 @@ class Audit:
             return f"{where} called {event}"
         if args[1] in _FRAMES and self.caller(frame, all_stdlib=False, direct=True):
             return f"{where} took a frame ({args[1]})"
-        target = args[0]
+        if hidden:
+            return f"{where} read {args[1]} of hidden test code ({os.path.basename(hidden)})"
+        return None
+
+    def code_file(self, target: object) -> str:
+        """The file of the code ``target`` (a frame, function, traceback, generator, coroutine or
+        code object) holds, if it is a hidden test file; else ""."""
         code = getattr(target, "f_code", None) or getattr(target, "__code__", None)
         code = (
             code
@@ -377,9 +389,14 @@ class Audit:
         )
         code = code or getattr(target, "cr_code", None) or target
         filename = getattr(code, "co_filename", "")
-        if isinstance(filename, str) and self.is_hidden(filename):
-            return f"{where} read {args[1]} of hidden test code ({os.path.basename(filename)})"
-        return None
+        if not isinstance(filename, str):
+            return ""
+        found = self.code_files.get(filename)
+        if found is None:
+            found = self.is_hidden(filename)
+            if len(self.code_files) < 20_000:
+                self.code_files[filename] = found
+        return filename if found else ""
 
     def kind(self, name: str) -> int:
         """What file ``name`` is (``_REPO``, ``_ANGLE``, ``_LOADER_FILE``, ``_HELPER``, ``_STDLIB``,
@@ -387,7 +404,9 @@ class Audit:
         ``inspect.getouterframes`` tens of thousands of times) raises an event per frame read."""
         found = self.kinds.get(name)
         if found is None:
-            stdlib = name.startswith(self.stdlib) and not name.startswith(self.site) and "-packages/" not in name
+            stdlib = (
+                name.startswith(self.stdlib) and not name.startswith(self.site) and "-packages/" not in name
+            )
             if name.startswith(self.repo):
                 found = _REPO
             elif name.startswith("<"):

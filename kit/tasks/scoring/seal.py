@@ -203,22 +203,49 @@ def _pair(stmt: ast.stmt) -> tuple[ast.expr, ast.expr] | None:
     return call.args[0], call.args[1]
 
 
-def _walk_sites(stmts: list[ast.stmt], required: bool, out: list[tuple[ast.stmt, bool]]) -> None:
-    """Every assertion statement of a test body with: does the test always reach it?"""
+def _walk_sites(
+    stmts: list[ast.stmt], required: bool, out: list[tuple[ast.stmt, bool]], evaluate: _Eval
+) -> None:
+    """Every assertion statement of a test body with: does the test always reach it? Not inside an
+    ``if``, an ``except`` handler or a ``raises`` block, nor a loop over anything but literal data
+    (a loop over the code's output may run zero times)."""
     from kit.tasks.scoring.twins import raises_call
 
     for stmt in stmts:
         if _pair(stmt) is not None:
             out.append((stmt, required))
-        elif isinstance(stmt, ast.With):
+        elif isinstance(stmt, ast.With | ast.AsyncWith):
             plain = not any(raises_call(i.context_expr) for i in stmt.items)
-            _walk_sites(stmt.body, required and plain, out)
-        elif isinstance(stmt, ast.For | ast.While | ast.If | ast.AsyncFor | ast.AsyncWith):
-            _walk_sites(stmt.body, False, out)
-            _walk_sites(getattr(stmt, "orelse", []), False, out)
+            _walk_sites(stmt.body, required and plain, out, evaluate)
+        elif isinstance(stmt, ast.For | ast.AsyncFor):
+            _walk_sites(stmt.body, required and _literal_data(stmt.iter, evaluate), out, evaluate)
+            _walk_sites(stmt.orelse, required, out, evaluate)
+        elif isinstance(stmt, ast.While | ast.If):
+            _walk_sites(stmt.body, False, out, evaluate)
+            _walk_sites(stmt.orelse, False, out, evaluate)
         elif isinstance(stmt, ast.Try):
-            for block in (stmt.body, stmt.orelse, stmt.finalbody, *(h.body for h in stmt.handlers)):
-                _walk_sites(block, False, out)
+            for block in (stmt.body, stmt.orelse, stmt.finalbody):
+                _walk_sites(block, required, out, evaluate)
+            for handler in stmt.handlers:
+                _walk_sites(handler.body, False, out, evaluate)
+
+
+def _literal_data(node: ast.expr, evaluate: _Eval) -> bool:
+    """Is ``node`` non-empty literal data (or ``range`` of literal numbers, not empty)?"""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "range"
+        and node.args
+        and not node.keywords
+        and all(isinstance(a, ast.Constant) and type(a.value) is int for a in node.args)
+    ):
+        return len(range(*(a.value for a in node.args))) > 0  # type: ignore[misc]
+    try:
+        value = evaluate(node)
+    except (Unsealable, RecursionError):
+        return False
+    return isinstance(value, list | tuple | set | dict | str | bytes) and len(value) > 0
 
 
 def _literal_locals(func: ast.FunctionDef, evaluate: _Eval) -> dict[str, ast.Assign]:
@@ -257,7 +284,7 @@ def seal_test(
     evaluate = _Eval(names, {})
     local = _literal_locals(func, evaluate)
     sites: list[tuple[ast.stmt, bool]] = []
-    _walk_sites(func.body, True, sites)
+    _walk_sites(func.body, True, sites, evaluate)
     plans: dict[
         int, tuple[ast.stmt, ast.expr, ast.expr, bool]
     ] = {}  # id(stmt) -> (stmt, actual, expected, required)
