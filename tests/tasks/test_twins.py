@@ -79,6 +79,38 @@ def test_a_twin_fails_for_honest_code_and_passes_for_a_value_equal_to_anything(i
     assert _run(src) == expect
 
 
+OWN_CLASS = (
+    "class T:\n    def __init__(self, v):\n        self.v = v\n{extra}"
+    "    def __eq__(self, o):\n        return {eq}\n    __hash__ = None\n"
+    "def f(x):\n    return T(x + 1)\n"
+)
+SHADOWED = "    def __dict__(self):\n        return {'v': self.v}\n"  # exercism-pov's Tree does this
+
+
+@pytest.mark.parametrize(
+    "eq, extra, expect",
+    [
+        ("isinstance(o, T) and self.v == o.v", "", (True, False)),
+        ("isinstance(o, T)", "", (True, True)),
+        ("self.__dict__() == o.__dict__()", SHADOWED, (True, False)),
+        ("isinstance(o, T)", SHADOWED, (True, True)),
+        ("isinstance(o, T) and self.v == o.v", "    __slots__ = ('v',)\n", (True, False)),
+        ("isinstance(o, T)", "    __slots__ = ('v',)\n", (True, True)),
+    ],
+    ids=[
+        "honest",
+        "equal-to-every-T",
+        "honest-own-dict",
+        "every-T-own-dict",
+        "honest-slots",
+        "every-T-slots",
+    ],
+)
+def test_an_object_equal_to_every_instance_of_its_class_passes_its_twin(eq, extra, expect):
+    src = OWN_CLASS.format(eq=eq, extra=extra) + "def test_x():\n    assert f(1) == T(2)\n"
+    assert _run(src) == expect
+
+
 @pytest.mark.parametrize("expected", ["[]", "{}", "()", "{'users': []}", "[[], ()]", "''", "0", "None"])
 def test_an_empty_or_falsy_expected_value_gives_a_twin_that_fails_for_honest_code(expected):
     src = f"def test_x():\n    v = {expected}\n    assert v == {expected}\n"

@@ -6,7 +6,9 @@ expectation *nothing legitimate can meet*:
 
 - ``assert a == b`` / ``self.assertEqual(a, b)`` (any ``assert*Equal*``): does ``a`` equal a fresh
   sentinel object shaped like ``b`` (a list of sentinels for a non-empty list, a dict with the same
-  keys and sentinel values for a dict), or ``b`` one shaped like ``a``? Only a value that equals
+  keys and sentinel values for a dict, a bare object of ``b``'s own class for an object of a class
+  with attributes -- made with ``object.__new__``, its attributes, when they can be listed, all
+  sentinels -- so an ``__eq__`` that holds for every instance of its class is caught), or ``b`` one shaped like ``a``? Only a value that equals
   anything does. And, inverted: does the assertion itself fail here?
 - ``pytest.raises(E)`` / ``self.assertRaises*(E)`` (context or call form): does the same ``raises``
   with ``E`` replaced by a fresh exception type swallow an unrelated error? Only a patched ``raises``
@@ -51,11 +53,25 @@ class {error}(Exception):
 def {mirror}(value, budget):
     budget[0] -= 1
     kind = type(value)
-    if budget[0] < 0 or kind not in (list, tuple, dict) or not value:
+    if budget[0] < 0:
         return {sentinel}()
-    if kind is dict:
-        return {{key: {mirror}(item, budget) for key, item in value.items()}}
-    return kind({mirror}(item, budget) for item in value)
+    if kind in (list, tuple, dict) and value:
+        if kind is dict:
+            return {{key: {mirror}(item, budget) for key, item in value.items()}}
+        return kind({mirror}(item, budget) for item in value)
+    try:  # an object with attributes: one of its own class, every attribute a sentinel
+        fields = object.__getattribute__(value, "__dict__")
+    except Exception:
+        fields = None  # slots
+    if not kind.__flags__ & 512 or (type(fields) is dict and not fields):  # 512: a class statement's
+        return {sentinel}()
+    try:
+        clone = object.__new__(kind)
+        for key in fields if type(fields) is dict else ():  # else: slots, or a class's own __dict__()
+            object.__setattr__(clone, key, {sentinel}())
+        return clone
+    except Exception:
+        return {sentinel}()
 
 
 def {sent}(a, b):
