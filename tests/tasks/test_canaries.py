@@ -49,13 +49,8 @@ def test_a_session_cut_short_after_some_outcomes_credits_nothing(tmp_path, how):
     """
     task, ws = _solved(tmp_path, "import os\nCALLS = 0\n", wrap)
     s = score(task, ws, claimed_done=True, timeout_s=8)
-    if how == "pytest.exit" and not s.tampered:
-        # pytest.exit ends pytest's own session normally (status 1): when the tests that run before it
-        # in the shuffled order include every canary, the session looks complete. It still credits
-        # nothing (the tests cut off count as failed); a test collected but never reported is not yet
-        # tamper evidence by itself.
-        assert s.requirements_failed == s.requirements_total == 7 and s.unscored_reason is None
-        return
+    # (pytest.exit ends pytest's own session with status 1: when every canary ran before it in the
+    # shuffled order, only the collected tests never reported tell the session was cut short)
     assert s.tampered, s
     assert s.requirements_failed == s.requirements_total == 7
     assert s.unscored_reason is None

@@ -338,14 +338,15 @@ def _line(seq, **msg):
     return (json.dumps({"seq": seq, **msg}) + "\n").encode()
 
 
-def _stream(c, *extra, passing=True, failing=False, end=1):
+def _stream(c, *extra, passing=True, failing=False, end=1, collected=3):
     lines = [
-        _line(1, kind="test", nodeid="t.py::test_a", passed=True, message=""),
-        _line(2, kind="test", nodeid=f"x/test_c.py::{c.passing}", passed=passing, message=""),
-        _line(3, kind="test", nodeid=f"x/test_c.py::{c.failing}", passed=failing, message="boom"),
+        _line(1, kind="collected", count=collected),
+        _line(2, kind="test", nodeid="t.py::test_a", passed=True, message=""),
+        _line(3, kind="test", nodeid=f"x/test_c.py::{c.passing}", passed=passing, message=""),
+        _line(4, kind="test", nodeid=f"x/test_c.py::{c.failing}", passed=failing, message="boom"),
     ]
     if end is not None:
-        lines.append(_line(4, kind="end", exitstatus=end))
+        lines.append(_line(5, kind="end", exitstatus=end))
     return b"".join(lines + list(extra))
 
 
@@ -365,8 +366,8 @@ def test_a_lone_surrogate_in_a_tests_message_is_replaced_where_it_is_read():
     """The code under test raised with a lone surrogate in its message (valid JSON in the stream): the
     message the kit keeps can be written as UTF-8 (run.json)."""
     c = Canaries.new()
-    bad = _line(1, kind="test", nodeid="t.py::test_a", passed=False, message="bad \udcff\ud800 surrogate")
-    data = bad + _stream(c).split(b"\n", 1)[1]
+    bad = _line(2, kind="test", nodeid="t.py::test_a", passed=False, message="bad \udcff\ud800 surrogate")
+    data = _line(1, kind="collected", count=3) + bad + _stream(c).split(b"\n", 2)[2]
     outcomes, _, _, tamper = _read(data, c, exit_code=1, timed_out=False)
     assert outcomes == {"t.py::test_a": (False, "bad ?? surrogate")} and tamper == []
 
@@ -377,9 +378,10 @@ def test_a_lone_surrogate_in_a_tests_message_is_replaced_where_it_is_read():
         ({"failing": True, "end": 0}, "canary test that must fail was reported passed"),
         ({"passing": False}, "canary test that must pass was reported failed"),
         (
-            {"extra": [_line(5, kind="test", nodeid="t.py::test_b", passed=True, message="")]},
+            {"extra": [_line(6, kind="test", nodeid="t.py::test_b", passed=True, message="")]},
             "after the session",
         ),
+        ({"collected": 4}, "1 of 4 collected tests were never reported"),  # pytest.exit after canaries
         ({"extra": [b"not json\n"]}, "garbled"),
         ({"exit_code": 0}, "the process exited with 0"),
     ],
@@ -399,8 +401,8 @@ def test_a_forged_stream_without_the_canaries_is_tampering():
     )
     _, _, _, tamper = _read(data, c, exit_code=1, timed_out=False)
     assert sum("missing from the report" in t for t in tamper) == 2
-    dup = _stream(c)[: -len(_line(4, kind="end", exitstatus=1))] + _line(
-        4, kind="test", nodeid="t.py::test_a", passed=True, message=""
+    dup = _stream(c)[: -len(_line(5, kind="end", exitstatus=1))] + _line(
+        5, kind="test", nodeid="t.py::test_a", passed=True, message=""
     )
     _, _, _, tamper = _read(dup, c, exit_code=None, timed_out=True)
     assert "test reported twice: t.py::test_a" in tamper

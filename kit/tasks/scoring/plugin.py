@@ -7,8 +7,9 @@
   acceptance session it runs the tests of each class or module in a random order (a must-fail twin
   runs before or after its test: code that behaves one way on a first call and another way later
   meets the twin first half of the time);
-- streams a start line (before any code under test loads), every test's final outcome (setup, call
-  and teardown together), every collection error and the session's exit status, one JSON line each,
+- streams a start line (before any code under test loads), how many tests were collected, every
+  test's final outcome (setup, call and teardown together), every collection error, the values of
+  the sealed checks (:func:`canonical`) and the session's exit status, one JSON line each,
   to a pipe the kit reads WHILE the tests run. What was sent cannot be taken back: an exit hook can
   only append, and the kit treats anything after the end line, a repeated test or a garbled line as
   tampering;
@@ -29,6 +30,7 @@ or an attribute of the hooks object does not reach the stream.
 
 from __future__ import annotations
 
+import builtins
 import collections
 import datetime
 import hashlib
@@ -39,12 +41,20 @@ import reprlib
 import sys
 import sysconfig
 import threading
+import types
 from collections.abc import Callable
 
 import pytest
 
 _write = os.write
 _dumps = json.dumps
+_escape = json.encoder.encode_basestring_ascii  # the C function: nothing of it can be patched
+_basename = os.path.basename
+_current_thread, _main_thread, _thread_local = (
+    threading.current_thread,
+    threading.main_thread,
+    threading.local,
+)
 _getframe = sys._getframe
 _realpath = os.path.realpath
 _abspath = os.path.abspath
@@ -98,24 +108,66 @@ def install(settings: dict) -> object:
     shuffle = bool(settings.get("shuffle", settings.get("hidden")))
     hooks = _hooks(send, settings.get("canary_file"), settings["canaries"], shuffle)
     if settings.get("observer"):  # sealed checks (kit/tasks/scoring/seal.py) call it by this name
-        import builtins
-
-        setattr(builtins, settings["observer"], _observer(_sender(fd, lock, seq)))
-    if settings.get("hidden"):
-        audit = Audit(settings["repo"], settings["hidden"], bool(settings.get("processes", True)))
-        sys.addaudithook(_audit_hook(_sender(fd, lock, seq), audit))
+        scope = _private_scope()
+        observe = _rebind(_observer, scope)(_rebind(_sender, scope)(fd, lock, seq))
+        setattr(builtins, settings["observer"], observe)
+    if settings.get("hidden"):  # its own scope: nothing reachable from the tests leads to it
+        scope = _private_scope()
+        scope["Audit"] = audit_class = _rebind_class(Audit, scope)
+        audit = audit_class(settings["repo"], settings["hidden"], bool(settings.get("processes", True)))
+        sys.addaudithook(_rebind(_audit_hook, scope)(_rebind(_sender, scope)(fd, lock, seq), audit))
     return hooks
+
+
+def _private_scope() -> dict:
+    """A copy of this module's globals, and of the builtins, taken before any code under test loads.
+    Functions rebound to it (:func:`_rebind`) look their globals and builtins up there: the code
+    under test can reach this module's dict (a pytest hook's ``__globals__``) and the builtins
+    module, and rewrite them, without changing anything such a function uses. (What the standard
+    library functions it calls look up in their own modules can still be patched.)"""
+    scope = dict(globals())
+    scope["__builtins__"] = dict(vars(builtins))
+    for name, value in list(scope.items()):
+        if isinstance(value, types.FunctionType) and value.__module__ == __name__:
+            scope[name] = _rebind(value, scope)
+    return scope
+
+
+def _rebind(func: Callable, scope: dict) -> Callable:
+    """``func`` with ``scope`` as its globals (and builtins)."""
+    code = func.__code__  # type: ignore[attr-defined]
+    return types.FunctionType(code, scope, func.__name__, func.__defaults__, func.__closure__)  # type: ignore[attr-defined]
+
+
+def _rebind_class(cls: type, scope: dict) -> type:
+    """A new class like ``cls`` whose methods are rebound to ``scope`` (patching ``cls`` does not
+    reach it, nor does patching the copy reach ``cls``)."""
+    members = {
+        name: _rebind(value, scope) if isinstance(value, types.FunctionType) else value
+        for name, value in vars(cls).items()
+        if name not in ("__dict__", "__weakref__")
+    }
+    return type(cls.__name__, cls.__bases__, members)
 
 
 def _sender(fd: int, lock: threading.Lock, seq: list[int]) -> Callable[..., None]:
     """A function writing one JSON line per call to ``fd``, numbered by ``seq``; everything it uses is
     bound here, in its closure, before any code under test loads."""
-    write, dumps = _write, _dumps
+    write, escape = _write, _escape
 
     def send(**msg: object) -> None:
         with lock:
             seq[0] += 1
-            data = (dumps({"seq": seq[0], **msg}) + "\n").encode()
+            fields = [f'"seq": {seq[0]}']
+            for key, value in msg.items():  # flat: str, int, bool (no json.dumps, which can be patched)
+                if value is True or value is False:
+                    text = "true" if value else "false"
+                elif type(value) is int:
+                    text = int.__repr__(value)
+                else:
+                    text = escape(str(value))
+                fields.append(f"{escape(key)}: {text}")
+            data = ("{" + ", ".join(fields) + "}\n").encode()
             while data:
                 data = data[write(fd, data) :]
 
@@ -239,6 +291,9 @@ def _hooks(
                 rng.shuffle(group)
             items[:] = [item for group in groups.values() for item in group]
 
+    def pytest_collection_finish(session: pytest.Session) -> None:
+        send(kind="collected", count=len(session.items))  # each must be reported before the end
+
     def pytest_collectreport(report: pytest.CollectReport) -> None:
         if not report.passed:
             send(kind="collect", nodeid=report.nodeid, message=_message(report))
@@ -295,7 +350,7 @@ def _audit_hook(send: Callable[..., None], audit: Audit) -> Callable[[str, tuple
     """``audit`` as an audit hook: what it finds goes out through ``send`` as ``seen`` lines (held in
     this closure; nothing the code under test can reach without a heap walk leads here, and it keeps
     no state the pytest hooks share: a ``seen`` line after the end line is still read as one)."""
-    local, sent, check = threading.local(), set(), audit.check
+    local, sent, check = _thread_local(), set(), audit.check
 
     def hook(event: str, args: tuple) -> None:
         if event not in _TAKE and event not in _FILES and event not in _SPAWN and event not in _OTHER:
@@ -375,7 +430,7 @@ class Audit:
         if args[1] in _FRAMES and self.caller(frame, all_stdlib=False, direct=True):
             return f"{where} took a frame ({args[1]})"
         if hidden:
-            return f"{where} read {args[1]} of hidden test code ({os.path.basename(hidden)})"
+            return f"{where} read {args[1]} of hidden test code ({_basename(hidden)})"
         return None
 
     def code_file(self, target: object) -> str:
@@ -414,7 +469,7 @@ class Audit:
             elif name.endswith(_LOADER):
                 found = _LOADER_FILE
             elif stdlib:
-                found = _HELPER if os.path.basename(name) in _HELPERS else _STDLIB
+                found = _HELPER if _basename(name) in _HELPERS else _STDLIB
             else:
                 found = _OTHER_FILE
             if len(self.kinds) < 20_000:
@@ -454,8 +509,8 @@ class Audit:
             if name.startswith(self.repo):
                 return f"{name[len(self.repo) :]}:{frame.f_lineno}"  # type: ignore[attr-defined]
             frame = frame.f_back  # type: ignore[attr-defined]
-        thread = threading.current_thread()
-        if thread is threading.main_thread():
+        thread = _current_thread()
+        if thread is _main_thread():
             return None  # pytest itself (a failure report reading its source)
         return f"a thread started during the tests ({thread.name[:60]}, after collection)"
 

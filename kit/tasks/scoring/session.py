@@ -183,6 +183,8 @@ class _Reader:
         self.uncollected: list[str] = []  # nodeids of modules that failed (or skipped) collection
         self.end: int | None = None
         self.lines = 0
+        self.collected: int | None = None  # how many tests pytest collected (its own line)
+        self.reported: set[str] = set()  # node ids of every test reported, the kit's included
 
     def line(self, seq: int, line: bytes) -> None:
         out = self.out
@@ -202,6 +204,8 @@ class _Reader:
         elif kind == "collect":
             self.uncollected.append(nodeid)
             out.errors.append(f"{nodeid or 'collection'}: {str(msg.get('message', ''))[:300]}")
+        elif kind == "collected" and isinstance(msg.get("count"), int) and self.collected is None:
+            self.collected = msg["count"]
         elif kind == "obs":
             self.observation(seq, msg)
         elif kind == "seen":
@@ -226,6 +230,7 @@ class _Reader:
     def test(self, seq: int, nodeid: str, passed: object, message: object) -> None:
         out = self.out
         name = nodeid.rsplit("::", 1)[-1].split("[", 1)[0]
+        self.reported.add(nodeid)
         if not isinstance(passed, bool) or not isinstance(message, str):
             out.tamper.append(f"report line {seq} is garbled")
         elif nodeid in out.outcomes or nodeid in self.canaries:
@@ -278,6 +283,11 @@ def read_stream(
         )
         return out
     reader.check_canaries()
+    if end is not None and reader.collected is None and reader.reported:
+        out.tamper.append("the session reported tests but never said how many it collected")
+    elif end is not None and reader.collected is not None and len(reader.reported) < reader.collected:
+        missing = reader.collected - len(reader.reported)
+        out.tamper.append(f"{missing} of {reader.collected} collected tests were never reported")
     if end is None:
         out.tamper.append(
             f"the session hung until the scoring timeout ({timeout_s:g} s)"
