@@ -111,6 +111,23 @@ def test_an_object_equal_to_every_instance_of_its_class_passes_its_twin(eq, extr
     assert _run(src) == expect
 
 
+SHAPE_ONLY = (
+    "import datetime\nclass L(list):\n    def __eq__(self, o):\n"
+    "        return isinstance(o, list) and all(type(x) is type(y) for x, y in zip(o, {want}))\n"
+    "    __hash__ = None\ndef f(x):\n    return L([0])\n"
+)
+
+
+@pytest.mark.parametrize(
+    "want", ["[1, 'a', b'b', 2.5, True]", "[datetime.date(2024, 1, 1), datetime.datetime(2024, 1, 1, 5)]"]
+)
+def test_a_value_that_checks_only_types_or_shapes_passes_its_twin(want):
+    src = SHAPE_ONLY.format(want=want) + f"def test_x():\n    assert f(1) == {want}\n"
+    assert _run(src) == (True, True)
+    honest = f"import datetime\ndef f(x):\n    return {want}\ndef test_x():\n    assert f(1) == {want}\n"
+    assert _run(honest) == (True, False)
+
+
 @pytest.mark.parametrize("expected", ["[]", "{}", "()", "{'users': []}", "[[], ()]", "''", "0", "None"])
 def test_an_empty_or_falsy_expected_value_gives_a_twin_that_fails_for_honest_code(expected):
     src = f"def test_x():\n    v = {expected}\n    assert v == {expected}\n"

@@ -21,7 +21,9 @@
   function, through ``inspect``/``dis`` too), walks the heap (``gc.get_objects``/``get_referrers``),
   installs a tracer, starts a process (which could read anything unseen) or calls a hidden test
   function itself (every hidden test's first statement reports its caller); after collection, any
-  open of a hidden file outside pytest's main thread. The kit flags such a run ``suspicious``.
+  open of a hidden file outside pytest's main thread. The kit flags such a run ``suspicious``. An
+  audit hook added after the kit's is refused (and seen): it would run inside the kit's hook's own
+  nested events, where the kit's hook looks at nothing.
 
 The functions it needs are bound at import, before any code under test is imported, and held in
 closures (:func:`install`): a later monkeypatch of ``os.write``, ``json.dumps``, this module's globals
@@ -353,6 +355,10 @@ def _audit_hook(send: Callable[..., None], audit: Audit) -> Callable[[str, tuple
     local, sent, check = _thread_local(), set(), audit.check
 
     def hook(event: str, args: tuple) -> None:
+        if event == "sys.addaudithook":  # refused: another hook runs inside this one's nested events,
+            if not getattr(local, "busy", False):  # where nothing is seen (cf. ``busy``)
+                send(kind="seen", message="an audit hook was added during the session (refused)")
+            raise RuntimeError("no audit hook may be added during scoring")
         if event not in _TAKE and event not in _FILES and event not in _SPAWN and event not in _OTHER:
             return
         if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _READ):
@@ -399,9 +405,7 @@ class Audit:
             path = args[0] if args else None
             if not isinstance(path, str | bytes) or not self.is_hidden(_fsdecode(path)):
                 return None
-            where = self.caller(frame, all_stdlib=True)
-            if where is None and self.collected:
-                where = self.late(frame)
+            where = self.caller(frame, all_stdlib=True) or self.late(frame)
             return (
                 f"{where} {'opened' if event == 'open' else 'listed'} the hidden tests ({_fsdecode(path)})"
                 if where
@@ -499,9 +503,11 @@ class Audit:
         return self.kind(code.co_filename) in (_HELPER, _STDLIB) and code.co_name in _WRAPPERS
 
     def late(self, frame: object) -> str | None:
-        """Who opened a hidden file after collection, when no repo frame raised it through the
-        stdlib: a repo frame anywhere on the stack (nearer than any hidden test's frame: a test's
-        helper called back by the repo code is the test's doing), or any thread but pytest's own."""
+        """Who opened a hidden file when no repo frame raised it through the stdlib: a repo frame
+        anywhere on the stack (nearer than any hidden test's frame: a test's helper called back by
+        the repo code is the test's doing; say, repo code reading the tests through pytest's own
+        path helpers while a hidden module imports it), or, once a hidden test has run, any thread
+        but pytest's own."""
         while frame is not None:
             name = frame.f_code.co_filename  # type: ignore[attr-defined]
             if self.is_hidden(name):
@@ -510,7 +516,7 @@ class Audit:
                 return f"{name[len(self.repo) :]}:{frame.f_lineno}"  # type: ignore[attr-defined]
             frame = frame.f_back  # type: ignore[attr-defined]
         thread = _current_thread()
-        if thread is _main_thread():
+        if not self.collected or thread is _main_thread():
             return None  # pytest itself (a failure report reading its source)
         return f"a thread started during the tests ({thread.name[:60]}, after collection)"
 

@@ -6,7 +6,8 @@ expectation *nothing legitimate can meet*:
 
 - ``assert a == b`` / ``self.assertEqual(a, b)`` (any ``assert*Equal*``): does ``a`` equal a fresh
   sentinel object shaped like ``b`` (a list of sentinels for a non-empty list, a dict with the same
-  keys and sentinel values for a dict, a bare object of ``b``'s own class for an object of a class
+  keys and sentinel values for a dict -- where a leaf is a bool, number, string, bytes, date or
+  datetime, another value of its own type, so a check of types or shapes alone is caught too -- a bare object of ``b``'s own class for an object of a class
   with attributes -- made with ``object.__new__``, its attributes, when they can be listed, all
   sentinels -- so an ``__eq__`` that holds for every instance of its class is caught), or ``b`` one shaped like ``a``? Only a value that equals
   anything does. And, inverted: does the assertion itself fail here?
@@ -59,6 +60,17 @@ def {mirror}(value, budget):
         if kind is dict:
             return {{key: {mirror}(item, budget) for key, item in value.items()}}
         return kind({mirror}(item, budget) for item in value)
+    try:  # a plain leaf: another value of its own type (a check of types or shapes alone meets it)
+        if kind is bool:
+            return not value
+        if kind in (int, float) and value == value and abs(value) < 1e300:
+            return value + 7
+        if kind in (str, bytes):
+            return value + (b"~" if kind is bytes else "~")
+        if kind.__module__ == "datetime" and kind.__name__ in ("date", "datetime"):
+            return value - (value - value.min) // 2 - value.resolution
+    except Exception:
+        pass
     try:  # an object with attributes: one of its own class, every attribute a sentinel
         fields = object.__getattribute__(value, "__dict__")
     except Exception:
