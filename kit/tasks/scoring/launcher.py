@@ -1,5 +1,6 @@
 """Starts one pytest session for the kit's scorer, INSIDE the scoring sandbox (imports nothing from
-the kit). Run as ``python -I -B launcher.py SETTINGS.json``.
+the kit). Run as ``python -I -B launcher.py FD``: FD is a pipe holding the session's settings as
+JSON, read and closed here before any code under test loads (no file in the sandbox holds them).
 
 ``-I`` (which implies ``-P``): no PYTHON* variables, no user site-packages, and neither this script's
 folder nor the working folder (the copy of the repo under test) on ``sys.path``. So pytest, its
@@ -16,12 +17,14 @@ walking the stack up to ``main`` finds nothing that leads to the stream.
 
 import importlib.util
 import json
+import os
 import sys
 
 
 def main() -> int:
-    with open(sys.argv[1], encoding="utf-8") as fh:
-        settings = json.load(fh)
+    fd = int(sys.argv[1])  # a pipe the kit wrote the settings into: read whole, then closed
+    with os.fdopen(fd, "rb") as fh:
+        settings = json.loads(fh.read())
     import pytest
 
     spec = importlib.util.spec_from_file_location("orchbench_scoring_plugin", settings["plugin"])

@@ -59,6 +59,7 @@ _current_thread, _main_thread, _thread_local = (
 )
 _getframe = sys._getframe
 _realpath = os.path.realpath
+_readlink = os.readlink
 _abspath = os.path.abspath
 _fsdecode = os.fsdecode
 _sha256 = hashlib.sha256
@@ -336,7 +337,10 @@ _READ = frozenset(
 _FILES = frozenset({"open", "os.listdir", "os.scandir"})
 _FRAMES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 #: a process started by the code under test reads what it likes, unseen: that it started one is seen
-_SPAWN = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "pty.spawn"})
+_SPAWN = frozenset(
+    {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "pty.spawn", "os.fork"}
+    | {"os.forkpty", "ctypes.dlopen"}  # (native code may do anything unseen: a libc system(), say)
+)
 _CALLED = "orchbench.test_called"
 #: names of the stdlib's one-line ``sys._getframe`` wrappers (``logging.currentframe`` is a lambda)
 _WRAPPERS = frozenset({"<lambda>", "currentframe"})
@@ -357,7 +361,14 @@ def _audit_hook(send: Callable[..., None], audit: Audit) -> Callable[[str, tuple
     def hook(event: str, args: tuple) -> None:
         if event == "sys.addaudithook":  # refused: another hook runs inside this one's nested events,
             if not getattr(local, "busy", False):  # where nothing is seen (cf. ``busy``)
-                send(kind="seen", message="an audit hook was added during the session (refused)")
+                local.busy = True
+                try:
+                    where = audit.caller(_getframe(1), all_stdlib=True) or "code under test"
+                    send(kind="seen", message=f"{where} added an audit hook (refused)")
+                except Exception:  # noqa: BLE001 - an audit hook must never break the session
+                    pass
+                finally:
+                    local.busy = False
             raise RuntimeError("no audit hook may be added during scoring")
         if event not in _TAKE and event not in _FILES and event not in _SPAWN and event not in _OTHER:
             return
@@ -392,6 +403,7 @@ class Audit:
         self.processes = processes  # are processes the repo code starts seen? (not in own tests)
         self.repo = _realpath(repo).rstrip("/") + "/"
         self.hidden = _realpath(hidden).rstrip("/")
+        self.hidden_name = _basename(self.hidden)  # "_acceptance", "_orchbench_canary": no repo's
         paths = sysconfig.get_paths()
         self.stdlib = paths["stdlib"].rstrip("/") + "/"
         self.site = tuple({paths["purelib"].rstrip("/") + "/", paths["platlib"].rstrip("/") + "/"})
@@ -403,6 +415,11 @@ class Audit:
         """What the repo code did, or None when the event is not the repo's or not about the tests."""
         if event in _FILES:  # charged through the stdlib and pytest's module loader (get_data)
             path = args[0] if args else None
+            if isinstance(path, int) and not isinstance(path, bool):  # by descriptor: what it is
+                try:
+                    path = _readlink(f"/proc/self/fd/{path}")
+                except OSError:
+                    return None
             if not isinstance(path, str | bytes) or not self.is_hidden(_fsdecode(path)):
                 return None
             where = self.caller(frame, all_stdlib=True) or self.late(frame)
@@ -418,7 +435,8 @@ class Audit:
             if not self.processes:
                 return None
             where = self.caller(frame, all_stdlib=True)
-            return f"{where} started a process ({str(args[:2])[:120]})" if where else None
+            what = "loaded native code with ctypes" if event.startswith("ctypes") else "started a process"
+            return f"{where} {what} ({str(args[:2])[:120]})" if where else None
         if event == "sys._getframe" and self.returns_frame(frame):
             frame = frame.f_back  # type: ignore[attr-defined]  # charged to who called the wrapper
         hidden = ""
@@ -521,6 +539,10 @@ class Audit:
         return f"a thread started during the tests ({thread.name[:60]}, after collection)"
 
     def is_hidden(self, path: str) -> bool:
+        """Is ``path`` the hidden folder or in it -- resolved, or (a relative path, which may be
+        opened relative to a folder's descriptor) naming the hidden folder as one of its parts?"""
+        if not path.startswith("/") and self.hidden_name in path.split("/"):
+            return True
         full = _abspath(path)
         if full == self.hidden or full.startswith(self.hidden + "/"):
             return True

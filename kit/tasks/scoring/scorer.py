@@ -185,7 +185,7 @@ class _Session:
         self.kit_dir = prepare_kit_dir(kit_dir)
         self.timeout_s = timeout_s
         self.canaries = Canaries.new()
-        self.own_canary = self.canaries.write(_mkdir(kit_dir / "canary"))
+        self.own_canary = self.canaries.write(_mkdir(kit_dir / "_orchbench_canary"))
         self.injected = Injected()
         (kit_dir / "empty.ini").write_text("[pytest]\n", encoding="utf-8")
 

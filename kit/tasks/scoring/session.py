@@ -341,19 +341,28 @@ def run_pytest(
             "observer": expect.observer,
             "args": args,
         }
-        settings_file = kit_dir / f"{label}.json"
-        settings_file.write_text(json.dumps(settings), encoding="utf-8")
-        argv = [sys.executable, "-I", "-B", str(kit_dir / LAUNCHER_FILE), str(settings_file)]
-        res = sandbox.run(
-            argv,
-            repo,
-            writable=True,
-            timeout_s=timeout_s,
-            env=sandbox_env({"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}),
-            ro_binds=[kit_dir],
-            pass_fds=[pipe.write_fd],
-            max_output_chars=20_000,
-        )
+        # the settings (canary names, the hidden folder) go through a pipe the launcher reads and
+        # closes before any code under test loads: no file in the sandbox holds them
+        data = json.dumps(settings).encode()
+        settings_read, settings_write = os.pipe()
+        if len(data) > 60_000:  # (a pipe holds 64 KiB: the launcher reads only after it starts)
+            raise ValueError(f"scoring settings too large for their pipe ({len(data)} bytes)")
+        os.write(settings_write, data)
+        os.close(settings_write)
+        argv = [sys.executable, "-I", "-B", str(kit_dir / LAUNCHER_FILE), str(settings_read)]
+        try:
+            res = sandbox.run(
+                argv,
+                repo,
+                writable=True,
+                timeout_s=timeout_s,
+                env=sandbox_env({"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}),
+                ro_binds=[kit_dir],
+                pass_fds=[pipe.write_fd, settings_read],
+                max_output_chars=20_000,
+            )
+        finally:
+            os.close(settings_read)
     finally:
         released = pipe.finish()
     got = read_stream(bytes(pipe.data), expect, res.exit_code, res.timed_out, timeout_s)
