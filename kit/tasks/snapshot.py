@@ -68,7 +68,8 @@ skip_dirs, skip_suffixes = set(cfg["skip_dirs"]), tuple(cfg["skip_suffixes"])
 notes, count, total = [], 0, 0
 
 def note(rel, why):
-    if len(notes) < cfg["max_notes"]:
+    if len(notes) < cfg["max_notes"]:  # a path is cut: 200 notes stay far below the kit's cap
+        rel = rel if len(rel) <= 240 else rel[:120] + "..." + rel[-100:]
         notes.append(f"{rel}: {why}")
     elif len(notes) == cfg["max_notes"]:
         notes.append("... more dropped entries not listed")

@@ -227,3 +227,22 @@ def test_names_that_are_not_utf8_are_noted_as_escapes(tmp_path):
             note.encode("utf-8")  # no lone surrogate
         dropped = "\n".join(snap.dropped)
         assert "\\xff\\xfe-fifo: FIFO" in dropped and "\\xffshadowlink: symlink" in dropped
+
+
+def test_many_dropped_entries_with_long_names_are_noted_cut_and_the_snapshot_is_taken(tmp_path):
+    """The attacker's way to an ``unscored`` run (which --retry-errors redoes): 205 links out of the
+    clone, 14 folders deep under 250-byte non-UTF-8 names, so the notes outgrew the kit's cap."""
+    from kit.tasks.snapshot import MAX_NOTES, snapshot
+
+    ws = create_workspace(load_task("micro-slugify"), tmp_path / "run" / "repo")
+    fd = os.open(ws.root, os.O_RDONLY)
+    for _ in range(14):
+        os.mkdir(b"\xff" * 250, dir_fd=fd)
+        fd, old = os.open(b"\xff" * 250, os.O_RDONLY, dir_fd=fd), fd
+        os.close(old)
+    for i in range(205):
+        os.symlink("/etc/passwd", b"l%03d" % i, dir_fd=fd)
+    os.close(fd)
+    with snapshot(ws.root, ws.sandbox) as snap:
+        assert len(snap.dropped) == MAX_NOTES + 1 and snap.dropped[-1].startswith("... more")
+        assert all(len(note) < 2000 for note in snap.dropped) and "...\\xff" in snap.dropped[0]
