@@ -27,6 +27,11 @@ cgroup with ``pids.max`` where the pids controller is writable (then RLIMIT_NPRO
 kit kills every process of the command at the end, setsid'd or not. Where no cgroup is writable and the
 kit runs as root, a fork bomb is contained only by the PID namespace and the timeout
 (``process_limit_mechanism()`` says which holds).
+
+Memory: RLIMIT_AS caps each process; where the kit's own memory cgroup (v1) lets it create children,
+each command also gets one with ``memory.limit_in_bytes`` (and ``memsw``) at ``memory_mb``, so the
+whole tree -- not just each of its up to ``processes`` processes -- stays under it
+(``memory_limit_mechanism()`` in :mod:`kit.sandbox.processes` says which holds).
 """
 
 from __future__ import annotations

@@ -74,6 +74,38 @@ def _cgroup_root() -> Path | None:
     return _pids_cgroup_root()
 
 
+@functools.cache
+def _memory_cgroup_root() -> Path | None:
+    """The kit's own memory cgroup (v1: ``memory.limit_in_bytes``), in which it may create one per
+    command to cap the memory of the whole process tree; None where none is writable."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" not in controllers.split(","):
+            continue
+        base = Path("/sys/fs/cgroup/memory") / path.lstrip("/")
+        probe = base / f"orchbench-probe-{os.getpid()}"
+        try:
+            probe.mkdir()
+        except OSError:
+            return None
+        try:
+            return base if (probe / "memory.limit_in_bytes").exists() else None
+        finally:
+            with contextlib.suppress(OSError):
+                probe.rmdir()
+    return None
+
+
+def memory_limit_mechanism() -> str:
+    """How the memory of a command's whole process tree is capped: ``cgroup memory`` or ``none``
+    (each process still has its ``RLIMIT_AS``)."""
+    return "cgroup memory" if _memory_cgroup_root() is not None else "none (RLIMIT_AS per process only)"
+
+
 def process_limit_mechanism() -> str:
     """How ``ProcessLimits.processes`` is enforced here: ``cgroup pids.max``, ``RLIMIT_NPROC`` or ``none``."""
     if _cgroup_root() is not None:
@@ -85,13 +117,30 @@ _counter = itertools.count()
 
 
 class _Cgroup:
-    """One command's pids cgroup: limits the process count, lists every process to kill at the end."""
+    """One command's pids cgroup: limits the process count, lists every process to kill at the end;
+    and, where one can be made, its memory cgroup: caps the whole tree's memory."""
 
-    def __init__(self, root: Path, max_pids: int) -> None:
+    def __init__(self, root: Path, max_pids: int, memory_mb: int) -> None:
         self.path = root / f"orchbench-{os.getpid()}-{next(_counter)}"
         self.path.mkdir()
         (self.path / "pids.max").write_text(str(max_pids))
         self.procs = str(self.path / "cgroup.procs")
+        self.memory: Path | None = None
+        memory_root = _memory_cgroup_root()
+        if memory_root is not None:
+            self.memory = memory_root / self.path.name
+            try:
+                self.memory.mkdir()
+                (self.memory / "memory.limit_in_bytes").write_text(str(memory_mb * 2**20))
+                with contextlib.suppress(OSError):  # memory and swap together, where swap is counted
+                    (self.memory / "memory.memsw.limit_in_bytes").write_text(str(memory_mb * 2**20))
+            except OSError:
+                self.memory = None
+
+    @property
+    def join(self) -> list[str]:
+        """The ``cgroup.procs`` files a command's first process writes its pid to."""
+        return [self.procs, *([str(self.memory / "cgroup.procs")] if self.memory else [])]
 
     def kill_all(self, wait_s: float = 5.0) -> None:
         """SIGKILL every process in the cgroup until it is empty (a process forked meanwhile is
@@ -111,12 +160,13 @@ class _Cgroup:
 
     def remove(self) -> None:
         self.kill_all()
-        for _ in range(200):
-            try:
-                self.path.rmdir()
-                return
-            except OSError:
-                time.sleep(0.005)
+        for path in [self.path, *([self.memory] if self.memory else [])]:
+            for _ in range(200):
+                try:
+                    path.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.005)
 
 
 def _rlimits(limits: ProcessLimits) -> list[tuple[int, str, int]]:
@@ -141,7 +191,7 @@ def _prlimit() -> str | None:
 
 
 def _launcher(
-    argv: list[str], limits: ProcessLimits, cgroup_procs: str | None
+    argv: list[str], limits: ProcessLimits, cgroup_procs: list[str] | None
 ) -> tuple[list[str], Callable | None]:
     """How to start ``argv`` inside the cgroup with the rlimits.
 
@@ -160,16 +210,18 @@ def _launcher(
     cmd = [prlimit, *(f"{option}={value}:{value}" for _, option, value in rlimits), "--", *argv]
     if cgroup_procs is None:
         return cmd, None
-    join = 'echo $$ > "$1" || exit 125; shift; exec "$@"'
-    return ["/bin/sh", "-c", join, "sh", cgroup_procs, *cmd], None
+    join = 'echo $$ > "$1" || exit 125; shift; '
+    if len(cgroup_procs) > 1:
+        join += 'echo $$ > "$1" || exit 125; shift; '
+    return ["/bin/sh", "-c", join + 'exec "$@"', "sh", *cgroup_procs, *cmd], None
 
 
-def _preexec(rlimits: list[tuple[int, str, int]], cgroup_procs: str | None) -> Callable[[], None]:
-    """Runs in the child between fork and exec: join the cgroup, set the rlimits."""
+def _preexec(rlimits: list[tuple[int, str, int]], cgroup_procs: list[str] | None) -> Callable[[], None]:
+    """Runs in the child between fork and exec: join the cgroups, set the rlimits."""
 
     def apply() -> None:
-        if cgroup_procs is not None:
-            fd = os.open(cgroup_procs, os.O_WRONLY)
+        for procs in cgroup_procs or []:
+            fd = os.open(procs, os.O_WRONLY)
             try:
                 os.write(fd, str(os.getpid()).encode())
             finally:
@@ -270,9 +322,9 @@ def run_process(
     """
     _check_timeout(timeout_s)
     root = _cgroup_root()
-    cgroup = _Cgroup(root, limits.processes) if root is not None else None
+    cgroup = _Cgroup(root, limits.processes, limits.memory_mb) if root is not None else None
     started = time.monotonic()
-    launch, preexec = _launcher(argv, limits, cgroup.procs if cgroup else None)
+    launch, preexec = _launcher(argv, limits, cgroup.join if cgroup else None)
     try:
         proc = subprocess.Popen(
             launch,

@@ -23,6 +23,7 @@ from kit.sandbox.backends import (
     process_limit_mechanism,
     sandbox_env,
 )
+from kit.sandbox.processes import memory_limit_mechanism
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap needs Linux")
 
@@ -386,3 +387,22 @@ def test_one_runs_processes_do_not_count_against_another_run(runs, tmp_path):
         assert "STARTED" in res.output, res.output
     finally:
         hog.join()
+
+
+@pytest.mark.skipif(
+    not memory_limit_mechanism().startswith("cgroup"), reason="needs a writable memory cgroup"
+)
+def test_the_memory_of_a_commands_whole_process_tree_is_capped(runs):
+    """RLIMIT_AS caps each process; three processes under it together exceed the tree's cap (the
+    attacker's sketch: 512 processes of 4 GB each would take the host)."""
+    _, mine = runs
+    grab = "python3 -c 'b = b\"x\" * (60 * 2**20); import time; time.sleep(3)'"
+    one = sh(f"{grab} && echo ONE-OK", mine, limits=ProcessLimits(memory_mb=100))
+    assert "ONE-OK" in one.output, one.output  # 60 MB in one process: under both caps
+    three = sh(
+        f"{grab} & a=$!; {grab} & b=$!; {grab} & c=$!; wait $a; echo A=$?; wait $b; echo B=$?; wait $c; echo C=$?",
+        mine,
+        limits=ProcessLimits(memory_mb=100),
+    )
+    statuses = [line.split("=")[1] for line in three.output.split() if line[:2] in ("A=", "B=", "C=")]
+    assert len(statuses) == 3 and set(statuses) != {"0"}, three.output  # one at least was killed
