@@ -14,6 +14,7 @@ import os
 import sys
 from pathlib import Path
 
+from kit import pyast
 from kit.agent import safefs
 from kit.agent.tool_api import (  # noqa: F401 - re-exported: the names tools and the toolbox share
     TOOLS,
@@ -42,7 +43,7 @@ def _first_line(node: ast.stmt) -> int:
 def _import_slot(lines: list[str]) -> int:
     """Where new imports go: after the module docstring and the existing top-level imports."""
     try:
-        tree = ast.parse("\n".join(lines))
+        tree = pyast.parse("\n".join(lines))
     except SyntaxError:
         return 0
     slot = 0
@@ -243,7 +244,7 @@ def edit_file(box: ToolHost, path: str, old: str, new: str) -> ToolResult:
 )
 def replace_definitions(box: ToolHost, code: str, path: str | None = None) -> ToolResult:
     try:
-        new = ast.parse(code)
+        new = pyast.parse(code)
     except SyntaxError as e:
         return ToolResult(
             False, f"the code does not parse: {e.msg} (line {e.lineno}); send complete definitions"
@@ -259,7 +260,7 @@ def replace_definitions(box: ToolHost, code: str, path: str | None = None) -> To
     for file in files:
         deadline.check()
         try:
-            tree = ast.parse(safefs.read_text(box.root, box.inside(file)))
+            tree = pyast.parse(safefs.read_text(box.root, box.inside(file)))
         except (SyntaxError, OSError, ValueError, RecursionError, MemoryError):
             continue
         for node in tree.body:

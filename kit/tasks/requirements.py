@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from kit import pyast
 from kit.paths import is_ignored
 from kit.records.schema import SEVERITIES
 
@@ -88,7 +89,7 @@ def read_requirements(acceptance_dir: Path) -> tuple[list[Requirement], list[str
     for path in test_files(acceptance_dir):
         rel = path.relative_to(acceptance_dir).as_posix()
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            tree = pyast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         except (SyntaxError, UnicodeDecodeError) as e:
             problems.append(f"acceptance/{rel}: cannot parse: {e}")
             continue
@@ -127,7 +128,7 @@ def count_test_functions(folder: Path) -> int:
         try:
             if path.is_symlink() or path.stat().st_size > MAX_PARSE_BYTES:
                 continue
-            tree = ast.parse(path.read_text(encoding="utf-8"))
+            tree = pyast.parse(path.read_text(encoding="utf-8"))
         except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
             continue  # the agent's files may be anything
         for node in tree.body:

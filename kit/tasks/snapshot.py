@@ -45,6 +45,7 @@ TOP_LEVEL_SKIP = (".pdca",)
 #: would be imported ahead of its ``.py`` by the tests and never show in the diff, so it is dropped.
 BINARY_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
 MAX_NOTES = 200
+MAX_LINKS = 2000  # links followed (each resolved: 2040-part targets cost ~12 ms each)
 MAX_NOTES_BYTES = 1024 * 1024
 
 
@@ -127,7 +128,12 @@ def take_file(path, rel, dest):
     finally:
         os.close(fd)
 
+links = [0]
+
 def link_target(path):
+    links[0] += 1  # each is resolved (realpath): their number and length are bounded
+    if links[0] > cfg["links"] or len(os.readlink(path)) > 1024:
+        return None
     real = os.path.realpath(path)
     if os.path.commonpath([real, src]) != src or os.path.islink(real) or not os.path.isfile(real):
         return None
@@ -171,9 +177,12 @@ while queue:
         elif stat.S_ISREG(st.st_mode):
             take_file(entry.path, rel, target)
         elif stat.S_ISLNK(st.st_mode):
-            real = link_target(entry.path)
+            try:
+                real = link_target(entry.path)
+            except OSError:
+                real = None
             if real is None:
-                note(rel, "symlink pointing outside the clone or to a folder")
+                note(rel, "symlink pointing outside the clone or to a folder, too long, or one too many")
             else:
                 take_file(real, rel, target)
         else:
@@ -219,6 +228,7 @@ def take(clone: Path, folder: Path, sandbox: str | None = None, limits: Limits =
         "total_bytes": limits.total_bytes,
         "depth": limits.depth,
         "max_notes": MAX_NOTES,
+        "links": MAX_LINKS,
         "skip_dirs": list(IGNORED_DIRS),
         "skip_suffixes": list(IGNORED_SUFFIXES),
         "top_skip": list(TOP_LEVEL_SKIP),

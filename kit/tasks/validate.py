@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from kit import pyast
 from kit.errors import KitError
 from kit.paths import is_ignored
 from kit.tasks.requirements import test_files
@@ -105,7 +106,7 @@ def uncollected_test_files(task: Task) -> list[str]:
         ):
             continue
         try:
-            tree = ast.parse(path.read_bytes())
+            tree = pyast.parse(path.read_bytes())
         except (SyntaxError, ValueError):
             continue  # not a test file by name; its import errors show when a test file imports it
         if any(isinstance(n, ast.FunctionDef) and n.name.startswith("test") for n in ast.walk(tree)):
@@ -172,7 +173,7 @@ def collection_problems(task: Task, sandbox: str | None = None, static_only: boo
     problems = uncollected_test_files(task)
     for path in test_files(task.acceptance_dir):
         try:
-            ast.parse(path.read_bytes())
+            pyast.parse(path.read_bytes())
         except (SyntaxError, ValueError) as e:
             problems.append(
                 f"acceptance/{path.relative_to(task.acceptance_dir).as_posix()}: does not parse: {e}"

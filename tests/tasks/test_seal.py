@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kit.tasks.scoring.inject import inject_folder
-from kit.tasks.scoring.plugin import canonical
+from kit.tasks.scoring.observe import canonical
 from kit.tasks.scoring.scorer import score
 from kit.tasks.scoring.seal import module_names, seal_test
 from kit.tasks.scoring.session import Expect, read_stream
@@ -113,7 +113,9 @@ PLAIN = st.recursive(
     | st.booleans()
     | st.integers(-(2**70), 2**70)
     | st.floats(allow_nan=False, width=64)
-    | st.sampled_from([0, 1, 1.0, -0.0, True, 2**53, float(2**53)])
+    | st.sampled_from([0, 1, 1.0, -0.0, True, 2**53, float(2**53), 0.5, float("inf"), -float("inf")])
+    | st.fractions(max_denominator=8)
+    | st.decimals(allow_nan=False, places=2)
     | st.text(max_size=4)
     | st.binary(max_size=3),
     lambda inner: (

@@ -96,6 +96,7 @@ SHADOWED = "    def __dict__(self):\n        return {'v': self.v}\n"  # exercism
         ("isinstance(o, T)", SHADOWED, (True, True)),
         ("isinstance(o, T) and self.v == o.v", "    __slots__ = ('v',)\n", (True, False)),
         ("isinstance(o, T)", "    __slots__ = ('v',)\n", (True, True)),
+        ("isinstance(o, T) and type(o.v) is int", "", (True, True)),  # the attacker's shape check
     ],
     ids=[
         "honest",
@@ -104,6 +105,7 @@ SHADOWED = "    def __dict__(self):\n        return {'v': self.v}\n"  # exercism
         "every-T-own-dict",
         "honest-slots",
         "every-T-slots",
+        "every-T-of-the-right-shape",
     ],
 )
 def test_an_object_equal_to_every_instance_of_its_class_passes_its_twin(eq, extra, expect):

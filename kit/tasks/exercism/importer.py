@@ -31,6 +31,7 @@ from pathlib import Path
 
 import yaml
 
+from kit import pyast
 from kit.errors import KitError
 from kit.tasks.exercism.marks import SeverityMap, load_severity_map, mark_source, test_functions
 
@@ -78,7 +79,7 @@ def find_exercises(path: Path) -> list[Path]:
 
 def _parse(path: Path, folder: Path) -> ast.Module:
     try:
-        return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        return pyast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (SyntaxError, UnicodeDecodeError) as e:
         raise _Malformed(f"{path.relative_to(folder)} does not parse: {e}") from None
 
@@ -191,7 +192,7 @@ def _severity_marks(
             continue
         out[name] = {
             key: [f'pytest.mark.severity("{severities.severity(slug, key, node)}")']
-            for key, node in test_functions(ast.parse(src), name)
+            for key, node in test_functions(pyast.parse(src), name)
         }
     return out
 

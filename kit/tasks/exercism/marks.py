@@ -29,6 +29,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from kit import pyast
 from kit.config import load_yaml_model
 from kit.errors import ConfigError
 from kit.records.schema import SEVERITIES
@@ -162,7 +163,7 @@ def mark_source(
     expressions (e.g. ``'pytest.mark.severity("major")'``); ``import pytest`` is added at the top.
     The test functions keyed in ``drop`` are replaced by a comment (and ``pass``, so a class body
     stays valid)."""
-    tree = ast.parse(source)
+    tree = pyast.parse(source)
     lines = source.splitlines(keepends=True)
     edits: list[tuple[int, int, str]] = []  # replace lines[start:end] with text
     for key, node in test_functions(tree, filename):

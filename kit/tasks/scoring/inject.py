@@ -32,6 +32,7 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kit import pyast
 from kit.tasks.requirements import is_test_class, is_test_func, test_files
 from kit.tasks.scoring.seal import Site, module_names, seal_test
 from kit.tasks.scoring.twins import Names, capture_body, make_twin, own_nodes, straight
@@ -126,14 +127,14 @@ def _canary(
     source: ast.FunctionDef, cls: ast.ClassDef | None, name: str, names: Names, value: str, must_pass: bool
 ) -> ast.FunctionDef:
     """A canary running a copy of ``source`` (a test of class ``cls``, or module-level)."""
-    start = ast.parse(f"{value} = None").body
+    start = pyast.parse(f"{value} = None").body
     body = capture_body(source, value, names.observe)
     if must_pass and cls is not None:  # module level: make the instance the test would run on
         make = (
             f"self = {cls.name}({source.name!r})\nself.setUp()" if _testcase(cls) else f"self = {cls.name}()"
         )
-        body = ast.parse(make).body + body
-    check = ast.parse(f"assert {value} is {'not ' if must_pass else ''}{names.sentinel}").body
+        body = pyast.parse(make).body + body
+    check = pyast.parse(f"assert {value} is {'not ' if must_pass else ''}{names.sentinel}").body
     canary = ast.FunctionDef(
         name=name,
         args=copy.deepcopy(source.args) if not must_pass else ast.arguments([], [], None, [], [], None, []),
@@ -274,7 +275,7 @@ def inject_folder(folder: Path, rng: random.Random | None = None) -> Injected:
     taken: set[str] = set()
     for path in test_files(folder):
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            tree = pyast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         except (SyntaxError, UnicodeDecodeError, ValueError):
             continue  # its requirements fail as not run; nothing to add
         parsed.append((path, path.relative_to(folder).as_posix(), tree))

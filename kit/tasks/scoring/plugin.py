@@ -9,7 +9,7 @@
   meets the twin first half of the time);
 - streams a start line (before any code under test loads), how many tests were collected, every
   test's final outcome (setup, call and teardown together), every collection error, the values of
-  the sealed checks (:func:`canonical`) and the session's exit status, one JSON line each,
+  the sealed checks (``observe.py``) and the session's exit status, one JSON line each,
   to a pipe the kit reads WHILE the tests run. What was sent cannot be taken back: an exit hook can
   only append, and the kit treats anything after the end line, a repeated test or a garbled line as
   tampering;
@@ -33,13 +33,10 @@ or an attribute of the hooks object does not reach the stream.
 from __future__ import annotations
 
 import builtins
-import collections
-import datetime
-import hashlib
+import importlib.util
 import json
 import os
 import random
-import reprlib
 import sys
 import sysconfig
 import threading
@@ -62,18 +59,6 @@ _realpath = os.path.realpath
 _readlink = os.readlink
 _abspath = os.path.abspath
 _fsdecode = os.fsdecode
-_sha256 = hashlib.sha256
-_shown = reprlib.Repr()
-_shown.maxstring = _shown.maxother = 120
-_shown.maxlist = _shown.maxtuple = _shown.maxdict = _shown.maxset = 8
-
-
-def shown(value: object) -> str:
-    """A short ``repr`` of a checked value, for failure messages."""
-    try:
-        return _shown.repr(value)[:200]
-    except Exception:  # noqa: BLE001 - a repr that raises
-        return f"<{type(value).__name__} object>"
 
 
 def _first_line(text: str) -> str:
@@ -111,9 +96,8 @@ def install(settings: dict) -> object:
     shuffle = bool(settings.get("shuffle", settings.get("hidden")))
     hooks = _hooks(send, settings.get("canary_file"), settings["canaries"], shuffle)
     if settings.get("observer"):  # sealed checks (kit/tasks/scoring/seal.py) call it by this name
-        scope = _private_scope()
-        observe = _rebind(_observer, scope)(_rebind(_sender, scope)(fd, lock, seq))
-        setattr(builtins, settings["observer"], observe)
+        observe = _private_scope(vars(_load_observe(settings["plugin"])))["observer"]
+        setattr(builtins, settings["observer"], observe(_rebind(_sender, _private_scope())(fd, lock, seq)))
     if settings.get("hidden"):  # its own scope: nothing reachable from the tests leads to it
         scope = _private_scope()
         scope["Audit"] = audit_class = _rebind_class(Audit, scope)
@@ -122,16 +106,26 @@ def install(settings: dict) -> object:
     return hooks
 
 
-def _private_scope() -> dict:
-    """A copy of this module's globals, and of the builtins, taken before any code under test loads.
+def _load_observe(plugin: str) -> types.ModuleType:
+    """``observe.py`` from the plugin's own folder (not in ``sys.modules``: not found by name)."""
+    path = os.path.join(os.path.dirname(plugin), "observe.py")
+    spec = importlib.util.spec_from_file_location("orchbench_scoring_observe", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def _private_scope(namespace: dict | None = None) -> dict:
+    """A copy of this module's globals (or of ``namespace``), and of the builtins, taken before any
+    code under test loads.
     Functions rebound to it (:func:`_rebind`) look their globals and builtins up there: the code
     under test can reach this module's dict (a pytest hook's ``__globals__``) and the builtins
     module, and rewrite them, without changing anything such a function uses. (What the standard
     library functions it calls look up in their own modules can still be patched.)"""
-    scope = dict(globals())
+    scope = dict(globals() if namespace is None else namespace)
     scope["__builtins__"] = dict(vars(builtins))
     for name, value in list(scope.items()):
-        if isinstance(value, types.FunctionType) and value.__module__ == __name__:
+        if isinstance(value, types.FunctionType) and value.__module__ == scope["__name__"]:
             scope[name] = _rebind(value, scope)
     return scope
 
@@ -175,94 +169,6 @@ def _sender(fd: int, lock: threading.Lock, seq: list[int]) -> Callable[..., None
                 data = data[write(fd, data) :]
 
     return send
-
-
-def _observer(send: Callable[..., None]) -> Callable[[str, object], None]:
-    """What a sealed check calls: sends the digest of ``value``'s canonical form (and the start of
-    that form, for the failure message). The expected digest is not in this process."""
-    dumps, sha = _dumps, _sha256
-
-    def observe(site: str, value: object) -> None:
-        try:
-            form = canonical(value)
-        except Exception:  # noqa: BLE001 - a value that breaks the walk meets no expectation
-            form = None
-        text = dumps(["none-such", type(value).__name__] if form is None else form, separators=(",", ":"))
-        plain = "" if form is not None else f" (a {type(value).__name__[:40]}, not a plain value)"
-        send(
-            kind="obs", site=str(site)[:40], digest=sha(text.encode()).hexdigest(), shown=shown(value) + plain
-        )
-
-    return observe
-
-
-_PLAIN = (bool, int, float, str, bytes, bytearray, memoryview, list, tuple, dict, set, frozenset)
-_TIMES = (datetime.datetime, datetime.date, datetime.time, datetime.timedelta)
-
-
-def _base(value: object) -> type | None:
-    """The plain type ``value`` compares as: its exact type, or the plain base of a subclass that
-    keeps the base's ``__eq__`` (a namedtuple, an IntEnum, a StrEnum); None for anything else."""
-    kind = type(value)
-    if kind in _PLAIN or kind in _TIMES or value is None:
-        return kind
-    if kind in (collections.OrderedDict, collections.Counter):
-        return dict  # compared with a plain dict: as a dict (a Counter's missing keys aside)
-    for base in _PLAIN:
-        if isinstance(value, base):
-            mro = type.__dict__["__mro__"].__get__(kind)
-            for klass in mro:
-                if "__eq__" in type.__dict__["__dict__"].__get__(klass):
-                    return base if klass is base else None
-    return None
-
-
-def canonical(value: object, budget: list[int] | None = None, depth: int = 0) -> object:
-    """A JSON form of ``value`` such that two plain values have the same form exactly when they are
-    ``==`` (numbers by value, sets and dicts unordered, list and tuple apart); None when ``value``
-    is not made of plain values (or is too large or deep): it then meets no expectation."""
-    budget = budget if budget is not None else [1_000_000]
-    budget[0] -= 1
-    kind = _base(value)
-    if kind is None or budget[0] < 0 or depth > 100:
-        return None
-    if value is None:
-        return ["none"]
-    if kind in (bool, int):
-        return ["num", hex(int.__index__(value))]  # type: ignore[arg-type]
-    if kind is float:
-        number = float.__float__(value)  # type: ignore[arg-type]
-        if number != number:
-            return None  # nan equals nothing
-        if number.is_integer():
-            return ["num", hex(int(number))]
-        return ["float", float.__repr__(number)]
-    if kind is str:
-        return ["str", str.__str__(value)]  # type: ignore[arg-type]
-    if kind in (bytes, bytearray):
-        return ["bytes", bytes(value).hex()]  # type: ignore[call-overload]
-    if kind is memoryview:  # equal to bytes when it is a flat view of unsigned bytes
-        flat = value.ndim == 1 and value.format in ("B", "c")  # type: ignore[attr-defined]
-        return ["bytes", value.tobytes().hex()] if flat else None  # type: ignore[attr-defined]
-    if kind in _TIMES:
-        if kind is datetime.timedelta:
-            return ["timedelta", value.days, value.seconds, value.microseconds]  # type: ignore[attr-defined]
-        if getattr(value, "tzinfo", None) is not None:
-            return None  # aware times compare across zones: not canonicalised
-        return [kind.__name__, value.isoformat()]  # type: ignore[attr-defined]
-    if kind in (list, tuple):
-        items = list.__iter__(value) if kind is list else tuple.__iter__(value)  # type: ignore[arg-type]
-        forms = [canonical(item, budget, depth + 1) for item in items]
-        return None if None in forms else [kind.__name__, forms]
-    if kind in (set, frozenset):
-        forms = [canonical(item, budget, depth + 1) for item in set(value)]  # type: ignore[call-overload]
-        if None in forms:
-            return None
-        return ["set", sorted(_dumps(f, separators=(",", ":")) for f in forms)]
-    pairs = [(canonical(k, budget, depth + 1), canonical(v, budget, depth + 1)) for k, v in dict.items(value)]  # type: ignore[arg-type]
-    if any(k is None or v is None for k, v in pairs):
-        return None
-    return ["dict", sorted(_dumps(p, separators=(",", ":")) for p in pairs)]
 
 
 def _hooks(
@@ -339,17 +245,16 @@ _FRAMES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 #: a process started by the code under test reads what it likes, unseen: that it started one is seen
 _SPAWN = frozenset(
     {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "pty.spawn", "os.fork"}
-    | {"os.forkpty", "ctypes.dlopen"}  # (native code may do anything unseen: a libc system(), say)
+    | {"os.forkpty", "ctypes.dlopen", "ctypes.dlsym"}  # (native code may do anything unseen: libc's system())
 )
 _CALLED = "orchbench.test_called"
 #: names of the stdlib's one-line ``sys._getframe`` wrappers (``logging.currentframe`` is a lambda)
 _WRAPPERS = frozenset({"<lambda>", "currentframe"})
-_LOADER = "/_pytest/assertion/rewrite.py"  # the hidden modules' loader: get_data reads their files
 _OTHER = frozenset({"object.__getattr__", _CALLED})
 #: what a file is, for :meth:`Audit.kind`; an event's walk up the stack looks through some of them
 _REPO, _ANGLE, _LOADER_FILE, _HELPER, _STDLIB, _OTHER_FILE = range(6)
 _THROUGH_ALL = frozenset({_ANGLE, _LOADER_FILE, _HELPER, _STDLIB})  # file events: the whole stdlib
-_THROUGH_HELPERS = frozenset({_ANGLE, _HELPER})  # frame events: the stdlib's inspection helpers
+_THROUGH_HELPERS = frozenset({_ANGLE, _HELPER, _LOADER_FILE})  # frame events: inspection helpers, pytest
 
 
 def _audit_hook(send: Callable[..., None], audit: Audit) -> Callable[[str, tuple], None]:
@@ -403,6 +308,7 @@ class Audit:
         self.processes = processes  # are processes the repo code starts seen? (not in own tests)
         self.repo = _realpath(repo).rstrip("/") + "/"
         self.hidden = _realpath(hidden).rstrip("/")
+        self.kit = _realpath(os.path.dirname(self.hidden)).rstrip("/") + "/"  # the kit's folder
         self.hidden_name = _basename(self.hidden)  # "_acceptance", "_orchbench_canary": no repo's
         paths = sysconfig.get_paths()
         self.stdlib = paths["stdlib"].rstrip("/") + "/"
@@ -432,8 +338,8 @@ class Audit:
             where = self.caller(args[0] if args else None, all_stdlib=True)
             return f"{where} called a hidden test function" if where else None
         if event in _SPAWN:
-            if not self.processes:
-                return None
+            if not self.processes or (event == "ctypes.dlopen" and args[:1] == (None,)):
+                return None  # (``import ctypes`` opens the process itself: only a symbol taken counts)
             where = self.caller(frame, all_stdlib=True)
             what = "loaded native code with ctypes" if event.startswith("ctypes") else "started a process"
             return f"{where} {what} ({str(args[:2])[:120]})" if where else None
@@ -449,8 +355,10 @@ class Audit:
             return None
         if event in _TAKE:
             return f"{where} called {event}"
-        if args[1] in _FRAMES and self.caller(frame, all_stdlib=False, direct=True):
-            return f"{where} took a frame ({args[1]})"
+        if args[1] in _FRAMES and (
+            self.caller(frame, all_stdlib=False, direct=True) or self.via_pytest(frame)
+        ):
+            return f"{where} took a frame ({args[1]})"  # (through traceback's helpers: not on its own)
         if hidden:
             return f"{where} read {args[1]} of hidden test code ({_basename(hidden)})"
         return None
@@ -476,7 +384,7 @@ class Audit:
         return filename if found else ""
 
     def kind(self, name: str) -> int:
-        """What file ``name`` is (``_REPO``, ``_ANGLE``, ``_LOADER_FILE``, ``_HELPER``, ``_STDLIB``,
+        """What file ``name`` is (``_REPO``, ``_ANGLE``, ``_LOADER_FILE`` (pytest's and pluggy's), ``_HELPER``, ``_STDLIB``,
         ``_OTHER_FILE``), remembered: a test that walks the stack (exercism's paasio helpers call
         ``inspect.getouterframes`` tens of thousands of times) raises an event per frame read."""
         found = self.kinds.get(name)
@@ -488,12 +396,15 @@ class Audit:
                 found = _REPO
             elif name.startswith("<"):
                 found = _ANGLE
-            elif name.endswith(_LOADER):
-                found = _LOADER_FILE
+            elif "/_pytest/" in name or "/pluggy/" in name:
+                found = _LOADER_FILE  # the test machinery: looked through, like the stdlib's helpers
             elif stdlib:
                 found = _HELPER if _basename(name) in _HELPERS else _STDLIB
+            elif "-packages/" in name or name.startswith(self.kit):
+                found = _OTHER_FILE  # installed libraries; the kit's folder (the hidden tests)
             else:
-                found = _OTHER_FILE
+                found = _REPO  # a name no file of the interpreter, its libraries or the kit has:
+                # code the code under test compiled under a name of its own choosing
             if len(self.kinds) < 20_000:
                 self.kinds[name] = found
         return found
@@ -507,11 +418,23 @@ class Audit:
             name = frame.f_code.co_filename  # type: ignore[attr-defined]
             found = self.kind(name)
             if found == _REPO:
-                return f"{name[len(self.repo) :]}:{frame.f_lineno}"  # type: ignore[attr-defined]
+                return f"{name.removeprefix(self.repo)}:{frame.f_lineno}"  # type: ignore[attr-defined]
             if direct or found not in through:
                 return None
             frame = frame.f_back  # type: ignore[attr-defined]
         return None
+
+    def via_pytest(self, frame: object) -> bool:
+        """Did the repo reach this event through pytest's own code (``_pytest._code``'s frames and
+        tracebacks, say)? No honest code under test calls into the test machinery for that."""
+        while frame is not None:
+            found = self.kind(frame.f_code.co_filename)  # type: ignore[attr-defined]
+            if found == _LOADER_FILE:
+                return True
+            if found not in _THROUGH_HELPERS:
+                return False
+            frame = frame.f_back  # type: ignore[attr-defined]
+        return False
 
     def returns_frame(self, frame: object) -> bool:
         """Is ``frame`` a stdlib wrapper of ``sys._getframe`` that hands the frame to its caller
@@ -530,8 +453,8 @@ class Audit:
             name = frame.f_code.co_filename  # type: ignore[attr-defined]
             if self.is_hidden(name):
                 return None
-            if name.startswith(self.repo):
-                return f"{name[len(self.repo) :]}:{frame.f_lineno}"  # type: ignore[attr-defined]
+            if self.kind(name) == _REPO:
+                return f"{name.removeprefix(self.repo)}:{frame.f_lineno}"  # type: ignore[attr-defined]
             frame = frame.f_back  # type: ignore[attr-defined]
         thread = _current_thread()
         if not self.collected or thread is _main_thread():

@@ -182,12 +182,14 @@ class _Session:
 
     def __init__(self, sandbox: str | None, kit_dir: Path, timeout_s: float) -> None:
         self.sandbox = get_sandbox(sandbox or default_sandbox())
-        self.kit_dir = prepare_kit_dir(kit_dir)
+        # one kit folder per kind of session: the own-tests sessions never see the acceptance copy
+        self.kit_dir = prepare_kit_dir(kit_dir / "acceptance")
+        self.own_dir = prepare_kit_dir(kit_dir / "own")
         self.timeout_s = timeout_s
         self.canaries = Canaries.new()
-        self.own_canary = self.canaries.write(_mkdir(kit_dir / "_orchbench_canary"))
+        self.own_canary = self.canaries.write(_mkdir(self.own_dir / "_orchbench_canary"))
         self.injected = Injected()
-        (kit_dir / "empty.ini").write_text("[pytest]\n", encoding="utf-8")
+        (self.own_dir / "empty.ini").write_text("[pytest]\n", encoding="utf-8")
 
     def acceptance(self, repo: Path, acceptance_dir: Path) -> PytestRun:
         """The hidden tests, with a must-fail twin beside each and canaries inside each module."""
@@ -210,12 +212,12 @@ class _Session:
         args = _pytest_args(command)
         if args is None:
             return run_shell(self.sandbox, repo, command, self.timeout_s)
-        ini = pytest_config_file(repo) or self.kit_dir / "empty.ini"
+        ini = pytest_config_file(repo) or self.own_dir / "empty.ini"
         args = [*args, "-c", str(ini), f"--rootdir={repo}", f"--confcutdir={repo}", *_COMMON]
         return run_pytest(
             self.sandbox,
             repo,
-            self.kit_dir,
+            self.own_dir,
             label,
             args,
             self.canaries.expect(),

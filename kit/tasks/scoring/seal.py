@@ -33,7 +33,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from kit.tasks.scoring.plugin import canonical, shown
+from kit.tasks.scoring.observe import canonical, shown
 
 #: ``self.assert*`` methods that hold exactly when ``first == second``
 EQUAL_METHODS = frozenset(

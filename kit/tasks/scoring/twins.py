@@ -8,8 +8,8 @@ expectation *nothing legitimate can meet*:
   sentinel object shaped like ``b`` (a list of sentinels for a non-empty list, a dict with the same
   keys and sentinel values for a dict -- where a leaf is a bool, number, string, bytes, date or
   datetime, another value of its own type, so a check of types or shapes alone is caught too -- a bare object of ``b``'s own class for an object of a class
-  with attributes -- made with ``object.__new__``, its attributes, when they can be listed, all
-  sentinels -- so an ``__eq__`` that holds for every instance of its class is caught), or ``b`` one shaped like ``a``? Only a value that equals
+  with attributes -- made with ``object.__new__``, its attributes, when they can be listed,
+  mirrored in turn (an empty list or dict as one holding a sentinel) -- so an ``__eq__`` that holds for every instance of its class is caught), or ``b`` one shaped like ``a``? Only a value that equals
   anything does. And, inverted: does the assertion itself fail here?
 - ``pytest.raises(E)`` / ``self.assertRaises*(E)`` (context or call form): does the same ``raises``
   with ``E`` replaced by a fresh exception type swallow an unrelated error? Only a patched ``raises``
@@ -38,6 +38,8 @@ import ast
 import copy
 from dataclasses import dataclass
 
+from kit import pyast
+
 #: Runtime helpers, written once into each module copy under random names:
 #: ``{sent}(a, b)`` -- True if ``a`` or ``b`` equals a sentinel mirroring the other's shape;
 #: ``{eq}(a, b)`` -- that, or ``a == b`` does not hold (the assertion inverted);
@@ -51,11 +53,13 @@ class {error}(Exception):
     pass
 
 
-def {mirror}(value, budget):
+def {mirror}(value, budget, filled=False):
     budget[0] -= 1
     kind = type(value)
     if budget[0] < 0:
         return {sentinel}()
+    if filled and kind in (list, tuple, dict) and not value:  # an empty attribute: a full one
+        return {{{sentinel}(): {sentinel}()}} if kind is dict else kind([{sentinel}()])
     if kind in (list, tuple, dict) and value:
         if kind is dict:
             return {{key: {mirror}(item, budget) for key, item in value.items()}}
@@ -71,7 +75,7 @@ def {mirror}(value, budget):
             return value - (value - value.min) // 2 - value.resolution
     except Exception:
         pass
-    try:  # an object with attributes: one of its own class, every attribute a sentinel
+    try:  # an object with attributes: one of its own class, every attribute mirrored (not empty)
         fields = object.__getattribute__(value, "__dict__")
     except Exception:
         fields = None  # slots
@@ -80,7 +84,7 @@ def {mirror}(value, budget):
     try:
         clone = object.__new__(kind)
         for key in fields if type(fields) is dict else ():  # else: slots, or a class's own __dict__()
-            object.__setattr__(clone, key, {sentinel}())
+            object.__setattr__(clone, key, {mirror}(fields[key], budget, True))
         return clone
     except Exception:
         return {sentinel}()
@@ -125,7 +129,7 @@ class Names:
     observe: str = ""  # what a sealed check calls (kit/tasks/scoring/seal.py): set by the plugin
 
     def helpers(self) -> list[ast.stmt]:
-        return ast.parse(HELPERS.format(**vars(self))).body
+        return pyast.parse(HELPERS.format(**vars(self))).body
 
 
 def own_nodes(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
