@@ -55,12 +55,13 @@ def strategy_table(records: Records, by: Sequence[str] = ("strategy",)) -> pd.Da
     requirements failed), then the raw defect counts, which depend on how many requirements a task has;
     ``failed_share_<severity>`` (the share failed among the requirements of that severity) come last.
     All of these are means over the *scored* runs only (``excluded`` = the runs left out of them:
-    error, interrupted, unscored -- see :func:`outcome_table` and :func:`is_scored`); time, calls,
+    error and interrupted; tampered and unscored runs count, with every requirement failed -- see
+    :func:`outcome_table` and :func:`is_scored`); time, calls,
     tokens and cost are means over all runs (that money was spent). ``runs``, ``scored``,
     ``excluded`` and ``claimed_done_but_failed`` are counts; ``gamed`` counts the scored runs with a
     requirement whose must-fail twin passed, ``suspicious`` the runs whose code was seen reading the
     hidden tests or taking frames, ``unguarded_share`` is the share of requirements (over the scored
-    runs) that had no twin; ``*_ci95`` is the half-width of the 95 % t-interval of the mean over
+    runs) that had neither a twin nor a sealed check; ``*_ci95`` is the half-width of the 95 % t-interval of the mean over
     repeats (NaN with one run), and ``solved_lo`` / ``solved_hi`` the 95 % Wilson interval of the
     solved rate. Intervals are over the repeats of one task: a group that spans several tasks gets
     none (NaN), since runs of different tasks are not repeats of one measurement.

@@ -12,8 +12,9 @@ expectation *nothing legitimate can meet*:
   mirrored in turn (an empty list or dict as one holding a sentinel) -- so an ``__eq__`` that holds for every instance of its class is caught), or ``b`` one shaped like ``a``? Only a value that equals
   anything does. And, inverted: does the assertion itself fail here?
 - ``pytest.raises(E)`` / ``self.assertRaises*(E)`` (context or call form): does the same ``raises``
-  with ``E`` replaced by a fresh exception type swallow an unrelated error? Only a patched ``raises``
-  does (the original statement then runs as it is);
+  -- the same ``E`` -- pass around nothing, or the same ``raises`` with ``E`` replaced by a fresh
+  exception type swallow an unrelated error? Only a patched ``raises`` does (the original statement
+  then runs as it is);
 - any other ``assert x`` / ``self.assert*(...)``: the truth check inverted (does ``x`` fail?).
 
 The inverted checks never hold for code that behaves the same in a test and in its twin (the test
@@ -151,6 +152,12 @@ def straight(func: ast.AST) -> bool:
     return not any(isinstance(n, ast.Return | ast.Yield | ast.YieldFrom | ast.Await) for n in own_nodes(func))
 
 
+def _no_args() -> ast.arguments:
+    return ast.arguments(
+        posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
+    )
+
+
 def _name(ident: str, ctx: ast.expr_context | None = None) -> ast.Name:
     return ast.Name(id=ident, ctx=ctx or ast.Load())
 
@@ -208,22 +215,32 @@ class _Twin:
 
     def must_raise_sentinel(self, stmt: ast.stmt, call: ast.Call) -> list[ast.stmt]:
         """Before the original ``raises`` statement (kept as it is: its ``as`` target may be read
-        later): does the same ``raises`` with a sentinel exception type let ``int("x")``'s
-        ValueError through? Only a patched ``raises`` swallows it (held)."""
+        later), two checks a real ``raises`` fails: the same ``raises`` -- the same expected type,
+        so a patch cannot tell it from the test's -- around nothing (did not raise), and one with a
+        sentinel exception type around ``int("x")`` (its ValueError must get through). Only a
+        patched ``raises`` passes either (held)."""
         self.checks += 1
         self.kinds.add("raises")
-        check_call = copy.deepcopy(call)
-        check_call.args[0] = _name(self.names.error)
-        bad = [ast.Constant("x")]
-        if isinstance(stmt, ast.With):  # with raises(S, ...): int("x")
-            item = ast.withitem(context_expr=check_call, optional_vars=None)
-            check: ast.stmt = ast.With(items=[item], body=[ast.Expr(_call("int", *bad))])
-        else:  # raises(S, int, "x")
-            check_call.args[1:] = [_name("int"), *bad]
-            check = ast.Expr(check_call)
-        done = ast.Assign(targets=[_name(self.held, ast.Store())], value=ast.Constant(True))
-        handler = ast.ExceptHandler(type=_name("Exception"), name=None, body=[ast.Pass()])
-        return [ast.Try(body=[check, done], handlers=[handler], orelse=[], finalbody=[]), stmt]
+        quiet, other = copy.deepcopy(call), copy.deepcopy(call)
+        other.args[0] = _name(self.names.error)
+        if isinstance(stmt, ast.With):  # with raises(E, ...): pass / with raises(S, ...): int("x")
+            checks: list[ast.stmt] = [
+                ast.With(items=[ast.withitem(context_expr=quiet, optional_vars=None)], body=[ast.Pass()]),
+                ast.With(
+                    items=[ast.withitem(context_expr=other, optional_vars=None)],
+                    body=[ast.Expr(_call("int", ast.Constant("x")))],
+                ),
+            ]
+        else:  # raises(E, <returns None>) / raises(S, int, "x")
+            quiet.args[1:], quiet.keywords = [ast.Lambda(args=_no_args(), body=ast.Constant(None))], []
+            other.args[1:], other.keywords = [_name("int"), ast.Constant("x")], []
+            checks = [ast.Expr(quiet), ast.Expr(other)]
+        out: list[ast.stmt] = []
+        for check in checks:  # (a real raises that did not raise ends with BaseException: pytest's Failed)
+            done = ast.Assign(targets=[_name(self.held, ast.Store())], value=ast.Constant(True))
+            handler = ast.ExceptHandler(type=_name("BaseException"), name=None, body=[ast.Pass()])
+            out.append(ast.Try(body=[check, done], handlers=[handler], orelse=[], finalbody=[]))
+        return [*out, stmt]
 
     def body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         return [out for stmt in stmts for out in self.stmt(stmt)]
