@@ -15,6 +15,8 @@ expectation *nothing legitimate can meet*:
   -- the same ``E`` -- pass around nothing, or the same ``raises`` with ``E`` replaced by a fresh
   exception type swallow an unrelated error? Only a patched ``raises`` does (the original statement
   then runs as it is);
+- ``<mock>.assert_called_once_with(...)`` and the like: the same method asked about a call with a
+  fresh sentinel as its argument (a real mock assertion fails there; a patched one does not);
 - any other ``assert x`` / ``self.assert*(...)``: the truth check inverted (does ``x`` fail?).
 
 The inverted checks never hold for code that behaves the same in a test and in its twin (the test
@@ -179,6 +181,22 @@ def self_assert(call: ast.expr) -> str | None:
     return None
 
 
+#: ``unittest.mock`` assertions about the arguments of calls made
+MOCK_ASSERTS = frozenset(
+    {"assert_called_with", "assert_called_once_with", "assert_any_call", "assert_has_calls"}
+)
+
+
+def _mock_assert(call: ast.expr) -> bool:
+    """``<mock>.assert_called_once_with(...)`` and the like (not ``self.assert*``)."""
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr in MOCK_ASSERTS
+        and not (isinstance(call.func.value, ast.Name) and call.func.value.id == "self")
+    )
+
+
 def raises_call(call: ast.expr) -> bool:
     """``pytest.raises(E, ...)``, ``raises(E, ...)`` or ``self.assertRaises*(E, ...)``."""
     if (
@@ -242,6 +260,19 @@ class _Twin:
             out.append(ast.Try(body=[check, done], handlers=[handler], orelse=[], finalbody=[]))
         return [*out, stmt]
 
+    def mock_sentinel(self, stmt: ast.Expr) -> list[ast.stmt]:
+        """Before a mock's ``assert_called_with``-like call (kept as it is): the same method asked
+        about a call with a fresh sentinel as its only argument, which no real call was made with.
+        A real mock assertion fails there; only a patched one passes (held)."""
+        self.checks += 1
+        self.kinds.add("mock")
+        call = copy.deepcopy(stmt.value)
+        assert isinstance(call, ast.Call)
+        call.args, call.keywords = [_call(self.names.sentinel)], []
+        done = ast.Assign(targets=[_name(self.held, ast.Store())], value=ast.Constant(True))
+        handler = ast.ExceptHandler(type=_name("BaseException"), name=None, body=[ast.Pass()])
+        return [ast.Try(body=[ast.Expr(call), done], handlers=[handler], orelse=[], finalbody=[]), stmt]
+
     def body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         return [out for stmt in stmts for out in self.stmt(stmt)]
 
@@ -255,6 +286,8 @@ class _Twin:
             return [self.note(ast.UnaryOp(op=ast.Not(), operand=test))]
         if isinstance(stmt, ast.Expr) and raises_call(stmt.value) and len(stmt.value.args) >= 2:  # type: ignore[attr-defined]
             return self.must_raise_sentinel(stmt, stmt.value)  # type: ignore[arg-type]
+        if isinstance(stmt, ast.Expr) and _mock_assert(stmt.value):
+            return self.mock_sentinel(stmt)
         if isinstance(stmt, ast.Expr) and (method := self_assert(stmt.value)):
             return self.unittest_check(stmt, method)
         if isinstance(stmt, ast.With) and len(stmt.items) == 1 and raises_call(stmt.items[0].context_expr):
