@@ -55,21 +55,19 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from kit.records.schema import SEVERITIES, FailedRequirement, Score
+from kit.records.schema import Score
 from kit.sandbox.backends import default_sandbox, get_sandbox
 from kit.tasks.git import git
 from kit.tasks.requirements import Requirement, count_test_functions, read_requirements, test_files  # noqa: F401 - re-exported
+from kit.tasks.scoring import verdicts
 from kit.tasks.scoring.clean_copy import copy_clean, copy_sparse, pytest_config_file, use_base_tests
 from kit.tasks.scoring.inject import Injected, inject_folder
 from kit.tasks.scoring.session import Canaries, Expect, PytestRun, prepare_kit_dir, run_pytest, run_shell
+from kit.tasks.scoring.verdicts import ACCEPTANCE_DIRNAME
 from kit.tasks.snapshot import Snapshot, snapshot
 from kit.tasks.task import Task
 from kit.tasks.workspace import COPY_IGNORE, Workspace, diff_stats_of
-
-ACCEPTANCE_DIRNAME = "_acceptance"
-
 
 # --------------------------------------------------------------------------- the base commit
 
@@ -152,13 +150,6 @@ class Evaluation:
     def own_failed(self) -> list[str]:
         failed = sorted(k for k, (ok, _) in self.own.outcomes.items() if not ok)
         return failed + self.own.errors
-
-
-def _requirement_key(nodeid: str) -> str | None:
-    prefix = ACCEPTANCE_DIRNAME + "/"
-    if not nodeid.startswith(prefix):
-        return None
-    return nodeid[len(prefix) :].split("[", 1)[0]
 
 
 def _pytest_args(command: str) -> list[str] | None:
@@ -283,9 +274,9 @@ def evaluate(
     if base.problem:
         problems.append(base.problem)
     tampered = [f"acceptance: {t}" for t in acc.tampered] + [f"own tests: {t}" for t in own.tampered]
-    results, gamed = _results(requirements, acc, tampered, set(session.injected.twins.values()))
-    _sealed_checks(results, session.injected, acc)
-    by_req = {k for k in map(_requirement_key, acc.outcomes) if k is not None}
+    results, gamed = verdicts.results(requirements, acc, tampered, set(session.injected.twins.values()))
+    verdicts.sealed_checks(results, session.injected, acc)
+    by_req = {k for k in map(verdicts.requirement_key, acc.outcomes) if k is not None}
     reason = "; ".join(acc.errors)[:300] or "not run"
     known = {r.key for r in requirements}
     for key in sorted(by_req - known):
@@ -312,83 +303,6 @@ def evaluate(
     )
 
 
-def _results(
-    requirements: list[Requirement], acc: PytestRun, tampered: list[str], twinned: set[str]
-) -> tuple[dict[str, tuple[bool, str]], list[str]]:
-    """requirement key -> (credited, message), and the keys that are gamed. A requirement is credited
-    when every case of its test passed and every case of its must-fail twin (if it has one) failed.
-    ``tampered`` (extended here when a passing test's twin is missing) fails them all."""
-    by_req: dict[str, list[tuple[bool, str]]] = {}
-    for nodeid, outcome in acc.outcomes.items():
-        key = _requirement_key(nodeid)
-        if key is not None:
-            by_req.setdefault(key, []).append(outcome)
-    reason = "; ".join(acc.errors)[:300] or "not run"
-    results: dict[str, tuple[bool, str]] = {}
-    gamed: list[str] = []
-    for req in requirements:
-        outs = by_req.get(req.key)
-        bad = [m for ok, m in outs or [] if not ok]
-        if outs and not bad and any(acc.twins.get(req.key, [])):
-            gamed.append(req.key)
-            results[req.key] = (False, "gamed: its must-fail twin passed (met what nothing legitimate meets)")
-        elif not outs:
-            results[req.key] = (False, f"not run ({reason})")
-        else:
-            results[req.key] = (not bad, bad[0] if bad else "")
-        if outs and not bad and req.key in twinned and req.key not in acc.twins:
-            tampered.append(f"acceptance: the must-fail twin of {req.key} is missing from the report")
-    if tampered:
-        results = {k: (False, f"tampered: {tampered[0]}"[:300]) for k in results}
-    return results, gamed
-
-
-def _sealed_checks(results: dict[str, tuple[bool, str]], injected: Injected, acc: PytestRun) -> None:
-    """Fail each requirement one of whose sealed checks (:mod:`.seal`) sent a value that is not the
-    expected one (the first such check's values become its message), and each credited one whose
-    test always reaches a sealed check that never sent: the session cannot know what a sealed check
-    expects, so what it says of the test does not settle it."""
-    for site, check in sorted(injected.sealed.items(), key=lambda kv: int(kv[0][1:])):
-        credited, message = results.get(check.key, (False, "not run"))
-        if message.startswith(("tampered", "gamed", "not run", "sealed")):
-            continue
-        count, miss = acc.observed.get(site, (0, None))
-        if miss is not None:  # (also when the test then failed: its first wrong value says more)
-            results[check.key] = (
-                False,
-                f"sealed check failed: got {miss[:140]}, expected {check.expected[:140]}",
-            )
-        elif credited and check.required and not count:
-            results[check.key] = (False, "sealed check never sent its value (the test passed without it)")
-
-
-def _severity(req: Requirement) -> str:
-    return req.severity if req.severity in SEVERITIES else "major"
-
-
-def _tally(
-    requirements: list[Requirement], failing: list[Requirement], message: dict[str, str]
-) -> dict[str, Any]:
-    """The Score fields about requirements. A ``baseline_pass`` test already passed on the starting
-    code: it is not a requirement (not in the totals); one that fails at the end is kept apart, in
-    ``baseline_broken``."""
-    counted = [r for r in requirements if not r.baseline_pass]
-    defects = {s: 0 for s in SEVERITIES}
-    failed = []
-    for req in failing:
-        if not req.baseline_pass:
-            defects[_severity(req)] += 1
-            failed.append(FailedRequirement(test=req.key, severity=_severity(req), message=message[req.key]))  # type: ignore[arg-type]
-    return {
-        "requirements_total": len(counted),
-        "requirements_by_severity": {sev: sum(_severity(r) == sev for r in counted) for sev in SEVERITIES},
-        "requirements_failed": len(failed),
-        "baseline_broken": [r.key for r in failing if r.baseline_pass],
-        "defects": defects,
-        "failed": failed,
-    }
-
-
 def _diff_stats(ws: Workspace, snap: Snapshot | None) -> tuple[int, int, int]:
     if snap is None:
         return 0, 0, 0
@@ -405,7 +319,9 @@ def _claimed_but_failed(claimed_done: bool, defects: dict[str, int]) -> bool:
 def to_score(
     ev: Evaluation, ws: Workspace, claimed_done: bool, scoring_s: float, snap: Snapshot | None = None
 ) -> Score:
-    tally = _tally(ev.requirements, ev.failed_requirements, {k: m for k, (_, m) in ev.results.items()})
+    tally = verdicts.tally(
+        ev.requirements, ev.failed_requirements, {k: m for k, (_, m) in ev.results.items()}
+    )
     files, added, removed = _diff_stats(ws, snap)
     regressed = ev.regressed
     baseline = {r.key for r in ev.requirements if r.baseline_pass}
@@ -442,7 +358,7 @@ def unscored(
     except Exception:  # noqa: BLE001
         requirements = []
     message = f"not scored: {reason}"[:300]
-    tally = _tally(requirements, requirements, {r.key: message for r in requirements})
+    tally = verdicts.tally(requirements, requirements, {r.key: message for r in requirements})
     files, added, removed = _diff_stats(ws, snap)
     return Score(
         **tally,
