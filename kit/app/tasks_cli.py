@@ -1,12 +1,14 @@
-"""``python -m kit tasks list | validate | import-exercism``."""
+"""``python -m kit tasks list | validate | import-exercism | build-suite``."""
 
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 from kit.errors import KitError
-from kit.paths import TASKS_DIR
+from kit.paths import TASKS_DIR, built_tasks_dir
+from kit.tasks import suite_build
 from kit.tasks.exercism.importer import import_exercism, summary_table
 from kit.tasks.task import (
     SUITE_PREFIX,
@@ -21,7 +23,7 @@ from kit.tasks.validate import validate_task
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    tasks = list_tasks()
+    tasks = list_tasks(built=True)
     if not tasks:
         print(f"no tasks in {TASKS_DIR}")
         return 0
@@ -32,8 +34,13 @@ def cmd_list(args: argparse.Namespace) -> int:
         total = sum(counts.values())
         print(f"{t.id:<{width}}  {t.language:<7} {total:>2} acceptance ({sev})  {t.title}")
     for name in suite_names():
-        suite = load_suite(name)
+        suite = load_suite(name, check_tasks=False)
         print(f"suite {SUITE_PREFIX}{name}: {len(suite.tasks)} tasks: {', '.join(suite.tasks)}")
+        unbuilt = [i.id for i in suite.imports if not (built_tasks_dir() / i.id / "task.yaml").is_file()]
+        if unbuilt:
+            print(
+                f"  not built: {len(unbuilt)} of {len(suite.tasks)}: python -m kit tasks build-suite {name} --repos DIR"
+            )
     return 0
 
 
@@ -79,10 +86,56 @@ def cmd_import_exercism(args: argparse.Namespace) -> int:
     return 0 if all(r.ok or r.status == "skipped" for r in results) else 1
 
 
+def _run_import(argv: list[str]) -> int:
+    """``python -m kit ARGV`` in this process (build-suite's way to run import-git)."""
+    from kit.app.cli import main
+
+    return main(argv)
+
+
+def cmd_build_suite(args: argparse.Namespace) -> int:
+    suite = load_suite(args.name, check_tasks=False)
+    only = [i for i in (args.only or "").split(",") if i] or None
+    out = built_tasks_dir()
+    if args.dry_run:
+        repos = Path(args.repos) if args.repos else Path("DIR")
+        for item in suite.imports:
+            if only and item.id not in only:
+                continue
+            project = suite.projects[item.project]
+            found = suite_build.find_clone(project, repos) if args.repos else None
+            argv = suite_build.import_argv(item, str(found or repos / project.name), out)
+            print(suite_build.command_line(argv))
+        return 0
+    started = time.monotonic()
+    results = suite_build.build_suite(
+        suite, args.repos, _run_import, allow_clone=args.clone, only=only, force=args.force
+    )
+    before, after = suite_build.share_identical_files(out) if out.is_dir() else (0, 0)
+    print(f"\n{'task':<34} {'status':<9} {'hidden':>6} {'py files':>8} {'py lines':>8}  long")
+    for r in results:
+        folder = out / r.id
+        if r.status in ("built", "kept"):
+            task = load_task(folder)
+            files, lines = suite_build.solution_size(folder)
+            hidden = sum(severity_counts(task).values())
+            print(
+                f"{r.id:<34} {r.status:<9} {hidden:>6} {files:>8} {lines:>8}  {'yes' if task.long else 'no'}"
+            )
+        else:
+            print(f"{r.id:<34} {r.status:<9}  {r.detail.splitlines()[0][:120]}")
+    ok = sum(r.status in ("built", "kept") for r in results)
+    print(
+        f"{ok}/{len(results)} tasks built in {out} ({time.monotonic() - started:.0f} s); "
+        f"{before / 1e6:.1f} MB of files, {after / 1e6:.1f} MB on disk after sharing identical files"
+    )
+    return 0 if ok == len(results) else 1
+
+
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
     """Register ``tasks list | validate | import-exercism`` (each leaf sets ``func``)."""
     tasks = subparsers.add_parser("tasks", help="list, validate and import tasks")
-    sub = tasks.add_subparsers(dest="tasks_command", metavar="{list,validate,import-exercism}")
+    sub = tasks.add_subparsers(dest="tasks_command", metavar="{list,validate,import-exercism,build-suite}")
     tasks.set_defaults(func=lambda _args: (tasks.print_help(), 2)[1])
 
     p = sub.add_parser("list", help="the tasks in datasets/tasks with their acceptance tests by severity")
@@ -110,3 +163,19 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-validate", action="store_true", help="import only; do not validate each task")
     p.add_argument("--progress", action="store_true", help="print each exercise as it is done")
     p.set_defaults(func=cmd_import_exercism)
+
+    p = sub.add_parser(
+        "build-suite", help="build a suite's tasks from clones of its projects (datasets/suites/<name>.yaml)"
+    )
+    p.add_argument("name", help="the suite, e.g. real-repos")
+    p.add_argument(
+        "--repos",
+        default=None,
+        help="folder of the projects' clones: DIR/<name> or DIR/<owner>+<name>/repo "
+        f"(default with --clone: {built_tasks_dir() / '.clones'})",
+    )
+    p.add_argument("--clone", action="store_true", help="git clone a project missing from --repos")
+    p.add_argument("--only", default=None, metavar="ID,ID", help="build these tasks only")
+    p.add_argument("--force", action="store_true", help="rebuild tasks already built")
+    p.add_argument("--dry-run", action="store_true", help="print the import-git command lines; build nothing")
+    p.set_defaults(func=cmd_build_suite)
