@@ -164,7 +164,9 @@ def test_build_suite_imports_each_task_from_the_clone_keeps_built_ones_and_names
     suite_build.build_suite(suite, repo.parent, fake_import(calls), only=["widgets-fix"], force=True)
     assert not (built / "widgets-fix" / "repo" / "extra.txt").exists()  # removed, then imported again
 
-    nowhere = suite_build.build_suite(suite, tmp_path / "empty", fake_import(calls), only=["widgets-span"])
+    nowhere = suite_build.build_suite(
+        suite, tmp_path / "empty", fake_import(calls), only=["widgets-span"], force=True
+    )
     assert nowhere[0].status == "no-source"
     assert "no clone of https://example.org/acme/widgets" in nowhere[0].detail
     assert (
