@@ -1,31 +1,28 @@
-"""How a test's outcome on each side of a change counts: one vocabulary, decided here and nowhere else
-(cf. SWE-bench's ``swebench/harness/grading.py``). Scoring (:mod:`kit.tasks.scoring`) and the git
-importer both use it.
+"""How a test's outcome on each side of a change counts: the one small vocabulary the importer
+(:mod:`kit.tasks.history`) and scoring share, decided here and nowhere else (after SWE-bench's
+``grading.py``, with Multi-SWE-bench's none -> pass).
 
-An **outcome** is what one test did in one pytest session (:class:`Outcome`): ``passed``, ``failed``
-(an error in setup or teardown too), ``skipped``, ``xfailed`` (marked ``xfail`` -- or
-``pytest.xfail()`` -- and failed), ``xpassed`` (marked ``xfail`` and passed, not strict), or
-``none`` (not in the session: not collected, or its module did not import).
+A test has an :class:`Outcome` on each side -- the **base** (the starting code) and the **change**
+(the reference solution when a task is imported or validated, the agent's final tree when a run is
+scored). The pair is a :class:`Transition`:
 
-A **transition** is a test's outcome before (the base commit) and after (the code under test, or the
-change's head), :func:`transition`:
+========================  ==========================================================================
+``fail->pass``            a hidden test (a requirement): fails at the base, passes with the change
+``pass->pass``            an own test that must keep passing
+``pass->fail``            a regression (``pass->none`` too: a test that ran at the base and now
+                          does not -- it no longer collects -- is lost, not excused)
+``pass->skip``            a regression as well: a passing test that now skips or xfails was switched
+                          off by the change (code under test can raise ``SkipTest``)
+``fail->fail``            fails on both sides: neither a requirement nor an own test
+``none->pass``            a new test (absent at the base) that passes: counted as a test added
+``none->fail``            a new test that fails
+``neutral``               skipped or xfail at the base: says nothing either way (an own test skipped
+                          on this platform is no failure; a hidden test that skips is never credited)
+========================  ==========================================================================
 
-=============== ================================================================================
-``fail->pass``  failed (or errored) before, passes after: a hidden test (a requirement) the change
-                meets. Only a plain ``passed`` counts after: a test that skips, xfails or xpasses
-                is never credited (:func:`credited`).
-``none->pass``  absent before (a new test), passes after: a hidden test too, for the importer.
-``pass->pass``  an own test the change keeps passing.
-``pass->fail``  passed before, fails (or is gone) after: a **regression**.
-``pass->skip``  passed before, skips or xfails after: a regression too -- the test, its
-                configuration and its conftests are the base's, so only the code under test can
-                have made it skip (an agent must not hide a regression behind ``pytest.skip``).
-``fail->fail``  failed on both sides (``none->fail``: absent before, fails after).
-``neutral``     skipped, xfailed or xpassed before (a known skip or known bug at the base): it
-                neither counts as a failure nor as a regression, whatever it does after -- as
-                SWE-bench's pass-to-pass leaves a skipped test out. An own test that skips or
-                xfails at the base is never a failure of the task either (:func:`own_failure`).
-=============== ================================================================================
+A skip or xfail is never a pass: a hidden test credits only with :data:`Outcome.PASSED` on the change
+side, and :func:`is_hidden_test` needs a real failure at the base. An xpass (a test marked xfail that
+passed) counts as a skip: it is never credited, and is neutral at the base.
 """
 
 from __future__ import annotations
@@ -35,73 +32,78 @@ from enum import StrEnum
 
 class Outcome(StrEnum):
     PASSED = "passed"
-    FAILED = "failed"
+    FAILED = "failed"  # an assertion, an error, a timeout: anything but a pass or a skip
     SKIPPED = "skipped"
-    XFAILED = "xfailed"
-    XPASSED = "xpassed"
-    NONE = "none"
+    XFAILED = "xfailed"  # expected to fail and failed (pytest.mark.xfail, unittest.expectedFailure)
+    XPASSED = "xpassed"  # marked xfail (not strict) and passed: pytest calls it passed, the kit a skip
+    ABSENT = "absent"  # not collected on that side (the test does not exist there, or did not import)
 
 
 class Transition(StrEnum):
     FAIL_TO_PASS = "fail->pass"
-    NONE_TO_PASS = "none->pass"
     PASS_TO_PASS = "pass->pass"
     PASS_TO_FAIL = "pass->fail"
+    PASS_TO_NONE = "pass->none"
     PASS_TO_SKIP = "pass->skip"
     FAIL_TO_FAIL = "fail->fail"
+    NONE_TO_PASS = "none->pass"
     NONE_TO_FAIL = "none->fail"
     NEUTRAL = "neutral"
 
 
-#: Outcomes that say nothing about the code: a skip, or a test that declares it is expected to fail.
-NEUTRAL_OUTCOMES = frozenset({Outcome.SKIPPED, Outcome.XFAILED, Outcome.XPASSED})
-#: Transitions that count as a regression of an own test.
-REGRESSIONS = frozenset({Transition.PASS_TO_FAIL, Transition.PASS_TO_SKIP})
-#: Transitions that make a test a hidden (fail -> pass) test of an imported task.
-HIDDEN = frozenset({Transition.FAIL_TO_PASS, Transition.NONE_TO_PASS})
+_SKIPS = (Outcome.SKIPPED, Outcome.XFAILED, Outcome.XPASSED)
 
 
-def outcome(value: object) -> Outcome:
-    """``value`` (a string from a session's report, or None) as an :class:`Outcome`; anything else
-    is ``none``."""
-    try:
-        return Outcome(value)
-    except ValueError:
-        return Outcome.NONE
+def outcome_of(passed: bool | None, message: str = "") -> Outcome:
+    """A test's outcome from what a scoring session reports for it: ``passed`` (None: not reported)
+    and its message, which starts with ``skipped:`` / ``xfailed:`` for a skip / an expected failure."""
+    if passed is None:
+        return Outcome.ABSENT
+    if passed:
+        return Outcome.PASSED
+    head = message.lstrip().lower()
+    if head.startswith("xpass"):
+        return Outcome.XPASSED
+    if head.startswith("xfail"):
+        return Outcome.XFAILED
+    if head.startswith("skipped"):
+        return Outcome.SKIPPED
+    return Outcome.FAILED
 
 
-def transition(before: Outcome | str | None, after: Outcome | str | None) -> Transition:
-    """How a test that did ``before`` at the base and ``after`` now counts (the module docstring)."""
-    before, after = outcome(before), outcome(after)
-    if before in NEUTRAL_OUTCOMES:
+def transition(base: Outcome, change: Outcome) -> Transition:
+    """The transition of one test from its outcome at the base to its outcome with the change."""
+    if base in _SKIPS:
         return Transition.NEUTRAL
-    if before is Outcome.PASSED:
-        if after in (Outcome.PASSED, Outcome.XPASSED):
+    if base is Outcome.ABSENT:
+        if change is Outcome.PASSED:
+            return Transition.NONE_TO_PASS
+        return Transition.NEUTRAL if change in _SKIPS or change is Outcome.ABSENT else Transition.NONE_TO_FAIL
+    if base is Outcome.PASSED:
+        if change is Outcome.PASSED:
             return Transition.PASS_TO_PASS
-        return Transition.PASS_TO_SKIP if after in NEUTRAL_OUTCOMES else Transition.PASS_TO_FAIL
-    if after is Outcome.PASSED:
-        return Transition.NONE_TO_PASS if before is Outcome.NONE else Transition.FAIL_TO_PASS
-    if after in NEUTRAL_OUTCOMES:
-        return Transition.NEUTRAL
-    return Transition.NONE_TO_FAIL if before is Outcome.NONE else Transition.FAIL_TO_FAIL
+        if change in _SKIPS:
+            return Transition.PASS_TO_SKIP
+        return Transition.PASS_TO_NONE if change is Outcome.ABSENT else Transition.PASS_TO_FAIL
+    # base FAILED
+    return Transition.FAIL_TO_PASS if change is Outcome.PASSED else Transition.FAIL_TO_FAIL
 
 
-def is_regression(before: Outcome | str | None, after: Outcome | str | None) -> bool:
-    """Does an own test that did ``before`` at the base and ``after`` now count as a regression?"""
-    return transition(before, after) in REGRESSIONS
+def is_hidden_test(t: Transition) -> bool:
+    """A test the importer keeps as a requirement: it fails at the base and passes with the change."""
+    return t is Transition.FAIL_TO_PASS
 
 
-def is_hidden(before: Outcome | str | None, after: Outcome | str | None) -> bool:
-    """Is a test that did ``before`` at the base and ``after`` with the change a hidden test?"""
-    return transition(before, after) in HIDDEN
+def is_own_test(t: Transition) -> bool:
+    """A base test that stays among the own tests: it passes on both sides."""
+    return t is Transition.PASS_TO_PASS
 
 
-def credited(after: Outcome | str | None) -> bool:
-    """Does a hidden test that did ``after`` meet its requirement? Only a plain pass does."""
-    return outcome(after) is Outcome.PASSED
+def is_regression(t: Transition) -> bool:
+    """A test that passed at the base and does not pass with the change (skipping counts: see above)."""
+    return t in (Transition.PASS_TO_FAIL, Transition.PASS_TO_NONE, Transition.PASS_TO_SKIP)
 
 
-def own_failure(after: Outcome | str | None) -> bool:
-    """Is an own test that did ``after`` a failure (of the task at its start, say)? Skips, xfails and
-    xpasses are not; a test that is absent is not either (the session's errors say why)."""
-    return outcome(after) is Outcome.FAILED
+def credits(change: Outcome) -> bool:
+    """Whether a hidden test's outcome on the change side credits its requirement (a skip never does)."""
+    return change is Outcome.PASSED

@@ -2,7 +2,6 @@
 repo's own code does at the base is not the agent's, and a task's package imports from the tree
 under test even when the kit's environment has one of that name."""
 
-
 from kit.sandbox.backends import get_sandbox
 from kit.tasks.scoring.scorer import score
 from kit.tasks.validate import validate_task

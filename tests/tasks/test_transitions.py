@@ -1,164 +1,62 @@
-"""Skipped and xfail tests count as real test suites count them (kit/tasks/transitions.py): neutral for
-own tests, never credited as a hidden pass; a regression cannot hide behind a skip."""
+"""The shared vocabulary of test transitions (kit/tasks/transitions.py)."""
 
 import pytest
 
-from kit.tasks.requirements import read_requirements
-from kit.tasks.scoring.scorer import score
-from kit.tasks.transitions import Transition, credited, is_hidden, is_regression, own_failure, transition
-from kit.tasks.validate import validate_task
-from tests.tasks.taskmaker import make_task, workspace
+from kit.tasks.transitions import (
+    Outcome,
+    Transition,
+    credits,
+    is_hidden_test,
+    is_own_test,
+    is_regression,
+    outcome_of,
+    transition,
+)
+
+P, F, S, X, A = Outcome.PASSED, Outcome.FAILED, Outcome.SKIPPED, Outcome.XFAILED, Outcome.ABSENT
+XP = Outcome.XPASSED
+
+
+def test_outcome_of_the_stream():
+    assert outcome_of(True) is P
+    assert outcome_of(False, "assert 1 == 2") is F
+    assert outcome_of(False, "skipped: needs windows") is S
+    assert outcome_of(False, "xfailed: known bug") is X
+    assert outcome_of(None) is A
+    assert outcome_of(False, "xpassed (marked xfail)") is XP
 
 
 @pytest.mark.parametrize(
-    "before, after, expected",
+    ("base", "change", "expected"),
     [
-        ("failed", "passed", Transition.FAIL_TO_PASS),
-        ("none", "passed", Transition.NONE_TO_PASS),
-        ("passed", "passed", Transition.PASS_TO_PASS),
-        ("passed", "xpassed", Transition.PASS_TO_PASS),
-        ("passed", "failed", Transition.PASS_TO_FAIL),
-        ("passed", "none", Transition.PASS_TO_FAIL),
-        ("passed", "skipped", Transition.PASS_TO_SKIP),
-        ("passed", "xfailed", Transition.PASS_TO_SKIP),
-        ("failed", "failed", Transition.FAIL_TO_FAIL),
-        ("none", "failed", Transition.NONE_TO_FAIL),
-        ("failed", "skipped", Transition.NEUTRAL),
-        ("skipped", "passed", Transition.NEUTRAL),
-        ("skipped", "failed", Transition.NEUTRAL),
-        ("xfailed", "failed", Transition.NEUTRAL),
-        ("xpassed", "failed", Transition.NEUTRAL),
-        (None, "garbage", Transition.NONE_TO_FAIL),
+        (F, P, Transition.FAIL_TO_PASS),
+        (P, P, Transition.PASS_TO_PASS),
+        (P, F, Transition.PASS_TO_FAIL),
+        (P, A, Transition.PASS_TO_NONE),
+        (P, S, Transition.PASS_TO_SKIP),
+        (P, X, Transition.PASS_TO_SKIP),
+        (F, F, Transition.FAIL_TO_FAIL),
+        (F, S, Transition.FAIL_TO_FAIL),
+        (A, P, Transition.NONE_TO_PASS),
+        (A, F, Transition.NONE_TO_FAIL),
+        (S, F, Transition.NEUTRAL),
+        (S, P, Transition.NEUTRAL),
+        (X, P, Transition.NEUTRAL),
+        (A, S, Transition.NEUTRAL),
+        (XP, F, Transition.NEUTRAL),
+        (P, XP, Transition.PASS_TO_SKIP),
     ],
 )
-def test_the_transition_table(before, after, expected):
-    assert transition(before, after) is expected
+def test_transition_table(base, change, expected):
+    assert transition(base, change) is expected
 
 
-def test_what_each_side_counts_as():
-    assert is_regression("passed", "skipped") and is_regression("passed", "failed")
-    assert not is_regression("skipped", "failed") and not is_regression("xfailed", "failed")
-    assert is_hidden("failed", "passed") and is_hidden("none", "passed")
-    assert not is_hidden("skipped", "passed") and not is_hidden("failed", "xpassed")
-    assert credited("passed") and not any(credited(o) for o in ("skipped", "xfailed", "xpassed", "failed"))
-    assert own_failure("failed") and not any(own_failure(o) for o in ("skipped", "xfailed", "xpassed"))
-
-
-LIB = """
-def double(x):
-    return x * 2
-
-
-def triple(x):
-    raise NotImplementedError
-"""
-OWN_TESTS = """
-import sys
-
-import pytest
-
-import lib
-
-
-def test_double():
-    assert lib.double(2) == 4
-
-
-@pytest.mark.skip(reason="needs a network")
-def test_skipped():
-    assert False
-
-
-@pytest.mark.skipif(sys.platform != "nowhere", reason="another platform")
-def test_skipped_if():
-    assert False
-
-
-@pytest.mark.xfail(reason="a known bug")
-def test_known_bug():
-    assert lib.double("a") == 2
-
-
-def test_skips_itself():
-    pytest.skip("not here")
-"""
-HIDDEN = """
-import pytest
-
-import lib
-
-
-@pytest.mark.severity("major")
-def test_triple():
-    assert lib.triple(2) == 6
-"""
-
-
-def _task(tmp_path, acceptance=HIDDEN):
-    return make_task(
-        tmp_path / "skips",
-        {"lib.py": LIB, "tests/test_lib.py": OWN_TESTS},
-        {"test_triple.py": acceptance},
-        {"lib.py": LIB.replace("raise NotImplementedError", "return x * 3")},
-    )
-
-
-def test_skipped_and_xfail_own_tests_are_neither_failures_nor_regressions(tmp_path):
-    # before: validate said "own tests fail at the start: tests/test_lib.py::test_known_bug, ..."
-    task = _task(tmp_path)
-    report = validate_task(task)
-    assert report.ok, report.problems
-    s = score(task, workspace(task, tmp_path), claimed_done=True)
-    assert s.regressions == 0 and s.requirements_failed == 0 and s.own_tests_total == 5
-
-
-def test_a_regression_hidden_behind_a_skip_is_still_a_regression(tmp_path):
-    task = _task(tmp_path)
-    ws = workspace(task, tmp_path)
-    lib = ws.root / "lib.py"
-    lib.write_text(
-        "import pytest\n\n" + lib.read_text().replace("return x * 2", "pytest.skip('later')"),
-        encoding="utf-8",
-    )
-    s = score(task, ws, claimed_done=True)
-    assert s.regressed_tests == ["tests/test_lib.py::test_double"]
-
-
-def test_a_hidden_test_that_skips_or_xfails_is_not_credited(tmp_path):
-    acceptance = (
-        HIDDEN
-        + """
-
-@pytest.mark.severity("major")
-def test_skips():
-    if lib.triple(1) == 3:
-        pytest.skip("met")
-
-
-@pytest.mark.severity("major")
-def test_xfails():
-    if lib.triple(1) == 3:
-        pytest.xfail("met")
-"""
-    )
-    task = _task(tmp_path, acceptance)
-    s = score(task, workspace(task, tmp_path), claimed_done=True)
-    failed = {f.test: f.message for f in s.failed}
-    assert sorted(failed) == ["test_triple.py::test_skips", "test_triple.py::test_xfails"], failed
-    assert failed["test_triple.py::test_skips"].startswith("skipped")
-    assert failed["test_triple.py::test_xfails"].startswith("xfailed")
-    assert not s.tampered and s.requirements_total == 3
-
-
-@pytest.mark.parametrize("mark", ["xfail", "skip", "skipif(True, reason='x')"])
-def test_a_hidden_test_marked_xfail_or_skip_is_a_task_problem(tmp_path, mark):
-    # it could never be credited (before: an xpassed one was, and a must-fail canary copied with the
-    # mark did not fail the session: the run was tampered)
-    acceptance = HIDDEN.replace("def test_triple", f"@pytest.mark.{mark}\ndef test_triple")
-    task = _task(tmp_path, acceptance)
-    (req,), _ = read_requirements(task.acceptance_dir)
-    assert req.skip_mark == mark.split("(")[0]
-    assert (
-        f"acceptance test test_triple.py::test_triple is marked {req.skip_mark}: a hidden test is "
-        "credited only when it plainly passes"
-    ) in validate_task(task).problems
+def test_what_each_transition_counts_as():
+    hidden = {t for t in Transition if is_hidden_test(t)}
+    own = {t for t in Transition if is_own_test(t)}
+    regressions = {t for t in Transition if is_regression(t)}
+    assert hidden == {Transition.FAIL_TO_PASS}
+    assert own == {Transition.PASS_TO_PASS}
+    assert regressions == {Transition.PASS_TO_FAIL, Transition.PASS_TO_NONE, Transition.PASS_TO_SKIP}
+    assert Transition.NEUTRAL not in hidden | own | regressions  # a skip at the base says nothing
+    assert credits(P) and not credits(S) and not credits(X) and not credits(F) and not credits(XP)

@@ -67,7 +67,7 @@ from kit.tasks.scoring.session import Canaries, Expect, PytestRun, prepare_kit_d
 from kit.tasks.scoring.verdicts import ACCEPTANCE_DIRNAME
 from kit.tasks.snapshot import Snapshot, snapshot
 from kit.tasks.task import Task
-from kit.tasks.transitions import Outcome, is_regression, own_failure
+from kit.tasks.transitions import Outcome, is_regression, transition
 from kit.tasks.workspace import COPY_IGNORE, Workspace, diff_stats_of
 
 # --------------------------------------------------------------------------- the base commit
@@ -143,25 +143,29 @@ class Evaluation:
     def failed_requirements(self) -> list[Requirement]:
         return [r for r in self.requirements if not self.results[r.key][0]]
 
-    def _state_at_base(self, nodeid: str) -> str:
-        passed = Outcome.PASSED if nodeid in self.own_passed_at_base else Outcome.NONE
-        return self.own_states_at_base.get(nodeid, passed)
+    def _state_at_base(self, nodeid: str) -> Outcome:
+        if nodeid in self.own_states_at_base:
+            return Outcome(self.own_states_at_base[nodeid])
+        return Outcome.PASSED if nodeid in self.own_passed_at_base else Outcome.ABSENT
 
     @property
     def regressed(self) -> list[str]:
         """Own tests that passed at the base and fail, error, skip or xfail now, or are gone
-        (:func:`kit.tasks.transitions.is_regression`)."""
+        (:func:`kit.tasks.transitions.is_regression`; an own test that was skipped, xfailed or
+        xpassed at the base is neutral)."""
         if self.tampered:  # nothing the own tests said can be trusted
             return sorted(self.own_passed_at_base)
         return sorted(
-            t for t in self.own_passed_at_base if is_regression(self._state_at_base(t), self.own.state(t))
+            t
+            for t in self.own_passed_at_base
+            if is_regression(transition(self._state_at_base(t), self.own.state(t)))
         )
 
     @property
     def own_failed(self) -> list[str]:
         """Own tests that failed (a skip, xfail or xpass is neutral: not among them) and the session's
         errors."""
-        failed = sorted(k for k in self.own.outcomes if own_failure(self.own.state(k)))
+        failed = sorted(k for k in self.own.outcomes if self.own.state(k) is Outcome.FAILED)
         return failed + self.own.errors
 
 

@@ -33,14 +33,14 @@ from pathlib import Path
 
 from kit.records.schema import encodable
 from kit.sandbox.backends import Result, Sandbox, sandbox_env
-from kit.tasks.transitions import Outcome, outcome
+from kit.tasks.transitions import Outcome
 
 KIT_DIR = Path(__file__).resolve().parent
 PLUGIN_FILE = "plugin.py"
 LAUNCHER_FILE = "launcher.py"
 OBSERVE_FILE = "observe.py"
 MAX_STREAM_BYTES = 32 * 1024 * 1024
-_OUTCOMES = frozenset(o.value for o in Outcome if o is not Outcome.NONE)
+_OUTCOMES = frozenset(o.value for o in Outcome if o is not Outcome.ABSENT)
 _PASSING = frozenset({Outcome.PASSED.value, Outcome.XPASSED.value})  # what pytest calls passed
 EXIT_NAMES = {
     0: "ok",
@@ -134,12 +134,13 @@ class PytestRun:
         return {k for k, (ok, _) in self.outcomes.items() if ok}
 
     def state(self, nodeid: str) -> Outcome:
-        """What test ``nodeid`` did (``none`` when it is not in the session)."""
+        """What test ``nodeid`` did (``absent`` when it is not in the session): read this, not
+        :func:`kit.tasks.transitions.outcome_of`, whose (passed, message) cannot tell an xpass."""
         if nodeid in self.states:
-            return outcome(self.states[nodeid])
-        if nodeid in self.outcomes:
+            return Outcome(self.states[nodeid])  # (the reader let only the known ones in)
+        if nodeid in self.outcomes:  # a shell command's one outcome
             return Outcome.PASSED if self.outcomes[nodeid][0] else Outcome.FAILED
-        return Outcome.NONE
+        return Outcome.ABSENT
 
 
 def prepare_kit_dir(folder: Path) -> Path:
