@@ -21,7 +21,8 @@ scored). The pair is a :class:`Transition`:
 ========================  ==========================================================================
 
 A skip or xfail is never a pass: a hidden test credits only with :data:`Outcome.PASSED` on the change
-side, and :func:`is_hidden_test` needs a real failure at the base.
+side, and :func:`is_hidden_test` needs a real failure at the base. An xpass (a test marked xfail that
+passed) counts as a skip: it is never credited, and is neutral at the base.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class Outcome(StrEnum):
     FAILED = "failed"  # an assertion, an error, a timeout: anything but a pass or a skip
     SKIPPED = "skipped"
     XFAILED = "xfailed"  # expected to fail and failed (pytest.mark.xfail, unittest.expectedFailure)
+    XPASSED = "xpassed"  # marked xfail (not strict) and passed: pytest calls it passed, the kit a skip
     ABSENT = "absent"  # not collected on that side (the test does not exist there, or did not import)
 
 
@@ -49,7 +51,7 @@ class Transition(StrEnum):
     NEUTRAL = "neutral"
 
 
-_SKIPS = (Outcome.SKIPPED, Outcome.XFAILED)
+_SKIPS = (Outcome.SKIPPED, Outcome.XFAILED, Outcome.XPASSED)
 
 
 def outcome_of(passed: bool | None, message: str = "") -> Outcome:
@@ -60,6 +62,8 @@ def outcome_of(passed: bool | None, message: str = "") -> Outcome:
     if passed:
         return Outcome.PASSED
     head = message.lstrip().lower()
+    if head.startswith("xpass"):
+        return Outcome.XPASSED
     if head.startswith("xfail"):
         return Outcome.XFAILED
     if head.startswith("skipped"):
