@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from kit.errors import KitError
-from kit.paths import TASKS_DIR, built_tasks_dir
+from kit.paths import REPO_ROOT, TASKS_DIR, built_tasks_dir
 from kit.tasks import suite_build
 from kit.tasks.exercism.importer import import_exercism, summary_table
 from kit.tasks.task import (
@@ -97,14 +97,15 @@ def cmd_build_suite(args: argparse.Namespace) -> int:
     suite = load_suite(args.name, check_tasks=False)
     only = [i for i in (args.only or "").split(",") if i] or None
     out = built_tasks_dir()
-    if args.dry_run:
+    if args.dry_run:  # paths inside the kit's checkout as the README shows them (run from its root)
+        shown = out.relative_to(REPO_ROOT) if out.is_relative_to(REPO_ROOT) else out
         repos = Path(args.repos) if args.repos else Path("DIR")
         for item in suite.imports:
             if only and item.id not in only:
                 continue
             project = suite.projects[item.project]
             found = suite_build.find_clone(project, repos) if args.repos else None
-            argv = suite_build.import_argv(item, str(found or repos / project.name), out)
+            argv = suite_build.import_argv(item, project, str(found or repos / project.name), shown)
             print(suite_build.command_line(argv))
         return 0
     started = time.monotonic()

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shlex
 import shutil
 import time
@@ -80,11 +79,11 @@ def has_commit(git_dir: Path, sha: str) -> bool:
     return git(git_dir, "cat-file", "-e", f"{sha}^{{commit}}", env=env, check=False).returncode == 0
 
 
-def import_argv(item: SuiteImport, source: str, out: Path) -> list[str]:
+def import_argv(item: SuiteImport, project: SuiteProject, source: str, out: Path) -> list[str]:
     """The ``kit tasks import-git`` arguments that build ``item`` from the clone at ``source``."""
     argv = ["tasks", "import-git", source]
     argv += ["--commit", item.commit] if item.commit else ["--range", item.range or ""]
-    argv += ["--id", item.id, "--out", str(out)]
+    argv += ["--id", item.id, "--out", str(out), "--repo-url", project.url]
     if item.prompt:
         argv += ["--prompt-file", str(SUITES_DIR / item.prompt)]
     return argv + list(item.options)
@@ -114,20 +113,23 @@ def is_current(item: SuiteImport, folder: Path) -> bool:
 
 
 def finish(item: SuiteImport, project: SuiteProject, folder: Path) -> None:
-    """Copy the project's licence file from the base tree beside task.yaml (refuse a task without
-    one: its code could not be shipped), and mark a long task ``long: true``."""
+    """Copy the project's licence file from the base tree beside task.yaml (a task without one is
+    refused: its code could not be passed on), and check the manifest's ``long`` against the
+    importer's (at least 2 source files, 150 changed lines and 8 hidden tests)."""
     licence = folder / "repo" / project.licence_file
     if not licence.is_file():
         raise TaskError(
             f"task {item.id!r}: the base tree has no {project.licence_file}",
-            f"set the project's `licence_file` in datasets/suites/*.yaml ({project.url})",
+            f"set the project's `licence_file` in the suite's manifest ({project.url})",
         )
     shutil.copyfile(licence, folder / f"LICENSE-{project.name}")
-    if item.long:  # a top-level `long:` line is set, or one is added
-        spec = folder / TASK_FILE
-        text = spec.read_text(encoding="utf-8")
-        text, n = re.subn(r"(?m)^long:.*$", "long: true", text)
-        spec.write_text(text if n else text.rstrip("\n") + "\nlong: true\n", encoding="utf-8")
+    long = bool((yaml.safe_load((folder / TASK_FILE).read_text(encoding="utf-8")) or {}).get("long"))
+    if long != item.long:
+        raise TaskError(
+            f"task {item.id!r}: the manifest says long: {str(item.long).lower()}, the import found "
+            f"long: {str(long).lower()}",
+            "the project's history or the importer changed: correct the manifest and its README table",
+        )
 
 
 def build_suite(
@@ -181,7 +183,7 @@ def build_suite(
                     f"the clone {git_dir} lacks commit {', '.join(missing)}",
                     f"update it: git --git-dir={git_dir} fetch {project.url}",
                 )
-            argv = import_argv(item, str(git_dir), out)
+            argv = import_argv(item, project, str(git_dir), out)
             print(f"{head}: {command_line(argv)}", flush=True)
             if folder.exists():
                 shutil.rmtree(folder)  # never write over a folder whose files may be shared

@@ -60,7 +60,9 @@ class SuiteImport(BaseModel):
     commit: str | None = Field(None, description="A fix commit (full SHA): base = its first parent.")
     range: str | None = Field(None, description="BASE..HEAD (full SHAs): a release span or series.")
     note: str = Field("", description="What the commit or range is (tags, subject), for people.")
-    long: bool = Field(False, description="Written to the built task.yaml: a long task.")
+    long: bool = Field(
+        False, description="Whether the import finds it long (2+ source files, 150+ lines, 8+ hidden tests)."
+    )
     prompt: str | None = Field(
         None, description="A prompt file (our own words), relative to datasets/suites/; else generated."
     )

@@ -90,7 +90,7 @@ def fake_import(calls: list[list[str]]):
         shutil.copytree(TASKS_DIR / "micro-slugify", out / task_id)
         shutil.copy(Path(clone).parent / "LICENSE", out / task_id / "repo" / "LICENSE")
         spec = yaml.safe_load((out / task_id / "task.yaml").read_text())
-        spec.update(id=task_id, source={"kind": "git", "base": base, "head": head})
+        spec.update(id=task_id, long="--range" in argv, source={"kind": "git", "base": base, "head": head})
         (out / task_id / "task.yaml").write_text(yaml.safe_dump(spec))
         return 0
 
@@ -138,7 +138,7 @@ def test_build_suite_imports_each_task_from_the_clone_keeps_built_ones_and_names
         ("widgets-fix", "built"), ("widgets-span", "built"), ("widgets-gone", "failed")
     ]  # fmt: skip
     assert "lacks commit " + "0" * 40 in results[2].detail and "fetch" in results[2].detail
-    assert calls[0][:8] == [
+    assert calls[0][:11] == [
         "tasks",
         "import-git",
         str(repo / ".git"),
@@ -147,6 +147,9 @@ def test_build_suite_imports_each_task_from_the_clone_keeps_built_ones_and_names
         "--id",
         "widgets-fix",
         "--out",
+        str(tmp_path / "built"),
+        "--repo-url",
+        "https://example.org/acme/widgets",
     ]
     assert calls[0][-2:] == ["--prompt-file", str(suites / "mine" / "fix.md")]
     assert calls[1][3:5] == ["--range", f"{base}..{head}"] and calls[1][-2:] == ["--tests", "t/*.py"]
@@ -163,6 +166,15 @@ def test_build_suite_imports_each_task_from_the_clone_keeps_built_ones_and_names
     (built / "widgets-fix" / "repo" / "extra.txt").write_text("stale")
     suite_build.build_suite(suite, repo.parent, fake_import(calls), only=["widgets-fix"], force=True)
     assert not (built / "widgets-fix" / "repo" / "extra.txt").exists()  # removed, then imported again
+
+    suite.imports[0].long = True  # the manifest's claim is checked against what the import found
+    (wrong,) = suite_build.build_suite(
+        suite, repo.parent, fake_import(calls), only=["widgets-fix"], force=True
+    )
+    assert (
+        wrong.status == "failed"
+        and "the manifest says long: true, the import found long: false" in wrong.detail
+    )
 
     nowhere = suite_build.build_suite(
         suite, tmp_path / "empty", fake_import(calls), only=["widgets-span"], force=True
