@@ -307,6 +307,6 @@ def test_notebooks_on_the_scripted_smoke_experiment_analyse_only(tmp_path, monke
     progress = capfd.readouterr().err
     assert "01_benchmark cell 2/" in progress and "04_verdict cell" in progress
     bench = json.dumps(nbformat.read(out[0], as_version=4).cells)
-    assert "Summary: One strategy (vibe)" in bench and "solved 2/2 (100%)" in bench  # who won, in words
+    assert "Summary: solved vibe 2/2 (100%)" in bench and "One strategy (vibe)" in bench  # who won, in words
     assert "stop_reason" in bench and "format_errors" in bench  # vibe's loop counters
     print(f"notebooks 01, 02, 04 on scripted-smoke: {took:.1f} s")
