@@ -19,12 +19,13 @@ import shutil
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kit.config import SafeName, load_yaml_model
 from kit.errors import ConfigError, TaskError
 from kit.paths import TASKS_DIR, built_tasks_dir, is_ignored
 from kit.records.schema import SEVERITIES
+from kit.tasks.packages import name_problems
 from kit.tasks.requirements import read_requirements
 from kit.tasks.suite_manifest import BUILD_COMMAND, SuiteManifest
 
@@ -101,6 +102,14 @@ class TaskFile(BaseModel):
     source: TaskSource | None = Field(
         None, description="Provenance of a task imported from a repository's history (see TaskSource)."
     )
+
+    @field_validator("packages")
+    @classmethod
+    def _import_names(cls, value: list[str]) -> list[str]:
+        problems = name_problems(value)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
 
 
 class Task(TaskFile):
