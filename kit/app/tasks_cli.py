@@ -12,6 +12,7 @@ from kit.tasks import suite_build
 from kit.tasks.exercism.importer import import_exercism, summary_table
 from kit.tasks.task import (
     SUITE_PREFIX,
+    Suite,
     expand_tasks,
     list_tasks,
     load_suite,
@@ -96,41 +97,56 @@ def _run_import(argv: list[str]) -> int:
 def cmd_build_suite(args: argparse.Namespace) -> int:
     suite = load_suite(args.name, check_tasks=False)
     only = [i for i in (args.only or "").split(",") if i] or None
-    out = built_tasks_dir()
-    if args.dry_run:  # paths inside the kit's checkout as the README shows them (run from its root)
-        shown = out.relative_to(REPO_ROOT) if out.is_relative_to(REPO_ROOT) else out
-        repos = Path(args.repos) if args.repos else Path("DIR")
-        for item in suite.imports:
-            if only and item.id not in only:
-                continue
-            project = suite.projects[item.project]
-            found = suite_build.find_clone(project, repos) if args.repos else None
-            argv = suite_build.import_argv(item, project, str(found or repos / project.name), shown)
-            print(suite_build.command_line(argv))
-        return 0
-    started = time.monotonic()
+    if args.dry_run:
+        return _print_import_commands(suite, args.repos, only)
+    started, out = time.monotonic(), built_tasks_dir()
     results = suite_build.build_suite(
         suite, args.repos, _run_import, allow_clone=args.clone, only=only, force=args.force
     )
+    for r in results if args.validate else []:  # a task import-git built was validated by it just now
+        if r.status == "kept":
+            report = validate_task(load_task(out / r.id), getattr(args, "sandbox", None))
+            print(
+                f"{'✓' if report.ok else '✗'} {r.id} validated ({report.durations.get('total_s', 0):.0f} s)"
+            )
+            r.status, r.detail = ("kept", r.detail) if report.ok else ("invalid", "; ".join(report.problems))
     before, after = suite_build.share_identical_files(out) if out.is_dir() else (0, 0)
+    _print_build_summary(results, out)
+    ok = sum(r.status in ("built", "kept") for r in results)
+    skipped = sum(r.status == "no-source" for r in results) if args.skip_missing else 0
+    print(
+        f"{ok}/{len(results)} tasks built in {out}{f', {skipped} skipped (no clone)' if skipped else ''} "
+        f"({time.monotonic() - started:.0f} s); {before / 1e6:.1f} MB of files, "
+        f"{after / 1e6:.1f} MB on disk after sharing identical files"
+    )
+    return 0 if ok + skipped == len(results) else 1
+
+
+def _print_import_commands(suite: Suite, repos: str | None, only: list[str] | None) -> int:
+    """The import-git command lines of the suite's tasks, with paths as the README shows them."""
+    out = built_tasks_dir()
+    shown = out.relative_to(REPO_ROOT) if out.is_relative_to(REPO_ROOT) else out
+    folder = Path(repos) if repos else Path("DIR")
+    for item in suite.imports:
+        if not only or item.id in only:
+            project = suite.projects[item.project]
+            found = suite_build.find_clone(project, folder) if repos else None
+            argv = suite_build.import_argv(item, project, str(found or folder / project.name), shown)
+            print(suite_build.command_line(argv))
+    return 0
+
+
+def _print_build_summary(results: list[suite_build.BuildResult], out: Path) -> None:
     print(f"\n{'task':<34} {'status':<9} {'hidden':>6} {'py files':>8} {'py lines':>8}  long")
     for r in results:
-        folder = out / r.id
         if r.status in ("built", "kept"):
-            task = load_task(folder)
-            files, lines = suite_build.solution_size(folder)
+            task = load_task(out / r.id)
+            files, lines = suite_build.solution_size(out / r.id)
             hidden = sum(severity_counts(task).values())
-            print(
-                f"{r.id:<34} {r.status:<9} {hidden:>6} {files:>8} {lines:>8}  {'yes' if task.long else 'no'}"
-            )
+            long = "yes" if task.long else "no"
+            print(f"{r.id:<34} {r.status:<9} {hidden:>6} {files:>8} {lines:>8}  {long}")
         else:
             print(f"{r.id:<34} {r.status:<9}  {r.detail.splitlines()[0][:120]}")
-    ok = sum(r.status in ("built", "kept") for r in results)
-    print(
-        f"{ok}/{len(results)} tasks built in {out} ({time.monotonic() - started:.0f} s); "
-        f"{before / 1e6:.1f} MB of files, {after / 1e6:.1f} MB on disk after sharing identical files"
-    )
-    return 0 if ok == len(results) else 1
 
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -178,5 +194,13 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--clone", action="store_true", help="git clone a project missing from --repos")
     p.add_argument("--only", default=None, metavar="ID,ID", help="build these tasks only")
     p.add_argument("--force", action="store_true", help="rebuild tasks already built")
+    p.add_argument(
+        "--skip-missing", action="store_true", help="a project with no clone skips its tasks (exit 0)"
+    )
+    p.add_argument(
+        "--validate",
+        action="store_true",
+        help="validate the tasks already built (import-git validates new ones)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the import-git command lines; build nothing")
     p.set_defaults(func=cmd_build_suite)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kit.app import cli
+from kit.app import cli, tasks_cli
 from kit.config import Experiment
 from kit.errors import ConfigError
 from kit.paths import TASKS_DIR
@@ -216,3 +216,22 @@ def test_the_cli_dry_run_prints_the_import_git_command_lines(suites, project, ca
         f"python -m kit tasks import-git {repo / '.git'} --commit {head} --id widgets-fix"
     )
     assert len(lines) == 3
+
+
+def test_the_cli_builds_validates_kept_tasks_and_skips_a_project_without_a_clone(
+    suites, project, tmp_path, monkeypatch, capsys
+):
+    repo, *_ = project
+    monkeypatch.setattr(tasks_cli, "_run_import", fake_import([]))
+    argv = ["tasks", "build-suite", "mine", "--only", "widgets-fix,widgets-span"]
+    assert cli.main([*argv, "--repos", str(repo.parent)]) == 0
+    out = capsys.readouterr().out
+    assert "2/2 tasks built" in out and "MB on disk after sharing identical files" in out
+    assert cli.main([*argv, "--repos", str(repo.parent), "--validate"]) == 0  # kept, then validated
+    out = capsys.readouterr().out
+    assert "✓ widgets-fix validated" in out and "✓ widgets-span validated" in out
+
+    empty = ["--repos", str(tmp_path / "empty"), "--force"]
+    assert cli.main([*argv, *empty]) == 1  # no clone: a failure ...
+    assert cli.main([*argv, *empty, "--skip-missing"]) == 0  # ... unless told to skip it
+    assert "0/2 tasks built" in capsys.readouterr().out.splitlines()[-1]
