@@ -122,7 +122,10 @@ def finish(item: SuiteImport, project: SuiteProject, folder: Path) -> None:
             f"task {item.id!r}: the base tree has no {project.licence_file}",
             f"set the project's `licence_file` in the suite's manifest ({project.url})",
         )
-    shutil.copyfile(licence, folder / f"LICENSE-{project.name}")
+    copy = folder / f"LICENSE-{project.name}"
+    if not (copy.is_file() and copy.read_bytes() == licence.read_bytes()):
+        copy.unlink(missing_ok=True)  # never written in place: it may be a link shared with other tasks
+        shutil.copyfile(licence, copy)
     long = bool((yaml.safe_load((folder / TASK_FILE).read_text(encoding="utf-8")) or {}).get("long"))
     if long != item.long:
         raise TaskError(
@@ -161,12 +164,13 @@ def build_suite(
         project = suite.projects[item.project]
         folder = out / item.id
         head = f"[{n}/{len(items)}] {item.id}"
-        if not force and is_current(item, folder):
-            results.append(BuildResult(item.id, "kept", detail="already built from these commits"))
-            print(f"{head}: kept (already built from {item.commit or item.range})", flush=True)
-            continue
         started = time.monotonic()
         try:
+            if not force and is_current(item, folder):
+                finish(item, project, folder)  # the licence and the manifest's `long` still hold
+                results.append(BuildResult(item.id, "kept", detail="already built from these commits"))
+                print(f"{head}: kept (already built from {item.commit or item.range})", flush=True)
+                continue
             git_dir = find_clone(project, repos)
             if git_dir is None and allow_clone:
                 git_dir = clone(project, repos)
