@@ -18,6 +18,7 @@ removes a task folder before writing it again, so a shared file is never changed
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shlex
 import shutil
@@ -34,6 +35,8 @@ from kit.tasks.git import git, git_env
 from kit.tasks.suite_manifest import SuiteImport, SuiteProject
 from kit.tasks.task import SUITES_DIR, TASK_FILE, Suite
 
+#: In a built task folder: the digest of the manifest entry it was built from (:func:`recipe`).
+RECIPE_FILE = ".suite-recipe"
 #: git clone of a public URL is stopped after this long.
 CLONE_TIMEOUT_S = 900.0
 
@@ -93,23 +96,18 @@ def command_line(argv: list[str]) -> str:
     return "python -m kit " + shlex.join(argv)
 
 
-def built_from(folder: Path) -> tuple[str | None, str | None]:
-    """(base, head) that the built task at ``folder`` records in task.yaml's ``source`` (None: none)."""
-    try:
-        data = yaml.safe_load((folder / TASK_FILE).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return None, None
-    source = (data or {}).get("source") or {}
-    return source.get("base"), source.get("head")
+def recipe(item: SuiteImport) -> str:
+    """A digest of what builds ``item``: its commit or range, options and prompt file's text (not
+    its note). A built task whose recorded recipe differs is built again."""
+    data = item.model_dump(exclude={"note"})
+    data["prompt_text"] = (SUITES_DIR / item.prompt).read_text(encoding="utf-8") if item.prompt else None
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
 def is_current(item: SuiteImport, folder: Path) -> bool:
-    """Whether ``folder`` holds ``item`` built from the manifest's commits."""
-    base, head = built_from(folder)
-    if item.commit:
-        return head == item.commit
-    want_base, want_head = (item.range or "").split("..")
-    return (base, head) == (want_base, want_head)
+    """Whether ``folder`` holds ``item`` built by this recipe (:data:`RECIPE_FILE`)."""
+    marker = folder / RECIPE_FILE
+    return (folder / TASK_FILE).is_file() and marker.is_file() and marker.read_text().strip() == recipe(item)
 
 
 def finish(item: SuiteImport, project: SuiteProject, folder: Path) -> None:
@@ -195,6 +193,7 @@ def build_suite(
             if status != 0 or not (folder / TASK_FILE).is_file():
                 raise TaskError(f"import-git exited with status {status}", "see its output above")
             finish(item, project, folder)
+            (folder / RECIPE_FILE).write_text(recipe(item) + "\n", encoding="utf-8")
         except (TaskError, ConfigError) as e:
             status = "no-source" if "no clone of" in str(e) else "failed"
             results.append(BuildResult(item.id, status, time.monotonic() - started, str(e)))

@@ -162,6 +162,9 @@ def test_build_suite_imports_each_task_from_the_clone_keeps_built_ones_and_names
 
     again = suite_build.build_suite(suite, repo.parent, fake_import(calls), only=["widgets-fix"])
     assert [(r.id, r.status) for r in again] == [("widgets-fix", "kept")] and len(calls) == 2
+    (suites / "mine" / "fix.md").write_text("Other words.\n")  # a changed recipe is built again
+    again = suite_build.build_suite(suite, repo.parent, fake_import(calls), only=["widgets-fix"])
+    assert [(r.id, r.status) for r in again] == [("widgets-fix", "built")] and len(calls) == 3
 
     (built / "widgets-fix" / "repo" / "extra.txt").write_text("stale")
     suite_build.build_suite(suite, repo.parent, fake_import(calls), only=["widgets-fix"], force=True)
