@@ -1,8 +1,10 @@
-"""``python -m kit tasks list | validate | import-exercism``."""
+"""``python -m kit tasks list | validate | import-exercism | import-git``."""
 
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 from pathlib import Path
 
 from kit.errors import KitError
@@ -79,10 +81,34 @@ def cmd_import_exercism(args: argparse.Namespace) -> int:
     return 0 if all(r.ok or r.status == "skipped" for r in results) else 1
 
 
+def cmd_import_git(args: argparse.Namespace) -> int:
+    from kit.tasks.history.importer import Options, import_git
+    from kit.tasks.history.report import import_summary
+
+    opts = Options(
+        repo=Path(args.repo),
+        commit=args.commit,
+        range=args.range,
+        task_id=args.id,
+        prompt_file=Path(args.prompt_file) if args.prompt_file else None,
+        out=Path(args.out) if args.out else TASKS_DIR,
+        tests=args.tests,
+        severities=Path(args.severities) if args.severities else None,
+        timeout_s=args.timeout,
+        sandbox=args.sandbox,
+        force=args.force,
+        repo_url=args.repo_url,
+        command=shlex.join(["python", "-m", "kit", *sys.argv[1:]]) if sys.argv[1:2] == ["tasks"] else "",
+    )
+    result = import_git(opts, progress=lambda line: print(line, flush=True))
+    print(import_summary(result))
+    return 0 if result.ok else 1
+
+
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
     """Register ``tasks list | validate | import-exercism`` (each leaf sets ``func``)."""
     tasks = subparsers.add_parser("tasks", help="list, validate and import tasks")
-    sub = tasks.add_subparsers(dest="tasks_command", metavar="{list,validate,import-exercism}")
+    sub = tasks.add_subparsers(dest="tasks_command", metavar="{list,validate,import-exercism,import-git}")
     tasks.set_defaults(func=lambda _args: (tasks.print_help(), 2)[1])
 
     p = sub.add_parser("list", help="the tasks in datasets/tasks with their acceptance tests by severity")
@@ -110,3 +136,44 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-validate", action="store_true", help="import only; do not validate each task")
     p.add_argument("--progress", action="store_true", help="print each exercise as it is done")
     p.set_defaults(func=cmd_import_exercism)
+
+    p = sub.add_parser(
+        "import-git",
+        help="turn a commit or a range of a local git repository into a task (see docs/tasks.md)",
+    )
+    p.add_argument("repo", help="a local git repository (a clone, or a bare repository)")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--commit", metavar="SHA", help="a fix commit: the base is its parent")
+    which.add_argument("--range", metavar="BASE..HEAD", help="a span of history, e.g. v1.2.0..v1.3.0")
+    p.add_argument("--id", default=None, help="the task id (default: the repo's name and the commit)")
+    p.add_argument(
+        "--prompt-file", default=None, help="the prompt (default: the commit message(s) and the interface)"
+    )
+    p.add_argument("--out", default=None, help=f"where to write the task folder (default {TASKS_DIR})")
+    p.add_argument(
+        "--tests",
+        nargs="+",
+        metavar="GLOB",
+        default=None,
+        help="which files are test modules (default: test_*.py and *_test.py)",
+    )
+    p.add_argument(
+        "--severities",
+        default=None,
+        metavar="FILE",
+        help="YAML mapping of test names to severities (datasets/severities/exercism-example.yaml's format)",
+    )
+    p.add_argument(
+        "--timeout", type=float, default=120.0, metavar="S", help="time limit of each check (default 120)"
+    )
+    p.add_argument(
+        "--repo-url", default=None, help="the public URL recorded in source: (default: the origin remote)"
+    )
+    p.add_argument("--force", action="store_true", help="replace a task folder of the same id")
+    p.add_argument(
+        "--sandbox",
+        choices=["bwrap", "none"],
+        default=None,
+        help="where the checks run (default: bwrap on Linux)",
+    )
+    p.set_defaults(func=cmd_import_git)
