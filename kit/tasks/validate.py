@@ -30,9 +30,13 @@ class ValidationReport(BaseModel):
     durations: dict[str, float] = Field(default_factory=dict)
 
 
-def validate_task(task: Task, sandbox: str | None = None) -> ValidationReport:
+def validate_task(
+    task: Task, sandbox: str | None = None, evaluations: dict | None = None
+) -> ValidationReport:
     """Check the task contract on a fresh workspace (see the module docstring); ``sandbox`` is the
-    scoring sandbox (``bwrap`` or ``none``; default the platform's)."""
+    scoring sandbox (``bwrap`` or ``none``; default the platform's). ``evaluations``, when given,
+    receives the two scorings (``start``, ``solution``: :class:`~kit.tasks.scoring.scorer.Evaluation`)."""
+    evaluations = {} if evaluations is None else evaluations
     problems: list[str] = []
     durations: dict[str, float] = {}
     started = time.monotonic()
@@ -44,7 +48,7 @@ def validate_task(task: Task, sandbox: str | None = None) -> ValidationReport:
 
             problems += uncollected_test_files(task)
             t = time.monotonic()
-            start = evaluate(task, ws.root, ws, sandbox=sandbox)
+            start = evaluations["start"] = evaluate(task, ws.root, ws, sandbox=sandbox)
             durations["start_s"] = time.monotonic() - t
             problems += start.problems
             if start.tampered or start.unscored_reason:
@@ -68,7 +72,7 @@ def validate_task(task: Task, sandbox: str | None = None) -> ValidationReport:
             else:
                 t = time.monotonic()
                 apply_solution(task, ws.root)
-                end = evaluate(task, ws.root, ws, sandbox=sandbox)
+                end = evaluations["solution"] = evaluate(task, ws.root, ws, sandbox=sandbox)
                 durations["solution_s"] = time.monotonic() - t
                 for req in end.failed_requirements:
                     problems.append(

@@ -59,7 +59,7 @@ CALC_BASE: dict[str, str | None] = {
         "import json\nimport pathlib\n\nimport pytest\n\n\n@pytest.fixture\ndef cases():\n"
         "    return json.loads((pathlib.Path(__file__).parent / 'data' / 'cases.json').read_text())\n"
     ),
-    "tests/data/cases.json": '[[2, 3, 6], [4, 5, 20]]\n',
+    "tests/data/cases.json": "[[2, 3, 6], [4, 5, 20]]\n",
     "tests/test_ops.py": (
         "import pytest\n\nfrom calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
         "def test_mul_small():\n    assert mul(2, 3) == 7  # the old, wrong behaviour\n\n\n"
@@ -151,4 +151,7 @@ FRAMES_FIX: dict[str, str | None] = {
         "\n\ndef test_shout():\n    assert shout('hi') == 'HI!'\n"
     ),
 }
-FRAMES_COMMITS: list[Commit] = [("Start frames", FRAMES_BASE), ("shout ends with an exclamation mark", FRAMES_FIX)]
+FRAMES_COMMITS: list[Commit] = [
+    ("Start frames", FRAMES_BASE),
+    ("shout ends with an exclamation mark", FRAMES_FIX),
+]

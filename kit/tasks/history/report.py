@@ -5,7 +5,7 @@ candidate, what did not validate."""
 from __future__ import annotations
 
 from kit.records.schema import SEVERITIES
-from kit.tasks.history.importer import ImportResult
+from kit.tasks.history.result import ImportResult
 
 KIND_TEXT = {
     "hang": "runs past the time limit at the base",
