@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from kit.errors import TaskError
 from kit.tasks.exercism.marks import load_severity_map
 from kit.tasks.history import layout, settle, severity
@@ -54,7 +56,12 @@ def import_git(opts: Options, progress: Progress = lambda _line: None) -> Import
     base, head, commits = resolve_change(repo, opts.commit, opts.range)
     job = _Import(opts, repo, progress)
     task_id = opts.task_id or default_id(repo, opts, base, head)
-    TaskFile.model_validate({"id": task_id, "title": "-", "prompt": "-"})  # a bad id fails here
+    try:
+        TaskFile.model_validate({"id": task_id, "title": "-", "prompt": "-"})
+    except ValidationError as e:
+        raise TaskError(
+            f"--id {task_id!r}: {e.errors()[0]['msg']}", "give an id like mylib-fix-parser"
+        ) from None
     out = Path(opts.out)
     if (out / task_id).exists() and not opts.force:
         raise TaskError(
