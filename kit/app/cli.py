@@ -127,14 +127,16 @@ def _cmd_models_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_docs(args: argparse.Namespace) -> int:
-    from kit.app import reference
+    from kit.app import reference, task_reference
 
+    pages = [(reference.REFERENCE, reference), (task_reference.TASKS_REFERENCE, task_reference)]
     if args.check:
-        if reference.is_current():
-            return 0
-        print(f"{reference.REFERENCE} is stale: run python -m kit docs", file=sys.stderr)
-        return 1
-    print(f"wrote {reference.write()}")
+        stale = [path for path, page in pages if not page.is_current()]
+        for path in stale:
+            print(f"{path} is stale: run python -m kit docs", file=sys.stderr)
+        return 1 if stale else 0
+    for _, page in pages:
+        print(f"wrote {page.write()}")
     return 0
 
 
@@ -196,10 +198,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_cmd_models_check)
 
     p = sub.add_parser(
-        "docs", help="regenerate docs/experiments.md from the models (--check: is it current?)"
+        "docs",
+        help="regenerate docs/experiments.md and docs/tasks.md from the models (--check: are they current?)",
     )
     p.add_argument(
-        "--check", action="store_true", help="exit 1 when docs/experiments.md is stale; write nothing"
+        "--check", action="store_true", help="exit 1 when a generated page is stale; write nothing"
     )
     p.set_defaults(func=_cmd_docs)
 

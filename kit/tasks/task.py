@@ -33,6 +33,8 @@ DELETED_FILE = "DELETED.txt"
 
 
 class TaskLimits(BaseModel):
+    """Per-task limits; each overrides what the experiment gives every task."""
+
     model_config = ConfigDict(extra="forbid")
 
     max_steps: int | None = Field(
@@ -73,14 +75,16 @@ class TaskFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: SafeName = Field(description="Short name; the folder name for tasks under datasets/tasks/.")
-    title: str
+    title: str = Field(description="One line shown in listings and reports.")
     prompt: str = Field(description="Given as is to every strategy.")
-    language: str = "python"
+    language: str = Field(
+        "python", description="The language of repo/ (the kit's tools are written for Python)."
+    )
     setup: list[str] = Field(default_factory=list, description="Commands run in a fresh clone first.")
     test_command: str = Field("python -m pytest -q", description="Runs the repo's own tests.")
     long: bool = Field(False, description="Takes long to solve; experiments may skip long tasks.")
-    limits: TaskLimits = Field(default_factory=TaskLimits)
-    tags: list[str] = Field(default_factory=list)
+    limits: TaskLimits = Field(default_factory=TaskLimits, description="Per-task limits (see TaskLimits).")
+    tags: list[str] = Field(default_factory=list, description="Free labels (exercism, git-history, ...).")
     acceptance_layout: Literal["folder", "repo"] = Field(
         "folder",
         description="folder: the hidden tests run from the kit's own folder with the kit's pytest "

@@ -155,3 +155,26 @@ FRAMES_COMMITS: list[Commit] = [
     ("Start frames", FRAMES_BASE),
     ("shout ends with an exclamation mark", FRAMES_FIX),
 ]
+
+
+# --------------------------------------------------------------------------- the smallest fix
+
+TINY_COMMITS: list[Commit] = [
+    (
+        "Start tiny",
+        {
+            "tiny/__init__.py": "def area(w, h):\n    return w + h\n",
+            "tests/test_tiny.py": "def test_imports():\n    import tiny  # noqa: F401\n",
+        },
+    ),
+    (
+        "area multiplies",
+        {
+            "tiny/__init__.py": "def area(w, h):\n    return w * h  # fixed-by-the-reference-change\n",
+            "tests/test_tiny.py": (
+                "from tiny import area\n\n\ndef test_imports():\n    import tiny  # noqa: F401\n\n\n"
+                "def test_area():\n    assert area(2, 3) == 6\n"
+            ),
+        },
+    ),
+]

@@ -22,7 +22,14 @@ from kit.tasks.history.importer import Options, import_git
 from kit.tasks.requirements import read_requirements
 from kit.tasks.task import load_task
 from kit.tasks.validate import validate_task
-from tests.support.gitrepos import CALC_COMMITS, FRAMES_COMMITS, LOOPS_COMMITS, MUL_FIXED, make_repo
+from tests.support.gitrepos import (
+    CALC_COMMITS,
+    FRAMES_COMMITS,
+    LOOPS_COMMITS,
+    MUL_FIXED,
+    TINY_COMMITS,
+    make_repo,
+)
 
 MARKER = "fixed-by-the-reference-change"  # the solution's changed line (tests/support/gitrepos.py)
 
@@ -34,9 +41,8 @@ def calc(tmp_path_factory):
     shas = make_repo(root / "calc", CALC_COMMITS)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ORCHBENCH_RESULTS_DIR", str(root / "results"))
-        started = time.time()
         fix = import_git(Options(repo=root / "calc", commit=shas[1], out=root / "tasks", timeout_s=60))
-    return {"root": root, "shas": shas, "fix": fix, "started": started}
+    return {"root": root, "shas": shas, "fix": fix}
 
 
 def _spec(task_dir: Path) -> dict:
@@ -228,7 +234,7 @@ def test_a_package_the_kit_environment_already_imports_is_refused(tmp_path):
 
 
 @pytest.mark.slow
-def test_nothing_of_the_answer_reaches_the_agent(calc, tmp_path):
+def test_nothing_of_the_answer_reaches_the_agent(tmp_path):
     """In a run of the imported task the clone has one commit and no object of a later one, and the
     solution's changed line is in no file the agent's sandbox shows that the kit wrote (every file
     written since the import began, anywhere: the clone, its .git, /tmp, HOME ...), nor in the prompt."""
@@ -236,12 +242,15 @@ def test_nothing_of_the_answer_reaches_the_agent(calc, tmp_path):
     from kit.run.runner import run_experiment
     from tests.support.helpers import experiment, run_json, write_profile
 
-    task = load_task(calc["fix"].task_dir)
-    head_blob = _hash(task.solution_dir / "calc" / "ops.py")
-    since = int(calc["started"]) - 1
+    since = int(time.time()) - 1
+    shas = make_repo(tmp_path / "tiny", TINY_COMMITS)
+    r = import_git(Options(repo=tmp_path / "tiny", commit=shas[1], out=tmp_path / "tasks", timeout_s=60))
+    assert r.ok, r.problems
+    task = load_task(r.task_dir)
+    head_blob = _hash(task.solution_dir / "tiny" / "__init__.py")
     commands = [
         "git rev-list --all | wc -l",
-        f"for o in {head_blob} {calc['shas'][1]} {calc['shas'][0]}; do git cat-file -e $o 2>/dev/null && echo PRESENT $o || echo absent; done",
+        f"for o in {head_blob} {shas[1]} {shas[0]}; do git cat-file -e $o 2>/dev/null && echo PRESENT $o || echo absent; done",
         "git count-objects -v | grep -E '^(count|in-pack):'",
         "find / \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -type f -newermt @"
         f"{since} -print0 2>/dev/null | xargs -0 grep -lF 'fixed-by-the''-reference-change' 2>/dev/null; echo searched",
@@ -265,11 +274,12 @@ def test_nothing_of_the_answer_reaches_the_agent(calc, tmp_path):
     )
     (run_dir,) = (out / "runs").iterdir()
     assert run_json(run_dir)["outcome"] == "done"
-    commits, objects, counts, found, written = seen
-    assert commits.split()[-1] == "1", commits
-    assert "PRESENT" not in objects and objects.count("absent") == 3, objects
-    assert found.strip() == "searched", found  # grep named no file
-    assert int(written.split()[-1]) > 5, written  # the search did see the kit's fresh files
+    commits, objects, counts, found, written = (out.split("\nexit code:")[0].strip() for out in seen)
+    assert commits == "1"  # one commit in the clone
+    assert objects == "absent\nabsent\nabsent"  # not the head's blob, nor either commit of the repo
+    assert counts == "count: 6\nin-pack: 0"  # the base commit, its 3 trees and 2 blobs: nothing else
+    assert found == "searched"  # grep named no file
+    assert int(written) > 5  # the search did see the kit's fresh files (the clone's included)
     assert MARKER not in task.prompt
 
 

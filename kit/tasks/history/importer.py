@@ -7,9 +7,12 @@
 2. **Trees** (:mod:`.gitread`): base and head written out as plain files; ``repo/`` is the base tree
    (no ``.git``, no history: a run's clone is the kit's own one-commit base).
 3. **Probes** (:mod:`.probe`): each changed test file checked on its own through the kit's scorer and
-   sandbox, at the base and with the solution; the fail -> pass tests are the hidden tests
-   (:mod:`kit.tasks.transitions`), each with a severity from how it fails at the base
-   (:mod:`.severity`).
+   sandbox, at the base and with the solution, under the time limit (``--timeout``, default 120 s)
+   and the sandbox's memory limit (4 GB a process); when a file's session runs away, each of its
+   tests alone. The fail -> pass tests are the hidden tests (:mod:`kit.tasks.transitions`), each
+   with a severity from how it fails at the base (:mod:`.severity`). A module-level ``from
+   <package> import name`` in a hidden module is written so that a name the base lacks fails only
+   the tests that use it (:func:`~kit.tasks.history.testfiles.tolerant_imports`).
 4. **Validation** (``kit tasks validate``'s own check, :mod:`.settle`): the assembled task scored with
    its own tests at the base and with the solution; own tests that fail at the base or with the
    reference solution, and hidden tests that are not fail -> pass here, are left out (each named,
