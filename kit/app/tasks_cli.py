@@ -12,31 +12,42 @@ from kit.paths import TASKS_DIR
 from kit.tasks.exercism.importer import import_exercism, summary_table
 from kit.tasks.task import (
     SUITE_PREFIX,
+    TASK_FILE,
     expand_tasks,
     list_tasks,
     load_suite,
     load_task,
-    severity_counts,
     suite_names,
 )
-from kit.tasks.validate import validate_task
+from kit.tasks.validate import requirements_line, validate_task
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    tasks = list_tasks()
-    if not tasks:
-        print(f"no tasks in {TASKS_DIR}")
+    folder = Path(args.path) if getattr(args, "path", None) else TASKS_DIR
+    if (folder / TASK_FILE).is_file():
+        entries = [folder]
+    elif folder.is_dir():
+        entries = sorted(d for d in folder.iterdir() if (d / TASK_FILE).is_file())
+    else:
+        print(f"✗ {folder}: no such folder")
+        return 1
+    if not entries:
+        print(f"no tasks in {folder}")
         return 0
-    width = max(len(t.id) for t in tasks)
-    for t in tasks:
-        counts = severity_counts(t)
-        sev = " ".join(f"{n} {s}" for s, n in counts.items() if n)
-        total = sum(counts.values())
-        print(f"{t.id:<{width}}  {t.language:<7} {total:>2} acceptance ({sev})  {t.title}")
-    for name in suite_names():
-        suite = load_suite(name)
-        print(f"suite {SUITE_PREFIX}{name}: {len(suite.tasks)} tasks: {', '.join(suite.tasks)}")
-    return 0
+    width = max(len(d.name) for d in entries)
+    bad = 0
+    for d in entries:
+        try:
+            t = load_task(d)
+            print(f"{t.id:<{width}}  {t.language:<7} {requirements_line(t)}  {t.title}")
+        except KitError as e:
+            bad += 1
+            print(f"{d.name:<{width}}  ✗ {str(e).splitlines()[0]}")
+    if folder == TASKS_DIR:
+        for name in suite_names():
+            suite = load_suite(name)
+            print(f"suite {SUITE_PREFIX}{name}: {len(suite.tasks)} tasks: {', '.join(suite.tasks)}")
+    return 1 if bad else 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -56,7 +67,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for task in tasks:
         report = validate_task(task, getattr(args, "sandbox", None))
         mark = "✓" if report.ok else "✗"
-        print(f"{mark} {task.id}  ({report.durations.get('total_s', 0):.1f} s)", flush=True)
+        took = report.durations.get("total_s", 0)
+        print(f"{mark} {task.id}  ({took:.1f} s)  {requirements_line(task)}", flush=True)
         for p in report.problems:
             print(f"    - {p}")
         failed += not report.ok
@@ -111,7 +123,10 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     sub = tasks.add_subparsers(dest="tasks_command", metavar="{list,validate,import-exercism,import-git}")
     tasks.set_defaults(func=lambda _args: (tasks.print_help(), 2)[1])
 
-    p = sub.add_parser("list", help="the tasks in datasets/tasks with their acceptance tests by severity")
+    p = sub.add_parser(
+        "list", help="the tasks in datasets/tasks (or PATH) with their requirements by severity and sealed"
+    )
+    p.add_argument("path", nargs="?", help="a folder of task folders, or one task folder")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("validate", help="check a task's contract (own tests, acceptance, solution)")

@@ -25,8 +25,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from kit.config import SafeName, load_yaml_model
 from kit.errors import ConfigError, TaskError
 from kit.paths import TASKS_DIR, is_ignored
-from kit.records.schema import SEVERITIES
-from kit.tasks.requirements import read_requirements
 
 TASK_FILE = "task.yaml"
 DELETED_FILE = "DELETED.txt"
@@ -257,12 +255,3 @@ def apply_solution(task: Task, root: Path) -> None:
         for line in deleted.read_text(encoding="utf-8").splitlines():
             if line.strip() and not line.startswith("#"):
                 (root / line.strip()).unlink(missing_ok=True)
-
-
-def severity_counts(task: Task) -> dict[str, int]:
-    reqs, _ = read_requirements(task.acceptance_dir)
-    counts = {s: 0 for s in SEVERITIES}
-    for r in reqs:
-        key = r.severity if r.severity in counts else "undeclared"
-        counts[key] = counts.get(key, 0) + 1
-    return counts
