@@ -7,7 +7,8 @@ A test has an :class:`Outcome` on each side -- the **base** (the starting code) 
 scored). The pair is a :class:`Transition`; :data:`MEANING` says what each counts as.
 
 A skip or xfail is never a pass: a hidden test credits only with :data:`Outcome.PASSED` on the change
-side, and :func:`is_hidden_test` needs a real failure at the base.
+side, and :func:`is_hidden_test` needs a real failure at the base. An xpass (a test marked xfail that
+passed) counts as a skip: it is never credited, and is neutral at the base.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ class Outcome(StrEnum):
     FAILED = "failed"  # an assertion, an error, a timeout: anything but a pass or a skip
     SKIPPED = "skipped"
     XFAILED = "xfailed"  # expected to fail and failed (pytest.mark.xfail, unittest.expectedFailure)
+    XPASSED = "xpassed"  # marked xfail (not strict) and passed: pytest calls it passed, the kit a skip
     ABSENT = "absent"  # not collected on that side (the test does not exist there, or did not import)
 
 
@@ -46,11 +48,11 @@ MEANING: dict[Transition, str] = {
     Transition.FAIL_TO_FAIL: "fails on both sides (or skips with the change): neither a requirement nor an own test",
     Transition.NONE_TO_PASS: "a new test (absent at the base) that passes: counted as a test added",
     Transition.NONE_TO_FAIL: "a new test that fails",
-    Transition.NEUTRAL: "skipped or xfail at the base: says nothing either way (an own test skipped on "
-    "this platform is no failure; a hidden test that skips is never credited)",
+    Transition.NEUTRAL: "skipped, xfail or xpass at the base: says nothing either way (an own test skipped "
+    "on this platform is no failure; a hidden test that skips is never credited)",
 }
 
-_SKIPS = (Outcome.SKIPPED, Outcome.XFAILED)
+_SKIPS = (Outcome.SKIPPED, Outcome.XFAILED, Outcome.XPASSED)
 
 
 def outcome_of(passed: bool | None, message: str = "") -> Outcome:
@@ -61,6 +63,8 @@ def outcome_of(passed: bool | None, message: str = "") -> Outcome:
     if passed:
         return Outcome.PASSED
     head = message.lstrip().lower()
+    if head.startswith("xpass"):
+        return Outcome.XPASSED
     if head.startswith("xfail"):
         return Outcome.XFAILED
     if head.startswith("skipped"):

@@ -14,6 +14,7 @@ from kit.tasks.transitions import (
 )
 
 P, F, S, X, A = Outcome.PASSED, Outcome.FAILED, Outcome.SKIPPED, Outcome.XFAILED, Outcome.ABSENT
+XP = Outcome.XPASSED
 
 
 def test_outcome_of_the_stream():
@@ -22,6 +23,7 @@ def test_outcome_of_the_stream():
     assert outcome_of(False, "skipped: needs windows") is S
     assert outcome_of(False, "xfailed: known bug") is X
     assert outcome_of(None) is A
+    assert outcome_of(False, "xpassed (marked xfail)") is XP
 
 
 @pytest.mark.parametrize(
@@ -41,6 +43,8 @@ def test_outcome_of_the_stream():
         (S, P, Transition.NEUTRAL),
         (X, P, Transition.NEUTRAL),
         (A, S, Transition.NEUTRAL),
+        (XP, F, Transition.NEUTRAL),
+        (P, XP, Transition.PASS_TO_SKIP),
     ],
 )
 def test_transition_table(base, change, expected):
@@ -55,4 +59,4 @@ def test_what_each_transition_counts_as():
     assert own == {Transition.PASS_TO_PASS}
     assert regressions == {Transition.PASS_TO_FAIL, Transition.PASS_TO_NONE, Transition.PASS_TO_SKIP}
     assert Transition.NEUTRAL not in hidden | own | regressions  # a skip at the base says nothing
-    assert credits(P) and not credits(S) and not credits(X) and not credits(F)
+    assert credits(P) and not credits(S) and not credits(X) and not credits(F) and not credits(XP)
