@@ -161,7 +161,8 @@ def _import_git() -> list[str]:
         "",
         "`acceptance_layout: repo`, `packages:`, `own_tests_deselect:` (each own test left out: the "
         "ones the change modified or removed, and the ones that fail at the base or with the "
-        "reference solution), `long: true` when the change touches at least 2 source files and 150 "
+        "reference solution), a `test_command` that `--ignore`s own test modules that do not even "
+        "collect at the base or with the reference solution (or that the change deletes), `long: true` when the change touches at least 2 source files and 150 "
         "changed source lines (added + removed, the solution's Python files) and keeps at least 8 "
         "hidden tests, a `scoring_timeout_s` of at least three times the slowest validation scoring, "
         "and `source:` -- so a user can tell a task made before a model's training cutoff from one "

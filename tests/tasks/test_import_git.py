@@ -31,6 +31,12 @@ from tests.support.gitrepos import (
     make_repo,
 )
 
+#: Until scoring honours own_tests_deselect (helper scr, issue 29 item 2): strict, so the mark must go
+#: as soon as it does.
+NEEDS_DESELECT = pytest.mark.xfail(strict=True, reason="scoring does not honour own_tests_deselect yet")
+NEEDS_AUDIT_FIX = pytest.mark.xfail(
+    strict=True, reason="scoring flags library code taking frames at the base as suspicious (item 2)"
+)
 MARKER = "fixed-by-the-reference-change"  # the solution's changed line (tests/support/gitrepos.py)
 
 
@@ -50,6 +56,7 @@ def _spec(task_dir: Path) -> dict:
 
 
 @pytest.mark.slow
+@NEEDS_DESELECT
 def test_a_fix_commit_whose_test_the_commit_changed(calc):
     r, shas = calc["fix"], calc["shas"]
     assert r.ok, (r.problems, r.notes)
@@ -103,6 +110,7 @@ def test_a_new_test_importing_a_name_the_base_lacks_fails_only_where_it_is_used(
 
 
 @pytest.mark.slow
+@NEEDS_DESELECT
 def test_a_release_range_of_several_commits(calc, tmp_path):
     shas = calc["shas"]
     prompt = tmp_path / "prompt.md"
@@ -157,6 +165,7 @@ def test_runaway_tests_at_the_base_are_checked_one_by_one(tmp_path):
 
 
 @pytest.mark.slow
+@NEEDS_AUDIT_FIX
 def test_library_code_taking_frames_at_the_base_does_not_make_the_task_suspicious(tmp_path):
     make_repo(tmp_path / "frames", FRAMES_COMMITS)
     r = import_git(Options(repo=tmp_path / "frames", commit="HEAD", out=tmp_path / "t", timeout_s=60))

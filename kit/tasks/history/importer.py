@@ -37,7 +37,7 @@ from kit.tasks.history import layout, settle, severity
 from kit.tasks.history.gitread import Repo
 from kit.tasks.history.plan import make_plan, resolve_change
 from kit.tasks.history.probe import Prober, Verdict, acceptance_module
-from kit.tasks.history.result import ImportResult, Options
+from kit.tasks.history.result import ImportResult, Options, own_test_command
 from kit.tasks.history.spec import default_id, generated_prompt, is_long, read_prompt, task_spec
 from kit.tasks.history.writer import write_acceptance, write_solution, write_spec
 from kit.tasks.task import TaskFile, apply_solution, load_task
@@ -107,6 +107,7 @@ class _Import:
         result.notes += plan.notes
         result.solution_files = len(plan.solution)
         result.deselected = dict(plan.deselect)
+        result.ignored = dict(plan.ignore)
         self.packages = layout.packages(trees["base"], opts.tests)
         _refuse_shadowed(self.packages)
         self.support = layout.support_files(trees["head"], list(plan.candidates), opts.tests)
@@ -168,6 +169,7 @@ class _Import:
                 modules[module] = acceptance_module(source, module, mine, set(self.packages))
         write_acceptance(folder, self.trees["head"], self.support, modules)
         self.spec["own_tests_deselect"] = sorted(result.deselected)
+        self.spec["test_command"] = own_test_command(result.ignored)
         self.spec["long"] = is_long(self.plan, self.trees, len(result.hidden))
         write_spec(folder, self.spec)
 
@@ -196,10 +198,13 @@ class _Import:
             )
             if not changed and timed_out and limit == self.opts.timeout_s:
                 limit, changed = limit * 2, True
+            if not changed:
+                changed = settle.uncollected(start, end, result)
             if end is not None and not changed:
                 changed = settle.own_failures(start, end, result) | settle.not_fail_to_pass(
                     start, end, result
                 )
+
             if not changed:
                 break
         slowest = max(report.durations.get("start_s", 0.0), report.durations.get("solution_s", 0.0))

@@ -32,6 +32,7 @@ class Plan:
     candidates: dict[str, list[str]]  # test module -> keys (Class::name) the change added or changed
     nodes: dict[str, FuncNode] = field(default_factory=dict)  # "<module>::<key>" -> the head's node
     deselect: dict[str, str] = field(default_factory=dict)  # own test node id -> why it is left out
+    ignore: dict[str, str] = field(default_factory=dict)  # own test module -> why it is not collected
     notes: list[str] = field(default_factory=list)
 
 
@@ -90,14 +91,14 @@ def _plan_module(plan: Plan, change: Change, trees: dict[str, Path]) -> None:
     base_file, head_file = trees["base"] / path, trees["head"] / path
     base_tree = parse(base_file.read_bytes(), path) if base_file.is_file() else None
     if change.status == "D":
-        plan.deselect[path] = "a test module the change deletes"
+        plan.ignore[path] = "a test module the change deletes"
         return
     head_tree = parse(head_file.read_bytes(), path)
     if head_tree is None:
         plan.notes.append(f"{path}: does not parse at the head; its tests are left out")
         return
     if base_file.is_file() and base_tree is None:
-        plan.deselect[path] = "a test module that does not parse at the base"
+        plan.ignore[path] = "a test module that does not parse at the base"
     added, changed, removed = changed_tests(base_tree, head_tree)
     for key in changed + removed:
         plan.deselect[f"{path}::{key}"] = (

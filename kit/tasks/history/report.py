@@ -44,5 +44,6 @@ def import_summary(r: ImportResult) -> str:
     lines += _block("hidden tests", hidden)
     lines += _block("new or changed tests left out", r.dropped)
     lines += _block("own tests left out", r.deselected)
+    lines += _block("own test modules not collected (--ignore)", r.ignored)
     lines += [f"  note: {n}" for n in r.notes]
     return "\n".join(lines)

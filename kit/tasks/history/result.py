@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +39,7 @@ class ImportResult:
     kinds: dict[str, str] = field(default_factory=dict)  # requirement key -> how it fails at the base
     dropped: dict[str, str] = field(default_factory=dict)  # candidate key -> why it is no hidden test
     deselected: dict[str, str] = field(default_factory=dict)  # own test node id -> why it is left out
+    ignored: dict[str, str] = field(default_factory=dict)  # own test module -> why it is not collected
     notes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # why it was refused
     seconds: float = 0.0
@@ -57,3 +59,8 @@ def drop(result: ImportResult, key: str, why: str) -> None:
             "no hidden test is left in the assembled task:\n    "
             + "\n    ".join(f"{k}: {v}" for k, v in result.dropped.items())
         )
+
+
+def own_test_command(ignored: dict[str, str]) -> str:
+    """The own tests' command: pytest, told not to collect the modules in ``ignored``."""
+    return " ".join(["python -m pytest -q", *(shlex.quote(f"--ignore={p}") for p in sorted(ignored))])

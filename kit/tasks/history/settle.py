@@ -49,3 +49,17 @@ def not_fail_to_pass(start: Evaluation, end: Evaluation, result: ImportResult) -
             drop(result, key, f"in the assembled task: {why}")
             dropped = True
     return dropped
+
+
+def uncollected(start: Evaluation, end: Evaluation | None, result: ImportResult) -> bool:
+    """Own test modules that do not even collect at the base or with the reference solution (a data
+    file from a submodule, a module the change deletes): ``--ignore``d, which ``own_tests_deselect``
+    (test ids) cannot do."""
+    before = len(result.ignored)
+    for where, ev in (("at the base", start), ("with the reference solution", end)):
+        for error in ev.own.errors if ev is not None else []:
+            path, _, why = error.partition(": ")
+            path = path.split("::")[0]
+            if path.endswith(".py") and path not in result.ignored:
+                result.ignored[path] = f"does not collect {where}: {why[:120]}"
+    return len(result.ignored) > before

@@ -13,8 +13,16 @@ from kit.tasks.history.prompt import build_prompt, changed_names, interface
 from kit.tasks.history.result import ImportResult, Options
 
 
+def project_name(repo: Repo, opts: Options) -> str:
+    """The project's name: the last part of its URL (``--repo-url`` or the origin remote), else of
+    the repository's folder, ``.git`` cut."""
+    url = (opts.repo_url or repo.remote_url() or "").rstrip("/")
+    name = url.rsplit("/", 1)[-1].rsplit(":", 1)[-1] if url else repo.path.name
+    return name.removesuffix(".git") or repo.path.name
+
+
 def default_id(repo: Repo, opts: Options, base: str, head: str) -> str:
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", repo.path.name.removesuffix(".git")).strip("-.") or "repo"
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", project_name(repo, opts)).strip("-.") or "repo"
     if opts.commit:
         return f"{name}-{head[:10]}"
     a, b = (re.sub(r"[^A-Za-z0-9._-]+", "-", p).strip("-.") for p in (opts.range or "").split("..", 1))
@@ -35,9 +43,9 @@ def read_prompt(path: Path | None) -> str | None:
 def task_spec(opts: Options, repo: Repo, plan: Plan, task_id: str, packages: list[str], prompt: str) -> dict:
     base_commit, head_commit = repo.commit(plan.base), repo.commit(plan.head)
     title = (
-        f"{repo.path.name}: {plan.commits[0].subject}"
+        f"{project_name(repo, opts)}: {plan.commits[0].subject}"
         if opts.commit
-        else f"{repo.path.name}: {opts.range} ({len(plan.commits)} commits)"
+        else f"{project_name(repo, opts)}: {opts.range} ({len(plan.commits)} commits)"
     )
     return {
         "id": task_id,
