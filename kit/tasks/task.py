@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kit.config import SafeName, load_yaml_model
 from kit.errors import ConfigError, TaskError
 from kit.paths import TASKS_DIR, is_ignored
+from kit.tasks.packages import name_problems
 
 TASK_FILE = "task.yaml"
 DELETED_FILE = "DELETED.txt"
@@ -103,6 +104,14 @@ class TaskFile(BaseModel):
     source: TaskSource | None = Field(
         None, description="Provenance of a task imported from a repository's history (see TaskSource)."
     )
+
+    @field_validator("packages")
+    @classmethod
+    def _import_names(cls, value: list[str]) -> list[str]:
+        problems = name_problems(value)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
 
 
 class Task(TaskFile):
