@@ -31,9 +31,8 @@ from tests.support.gitrepos import (
     make_repo,
 )
 
-#: Until scoring honours own_tests_deselect (helper scr, issue 29 item 2): strict, so the mark must go
-#: as soon as it does.
-NEEDS_DESELECT = pytest.mark.xfail(strict=True, reason="scoring does not honour own_tests_deselect yet")
+#: Until scoring stops flagging the base's own introspection (helper scr, issue 29 item 2): strict, so
+#: the mark must go as soon as it does.
 NEEDS_AUDIT_FIX = pytest.mark.xfail(
     strict=True, reason="scoring flags library code taking frames at the base as suspicious (item 2)"
 )
@@ -56,7 +55,6 @@ def _spec(task_dir: Path) -> dict:
 
 
 @pytest.mark.slow
-@NEEDS_DESELECT
 def test_a_fix_commit_whose_test_the_commit_changed(calc):
     r, shas = calc["fix"], calc["shas"]
     assert r.ok, (r.problems, r.notes)
@@ -110,7 +108,6 @@ def test_a_new_test_importing_a_name_the_base_lacks_fails_only_where_it_is_used(
 
 
 @pytest.mark.slow
-@NEEDS_DESELECT
 def test_a_release_range_of_several_commits(calc, tmp_path):
     shas = calc["shas"]
     prompt = tmp_path / "prompt.md"
