@@ -199,6 +199,22 @@ def _add_report_cli(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_report)
 
 
+def _add_compare_cli(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare", help="two results folders side by side per strategy x task, with the prompt diff"
+    )
+    p.add_argument("a", help="results/NAME, or an experiment name (A)")
+    p.add_argument("b", help="results/NAME, or an experiment name (B); changes are B - A")
+    p.add_argument("--strategies", metavar="X,Y", help="compare only these strategies")
+    p.add_argument("--tasks", metavar="A,B", help="compare only these tasks")
+    p.add_argument(
+        "--every-pair",
+        action="store_true",
+        help="also tabulate the strategy x task pairs only one side ran (default: one line for them)",
+    )
+    p.set_defaults(func=_cmd_compare)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m kit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -237,19 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_report_cli(sub)
 
-    p = sub.add_parser(
-        "compare", help="two results folders side by side per strategy x task, with the prompt diff"
-    )
-    p.add_argument("a", help="results/NAME, or an experiment name (A)")
-    p.add_argument("b", help="results/NAME, or an experiment name (B); changes are B - A")
-    p.add_argument("--strategies", metavar="X,Y", help="compare only these strategies")
-    p.add_argument("--tasks", metavar="A,B", help="compare only these tasks")
-    p.add_argument(
-        "--every-pair",
-        action="store_true",
-        help="also tabulate the strategy x task pairs only one side ran (default: one line for them)",
-    )
-    p.set_defaults(func=_cmd_compare)
+    _add_compare_cli(sub)
 
     p = sub.add_parser("models", help="check the models of a profile")
     msub = p.add_subparsers(dest="models_command", required=True)
