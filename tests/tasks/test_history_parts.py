@@ -349,6 +349,8 @@ def test_export_writes_the_tree_as_committed_and_runs_nothing_of_the_repo(tmp_pa
     r.range_commits(r.resolve("HEAD~1"), r.resolve("HEAD"))
     assert not marker.exists()  # no filter, fsmonitor or hook of the repository ran
     assert r.remote_url() == "https://example.org/ann/r.git"  # credentials cut
+    git(repo, "config", "remote.origin.url", str(tmp_path / "elsewhere"))
+    assert r.remote_url() is None  # a local path is no public URL
     assert r.licence(r.resolve("HEAD")) is None
 
 
