@@ -310,7 +310,13 @@ class RunRecord(BaseModel):
     counters: dict[str, Any] = Field(default_factory=dict)
     totals: Usage = Field(default_factory=Usage)
     calls: int = 0
-    sandbox: str = Field("", description="Where agent commands ran: bwrap, or none (unsandboxed).")
+    sandbox: str = Field(
+        "", description="Where agent commands and scoring ran: bwrap, podman, docker, or none (unsandboxed)."
+    )
+    sandbox_image: str = Field("", description="With podman or docker: the image's name; '' otherwise.")
+    sandbox_image_id: str = Field(
+        "", description="With podman or docker: the image's id (sha256:...), what every command ran in."
+    )
     settings: dict[str, Any] = Field(
         default_factory=dict,
         description="Everything that shaped the run (kit.run.fingerprint); empty in older records.",

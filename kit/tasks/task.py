@@ -54,6 +54,11 @@ class TaskFile(BaseModel):
     long: bool = Field(False, description="Takes long to solve; experiments may skip long tasks.")
     limits: TaskLimits = Field(default_factory=TaskLimits)
     tags: list[str] = Field(default_factory=list)
+    sandbox_image: str | None = Field(
+        None,
+        description="With podman or docker: the image this task's commands and tests run in (over the "
+        "experiment's). A `Containerfile` in the task folder is built instead (context: its `container/`).",
+    )
 
 
 class Task(TaskFile):
