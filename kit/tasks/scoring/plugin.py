@@ -81,6 +81,24 @@ def _message(report: pytest.TestReport | pytest.CollectReport) -> str:
     return _first_line(text) or "failed"
 
 
+def _outcome(report: pytest.TestReport) -> str:
+    """One phase's outcome in the kit's words (``kit/tasks/transitions.py``): passed, failed, skipped,
+    xfailed (marked xfail, failed) or xpassed (marked xfail, passed)."""
+    xfail = hasattr(report, "wasxfail")
+    if report.passed:
+        return "xpassed" if xfail else "passed"
+    if report.skipped:
+        return "xfailed" if xfail else "skipped"
+    return "failed"
+
+
+def _phase_message(report: pytest.TestReport, outcome: str) -> str:
+    if outcome in ("xfailed", "xpassed"):
+        reason = _first_line(str(getattr(report, "wasxfail", "")))[:200]
+        return f"{outcome} (marked xfail{': ' + reason if reason else ''})"
+    return _message(report)
+
+
 def install(settings: dict) -> object:
     """The session's pytest hooks (pass to ``pytest.main``), sending through a closure-held writer,
     and the audit hook (installed here when ``settings`` names the hidden tests). Takes the pipe's
@@ -177,7 +195,7 @@ def _hooks(
     """The pytest hooks, as plain closures (pluggy binds each function when the plugin registers:
     replacing an attribute of the returned object later does nothing)."""
     canaries = set(canary_names)
-    pending: dict[str, tuple[bool, str]] = {}
+    pending: dict[str, tuple[str, str]] = {}
 
     def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", "severity(level): requirement severity: critical, major or minor")
@@ -208,14 +226,16 @@ def _hooks(
             send(kind="collect", nodeid=report.nodeid, message=_message(report))
 
     def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-        ok, message = pending.get(report.nodeid, (True, ""))
-        if ok and not report.passed:  # the first failure (or skip) of setup, call, teardown counts
-            ok, message = False, _message(report)
+        outcome, message = pending.get(report.nodeid, ("passed", ""))
+        now = _outcome(report)
+        if outcome in ("passed", "xpassed") and now != "passed":  # the first failure (or skip,
+            outcome, message = now, _phase_message(report, now)  # xfail) of setup, call, teardown
         if report.when == "teardown":
             pending.pop(report.nodeid, None)
-            send(kind="test", nodeid=report.nodeid, passed=ok, message=message)
+            ok = outcome in ("passed", "xpassed")
+            send(kind="test", nodeid=report.nodeid, passed=ok, outcome=outcome, message=message)
         else:
-            pending[report.nodeid] = (ok, message)
+            pending[report.nodeid] = (outcome, message)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(exitstatus: int) -> None:

@@ -67,6 +67,7 @@ from kit.tasks.scoring.session import Canaries, Expect, PytestRun, prepare_kit_d
 from kit.tasks.scoring.verdicts import ACCEPTANCE_DIRNAME
 from kit.tasks.snapshot import Snapshot, snapshot
 from kit.tasks.task import Task
+from kit.tasks.transitions import Outcome, is_regression, transition
 from kit.tasks.workspace import COPY_IGNORE, Workspace, diff_stats_of
 
 # --------------------------------------------------------------------------- the base commit
@@ -101,6 +102,7 @@ class _Base:
     own_passed: set[str]
     tests: int
     problem: str | None = None
+    own_states: dict[str, str] = field(default_factory=dict)  # nodeid -> outcome at the base
 
 
 _BASE_CACHE: dict[tuple[str, str, str], _Base] = {}
@@ -124,7 +126,7 @@ class Evaluation:
     results: dict[str, tuple[bool, str]]  # requirement key -> (passed, message)
     acceptance: PytestRun
     own: PytestRun
-    own_passed_at_base: set[str]
+    own_passed_at_base: set[str]  # (xpassed ones too: pytest's "passed")
     problems: list[str]
     tests_at_base: int
     tests_now: int
@@ -135,20 +137,35 @@ class Evaluation:
     unguarded: list[str] = field(default_factory=list)  # requirement keys with neither twin nor seal
     sealed: list[str] = field(default_factory=list)  # requirement keys with a sealed check
     suspicious: list[str] = field(default_factory=list)  # introspection seen by the audit hook
+    own_states_at_base: dict[str, str] = field(default_factory=dict)  # nodeid -> outcome at the base
 
     @property
     def failed_requirements(self) -> list[Requirement]:
         return [r for r in self.requirements if not self.results[r.key][0]]
 
+    def _state_at_base(self, nodeid: str) -> Outcome:
+        if nodeid in self.own_states_at_base:
+            return Outcome(self.own_states_at_base[nodeid])
+        return Outcome.PASSED if nodeid in self.own_passed_at_base else Outcome.ABSENT
+
     @property
     def regressed(self) -> list[str]:
+        """Own tests that passed at the base and fail, error, skip or xfail now, or are gone
+        (:func:`kit.tasks.transitions.is_regression`; an own test that was skipped, xfailed or
+        xpassed at the base is neutral)."""
         if self.tampered:  # nothing the own tests said can be trusted
             return sorted(self.own_passed_at_base)
-        return sorted(t for t in self.own_passed_at_base if t not in self.own.passed)
+        return sorted(
+            t
+            for t in self.own_passed_at_base
+            if is_regression(transition(self._state_at_base(t), self.own.state(t)))
+        )
 
     @property
     def own_failed(self) -> list[str]:
-        failed = sorted(k for k, (ok, _) in self.own.outcomes.items() if not ok)
+        """Own tests that failed (a skip, xfail or xpass is neutral: not among them) and the session's
+        errors."""
+        failed = sorted(k for k in self.own.outcomes if self.own.state(k) is Outcome.FAILED)
         return failed + self.own.errors
 
 
@@ -232,7 +249,7 @@ def _base_info(session: _Session, task: Task, ws: Workspace, base_dir: Path) -> 
         return cached
     tests = count_test_functions(base_dir)
     run = session.own("base", base_dir, task.test_command)
-    info = _Base(own_passed=run.passed, tests=tests)
+    info = _Base(own_passed=run.passed, tests=tests, own_states={k: str(run.state(k)) for k in run.outcomes})
     if run.tampered or not run.complete:
         info.problem = f"the repo's own tests did not run cleanly at the base: {run.errors + run.tampered}"
         return info  # not cached: a task problem (or a kit one) must show, not stick
@@ -290,6 +307,7 @@ def evaluate(
         acceptance=acc,
         own=own,
         own_passed_at_base=base.own_passed,
+        own_states_at_base=base.own_states,
         problems=problems,
         tests_at_base=base.tests,
         tests_now=tests_now,
