@@ -125,6 +125,7 @@ def check_available(spec: str) -> None:
         from kit.sandbox.images import resolve
 
         resolve(sandbox, image)  # a missing image: says how to build it
+        sandbox.sweep()  # containers a kit that died left behind
     with tempfile.TemporaryDirectory(prefix="orchbench-probe-") as tmp:
         try:
             res = sandbox.run(["/bin/sh", "-c", "echo ok > probe"], Path(tmp), writable=True, timeout_s=60)

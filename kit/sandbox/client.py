@@ -150,10 +150,13 @@ def run_client(
     try:
         timed_out = not _wait(proc, timeout_s)
     finally:
-        if timed_out or proc.poll() is None:
+        cut = timed_out or proc.poll() is None
+        if cut:
             remove()
         _kill_group(proc.pid)
         proc.wait()
+        if cut:
+            remove()  # one the engine went on to start while its client was being killed
     reader.join(timeout=5)
     if relay:
         relay.thread.join(timeout=5)

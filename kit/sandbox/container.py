@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -58,6 +60,25 @@ NPROC = 32768
 #: What the container's own /tmp (and so HOME) may hold at most, in MB (it counts as its memory too).
 TMP_MB = 512
 _names = itertools.count()
+
+
+HOST_LABEL = "orchbench.kit-host"
+
+
+def _host() -> str:
+    """This machine's name, as a container label: a sweep leaves other machines' containers alone."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname())[:63] or "host"
+
+
+def _alive(container: str) -> bool:
+    """Whether the kit process that named ``container`` (``orchbench-<pid>-...``) still runs."""
+    try:
+        os.kill(int(container.split("-")[1]), 0)
+    except (IndexError, ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 def install_hint(binary: str) -> str:
@@ -90,6 +111,11 @@ class ContainerSandbox:
                 f"`sandbox: {self.name}` needs {self.binary}, which is not installed: {install_hint(self.binary)}"
             )
         self.client = found
+
+    @property
+    def spec(self) -> str:
+        """The sandbox spec naming this backend and its image (``podman@IMAGE``)."""
+        return f"{self.name}@{self.image}"
 
     # ----------------------------------------------------------------- what a subclass adds
 
@@ -159,8 +185,8 @@ class ContainerSandbox:
         if command and command[0] in (sys.executable, os.path.realpath(sys.executable)):
             command = ["python3", *command[1:]]  # the kit's interpreter is not in the image
         args = [self.client, *self.global_args(), "run", "--rm", "--name", container]
-        args += ["--label", f"orchbench.kit-pid={os.getpid()}", "--pull=never"]
-        args += ["--network=none", "--hostname=sandbox", "--init", "--log-driver=none"]
+        args += ["--label", f"{HOST_LABEL}={_host()}", "--pull=never"]
+        args += ["--network=none", "--hostname=sandbox", "--cgroupns=private", "--init", "--log-driver=none"]
         args += [*self.user(), "--cap-drop=all", "--security-opt=no-new-privileges"]
         args += ["--read-only", "--tmpfs", f"/tmp:rw,nosuid,nodev,size={TMP_MB}m,mode=1777"]
         args += self.limits_args(limits) + self.run_args(timeout_s)
@@ -183,6 +209,19 @@ class ContainerSandbox:
         return ["/bin/sh", "-c", script + " 2>&1", "sh", *command]
 
     # ----------------------------------------------------------------- running
+
+    def sweep(self) -> list[str]:
+        """Remove the containers a kit process on this host left when it died (Docker has no
+        ``--timeout``: a command that never ends would outlive its kit); the names removed."""
+        res = subprocess.run(
+            [self.client, *self.global_args(), "ps", "--all", "--filter", f"label={HOST_LABEL}={_host()}"]
+            + ["--format", "{{.Names}}"],
+            capture_output=True, text=True, env=self.client_env(), timeout=60, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        stale = [n for n in res.stdout.split() if not _alive(n)]
+        for name in stale:
+            self.remove(name)
+        return stale
 
     def remove(self, container: str) -> None:
         """Force-remove ``container`` (killing what runs in it); quiet if it is gone already."""

@@ -76,4 +76,7 @@ class PodmanSandbox(ContainerSandbox):
     def run_args(self, timeout_s: float) -> list[str]:
         # conmon kills the container past the kit's timeout even if the kit itself died meanwhile
         args = [f"--timeout={int(timeout_s) + 60}", f"--security-opt=seccomp={podman_profile(self.client)}"]
+        args.append(
+            "--security-opt=mask=/proc/key-users"
+        )  # every uid's key counts (keys, timers: masked already)
         return args + (["--userns=keep-id"] if os.geteuid() != 0 else [])

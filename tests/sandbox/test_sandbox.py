@@ -451,3 +451,31 @@ def test_the_memory_of_a_commands_whole_process_tree_is_capped(runs, backend):
     )
     statuses = [line.split("=")[1] for line in three.output.split() if line[:2] in ("A=", "B=", "C=")]
     assert len(statuses) == 3 and set(statuses) != {"0"}, three.output  # one at least was killed
+
+
+@pytest.mark.parametrize("backend", ALL)
+def test_output_is_capped_keeping_its_head_and_tail(runs, backend):
+    sh = shell_in(backend)
+    _, mine = runs
+    res = sh("seq 1 2000000; echo LAST", mine, max_output_chars=2000)
+    assert res.exit_code == 0 and res.truncated_chars > 10_000_000
+    assert res.output.startswith("1\n2\n3\n") and res.output.rstrip().endswith("1999999\n2000000\nLAST")
+    assert len(res.output) < 2100
+
+
+@pytest.mark.parametrize("backend", ALL)
+def test_a_disk_filler_is_stopped_in_the_clone_and_in_tmp(runs, backend):
+    """A file past the file-size limit is cut off (SIGXFSZ); the private /tmp, filled file by file
+    under that limit, holds no more than the command's memory (a tmpfs: its pages are its memory)."""
+    sh = shell_in(backend)
+    _, mine = runs
+    big = sh(
+        "head -c 20000000 /dev/zero > big.bin; echo clone=$?", mine, limits=ProcessLimits(file_size_mb=5)
+    )
+    assert "clone=" in big.output and "clone=0" not in big.output, big.output
+    assert (mine / "big.bin").stat().st_size <= 5 * 2**20
+    if backend == "bwrap" and not memory_limit_mechanism().startswith("cgroup"):
+        return  # bwrap's /tmp is capped by the memory cgroup only
+    fill = "for i in $(seq 80); do head -c 5000000 /dev/zero > /tmp/f$i || break; done; echo files=$i"
+    res = sh(fill, mine, limits=ProcessLimits(file_size_mb=10, memory_mb=256), timeout_s=60)
+    assert "files=80" not in res.output, res.output  # 400 MB asked, ~256 MB got

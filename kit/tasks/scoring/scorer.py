@@ -242,7 +242,11 @@ def _mkdir(path: Path) -> Path:
 
 def _base_info(session: _Session, task: Task, ws: Workspace, base_dir: Path) -> _Base:
     """The own tests that pass at the base commit (cached when the base run was clean)."""
-    key = (ws.base_commit, task.test_command, session.sandbox.name)
+    key = (
+        ws.base_commit,
+        task.test_command,
+        getattr(session.sandbox, "spec", session.sandbox.name),
+    )  # (an image: its own)
     with _BASE_LOCK:
         cached = _BASE_CACHE.get(key)
     if cached is not None:
