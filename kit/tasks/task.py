@@ -19,12 +19,13 @@ import shutil
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kit.config import SafeName, load_yaml_model
 from kit.errors import ConfigError, TaskError
 from kit.paths import TASKS_DIR, is_ignored
 from kit.records.schema import SEVERITIES
+from kit.tasks.packages import name_problems
 from kit.tasks.requirements import read_requirements
 
 TASK_FILE = "task.yaml"
@@ -105,6 +106,14 @@ class TaskFile(BaseModel):
         description="With podman or docker: the image this task's commands and tests run in (over the "
         "experiment's). A `Containerfile` in the task folder is built instead (context: its `container/`).",
     )
+
+    @field_validator("packages")
+    @classmethod
+    def _import_names(cls, value: list[str]) -> list[str]:
+        problems = name_problems(value)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
 
 
 class Task(TaskFile):

@@ -39,6 +39,7 @@ KIT_DIR = Path(__file__).resolve().parent
 PLUGIN_FILE = "plugin.py"
 LAUNCHER_FILE = "launcher.py"
 OBSERVE_FILE = "observe.py"
+AUDIT_FILE = "audit.py"
 MAX_STREAM_BYTES = 32 * 1024 * 1024
 _OUTCOMES = frozenset(o.value for o in Outcome if o is not Outcome.ABSENT)
 _PASSING = frozenset({Outcome.PASSED.value, Outcome.XPASSED.value})  # what pytest calls passed
@@ -144,10 +145,10 @@ class PytestRun:
 
 
 def prepare_kit_dir(folder: Path) -> Path:
-    """The kit-owned folder the sandbox sees read-only: the launcher, the plugin and its sealed checks'
-    side (``observe.py``)."""
+    """The kit-owned folder the sandbox sees read-only: the launcher, the plugin, its sealed checks'
+    side (``observe.py``) and its audit hook (``audit.py``)."""
     folder.mkdir(parents=True, exist_ok=True)
-    for name in (PLUGIN_FILE, LAUNCHER_FILE, OBSERVE_FILE):
+    for name in (PLUGIN_FILE, LAUNCHER_FILE, OBSERVE_FILE, AUDIT_FILE):
         shutil.copyfile(KIT_DIR / name, folder / name)
     return folder
 
@@ -351,12 +352,16 @@ def run_pytest(
     timeout_s: float,
     canary_file: Path | None = None,
     hidden: Path | None = None,
+    extra: dict | None = None,
+    ro_files: list[Path] | None = None,
 ) -> PytestRun:
     """One pytest session over ``repo`` (its working folder) in a fresh sandbox.
 
     ``kit_dir`` (from :func:`prepare_kit_dir`) is visible read-only; ``canary_file`` is added to the
     collected paths (its tests run last); ``hidden``: the hidden tests' folder, watched by the audit
-    hook (:class:`plugin.Audit`) -- in an own-tests session the canary file's folder.
+    hook (``audit.py``) -- in an own-tests session the canary file's folder. ``extra``: more
+    settings for the launcher and plugin (``packages``, ``package_roots``, ``laid``); ``ro_files``:
+    files of ``repo`` the session may not write (the laid hidden files of the ``repo`` layout).
     """
     pipe = _PipeReader()
     try:
@@ -371,6 +376,7 @@ def run_pytest(
             "processes": canary_file is None,  # own tests may start processes: only seen in acceptance
             "observer": expect.observer,
             "args": args,
+            **(extra or {}),
         }
         # the settings (canary names, the hidden folder) go through a pipe the launcher reads and
         # closes before any code under test loads: no file in the sandbox holds them
@@ -382,8 +388,9 @@ def run_pytest(
         os.close(settings_write)
         argv = [sys.executable, "-I", "-B", str(kit_dir / LAUNCHER_FILE), str(settings_read)]
         try:
+            ro_binds = [kit_dir, *(ro_files or [])]
             res = _run(
-                sandbox, argv, repo, timeout_s, ro_binds=[kit_dir], pass_fds=[pipe.write_fd, settings_read]
+                sandbox, argv, repo, timeout_s, ro_binds=ro_binds, pass_fds=[pipe.write_fd, settings_read]
             )
         finally:
             os.close(settings_read)
@@ -409,15 +416,27 @@ def run_pytest(
     )
 
 
-def _run(sandbox: Sandbox, argv: str | list[str], repo: Path, timeout_s: float, **kw: object) -> Result:
+def _run(
+    sandbox: Sandbox,
+    argv: str | list[str],
+    repo: Path,
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+    **kw: object,
+) -> Result:
     """``argv`` in a fresh sandbox over ``repo`` (writable), plugin autoload off, output capped."""
-    env = sandbox_env({"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
-    return sandbox.run(argv, repo, writable=True, timeout_s=timeout_s, env=env, max_output_chars=20_000, **kw)
+    full = sandbox_env({"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **(env or {})})
+    return sandbox.run(
+        argv, repo, writable=True, timeout_s=timeout_s, env=full, max_output_chars=20_000, **kw
+    )
 
 
-def run_shell(sandbox: Sandbox, repo: Path, command: str, timeout_s: float) -> PytestRun:
-    """A test command that is not pytest: one pass/fail outcome from its exit status."""
-    res = _run(sandbox, command, repo, timeout_s)
+def run_shell(
+    sandbox: Sandbox, repo: Path, command: str, timeout_s: float, env: dict[str, str] | None = None
+) -> PytestRun:
+    """A test command that is not pytest: one pass/fail outcome from its exit status (``env``: on top
+    of the sandbox's -- the task's packages' ``PYTHONPATH``)."""
+    res = _run(sandbox, command, repo, timeout_s, env)
     ok = res.exit_code == 0 and not res.timed_out
     errors = [f"timed out after {timeout_s:g} s"] if res.timed_out else []
     outcomes = {command: (ok, "" if ok else res.output[-300:])}
