@@ -11,7 +11,6 @@ and stop reasons``); only an OSError -- the records cannot be written -- propaga
 from __future__ import annotations
 
 import contextlib
-import shutil
 import threading
 import time
 import traceback
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kit import strategies
+from kit import strategies, trees
 from kit.agent.budget import Budget
 from kit.config import Experiment, PriceSheet, Profile, Tier
 from kit.errors import Interrupted
@@ -103,7 +102,7 @@ def play_run(
     run_id = spec.run_id(profile.name)
     run_dir = out / "runs" / run_id
     if run_dir.exists():  # a torn or interrupted run: start it again from scratch
-        shutil.rmtree(run_dir)
+        trees.remove_tree(run_dir)  # (whatever its clone holds: any depth, names, modes)
     recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))
     write_prompts(run_dir, spec.strategy, experiment.prompt_overrides)  # the texts its settings hash
     started_at, t0 = utc_now(), time.monotonic()
@@ -162,7 +161,7 @@ def failed_run(
     run_id = spec.run_id(profile.name)
     run_dir = out / "runs" / run_id
     if fresh and run_dir.exists():
-        shutil.rmtree(run_dir)
+        trees.remove_tree(run_dir)
     recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))  # the error text is masked too
     recorder.event("note", "", "error", error[-2000:], ok=False)
     now = utc_now()
