@@ -31,9 +31,10 @@ from kit.run.plan import RunSpec, redacted
 from kit.run.results import INTERRUPTED
 from kit.secrets import Redactor
 from kit.strategies.context import RunContext
+from kit.tasks.patch import capped_patch
 from kit.tasks.scoring import scorer as scoring
 from kit.tasks.snapshot import Snapshot, snapshot
-from kit.tasks.workspace import Workspace, create_workspace, snapshot_diff
+from kit.tasks.workspace import Workspace, create_workspace
 
 
 @dataclass
@@ -311,13 +312,16 @@ def _score(
 def _write_diff(
     record: RunRecord, workspace: Workspace, recorder: RunRecorder, snap: Snapshot | None
 ) -> None:
-    """The snapshot's diff against the base into the run folder, binary-safe (``docs/records.md``,
-    ``## diff.patch``): always written -- when no diff can be made, the file says why (and so does
-    ``error``). An OSError writing the file propagates."""
+    """The snapshot's diff against the base into the run folder, binary-safe and capped
+    (``docs/records.md``, ``## diff.patch``; what was left out in ``diff_omitted``): always
+    written -- when no diff can be made, the file says why (and so does ``error``). An OSError
+    writing the file propagates."""
     try:
         if snap is None:
             raise RuntimeError("no snapshot of the clone")
-        patch = snapshot_diff(workspace, snap, "--binary")
+        capped = capped_patch(workspace, snap)
+        record.diff_omitted = capped.omitted
+        patch = capped.with_trailer()
     except Exception as exc:  # noqa: BLE001 - the run keeps its score; the record says what failed
         record.error = (record.error + "; " if record.error else "") + f"diff failed: {exc}"[:2000]
         patch = f"# orchbench: no diff could be made: {exc}\n".encode()

@@ -145,8 +145,8 @@ def _tree_files(tree: Path) -> list[tuple[str, str]]:
 _HASH_BATCH = 500
 #: Every diff git runs with these (and :data:`kit.tasks.git.SAFE_SETTINGS`); paths git's defaults
 #: would refuse (NTFS / HFS look-alikes of .git) are still recorded.
-_DIFF_OPTS = ["-c", "core.protectNTFS=false", "-c", "core.protectHFS=false"]
-_DIFF_OPTS += [arg for key, value in SAFE_SETTINGS.items() for arg in ("-c", f"{key}={value}")]
+DIFF_OPTS = ["-c", "core.protectNTFS=false", "-c", "core.protectHFS=false"]
+DIFF_OPTS += [arg for key, value in SAFE_SETTINGS.items() for arg in ("-c", f"{key}={value}")]
 
 
 def _plain_git(cwd: Path, env: dict[str, str], *args: str, input: bytes | None = None) -> bytes:
@@ -154,7 +154,7 @@ def _plain_git(cwd: Path, env: dict[str, str], *args: str, input: bytes | None =
     attributes exists there); stdout; TaskError when it fails or takes over GIT_TIMEOUT_S."""
     try:
         proc = subprocess.run(
-            ["git", *GIT_OPTS, *_DIFF_OPTS, *args],
+            ["git", *GIT_OPTS, *DIFF_OPTS, *args],
             cwd=cwd,
             env=env,
             input=input,
@@ -170,7 +170,7 @@ def _plain_git(cwd: Path, env: dict[str, str], *args: str, input: bytes | None =
     return proc.stdout
 
 
-def _snapshot_index(ws: Workspace, snap: Snapshot) -> dict[str, str]:
+def snapshot_env(ws: Workspace, snap: Snapshot) -> dict[str, str]:
     """The environment of a git folder next to the snapshot's tree (made once per snapshot) whose
     index holds every file of the tree, hashed as it is (``--no-filters``: no ``.gitattributes``
     conversion), and which borrows the cached base's objects."""
@@ -211,7 +211,7 @@ def snapshot_diff(ws: Workspace, snap: Snapshot, *diff_args: str) -> bytes:
     the cached base's objects -- no config, hook, attribute or nested repository of the agent's."""
     if ws.base_git_dir is None or not ws.base_git_dir.is_dir():
         raise TaskError(f"the cached base of {ws.root} is gone: no diff against {ws.base_commit[:12]}")
-    env = _snapshot_index(ws, snap)
+    env = snapshot_env(ws, snap)
     args = ["diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv", *diff_args, ws.base_commit]
     return _plain_git(snap.tree, env, *args)
 
@@ -232,9 +232,12 @@ def diff_stats_of(ws: Workspace, snap: Snapshot) -> tuple[int, int, int]:
 
 def diff(ws: Workspace) -> str:
     """Unified diff from the base commit to the clone as it is now (a fresh snapshot), new untracked
-    and ignored files included; bytes that are not UTF-8 are replaced."""
+    and ignored files included, capped (:func:`kit.tasks.patch.capped_patch`: what was left out is
+    listed at its end); bytes that are not UTF-8 are replaced."""
+    from kit.tasks.patch import capped_patch
+
     with snapshot(ws.root, ws.sandbox) as snap:
-        return snapshot_diff(ws, snap, "--binary").decode("utf-8", "replace")
+        return capped_patch(ws, snap).with_trailer().decode("utf-8", "replace")
 
 
 def diff_stats(ws: Workspace) -> tuple[int, int, int]:
