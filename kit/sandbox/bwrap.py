@@ -61,6 +61,13 @@ def _world_readable(path: Path) -> bool:
     return bool(path.lstat().st_mode & stat.S_IROTH)
 
 
+def _readable_by_others(path: Path) -> bool:
+    try:
+        return _world_readable(path)
+    except OSError:
+        return False
+
+
 @functools.cache
 def _etc_dir() -> Path:
     """The sandbox's /etc, made once per kit process (removed at exit) and bound whole: copies of the
@@ -201,7 +208,7 @@ def _parent_dirs(path: Path, bound: list[Path]) -> list[str]:
 
 
 #: /proc files that show what other runs or the host hold (keyring descriptions and per-user key
-#: counts; host PIDs of timers and tasks): an empty file is bound over each one that exists.
+#: counts; host PIDs of timers and tasks): an empty file is bound over each one any user may read.
 PROC_HIDE = ("keys", "key-users", "timer_list", "timer_stats", "sched_debug", "latency_stats")
 
 
@@ -215,8 +222,8 @@ class BwrapSandbox:
         self._system = _system_binds()
         self._prefixes = _prefix_binds()
         self._caps, self._become = _drop_to_sandbox_user()
-        self._proc_hide = [
-            arg for name in PROC_HIDE if Path("/proc", name).exists()
+        self._proc_hide = [  # (one the sandbox user cannot read anyway needs no mount)
+            arg for name in PROC_HIDE if _readable_by_others(Path("/proc", name))
             for arg in ("--ro-bind", _empty_file(), f"/proc/{name}")
         ]  # fmt: skip
 
