@@ -212,6 +212,12 @@ def runs_note(records: Records, strategy: str) -> str:
     return f"measured: {n} {strategy} run(s) in {records.root}"
 
 
+def measured_label(records: Records, strategy: str) -> str:
+    """Whose runs a measured bar pools, for a figure's legend: ``measured: pdca, 3 runs``."""
+    n = int((records.runs["strategy"] == strategy).sum()) if not records.runs.empty else 0
+    return f"measured: {strategy}, {n} run{'s' if n != 1 else ''}"
+
+
 def bucket_costs(calls: pd.DataFrame) -> pd.DataFrame:
     """``calls`` plus ``cost_uncached``, ``cost_cache_read``, ``cost_cache_write``, ``cost_output``.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -47,11 +48,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:  # the second Ctrl-C leaves runs executing: do not wait for them
         return _interrupted(abandon=state.in_flight > 0)
-    print(f"results: {out}")
-    if not args.no_report:
-        from kit.analysis.report import report_text
-
-        print(report_text(out))
     errors = outcome_counts(out).get("error", 0)
     if errors:
         print(
@@ -59,9 +55,36 @@ def _cmd_run(args: argparse.Namespace) -> int:
             f"python -m kit report {out})\n  -> fix the cause, then rerun just those: "
             f"python -m kit run {args.experiment} --retry-errors",
             file=sys.stderr,
+            flush=True,
         )
-        return 1
-    return 0
+    if not args.no_report:  # the tables first, the summary last: where the eyes are when it ends
+        from kit.analysis.report import report
+
+        print(report(out, "text", width=_width(None), summary_last=True), end="")
+        print(
+            f"one file to send (tables and figures): python -m kit report {out} --format html --out report.html"
+        )
+    print(f"results: {out}")
+    return 1 if errors else 0
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """``text`` into ``path``: a reader sees the old file or the whole new one."""
+    path = path.expanduser()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _width(asked: int | None) -> int | None:
+    """The text report's width: ``--width`` (0: no limit), else the terminal's (COLUMNS, else the
+    terminal's size, else 100 when the output is not a terminal)."""
+    if asked is not None:
+        return asked or None
+    return shutil.get_terminal_size((100, 24)).columns
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, object] | None:
@@ -103,9 +126,14 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from kit.analysis.report import report_text
+    from kit.analysis.report import report
 
-    print(report_text(Path(args.results_dir)))
+    text = report(Path(args.results_dir), args.format, _width(args.width), summary_only=args.summary)
+    if args.out is None:
+        print(text, end="" if text.endswith("\n") else "\n")
+        return 0
+    _write_atomic(args.out, text)
+    print(f"wrote {args.out} ({args.format}, {len(text.encode()):,} bytes)")
     return 0
 
 
@@ -136,6 +164,31 @@ def _cmd_docs(args: argparse.Namespace) -> int:
         return 1
     print(f"wrote {reference.write()}")
     return 0
+
+
+def _add_report_cli(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "report", help="the report: who won, per strategy, context, counters, per role x tier, cache"
+    )
+    p.add_argument("results_dir", help="results/NAME")
+    p.add_argument(
+        "--format",
+        choices=["text", "markdown", "html"],
+        default="text",
+        help="text (default; fitted to the terminal), markdown, or html (one self-contained file with the figures)",
+    )
+    p.add_argument(
+        "--summary", action="store_true", help="only the first screen: what was loaded and who won"
+    )
+    p.add_argument("--out", type=Path, default=None, help="write the report to this file (else stdout)")
+    p.add_argument(
+        "--width",
+        type=int,
+        default=None,
+        metavar="N",
+        help="text width (default: the terminal's; 0: no limit)",
+    )
+    p.set_defaults(func=_cmd_report)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -174,9 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_cmd_run)
 
-    p = sub.add_parser("report", help="print the per-strategy and per-role x tier tables")
-    p.add_argument("results_dir", help="results/NAME")
-    p.set_defaults(func=_cmd_report)
+    _add_report_cli(sub)
 
     p = sub.add_parser(
         "compare", help="two results folders side by side per strategy x task, with the prompt diff"

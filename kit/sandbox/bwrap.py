@@ -242,6 +242,9 @@ class BwrapSandbox:
         args += ["--perms", "1777", "--size", str(scratch_mb * 2**20), "--tmpfs", "/tmp"]
         args += ["--perms", "0777", "--dir", SANDBOX_HOME]
         args += ["--proc", "/proc", *self._proc_hide, "--dev", "/dev"]
+        # a private, empty /dev/shm the sandbox user may write (bwrap's --dev makes root's 0755 one):
+        # POSIX semaphores and shared memory -- multiprocessing's locks, queues and pools -- live there
+        args += ["--perms", "1777", "--size", str(scratch_mb * 2**20), "--tmpfs", "/dev/shm"]
         binds = [(p, "--ro-bind") for how, p, _ in self._prefixes if how == "bind"]
         binds += [(Path(p).resolve(), "--ro-bind") for p in ro_binds]
         binds.append((cwd, "--bind" if writable else "--ro-bind"))

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kit.config import SafeName, load_yaml_model
 from kit.errors import ConfigError, TaskError
 from kit.paths import TASKS_DIR, is_ignored
 from kit.records.schema import SEVERITIES
+from kit.tasks.packages import name_problems
 from kit.tasks.requirements import read_requirements
 
 TASK_FILE = "task.yaml"
@@ -40,6 +42,31 @@ class TaskLimits(BaseModel):
     scoring_timeout_s: float = Field(120.0, gt=0, description="Timeout of each pytest run while scoring.")
 
 
+class TaskSource(BaseModel):
+    """Where a task imported from a repository's history comes from (``kit tasks import-git``
+    writes it), so a user can tell a task made before a model's training cutoff from one after."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["git"] = Field(
+        "git", description="How the task was made: git = from a repository's history."
+    )
+    repo_url: str | None = Field(
+        None, description="The repository's public URL (its origin remote, credentials cut), or null."
+    )
+    base: str = Field(description="The commit the starting repo is (full SHA).")
+    head: str = Field(description="The commit the reference solution and the hidden tests come from.")
+    commits: list[str] = Field(
+        default_factory=list, description="The SHAs from base (excluded) to head, oldest first."
+    )
+    base_date: str | None = Field(None, description="The base commit's committer date (ISO 8601).")
+    head_date: str | None = Field(None, description="The head commit's committer date (ISO 8601).")
+    licence: str | None = Field(
+        None, description="The licence file found in the base tree, as a path inside repo/, or null."
+    )
+    command: str = Field("", description="The import command line that made the task.")
+
+
 class TaskFile(BaseModel):
     """What task.yaml holds."""
 
@@ -54,6 +81,34 @@ class TaskFile(BaseModel):
     long: bool = Field(False, description="Takes long to solve; experiments may skip long tasks.")
     limits: TaskLimits = Field(default_factory=TaskLimits)
     tags: list[str] = Field(default_factory=list)
+    acceptance_layout: Literal["folder", "repo"] = Field(
+        "folder",
+        description="folder: the hidden tests run from the kit's own folder with the kit's pytest "
+        "configuration. repo: acceptance/ mirrors repo-relative paths (hidden test modules, the repo's "
+        "conftest.py files, pytest configuration, test data); each file is laid at its own path in the "
+        "scoring copy of the final tree, replacing what the agent left there.",
+    )
+    packages: list[str] = Field(
+        default_factory=list,
+        description="Top-level import names the repo provides (e.g. more_itertools): scoring and the "
+        "agent's commands import them from the tree under test, never from the kit's environment.",
+    )
+    own_tests_deselect: list[str] = Field(
+        default_factory=list,
+        description="Node ids of the base's own tests the own-tests sessions leave out (tests the "
+        "reference change modified, or that fail at the base or with the reference solution).",
+    )
+    source: TaskSource | None = Field(
+        None, description="Provenance of a task imported from a repository's history (see TaskSource)."
+    )
+
+    @field_validator("packages")
+    @classmethod
+    def _import_names(cls, value: list[str]) -> list[str]:
+        problems = name_problems(value)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
 
 
 class Task(TaskFile):

@@ -56,6 +56,11 @@ def validate_task(task: Task, sandbox: str | None = None) -> ValidationReport:
             if not start.own.outcomes:
                 problems.append("own tests: none ran at the start")
             for req in start.requirements:
+                if req.skip_mark:
+                    problems.append(
+                        f"acceptance test {req.key} is marked {req.skip_mark}: a hidden test is credited "
+                        "only when it plainly passes"
+                    )
                 passed, _ = start.results[req.key]
                 if passed and not req.baseline_pass:
                     problems.append(
