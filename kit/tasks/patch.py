@@ -1,5 +1,7 @@
-"""The diff of a snapshot against the base commit, capped: what the kit keeps of a patch never grows
-with what the agent wrote.
+"""The diff of a snapshot against the base commit: :func:`snapshot_diff` runs git in a git folder of
+the kit's own next to the snapshot (its index holds every file of the snapshot, hashed as it is; it
+borrows the cached base's objects), and :func:`capped_patch` keeps what the kit holds of a patch
+from growing with what the agent wrote.
 
 ``git diff --binary`` of 160 MB of random files is a 206 MB patch; read whole, the kit's process grew
 by 0.7 GB to hold and redact it. :func:`capped_patch` streams git's output and keeps each file's
@@ -13,18 +15,116 @@ left-out file still changes the listing) and why. The kit holds at most one file
 from __future__ import annotations
 
 import contextlib
+import os
+import stat
 import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Protocol
 
 from kit.errors import TaskError
-from kit.tasks.git import GIT_OPTS, GIT_TIMEOUT_S
+from kit.tasks.git import GIT_OPTS, GIT_TIMEOUT_S, SAFE_SETTINGS, git_env
 
 if TYPE_CHECKING:
     from kit.tasks.snapshot import Snapshot
-    from kit.tasks.workspace import Workspace
+
+
+class Based(Protocol):
+    """What a diff needs of a workspace (:class:`kit.tasks.workspace.Workspace`): the base commit
+    and the kit's cached base repository's git folder."""
+
+    base_commit: str
+    base_git_dir: Path | None
+
+
+def _tree_files(tree: Path) -> list[tuple[str, str]]:
+    """(mode, path relative to ``tree``) of every regular file of a snapshot tree, sorted."""
+    out = []
+    for folder, dirs, files in os.walk(tree):
+        dirs.sort()
+        for name in sorted(files):
+            st = os.lstat(os.path.join(folder, name))
+            if stat.S_ISREG(st.st_mode):
+                rel = os.path.relpath(os.path.join(folder, name), tree)
+                out.append(("100755" if st.st_mode & 0o100 else "100644", rel))
+    return out
+
+
+_HASH_BATCH = 500
+#: Every diff git runs with these (and :data:`kit.tasks.git.SAFE_SETTINGS`); paths git's defaults
+#: would refuse (NTFS / HFS look-alikes of .git) are still recorded.
+DIFF_OPTS = ["-c", "core.protectNTFS=false", "-c", "core.protectHFS=false"]
+DIFF_OPTS += [arg for key, value in SAFE_SETTINGS.items() for arg in ("-c", f"{key}={value}")]
+
+
+def _plain_git(cwd: Path, env: dict[str, str], *args: str, input: bytes | None = None) -> bytes:
+    """git in a git folder of the kit's own making (nothing of the agent's config, hooks or
+    attributes exists there); stdout; TaskError when it fails or takes over GIT_TIMEOUT_S."""
+    try:
+        proc = subprocess.run(
+            ["git", *GIT_OPTS, *DIFF_OPTS, *args],
+            cwd=cwd,
+            env=env,
+            input=input,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        raise TaskError(f"git {args[0]} on a snapshot took longer than {GIT_TIMEOUT_S:g} s") from None
+    if proc.returncode != 0:
+        raise TaskError(
+            f"git {args[0]} on a snapshot failed: {proc.stderr.decode('utf-8', 'replace')[-500:]}"
+        )
+    return proc.stdout
+
+
+def snapshot_env(ws: Based, snap: Snapshot) -> dict[str, str]:
+    """The environment of a git folder next to the snapshot's tree (made once per snapshot) whose
+    index holds every file of the tree, hashed as it is (``--no-filters``: no ``.gitattributes``
+    conversion), and which borrows the cached base's objects."""
+    home = snap.tree.parent / "kit-git"
+    env = git_env()
+    env.update(
+        GIT_DIR=str(home / "git"),
+        GIT_WORK_TREE=str(snap.tree),
+        GIT_INDEX_FILE=str(home / "index"),
+        GIT_ALTERNATE_OBJECT_DIRECTORIES=str(Path(ws.base_git_dir or "") / "objects"),
+        GIT_CEILING_DIRECTORIES=str(snap.tree.parent),
+    )
+    if (home / "index").is_file():
+        return env
+    for sub in ("objects", "refs/heads"):
+        (home / "git" / sub).mkdir(parents=True, exist_ok=True)
+    (home / "git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (home / "git" / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tbare = false\n")
+    files = _tree_files(snap.tree)
+    entries = []
+    for i in range(0, len(files), _HASH_BATCH):
+        batch = files[i : i + _HASH_BATCH]
+        out = _plain_git(
+            snap.tree, env, "hash-object", "-w", "--no-filters", "--", *(rel for _, rel in batch)
+        )
+        shas = out.split()
+        if len(shas) != len(batch):
+            raise TaskError(f"git hash-object gave {len(shas)} ids for {len(batch)} files")
+        for (mode, rel), sha in zip(batch, shas, strict=True):
+            entries.append(b"%s %s\t%s\0" % (mode.encode(), sha, os.fsencode(rel)))
+    _plain_git(snap.tree, env, "update-index", "-z", "--add", "--index-info", input=b"".join(entries))
+    return env
+
+
+def snapshot_diff(ws: Based, snap: Snapshot, *diff_args: str) -> bytes:
+    """``git diff --cached ARGS <base>`` of the snapshot's tree, as bytes: every file the snapshot
+    holds (ignored ones included) against the base commit, in a git folder of the kit's that borrows
+    the cached base's objects -- no config, hook, attribute or nested repository of the agent's."""
+    if ws.base_git_dir is None or not ws.base_git_dir.is_dir():
+        raise TaskError(f"the cached base of {ws.root} is gone: no diff against {ws.base_commit[:12]}")
+    env = snapshot_env(ws, snap)
+    args = ["diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv", *diff_args, ws.base_commit]
+    return _plain_git(snap.tree, env, *args)
+
 
 MAX_PATCH_BYTES = 8 * 2**20
 MAX_FILE_PATCH_BYTES = 2 * 2**20
@@ -101,15 +201,13 @@ def _sections(stream: IO[bytes], cap: int) -> Iterator[tuple[bytes | None, int]]
 
 
 def capped_patch(
-    ws: Workspace,
+    ws: Based,
     snap: Snapshot,
     max_bytes: int = MAX_PATCH_BYTES,
     max_file_bytes: int = MAX_FILE_PATCH_BYTES,
 ) -> Patch:
     """``git diff --binary`` of the snapshot against the base (:func:`kit.tasks.workspace.snapshot_diff`'s
     git folder), capped as the module says. TaskError when git fails."""
-    from kit.tasks.workspace import DIFF_OPTS, snapshot_diff, snapshot_env
-
     files = _changed_files(snapshot_diff(ws, snap, "--raw", "-z", "--no-renames"))
     env = snapshot_env(ws, snap)
     argv = ["git", *GIT_OPTS, *DIFF_OPTS, *_BASE, "--binary", ws.base_commit]
