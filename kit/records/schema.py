@@ -307,6 +307,10 @@ class RunRecord(BaseModel):
     error: str | None = None
     base_commit: str = ""
     score: Score | None = None
+    diff_omitted: list[str] = Field(
+        default_factory=list,
+        description="Files left out of diff.patch (over its caps: kit.tasks.patch), with why; empty when whole.",
+    )
     counters: dict[str, Any] = Field(default_factory=dict)
     totals: Usage = Field(default_factory=Usage)
     calls: int = 0

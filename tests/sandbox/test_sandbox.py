@@ -354,10 +354,11 @@ def test_a_venv_under_tmp_stays_visible_over_the_private_tmp(monkeypatch):
     prefixes must be bound after the private /tmp, or the command cannot even start."""
     import kit.sandbox.bwrap as sandbox_mod
 
-    monkeypatch.setattr(sandbox_mod, "_prefix_binds", lambda: [Path("/tmp/some-checkout/.venv")])
+    venv_lib = Path("/tmp/some-checkout/.venv/lib")
+    monkeypatch.setattr(sandbox_mod, "_prefix_binds", lambda: [("bind", venv_lib, "")])
     argv = sandbox_mod.BwrapSandbox().argv(["true"], Path("/tmp/run/repo"), writable=True)
     tmpfs = argv.index("--tmpfs")
-    venv = argv.index("/tmp/some-checkout/.venv")
+    venv = argv.index(str(venv_lib))
     assert argv[tmpfs + 1] == "/tmp" and venv > tmpfs
     assert argv[venv - 1] == "--ro-bind"
 
