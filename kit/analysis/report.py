@@ -359,5 +359,12 @@ def report_text(results_dir: str | Path) -> str:
         "Per role × tier (sums over all runs; share = of the strategy's cost)",
         format_role_tier_table(role_tier_table(records)).to_string(),
     ]
+    check = role_tier_table(records, phase="CHECK")
+    if not check.empty:  # pdca's CHECK: re-run, scout, auditor, their hand-offs and status lines
+        parts += [
+            "",
+            "Of which in pdca's CHECK phase, per role × tier (share = of the strategy's cost)",
+            format_role_tier_table(check).to_string(),
+        ]
     parts += ["", *cache_lines(records)]
     return "\n".join(parts) + "\n"
