@@ -86,6 +86,10 @@ def figures(run_dir: Path) -> dict[str, Any]:
         "calls": len(calls),
         "cost $": sum(c["cost_usd"] for c in calls),
         "CHECK $": sum(c["cost_usd"] for c in calls if phase_of(c) == "CHECK"),
+        "CHECK $ per role": {
+            role: round(sum(c["cost_usd"] for c in calls if c["role"] == role and phase_of(c) == "CHECK"), 4)
+            for role in ("orchestrator", "executor", "scout", "auditor", "status-writer")
+        },
     }
 
 
@@ -157,14 +161,15 @@ def main() -> int:
         ),
         "anthropic": lambda: anthropic(root / "anthropic"),
     }
-    head = None
-    for name, measure in setups.items():
-        for task, row in measure():
-            if head is None:
-                head = list(row)
-                print(f"{'setup':10} {'task':18} " + " ".join(f"{h:>12}" for h in head))
-            cells = [f"{v:12.4f}" if isinstance(v, float) else f"{v!s:>12}" for v in row.values()]
-            print(f"{name:10} {task:18} " + " ".join(cells))
+    rows = [(name, task, row) for name, measure in setups.items() for task, row in measure()]
+    head = [h for h in rows[0][2] if h != "CHECK $ per role"]
+    print(f"{'setup':10} {'task':18} " + " ".join(f"{h:>12}" for h in head))
+    for name, task, row in rows:
+        cells = [f"{row[h]:12.4f}" if isinstance(row[h], float) else f"{row[h]!s:>12}" for h in head]
+        print(f"{name:10} {task:18} " + " ".join(cells))
+    print("\nCHECK's cost per role ($; status-writer: the status-file lines written in CHECK)")
+    for name, task, row in rows:
+        print(f"{name:10} {task:18} " + "  ".join(f"{r} {v:.4f}" for r, v in row["CHECK $ per role"].items()))
     print(f"records: {root}" if args.keep else "(records in a temporary folder; --keep DIR keeps them)")
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)
