@@ -24,6 +24,7 @@ class ToolHost(Protocol):
     timeout_s: float  # the experiment's per-command limit
     max_read_bytes: int
     max_output_chars: int
+    env: dict[str, str]  # added to the sandbox's environment of every command (the task's PYTHONPATH)
 
     def resolve(self, path: str, *, write: bool = False) -> Path:
         """``path`` inside the clone, or raise Refused (absolute, ``..``, a symlink out, under .git)."""

@@ -79,8 +79,10 @@ class Toolbox:
         max_output_chars: int = 10_000,
         guard: Callable[[str, dict], str | None] | None = None,
         sandbox: str | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.root = Path(root).resolve()
+        self.env = dict(env or {})  # on top of the sandbox's: the task's packages (kit.tasks.packages)
         self.permissions = frozenset(permissions)
         unknown = self.permissions - set(PERMISSIONS)
         if unknown:

@@ -26,6 +26,7 @@ from kit.agent.tool_api import (  # noqa: F401 - re-exported: the names tools an
     ToolSpec,
     tool,
 )
+from kit.sandbox.backends import sandbox_env
 
 _STR = {"type": "string"}
 
@@ -341,6 +342,7 @@ def run(box: ToolHost, command: str, timeout_s: float | None = None) -> ToolResu
         box.root,
         writable=box.writable,
         timeout_s=timeout,
+        env=sandbox_env(box.env),
         max_output_chars=box.max_output_chars,
     )
     tail = f"killed after {timeout:g} s (timeout)" if res.timed_out else f"exit code: {res.exit_code}"

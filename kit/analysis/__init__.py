@@ -7,7 +7,7 @@ anything (``tests/test_layers.py``).
 
 This package's ``__init__`` is the public face of four modules: loading in :mod:`kit.analysis.load`,
 the price columns in :mod:`kit.analysis.prices`, the tables and their
-statistics in :mod:`kit.analysis.tables`, re-pricing and what-ifs in :mod:`kit.analysis.repricing`. Every public name of
+statistics in :mod:`kit.analysis.tables`, re-pricing in :mod:`kit.analysis.repricing`, the what-ifs in :mod:`kit.analysis.whatif`. Every public name of
 those is re-exported here (``__all__``), so callers use ``analysis.<name>``.
 
 Everything here reads only the run folders written by :mod:`kit.records.recorder` (``run.json``,
@@ -45,21 +45,13 @@ from kit.analysis.load import (
     repo_path,
 )
 from kit.analysis.prices import BUCKETS, PRICE_COLUMNS, TOKENS
-from kit.analysis.repricing import (
-    WhatIf,
-    cost_before_after,
-    reassign,
-    reprice,
-    whatif_cache_ttl,
-    whatif_model,
-    whatif_price_sheet,
-    whatif_reassign,
-)
+from kit.analysis.repricing import WhatIf, cost_before_after, reassign, reprice, whatif_price_sheet
 from kit.analysis.tables import (
     bucket_costs,
     cache_economics,
     ci95_halfwidth,
     error_runs,
+    measured_label,
     outcome_table,
     role_tier_table,
     runs_note,
@@ -67,6 +59,7 @@ from kit.analysis.tables import (
     t_critical_95,
     tier_cost_shares,
 )
+from kit.analysis.whatif import whatif, whatif_cache_ttl, whatif_model, whatif_reassign
 from kit.errors import ConfigError as ConfigError  # still importable from here, as before the split
 from kit.errors import KitError as KitError
 
@@ -87,6 +80,7 @@ __all__ = [
     "error_runs",
     "is_scored",
     "load",
+    "measured_label",
     "outcome_table",
     "reassign",
     "repo_path",
@@ -96,6 +90,7 @@ __all__ = [
     "strategy_table",
     "t_critical_95",
     "tier_cost_shares",
+    "whatif",
     "whatif_cache_ttl",
     "whatif_model",
     "whatif_price_sheet",

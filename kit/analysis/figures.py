@@ -7,6 +7,7 @@ With no data a figure still gets written, saying so, so a notebook never breaks 
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -15,6 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from kit.analysis import cache_economics
+from kit.analysis.tables import order_tiers
 
 BUCKET_LABELS = {
     "cost_uncached": "uncached input",
@@ -138,54 +140,84 @@ def pareto(runs: pd.DataFrame, path: str | Path, y: str = "failed_share") -> Pat
     return _save(pareto_figure(runs, y), path)
 
 
+def models_per_tier(calls: pd.DataFrame) -> str:
+    """``cheap: m1; medium: m2, m3`` -- the models that answered each tier's calls (what a per-tier bar
+    pools when a profile changed between runs)."""
+    if calls.empty:
+        return ""
+    pairs = calls.groupby("tier")["model"].agg(lambda m: ", ".join(sorted(set(map(str, m)))))
+    return "; ".join(f"{tier}: {pairs[tier]}" for tier in order_tiers(pairs.index))
+
+
+def tier_cost_figure(calls: pd.DataFrame) -> Figure:
+    """The figure :func:`tier_cost_bars` saves: one panel per strategy (never pooled across
+    strategies), per tier one stacked bar of cost by token bucket, summed over the strategy's runs; the
+    title names the models of each tier."""
+    strategies = sorted(set(calls["strategy"]))
+    fig = _new(2.6 * len(strategies) + 2.2, 4.4)
+    axes = fig.subplots(1, len(strategies), squeeze=False, sharey=True)[0]
+    for ax, strategy in zip(axes, strategies, strict=True):
+        mine = calls[calls["strategy"] == strategy]
+        table = cache_economics(mine)
+        bottom = pd.Series(0.0, index=table.index)
+        for col, label in BUCKET_LABELS.items():
+            values = table[col].fillna(0.0)
+            ax.bar(list(table.index), values, bottom=bottom, label=label)
+            bottom = bottom + values
+        ax.set_title(f"{strategy} ({mine['run_key'].nunique()} runs)", fontsize="small")
+    axes[0].set_ylabel("USD (sum over the strategy's runs)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize="small")
+    models = textwrap.fill(f"models: {models_per_tier(calls)}", 90)
+    fig.suptitle(f"Cost per tier by token bucket, per strategy\n{models}", fontsize="medium")
+    return fig
+
+
 def tier_cost_bars(calls: pd.DataFrame, path: str | Path) -> Path:
-    """Per tier, one stacked bar of cost: uncached input / cache read / cache write / output."""
+    """Per strategy (one panel each), per tier one stacked bar of cost: uncached input / cache read /
+    cache write / output; the title names the models behind each tier."""
     title = "Cost per tier by token bucket"
     if calls.empty:
         return _empty(path, title, "no calls")
-    table = cache_economics(calls)
-    fig = _new()
-    ax = fig.subplots()
-    bottom = pd.Series(0.0, index=table.index)
-    for col, label in BUCKET_LABELS.items():
-        values = table[col].fillna(0.0)
-        ax.bar(table.index, values, bottom=bottom, label=label)
-        bottom = bottom + values
-    ax.set_ylabel("USD")
-    ax.set_title(title)
-    ax.legend(fontsize="small")
-    return _save(fig, path)
+    return _save(tier_cost_figure(calls), path)
 
 
 def timeline_figure(calls: pd.DataFrame, max_runs: int = 6) -> Figure:
-    """The figure :func:`timeline` saves (the runs shown of all runs in the title, one shared x axis)."""
+    """The figure :func:`timeline` saves: the runs shown of all runs in the title, one x range for every
+    panel that covers the last call of every run shown, and every role that made calls in a run drawn
+    as a row of its panel (a call's bar at least 0.5 % of the range wide, so a fast call stays visible)."""
     total = calls["run_key"].nunique()
     firsts = calls.sort_values(["strategy", "repeat", "run_key"]).drop_duplicates("run_key")
     order = pd.concat([firsts.drop_duplicates("strategy"), firsts]).drop_duplicates("run_key")
     run_keys = list(order["run_key"])[:max_runs]
-    fig = _new(8, 1.0 + 1.6 * len(run_keys))
+    shown = calls[calls["run_key"].isin(run_keys)]
+    ends = (shown["t_s"].fillna(0.0) + shown["latency_s"].fillna(0.0).clip(lower=0.0)).max()
+    right = max(float(ends) if pd.notna(ends) else 0.0, 1.0) * 1.02
+    rows = int(shown.groupby("run_key")["role"].nunique().sum())
+    fig = _new(8, 1.0 + 0.28 * rows + 0.9 * len(run_keys))
     axes = fig.subplots(len(run_keys), 1, squeeze=False, sharex=True)[:, 0]
     for ax, run_key in zip(axes, run_keys, strict=True):
         c = calls[calls["run_key"] == run_key]
         roles = sorted(set(c["role"]))
         for tier, g in c.groupby("tier"):
-            y = g["role"].map(roles.index)
             ax.barh(
-                y,
-                g["latency_s"].clip(lower=0.05),
-                left=g["t_s"],
+                g["role"].map(roles.index),
+                g["latency_s"].fillna(0.0).clip(lower=right * 0.005),
+                left=g["t_s"].fillna(0.0),
                 height=0.6,
                 color=TIER_COLORS.get(tier, "tab:blue"),
                 label=tier,
             )
-        ax.set_yticks(range(len(roles)), roles)
-        ax.set_xlim(left=0)
-        ax.set_ylim(-0.6, len(roles) - 0.4 + 0.6 * (len(roles) > 1))
+        ax.set_yticks(range(len(roles)), [f"{r} ({int((c['role'] == r).sum())})" for r in roles])
+        ax.set_ylim(-0.6, len(roles) - 0.4)
         ax.set_title(f"{c['strategy'].iloc[0]} — {run_key}", fontsize="small", loc="left")
         ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    axes[0].set_xlim(0, right)  # shared: one range that covers every run shown
     axes[-1].set_xlabel("seconds since run start")
-    shown = f"all {total} runs" if len(run_keys) == total else f"{len(run_keys)} of {total} runs"
-    fig.suptitle(f"Calls over time by role: {shown} (first repeat of each strategy first)")
+    what = f"all {total} runs" if len(run_keys) == total else f"{len(run_keys)} of {total} runs"
+    fig.suptitle(
+        f"Calls over time by role: {what} (first repeat of each strategy first; calls per role in brackets)"
+    )
     return fig
 
 
@@ -198,22 +230,32 @@ def timeline(calls: pd.DataFrame, path: str | Path, max_runs: int = 6) -> Path:
     return _save(timeline_figure(calls, max_runs), path)
 
 
-def tier_shares_vs_reference(reference: pd.Series, measured: pd.Series, path: str | Path) -> Path:
-    """Side-by-side bars of the share of cost per tier: the reference figures vs the measured runs."""
+def tier_shares_figure(reference: pd.Series, measured: pd.Series, measured_label: str = "measured") -> Figure:
+    """The figure :func:`tier_shares_vs_reference` saves (``measured_label`` says whose runs the measured
+    bars are, e.g. "measured: pdca, 3 runs")."""
     tiers = list(dict.fromkeys([*reference.index, *measured.index]))
     fig = _new()
     ax = fig.subplots()
     x = range(len(tiers))
     ax.bar([i - 0.2 for i in x], [100 * reference.get(t, 0.0) for t in tiers], width=0.4, label="reference")
     if measured.notna().any():
-        ax.bar([i + 0.2 for i in x], [100 * measured.get(t, 0.0) for t in tiers], width=0.4, label="measured")
+        heights = [100 * (0.0 if pd.isna(measured.get(t)) else measured.get(t)) for t in tiers]
+        ax.bar([i + 0.2 for i in x], heights, width=0.4, label=measured_label)
     else:
-        ax.text(0.98, 0.95, "no measured runs", ha="right", va="top", transform=ax.transAxes)
+        ax.text(0.98, 0.95, f"no {measured_label}", ha="right", va="top", transform=ax.transAxes)
     ax.set_xticks(list(x), tiers)
     ax.set_ylabel("% of cost")
-    ax.set_title("Share of cost per tier")
+    ax.set_title(f"Share of cost per tier: the reference vs {measured_label}")
     ax.legend(fontsize="small")
-    return _save(fig, path)
+    return fig
+
+
+def tier_shares_vs_reference(
+    reference: pd.Series, measured: pd.Series, path: str | Path, measured_label: str = "measured"
+) -> Path:
+    """Side-by-side bars of the share of cost per tier: the reference figures vs the measured runs
+    (``measured_label`` names them: whose strategy, how many runs)."""
+    return _save(tier_shares_figure(reference, measured, measured_label), path)
 
 
 def frontier_figure(table: pd.DataFrame, left_out: int = 0) -> Figure:

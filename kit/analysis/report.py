@@ -1,7 +1,9 @@
-"""The plain-text report (`python -m kit report results/NAME`): the caveats a reader must see, the
-runs by outcome, the per-strategy table (defect means over scored runs only, the excluded count
-beside them), the errors with their messages and the per-role x tier table, formatted for a terminal
-or a notebook."""
+"""The report (`python -m kit report results/NAME [--format text|markdown|html] [--summary]`): the
+summary first (what was loaded, its caveats, who won), then the runs by outcome, the per-strategy table
+(defect means over scored runs only, the excluded count beside them), how large the context got, the
+loop counters, the errors with their messages, the per-role x tier table and the cache; the HTML report
+adds the notebooks' figures. Built as sections (:func:`report_sections`), rendered by
+:mod:`kit.analysis.render`."""
 
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ from pathlib import Path
 import pandas as pd
 
 from kit.analysis import (
-    TOKENS,
     Records,
     error_runs,
     load,
@@ -18,8 +19,18 @@ from kit.analysis import (
     role_tier_table,
     strategy_table,
 )
-from kit.analysis.summary import counters_table, summary_lines
-from kit.records.schema import OUTCOMES, SEVERITIES, STOP_REASONS, load_run
+from kit.analysis.context import context_table, format_context
+from kit.analysis.formats import (  # noqa: F401 - the table formats, importable from here as before
+    _tokens,
+    format_counters,
+    format_errors,
+    format_role_tier_table,
+    format_strategy_table,
+)
+from kit.analysis.render import FORMATS, Section, render, render_text
+from kit.analysis.summary import counters_table, groups, summary_lines
+from kit.errors import KitError
+from kit.records.schema import OUTCOMES, STOP_REASONS, load_run
 
 SCRIPTED_LABEL = "scripted model — pipeline validation, not a benchmark"
 EMBEDDED_LABEL = "embedded SmolLM2-135M — real but tiny model"
@@ -101,6 +112,22 @@ def _twin_labels(runs: pd.DataFrame) -> list[str]:
     return out
 
 
+#: Outcomes after which a run may or may not have met its requirements: the outcome line says how many
+#: of them were solved (``2 done (0 solved)``: the strategy said done, the hidden tests disagree).
+SOLVABLE = ("done", "capped", "incomplete", "budget")
+
+
+def outcome_words(runs: pd.DataFrame, counts: pd.Series) -> str:
+    """``2 done (0 solved), 1 error``: each outcome's runs, and how many of them were solved."""
+    scored = runs[runs["scored"].astype(bool)] if "scored" in runs else runs
+    solved = scored.groupby("outcome")["solved"].sum() if "solved" in scored else pd.Series(dtype=float)
+    return ", ".join(
+        f"{n} {o}" + (f" ({int(solved.get(o, 0))} solved)" if o in SOLVABLE else "")
+        for o, n in counts.items()
+        if n
+    )
+
+
 def describe(records: Records) -> str:
     """A few lines: what was loaded, what was skipped, and the caveats."""
     runs = records.runs
@@ -116,7 +143,7 @@ def describe(records: Records) -> str:
         counts = (
             outcome_table(records, by=("profile",)).drop(columns=["runs", "scored", "stop_reasons"]).sum()
         )
-        lines.append("outcomes: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
+        lines.append("outcomes: " + outcome_words(runs, counts))
     if records.incomplete:
         lines.append(
             f"{len(records.incomplete)} incomplete run(s) ignored (no readable run.json; "
@@ -183,188 +210,170 @@ def fairness_lines(records: Records) -> list[str]:
     return out
 
 
-def _tokens(n: float) -> str:
-    if pd.isna(n):
-        return "-"
-    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(n) >= size:
-            return f"{n / size:.2f}{suffix}"
-    return f"{n:.0f}"
-
-
-def _mean_ci(mean: float, ci: float, digits: int = 2) -> str:
-    if pd.isna(mean):
-        return "-"
-    return f"{mean:.{digits}f}" if pd.isna(ci) else f"{mean:.{digits}f} ± {ci:.{digits}f}"
-
-
-def _pct_ci(mean: float, ci: float) -> str:
-    if pd.isna(mean):
-        return "-"
-    return f"{mean:.0%}" if pd.isna(ci) else f"{mean:.0%} ± {ci:.0%}"
-
-
-def _pct_wilson(rate: float, lo: float, hi: float) -> str:
-    if pd.isna(rate):
-        return "-"
-    return f"{rate:.0%}" if pd.isna(lo) else f"{rate:.0%} [{lo:.0%}, {hi:.0%}]"
-
-
-def format_strategy_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The per-strategy table as readable strings (means per run; ± the 95 % t-interval over repeats,
-    [lo, hi] the 95 % Wilson interval of the solved rate; none for a row spanning several tasks)."""
-    out = pd.DataFrame(index=table.index)
-    out["runs"] = table["runs"].map("{:.0f}".format)
-    out["scored"] = [
-        f"{s:.0f}" + (f" ({x:.0f} excl.)" if x else "")
-        for s, x in zip(table["scored"], table["excluded"], strict=True)
-    ]
-    # comparable across tasks first: share of runs solved (no critical/major failure), share of
-    # requirements failed; then the raw defect counts, which scale with a task's number of requirements
-    out["solved [95% Wilson]"] = [
-        _pct_wilson(m, lo, hi)
-        for m, lo, hi in zip(table["solved_rate"], table["solved_lo"], table["solved_hi"], strict=True)
-    ]
-    out["failed share ± 95%"] = [
-        _pct_ci(m, c) for m, c in zip(table["failed_share"], table["failed_share_ci95"], strict=True)
-    ]
-    out["defects ± 95%"] = [_mean_ci(m, c) for m, c in zip(table["total"], table["total_ci95"], strict=True)]
-    out["crit/maj/min"] = [f"{a:.1f}/{b:.1f}/{c:.1f}" for a, b, c in table[list(SEVERITIES)].to_numpy()]
-    out["done✗"] = table["claimed_done_but_failed"].map("{:.0f}".format)
-    out["gamed"] = table["gamed"].map("{:.0f}".format)
-    out["susp."] = table["suspicious"].map("{:.0f}".format)
-    out["unguarded"] = table["unguarded_share"].map(lambda v: "-" if pd.isna(v) else f"{v:.0%}")
-    out["tests"] = table["tests_added"].map("{:.1f}".format)
-    out["files"] = table["files_touched"].map("{:.1f}".format)
-    out["wall s"] = [_mean_ci(m, c, 0) for m, c in zip(table["wall_s"], table["wall_s_ci95"], strict=True)]
-    out["calls"] = table["calls"].map("{:.1f}".format)
-    for col, name in zip(TOKENS, ("uncached", "cache rd", "cache wr", "output"), strict=True):
-        out[name] = table[col].map(_tokens)
-    out["cost $"] = [
-        _mean_ci(m, c, 4) for m, c in zip(table["cost_usd"], table["cost_usd_ci95"], strict=True)
-    ]
-    return out
-
-
-def format_counters(table: pd.DataFrame, width: int = 70) -> pd.DataFrame:
-    """The loop counters table (:func:`kit.analysis.summary.counters_table`) as readable strings, each
-    non-numeric value cut to ``width`` characters."""
-    out = pd.DataFrame(index=table.index)
-    out["runs"] = table["runs"].map("{:.0f}".format)
-    out["mean / min / max"] = [
-        f"{m:.3g} / {lo:.3g} / {hi:.3g}" if m is not None and not pd.isna(m) else _clip(str(text), width)
-        for m, lo, hi, text in zip(table["mean"], table["min"], table["max"], table["values"], strict=True)
-    ]
-    return out
-
-
-def _clip(text: str, width: int) -> str:
-    """``text`` cut to ``width`` characters (a recorded setting such as a strategy's params dict would
-    otherwise widen the whole column; run.json has it whole)."""
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def format_errors(errors: pd.DataFrame, width: int = 160) -> str:
-    """One line per errored run: ``run_key: message`` (the message shortened to ``width``)."""
-    lines = []
-    for row in errors.itertuples():
-        message = " ".join(str(row.error).split())
-        if len(message) > width:
-            message = message[: width - 1] + "…"
-        lines.append(f"  {row.run_key}: {message}")
-    return "\n".join(lines)
-
-
-def format_role_tier_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The per-role x tier table as readable strings."""
-    out = pd.DataFrame(index=table.index)
-    out["runs"] = table["runs"].map("{:.0f}".format)
-    out["calls"] = table["calls"].map("{:.0f}".format)
-    out["failed"] = table["failed"].map("{:.0f}".format)
-    for col, name in zip(TOKENS, ("uncached", "cache rd", "cache wr", "output"), strict=True):
-        out[name] = table[col].map(_tokens)
-    out["cost $"] = table["cost_usd"].map("{:.4f}".format)
-    out["share"] = table["cost_share"].map("{:.0%}".format)
-    return out
-
-
-def cache_lines(records: Records) -> list[str]:
+def cache_sections(records: Records) -> list[Section]:
     """Cache busts per strategy × role × tier (and their dollars), the cache-read share per role (main
     agent vs sub-agents) and, in words, every tier whose cache figure is 0 % or missing."""
     from kit.analysis import busts as cache
 
     found = cache.cache_busts(records)
-    out = ["Cache busts per strategy × role × tier (a call that wrote again or left uncached a prefix the "
-           "previous call of its conversation had cached; $ = cost beyond a cache hit)"]  # fmt: skip
+    title = (
+        "Cache busts per strategy × role × tier (a call that wrote again or left uncached a prefix the "
+        "previous call of its conversation had cached; $ = cost beyond a cache hit)"
+    )
     if found.empty:
-        out.append("  none")
+        out = [Section(title, ["  none"])]
     else:
         table = cache.bust_table(records, found)
         table["lost_tokens"] = table["lost_tokens"].map(_tokens)
         table["extra_usd"] = table["extra_usd"].map("{:.4f}".format)
-        out.append(table.to_string())
+        out = [Section(title, table=table)]
     share = cache.cache_read_share(records)
     share["read_share"] = share["read_share"].map(lambda v: "-" if pd.isna(v) else f"{v:.0%}")
     share["prompt_tokens"] = share["prompt_tokens"].map(_tokens)
     share["cache_read"] = share["cache_read"].map(_tokens)
     share["calls_per_conversation"] = share["calls_per_conversation"].map("{:.1f}".format)
-    out += ["", "Cache-read share per role (main = the strategy's longest conversations)", share.to_string()]
+    out.append(
+        Section("Cache-read share per role (main = the strategy's longest conversations)", table=share)
+    )
     notes = cache.cache_notes(records, busts=found)
     if notes:
-        out += ["", "Why a cache figure is 0 % or missing", *(f"  {n}" for n in notes)]
+        out.append(Section("Why a cache figure is 0 % or missing", [f"  {n}" for n in notes]))
     return out
 
 
-def report_text(results_dir: str | Path) -> str:
-    """The per-strategy and per-role x tier tables as plain text (``python -m kit report``)."""
-    records = load(results_dir)
-    parts = [describe(records)]
+def cache_lines(records: Records) -> list[str]:
+    """:func:`cache_sections` as plain lines."""
+    return render_text(cache_sections(records)).rstrip("\n").splitlines()
+
+
+def summary_section(records: Records) -> Section:
+    """The first screen: what was loaded and its caveats, then who won in plain words."""
+    lines = describe(records).splitlines()
+    summary = summary_lines(records)
+    return Section("", [*lines, *([""] + summary if summary else [])])
+
+
+def report_sections(records: Records, figures: bool = False) -> list[Section]:
+    """The report, section by section (the summary first); with ``figures`` the sections carry the
+    figures the notebooks draw (for the HTML report)."""
+    head = summary_section(records)
     if records.runs.empty:
-        return parts[0] + "\n"
-    by = ("task", "strategy") if records.runs["task"].nunique() > 1 else ("strategy",)
-    if records.runs["experiment"].nunique() > 1:  # two settings (e.g. two prompt lab runs): never one row
-        by = ("experiment", *by)
-    parts += ["", *summary_lines(records)]
-    parts += ["", *fairness_lines(records)]
-    parts += [
-        "",
-        "Runs by outcome",
-        outcome_table(records, by=by).to_string(),
-        *outcome_legend(records),
-        "",
-        "Per strategy (means per run; ± = 95 % t-interval over the repeats of one task, [lo, hi] = 95 % "
-        "Wilson interval of the solved rate; none for rows that span tasks; solved = no critical/major "
-        "requirement failed; failed share = requirements failed / total; done✗ = claimed done but failed)",
-        "Scores and defects are means over the scored runs only: errored and interrupted runs are "
-        "excluded (the `scored` column counts them); unscored runs count as every requirement failed.",
-        format_strategy_table(strategy_table(records, by=by)).to_string(),
-        "",
+        return [head]
+    by = groups(records)
+    fairness = fairness_lines(records)
+    sections = [
+        head,
+        Section(fairness[0], fairness[1:]),
+        Section("Runs by outcome", table=outcome_table(records, by=by), after=outcome_legend(records)),
+        Section(
+            "Per strategy (means per run; ± = 95 % t-interval over the repeats of one task, [lo, hi] = 95 % "
+            "Wilson interval of the solved rate; none for rows that span tasks; solved = no critical/major "
+            "requirement failed; failed share = requirements failed / total; done✗ = claimed done but failed)",
+            [
+                "Scores and defects are means over the scored runs only: errored and interrupted runs are "
+                "excluded (the `scored` column counts them); unscored runs count as every requirement failed."
+            ],
+            table=format_strategy_table(strategy_table(records, by=by)),
+        ),
+        Section(
+            "How large the context got (per strategy × task: prompt tokens of a call, median and largest; "
+            "context trims and distinct files read per run; cost per run; failed share and defects over the "
+            "scored runs)",
+            table=format_context(context_table(records)),
+        ),
     ]
     counters = counters_table(records)
     if not counters.empty:
-        parts += [
-            "Loop counters per strategy (from run.json counters; numbers: mean/min/max per run)",
-            format_counters(counters).to_string(),
-            "",
-        ]
+        sections.append(
+            Section(
+                "Loop counters per strategy (from run.json counters; numbers: mean/min/max per run)",
+                table=format_counters(counters),
+            )
+        )
     errors = error_runs(records)
     if not errors.empty:
-        parts += [
-            f"Errors ({len(errors)} run(s); full messages in run.json; rerun them with "
-            "`python -m kit run EXPERIMENT --retry-errors`)",
-            format_errors(errors),
-            "",
-        ]
-    parts += [
-        "Per role × tier (sums over all runs; share = of the strategy's cost)",
-        format_role_tier_table(role_tier_table(records)).to_string(),
-    ]
+        sections.append(
+            Section(
+                f"Errors ({len(errors)} run(s); full messages in run.json; rerun them with "
+                "`python -m kit run EXPERIMENT --retry-errors`)",
+                format_errors(errors).splitlines(),
+            )
+        )
+    sections.append(
+        Section(
+            "Per role × tier (sums over all runs; share = of the strategy's cost)",
+            table=format_role_tier_table(role_tier_table(records)),
+        )
+    )
     check = role_tier_table(records, phase="CHECK")
     if not check.empty:  # pdca's CHECK: re-run, scout, auditor, their hand-offs and status lines
-        parts += [
-            "",
-            "Of which in pdca's CHECK phase, per role × tier (share = of the strategy's cost)",
-            format_role_tier_table(check).to_string(),
-        ]
-    parts += ["", *cache_lines(records)]
-    return "\n".join(parts) + "\n"
+        sections.append(
+            Section(
+                "Of which in pdca's CHECK phase, per role × tier (share = of the strategy's cost)",
+                table=format_role_tier_table(check),
+            )
+        )
+    sections += cache_sections(records)
+    if figures:
+        sections += figure_sections(records)
+    return sections
+
+
+def figure_sections(records: Records) -> list[Section]:
+    """The notebooks' figures (01: cost vs failed share, calls over time; 02: cost per tier; 04: the
+    frontier), drawn by the same functions."""
+    from kit.analysis import figures, verdict
+
+    runs, calls = records.runs, records.calls
+    out = [
+        Section(
+            "Figure: cost vs failed share per run",
+            [
+                "One point per scored run; colour = strategy, marker = task; runs left out are counted in the title."
+            ],
+            figure=lambda: figures.pareto_figure(runs),
+        )
+    ]
+    if not calls.empty:
+        out.append(Section("Figure: calls over time by role", figure=lambda: figures.timeline_figure(calls)))
+        out.append(
+            Section(
+                "Figure: cost per tier by token bucket, per strategy",
+                figure=lambda: figures.tier_cost_figure(calls),
+            )
+        )
+    frontier = verdict.frontier_table(runs)
+    kept = frontier.dropna(subset=["cost_usd", "failed_share"]) if not frontier.empty else frontier
+    if not kept.empty:
+        out.append(
+            Section(
+                "Figure: cost-quality frontier per task family",
+                figure=lambda: figures.frontier_figure(kept, left_out=len(frontier) - len(kept)),
+            )
+        )
+    return out
+
+
+def report(
+    results_dir: str | Path,
+    fmt: str = "text",
+    width: int | None = None,
+    summary_only: bool = False,
+    summary_last: bool = False,
+) -> str:
+    """``python -m kit report``: the report as ``fmt`` (text, markdown or html), text fitted to
+    ``width``; ``summary_only``: the first screen only; ``summary_last``: the summary after the
+    tables (``kit run``'s ending, where the eyes are)."""
+    if fmt not in FORMATS:
+        raise KitError(f"unknown report format {fmt!r}", f"pick one of: {', '.join(FORMATS)}")
+    records = load(results_dir)
+    sections = [summary_section(records)] if summary_only else report_sections(records, figures=fmt == "html")
+    if summary_last and len(sections) > 1:
+        sections = [*sections[1:], Section("", ["=" * 40, *sections[0].lines])]
+    title = f"orchbench report: {Path(results_dir).name}"
+    return render(sections, fmt, title, width)
+
+
+def report_text(results_dir: str | Path, width: int | None = None) -> str:
+    """The report as plain text (``python -m kit report``), fitted to ``width`` when given."""
+    return report(results_dir, "text", width)

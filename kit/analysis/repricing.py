@@ -1,7 +1,7 @@
 """Re-pricing recorded calls: under another price sheet (:func:`reprice`), with roles moved to other
-tiers (:func:`reassign`), the before/after table (:func:`cost_before_after`) and the what-ifs over
-:class:`~kit.analysis.Records` (:func:`whatif_price_sheet`, :func:`whatif_reassign`, :func:`whatif_model`,
-:func:`whatif_cache_ttl`). Re-pricing never changes tokens: only the price columns and ``cost_usd`` (the
+tiers (:func:`reassign`), the before/after table (:func:`cost_before_after`), the price-sheet what-if
+over :class:`~kit.analysis.Records` (:func:`whatif_price_sheet`) and the helpers the other what-ifs
+(:mod:`kit.analysis.whatif`: reassign, model, cache lifetime, chained) are built from. Re-pricing never changes tokens: only the price columns and ``cost_usd`` (the
 recorded cost kept in ``cost_usd_recorded``). A what-if that changes a call's model or cache lifetime
 also re-simulates its cache (:mod:`kit.analysis.cachesim`): the split the other model would have had,
 with the tokens-as-recorded cost kept beside it (``cost_usd_as_recorded``)."""
@@ -18,11 +18,10 @@ import pandas as pd
 import pyarrow as pa
 from pydantic import ValidationError
 
-from kit.analysis.cachesim import SPLIT, models_for_tiers, resimulate
+from kit.analysis.cachesim import SPLIT, resimulate
 from kit.analysis.load import Records, repo_path
-from kit.analysis.prices import PRICE_COLUMNS, TOKENS, category_codes, intern_dicts
+from kit.analysis.prices import PRICE_COLUMNS, TOKENS, category_codes
 from kit.analysis.tables import order_tiers
-from kit.caching_rules import TTL_SECONDS
 from kit.config import TIERS, PriceSheet, Profile, load_price_sheet, load_profile
 from kit.errors import ConfigError
 
@@ -226,21 +225,31 @@ class WhatIf:
     table: pd.DataFrame
     calls: pd.DataFrame
     cache_resimulated: bool = False
+    why_unchanged: str = ""  # '' when the cost moved; else why it did not (kit.analysis.whatif)
 
     def view(self, by: str | Sequence[str] = "strategy") -> pd.DataFrame:
-        """Cost before, after as recorded and after re-simulated, per ``by`` (e.g. per strategy)."""
+        """Cost before, after as recorded and after re-simulated, per ``by`` (e.g. per strategy, or
+        ``["strategy", "tier"]``): the cost before is grouped by what a call was (its recorded tier,
+        ``tier_before``), the costs after by what it became."""
         keys = [by] if isinstance(by, str) else list(by)
         c = self.calls
+        cols = ["cost_before", "cost_after_as_recorded", "cost_after", "delta_usd"]
         if c.empty:
-            return pd.DataFrame(columns=["cost_before", "cost_after_as_recorded", "cost_after", "delta_usd"])
+            return pd.DataFrame(columns=cols)
         before = c["cost_usd_recorded"] if "cost_usd_recorded" in c else c["cost_usd"]
         as_recorded = c["cost_usd_as_recorded"] if "cost_usd_as_recorded" in c else c["cost_usd"]
-        frame = pd.DataFrame(
-            {"cost_before": before, "cost_after_as_recorded": as_recorded, "cost_after": c["cost_usd"]}
-        )
-        table = frame.groupby([c[k] for k in keys]).sum()
+        then = [c[f"{k}_before"].rename(k) if f"{k}_before" in c else c[k] for k in keys]
+        now = [c[k] for k in keys]
+        table = pd.concat(
+            {
+                "cost_before": before.groupby(then).sum(),
+                "cost_after_as_recorded": as_recorded.groupby(now).sum(),
+                "cost_after": c["cost_usd"].groupby(now).sum(),
+            },
+            axis=1,
+        ).fillna(0.0)
         table["delta_usd"] = table["cost_after"] - table["cost_before"]
-        return table
+        return table[cols]
 
 
 def whatif_price_sheet(records: Records, price_sheet: PriceSheet | str | Path | None = None) -> WhatIf:
@@ -264,29 +273,6 @@ def whatif_price_sheet(records: Records, price_sheet: PriceSheet | str | Path | 
         after = _repriced(calls, None, prices)
         note = "re-priced under each run's recorded price sheet (price_sheet=None): after must equal before"
     return WhatIf(note, cost_before_after(calls, after), after)
-
-
-def whatif_reassign(records: Records, roles: Mapping[str, str]) -> WhatIf:
-    """Move ``roles`` (role -> tier) to other tiers, each run under its own recorded profile and sheet."""
-    calls = records.calls
-    present = sorted(set(roles) & set(calls["role"])) if not calls.empty else []
-    if not present:
-        note = f"no calls by role(s) {', '.join(roles)} in {records.root}: nothing to reassign"
-        return WhatIf(note, cost_before_after(calls, calls), calls)
-    _check_tiers(roles)
-    moved = calls["role"].isin(present)
-    run_codes, run_keys = category_codes(calls.loc[moved, "run_key"])
-    spec_of, specs = intern_dicts([records.profile_specs[k] for k in run_keys])
-    sheet_of, sheets = intern_dicts([records.price_sheets[k] for k in run_keys])
-    pairs, setup_of_run = np.unique(spec_of.astype(np.int64) * len(sheets) + sheet_of, return_inverse=True)
-    setups = [(_as_profile(specs[p // len(sheets)]), _as_sheet(sheets[p % len(sheets)])) for p in pairs]
-    as_recorded = _move(calls, {r: roles[r] for r in present}, setup_of_run[run_codes], setups)
-    after, n = _resimulated(as_recorded, moved.to_numpy(), as_recorded["model"])
-    note = (
-        f"moved {int(moved.sum())} calls of {', '.join(f'{r} -> {roles[r]}' for r in present)} "
-        f"(priced at the new tier's recorded price; {_resim_note(n, int(moved.sum()))})"
-    )
-    return _whatif(note, calls, after, n)
 
 
 def _resimulated(
@@ -332,47 +318,3 @@ def _prices_of(
             cache[(run_sheet.name, key)] = _sheet_prices(run_sheet, [key])[0]
         out[rows] = cache[(run_sheet.name, key)]
     return out
-
-
-def whatif_model(
-    records: Records, tiers: Mapping[str, str], price_sheet: PriceSheet | str | Path | None = None
-) -> WhatIf:
-    """What if a tier had run another model (``{"strong": "anthropic/claude-sonnet-4-5"}``): its calls
-    get that model, its price (the model string as price key, in ``price_sheet`` or each run's recorded
-    sheet; the other calls keep their recorded prices) and the cache split that model would have produced (re-simulated: its minimum cacheable
-    size, the recorded breakpoints, timestamps and lifetimes)."""
-    _check_tiers({t: t for t in tiers})  # the keys must be tiers
-    calls = records.calls
-    changed = calls["tier"].isin(list(tiers)).to_numpy() if not calls.empty else np.zeros(0, bool)
-    if not changed.any():
-        note = f"no calls on tier(s) {', '.join(tiers)} in {records.root}: nothing to move"
-        return WhatIf(note, cost_before_after(calls, calls), calls)
-    sheet = _as_sheet(price_sheet) if price_sheet is not None else None
-    models = models_for_tiers(calls, tiers)
-    keys = calls["price_key"].astype(str).where(~changed, models)
-    prices = calls[list(PRICE_COLUMNS)].to_numpy(dtype=float, copy=True)  # unmoved calls: as recorded
-    prices[changed] = _prices_of(records, calls[changed], keys[changed], sheet)
-    as_recorded = _repriced(calls.assign(model=models.to_numpy()), keys, prices)
-    after, n = _resimulated(as_recorded, changed, models)
-    moves = ", ".join(f"{t} -> {m}" for t, m in tiers.items())
-    return _whatif(f"{moves}: {_resim_note(n, int(changed.sum()))}", calls, after, n)
-
-
-def whatif_cache_ttl(records: Records, roles: Mapping[str, str]) -> WhatIf:
-    """What if ``roles`` (role -> ``"5m"`` or ``"1h"``) had used another cache lifetime: their cache is
-    re-simulated (entries outlive longer pauses; 1-hour writes are priced at ``cache_write_1h``)."""
-    bad = {r: t for r, t in roles.items() if t not in TTL_SECONDS}
-    if bad:
-        raise ConfigError(f"unknown cache lifetime(s) {bad}", f"pick one of {', '.join(TTL_SECONDS)}")
-    calls = records.calls
-    changed = calls["role"].isin(list(roles)).to_numpy() if not calls.empty else np.zeros(0, bool)
-    if not changed.any():
-        note = f"no calls by role(s) {', '.join(roles)} in {records.root}: nothing to change"
-        return WhatIf(note, cost_before_after(calls, calls), calls)
-    recorded = calls["cache_ttl"] if "cache_ttl" in calls else pd.Series(None, index=calls.index)
-    ttls = calls["role"].map(dict(roles)).where(changed, recorded)
-    after, n = _resimulated(
-        _repriced(calls, None, calls[list(PRICE_COLUMNS)].to_numpy(float)), changed, calls["model"], ttls
-    )
-    lifetimes = ", ".join(f"{r}: {t}" for r, t in roles.items())
-    return _whatif(f"cache lifetime {lifetimes}: {_resim_note(n, int(changed.sum()))}", calls, after, n)

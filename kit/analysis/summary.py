@@ -1,8 +1,10 @@
 """Who won, in plain words (the top of ``kit report`` and of notebook 01), and the strategies' loop
 counters as recorded in run.json.
 
-Per strategy: its runs, how many it solved (no critical or major requirement failed) of those scored,
-its mean failed share and cost per run -- point values over all its runs, with no interval, since runs
+The summary leads with each strategy's solved and failed shares; runs that ended ``done`` (the
+strategy's own success end) but were not solved are counted on a line of their own. Per strategy: how
+many it solved (no critical or major requirement failed) of those scored, its mean failed share, its
+runs and their outcomes, its cost per run -- point values over all its runs, with no interval, since runs
 of different tasks are not repeats of one measurement. Then the *paired* verdict
 (:func:`kit.analysis.verdict.compare`: same task, profile and repeat) against the best other strategy,
 with its 95 % interval, or "not enough paired runs (need ~N)". The best strategy is the one with the
@@ -16,7 +18,7 @@ import json
 import pandas as pd
 
 from kit.analysis import verdict
-from kit.analysis.load import Records
+from kit.analysis.load import OUTCOME_ORDER, Records
 from kit.errors import KitError
 
 RANKING = "highest solved share, then lowest failed share, then lowest cost per run"
@@ -24,8 +26,20 @@ RANKING = "highest solved share, then lowest failed share, then lowest cost per 
 
 def strategy_summary(runs: pd.DataFrame) -> pd.DataFrame:
     """Per strategy: runs, tasks, scored, solved (count), solved_rate, failed_share (scored runs),
-    cost_usd (mean per run over all runs), ordered best first (:data:`RANKING`)."""
-    cols = ["runs", "tasks", "scored", "solved", "solved_rate", "failed_share", "cost_usd"]
+    cost_usd (mean per run over all runs), outcomes (``2 done, 1 capped``) and done_unsolved (runs
+    that ended ``done`` -- the strategy's own success end -- yet a critical or major requirement
+    failed), ordered best first (:data:`RANKING`)."""
+    cols = [
+        "runs",
+        "tasks",
+        "scored",
+        "solved",
+        "solved_rate",
+        "failed_share",
+        "cost_usd",
+        "outcomes",
+        "done_unsolved",
+    ]
     if runs.empty:
         return pd.DataFrame(columns=cols, index=pd.Index([], name="strategy"))
     rows = {}
@@ -39,6 +53,10 @@ def strategy_summary(runs: pd.DataFrame) -> pd.DataFrame:
             "solved_rate": scored["solved"].mean(),
             "failed_share": scored["failed_share"].mean(),
             "cost_usd": g["cost_usd"].mean(),
+            "outcomes": outcome_counts(g["outcome"]) if "outcome" in g else "-",
+            "done_unsolved": int(((scored["outcome"] == "done") & (scored["solved"] != 1.0)).sum())
+            if "outcome" in scored
+            else 0,
         }
     table = pd.DataFrame.from_dict(rows, orient="index")[cols]
     table.index.name = "strategy"
@@ -50,6 +68,44 @@ def strategy_summary(runs: pd.DataFrame) -> pd.DataFrame:
         }
     )
     return table.loc[key.sort_values(["s", "f", "c"], kind="stable").index]
+
+
+def outcome_counts(outcomes: pd.Series) -> str:
+    """``2 done, 1 capped``: how often each outcome occurred, in the kit's order of outcomes."""
+    counts = outcomes.value_counts()
+    order = [o for o in OUTCOME_ORDER if o in counts.index] + sorted(
+        o for o in counts.index if o not in OUTCOME_ORDER
+    )
+    return ", ".join(f"{int(counts[o])} {o}" for o in order)
+
+
+def _share(value: float) -> str:
+    return "-" if pd.isna(value) else f"{value:.0%}"
+
+
+def _solved(row: pd.Series) -> str:
+    if not row["scored"]:
+        return f"0/0 (none scored of {int(row['runs'])})"
+    return f"{int(row['solved'])}/{int(row['scored'])} ({row['solved_rate']:.0%})"
+
+
+def shares_line(table: pd.DataFrame) -> str:
+    """The summary's first line: each strategy's solved and failed shares, best first."""
+    solved = ", ".join(f"{s} {_solved(row)}" for s, row in table.astype(object).iterrows())
+    failed = ", ".join(f"{s} {_share(row['failed_share'])}" for s, row in table.astype(object).iterrows())
+    return f"Summary: solved {solved}; failed share {failed}."
+
+
+def done_unsolved_line(table: pd.DataFrame) -> str | None:
+    """Runs that ended ``done`` but were not solved, per strategy (None when there are none)."""
+    bad = table[table["done_unsolved"] > 0]
+    if bad.empty:
+        return None
+    parts = ", ".join(
+        f"{s} {int(row['done_unsolved'])} of {int(row['runs'])} run(s)"
+        for s, row in bad.astype(object).iterrows()
+    )
+    return f"  Ended `done` but NOT solved (a critical or major requirement failed): {parts}."
 
 
 def _interval(metric: str, row: pd.Series) -> str:
@@ -125,20 +181,20 @@ def summary_lines(records: Records) -> list[str]:
     lines, tables = [], {}
     for strategy, row in table.astype(object).iterrows():
         other = order[0] if strategy != order[0] else (order[1] if len(order) > 1 else None)
-        solved = f"solved {int(row['solved'])}/{int(row['scored'])}" + (
-            f" ({row['solved_rate']:.0%})" if row["scored"] else " (none scored)"
-        )
-        failed = "-" if pd.isna(row["failed_share"]) else f"{row['failed_share']:.0%}"
         text = (
-            f"  {strategy}: {int(row['runs'])} runs on {int(row['tasks'])} task(s), {solved}, failed share {failed}, "
+            f"  {strategy}: solved {_solved(row)}, failed share {_share(row['failed_share'])}; "
+            f"{int(row['runs'])} runs on {int(row['tasks'])} task(s), outcomes: {row['outcomes']}; "
             f"${row['cost_usd']:.4f} per run"
         )
         if other is not None:
             words, tables[strategy] = paired_verdict(runs, strategy, other)
             text += f"; {words}"
         lines.append(text)
+    unsolved = done_unsolved_line(table)
     head = [
-        "Summary: " + _headline(order, tables),
+        shares_line(table),
+        "  " + _headline(order, tables),
+        *([unsolved] if unsolved else []),
         f"  (best first: {RANKING}; point values over all runs, no interval across tasks; "
         "verdicts pair runs by task and repeat, 95 % bootstrap intervals)",
     ]

@@ -191,10 +191,9 @@ def role_tier_table(records: Records, phase: str | None = None) -> pd.DataFrame:
     table.insert(0, "runs", g["run_key"].nunique())
     table.insert(1, "calls", g.size())
     table.insert(2, "failed", g["ok"].apply(lambda s: int((~s.astype(bool)).sum())))
-    whole = strategy_cost.reindex(table.index.get_level_values("strategy")).to_numpy()
-    table["cost_share"] = (table["cost_usd"] / pd.Series(whole, index=table.index).where(whole > 0)).fillna(
-        0.0
-    )
+    by_strategy = strategy_cost.reindex(table.index.get_level_values("strategy")).to_numpy()
+    whole = pd.Series(by_strategy, index=table.index)
+    table["cost_share"] = (table["cost_usd"] / whole.where(whole > 0)).fillna(0.0)
     return table[cols]
 
 
@@ -217,6 +216,12 @@ def runs_note(records: Records, strategy: str) -> str:
     if n == 0:
         return f"no {strategy} runs in {records.root}: nothing measured to compare"
     return f"measured: {n} {strategy} run(s) in {records.root}"
+
+
+def measured_label(records: Records, strategy: str) -> str:
+    """Whose runs a measured bar pools, for a figure's legend: ``measured: pdca, 3 runs``."""
+    n = int((records.runs["strategy"] == strategy).sum()) if not records.runs.empty else 0
+    return f"measured: {strategy}, {n} run{'s' if n != 1 else ''}"
 
 
 def bucket_costs(calls: pd.DataFrame) -> pd.DataFrame:

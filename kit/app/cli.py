@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -47,11 +48,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:  # the second Ctrl-C leaves runs executing: do not wait for them
         return _interrupted(abandon=state.in_flight > 0)
-    print(f"results: {out}")
-    if not args.no_report:
-        from kit.analysis.report import report_text
-
-        print(report_text(out))
     errors = outcome_counts(out).get("error", 0)
     if errors:
         print(
@@ -59,9 +55,36 @@ def _cmd_run(args: argparse.Namespace) -> int:
             f"python -m kit report {out})\n  -> fix the cause, then rerun just those: "
             f"python -m kit run {args.experiment} --retry-errors",
             file=sys.stderr,
+            flush=True,
         )
-        return 1
-    return 0
+    if not args.no_report:  # the tables first, the summary last: where the eyes are when it ends
+        from kit.analysis.report import report
+
+        print(report(out, "text", width=_width(None), summary_last=True), end="")
+        print(
+            f"one file to send (tables and figures): python -m kit report {out} --format html --out report.html"
+        )
+    print(f"results: {out}")
+    return 1 if errors else 0
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """``text`` into ``path``: a reader sees the old file or the whole new one."""
+    path = path.expanduser()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _width(asked: int | None) -> int | None:
+    """The text report's width: ``--width`` (0: no limit), else the terminal's (COLUMNS, else the
+    terminal's size, else 100 when the output is not a terminal)."""
+    if asked is not None:
+        return asked or None
+    return shutil.get_terminal_size((100, 24)).columns
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, object] | None:
@@ -70,11 +93,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, object] | None:
     if args.profile:
         out["profile"] = args.profile
     for name in ("tasks", "strategies"):
-        value = getattr(args, name)
-        if value is not None:
-            items = [v.strip() for v in value.split(",") if v.strip()]
-            if not items:
-                raise KitError(f"--{name} is empty", f"give a comma-separated list, e.g. --{name} a,b")
+        items = _names(getattr(args, name), name)
+        if items is not None:
             out[name] = items
     if args.repeats is not None:
         out["repeats"] = args.repeats
@@ -103,17 +123,33 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from kit.analysis.report import report_text
+    from kit.analysis.report import report
 
-    print(report_text(Path(args.results_dir)))
+    text = report(Path(args.results_dir), args.format, _width(args.width), summary_only=args.summary)
+    if args.out is None:
+        print(text, end="" if text.endswith("\n") else "\n")
+        return 0
+    _write_atomic(args.out, text)
+    print(f"wrote {args.out} ({args.format}, {len(text.encode()):,} bytes)")
     return 0
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from kit.analysis.compare import compare_text
 
-    print(compare_text(args.a, args.b), end="")
+    lists = {n: _names(getattr(args, n), n) for n in ("strategies", "tasks")}
+    print(compare_text(args.a, args.b, every_pair=args.every_pair, **lists), end="")
     return 0
+
+
+def _names(value: str | None, flag: str) -> list[str] | None:
+    """A comma-separated ``--flag`` value as a list (None when not given); an empty one is an error."""
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items:
+        raise KitError(f"--{flag} is empty", f"give a comma-separated list, e.g. --{flag} a,b")
+    return items
 
 
 def _cmd_models_check(args: argparse.Namespace) -> int:
@@ -127,15 +163,58 @@ def _cmd_models_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_docs(args: argparse.Namespace) -> int:
-    from kit.app import reference
+    from kit.app import reference, task_reference
 
+    pages = [(reference.REFERENCE, reference), (task_reference.TASKS_REFERENCE, task_reference)]
     if args.check:
-        if reference.is_current():
-            return 0
-        print(f"{reference.REFERENCE} is stale: run python -m kit docs", file=sys.stderr)
-        return 1
-    print(f"wrote {reference.write()}")
+        stale = [path for path, page in pages if not page.is_current()]
+        for path in stale:
+            print(f"{path} is stale: run python -m kit docs", file=sys.stderr)
+        return 1 if stale else 0
+    for _, page in pages:
+        print(f"wrote {page.write()}")
     return 0
+
+
+def _add_report_cli(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "report", help="the report: who won, per strategy, context, counters, per role x tier, cache"
+    )
+    p.add_argument("results_dir", help="results/NAME")
+    p.add_argument(
+        "--format",
+        choices=["text", "markdown", "html"],
+        default="text",
+        help="text (default; fitted to the terminal), markdown, or html (one self-contained file with the figures)",
+    )
+    p.add_argument(
+        "--summary", action="store_true", help="only the first screen: what was loaded and who won"
+    )
+    p.add_argument("--out", type=Path, default=None, help="write the report to this file (else stdout)")
+    p.add_argument(
+        "--width",
+        type=int,
+        default=None,
+        metavar="N",
+        help="text width (default: the terminal's; 0: no limit)",
+    )
+    p.set_defaults(func=_cmd_report)
+
+
+def _add_compare_cli(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare", help="two results folders side by side per strategy x task, with the prompt diff"
+    )
+    p.add_argument("a", help="results/NAME, or an experiment name (A)")
+    p.add_argument("b", help="results/NAME, or an experiment name (B); changes are B - A")
+    p.add_argument("--strategies", metavar="X,Y", help="compare only these strategies")
+    p.add_argument("--tasks", metavar="A,B", help="compare only these tasks")
+    p.add_argument(
+        "--every-pair",
+        action="store_true",
+        help="also tabulate the strategy x task pairs only one side ran (default: one line for them)",
+    )
+    p.set_defaults(func=_cmd_compare)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -174,16 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_cmd_run)
 
-    p = sub.add_parser("report", help="print the per-strategy and per-role x tier tables")
-    p.add_argument("results_dir", help="results/NAME")
-    p.set_defaults(func=_cmd_report)
+    _add_report_cli(sub)
 
-    p = sub.add_parser(
-        "compare", help="two results folders side by side per strategy x task, with the prompt diff"
-    )
-    p.add_argument("a", help="results/NAME, or an experiment name (A)")
-    p.add_argument("b", help="results/NAME, or an experiment name (B); changes are B - A")
-    p.set_defaults(func=_cmd_compare)
+    _add_compare_cli(sub)
 
     p = sub.add_parser("models", help="check the models of a profile")
     msub = p.add_subparsers(dest="models_command", required=True)
@@ -196,10 +268,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_cmd_models_check)
 
     p = sub.add_parser(
-        "docs", help="regenerate docs/experiments.md from the models (--check: is it current?)"
+        "docs",
+        help="regenerate docs/experiments.md and docs/tasks.md from the models (--check: are they current?)",
     )
     p.add_argument(
-        "--check", action="store_true", help="exit 1 when docs/experiments.md is stale; write nothing"
+        "--check", action="store_true", help="exit 1 when a generated page is stale; write nothing"
     )
     p.set_defaults(func=_cmd_docs)
 

@@ -25,6 +25,13 @@ from typing import Any
 
 import yaml
 
+from kit.app.notebook_helpers import (  # noqa: F401 - the notebooks' helpers, importable from here as before
+    figures_folder,
+    prepare_benchmark,
+    repo_path,
+    show,
+    whole,
+)
 from kit.errors import KitError
 from kit.paths import NOTEBOOKS_DIR, REPO_ROOT
 
@@ -38,42 +45,6 @@ DEFAULT = ("benchmark", "tier_economics", "verdict")  # read records only; the p
 NOT_IN_NAME = ("results_dir", "figures_dir")  # parameters that do not name the output
 LAB_COPY = "lab-notebooks"  # `kit lab`'s working copy of the notebooks, under the results root
 KERNEL_NAME = "orchbench"  # installed into this environment when no kernelspec runs sys.executable
-
-
-# --------------------------------------------------------------------------- helpers for the notebooks
-
-
-def repo_path(path: str | Path) -> Path:
-    """``path`` as is when absolute, else relative to the repository root (as kit.analysis.repo_path;
-    kept here so ``python -m kit`` does not import pandas just to register this command)."""
-    path = Path(path)
-    return path if path.is_absolute() else REPO_ROOT / path
-
-
-def prepare_benchmark(results_dir: str | Path, experiment: str | Path | None = None) -> Path:
-    """The experiment folder to analyse. With ``experiment`` (a name or a path to experiments/*.yaml)
-    it is run first, under the parent of ``results_dir``, and its own folder is returned."""
-    folder = repo_path(results_dir)
-    if experiment is None:
-        return folder
-    from kit.run.runner import run_experiment  # notebooks sit above the runner; imported on use
-
-    exp = repo_path(experiment) if Path(experiment).suffix else experiment
-    return run_experiment(exp, results_dir=folder.parent)
-
-
-def figures_folder(results_dir: str | Path, figures_dir: str | Path | None = None) -> Path:
-    """``figures_dir``, or ``<results_dir>/notebooks/figures``; created if missing."""
-    folder = repo_path(figures_dir) if figures_dir else repo_path(results_dir) / "notebooks" / "figures"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def show(path: str | Path) -> Any:
-    """Display a saved PNG in the notebook."""
-    from IPython.display import Image
-
-    return Image(filename=str(path))
 
 
 # --------------------------------------------------------------------------- execution

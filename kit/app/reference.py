@@ -86,6 +86,27 @@ EXAMPLES: dict[str, Any] = {
     "ModelPrice.output": 15.0,
     "ModelPrice.cache_read": 0.3,
     "ModelPrice.cache_write": 3.75,
+    # task.yaml (docs/tasks.md: kit.app.task_reference)
+    "TaskFile.id": "mylib-fix-parser",
+    "TaskFile.title": "mylib: the parser accepts trailing commas",
+    "TaskFile.prompt": "Make the parser accept a trailing comma in lists.",
+    "TaskFile.setup": ["python -m pip install --no-deps -e ."],
+    "TaskFile.long": True,
+    "TaskFile.limits": {"scoring_timeout_s": 300},
+    "TaskFile.tags": ["git-history", "commit"],
+    "TaskFile.acceptance_layout": "repo",
+    "TaskFile.packages": ["mylib"],
+    "TaskFile.own_tests_deselect": ["tests/test_parser.py::test_trailing_comma_rejected"],
+    "TaskFile.source": {"kind": "git", "base": "4f1c...", "head": "9a2e..."},
+    "TaskLimits.max_steps": 40,
+    "TaskSource.repo_url": "https://github.com/me/mylib",
+    "TaskSource.base": "4f1c2a9d0e...",
+    "TaskSource.head": "9a2e77b1c3...",
+    "TaskSource.commits": ["9a2e77b1c3..."],
+    "TaskSource.base_date": "2025-03-01T12:00:00+00:00",
+    "TaskSource.head_date": "2025-03-02T09:30:00+00:00",
+    "TaskSource.licence": "LICENSE",
+    "TaskSource.command": "python -m kit tasks import-git ../mylib --commit 9a2e77b",
 }
 
 #: Meanings of fields whose model has no description.

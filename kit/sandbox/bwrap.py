@@ -177,6 +177,9 @@ class BwrapSandbox:
         args = [self.binary, *self._system, "--perms", "1777", "--tmpfs", "/tmp"]
         args += ["--perms", "0777", "--dir", SANDBOX_HOME]
         args += ["--proc", "/proc", "--dev", "/dev"]
+        # a private, empty /dev/shm the sandbox user may write (bwrap's --dev makes root's 0755 one):
+        # POSIX semaphores and shared memory -- multiprocessing's locks, queues and pools -- live there
+        args += ["--perms", "1777", "--tmpfs", "/dev/shm"]
         binds = [(p, "--ro-bind") for p in self._prefixes]
         binds += [(Path(p).resolve(), "--ro-bind") for p in ro_binds]
         binds.append((cwd, "--bind" if writable else "--ro-bind"))

@@ -17,7 +17,8 @@ from kit.config import Limits, Profile, Tier
 from kit.model.gateway import Gateway
 from kit.prompts import PromptBook
 from kit.records.recorder import RunRecorder
-from kit.sandbox.backends import default_sandbox
+from kit.sandbox.backends import default_sandbox, sandbox_env
+from kit.tasks.packages import command_env
 from kit.tasks.task import Task
 from kit.tasks.workspace import Workspace
 
@@ -72,7 +73,13 @@ class RunContext:
             timeout_s=self.limits.command_timeout_s,
             guard=guard,
             sandbox=self.sandbox,
+            env=command_env(self.task.packages, self.task.repo_dir, self.workspace.root),
         )
+
+    def command_env(self) -> dict[str, str]:
+        """The environment of a command the kit runs in the clone for the agent (a test gate): the
+        sandbox's, with the task's ``packages`` importing from the clone (:mod:`kit.tasks.packages`)."""
+        return sandbox_env(command_env(self.task.packages, self.task.repo_dir, self.workspace.root))
 
     def agent(
         self,

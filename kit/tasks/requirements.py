@@ -23,23 +23,39 @@ class Requirement:
     key: str  # "<file relative to acceptance/>::[Class::]function"
     severity: str | None  # None = not declared (a task error)
     baseline_pass: bool = False
+    #: "skip", "skipif" or "xfail" when so marked: it can never be credited (``tasks validate`` says so)
+    skip_mark: str | None = None
+
+
+#: Marks that keep a hidden test from ever being credited (only a plain pass is:
+#: :func:`kit.tasks.transitions.credited`).
+SKIP_MARKS = ("skip", "skipif", "xfail")
 
 
 def _marks(node: ast.expr) -> list[ast.expr]:
     return list(node.elts) if isinstance(node, ast.List | ast.Tuple) else [node]
 
 
+def _mark_name(expr: ast.expr) -> str:
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    return target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+
+
 def _read_marks(exprs: list[ast.expr]) -> tuple[str | None, bool]:
     severity, baseline = None, False
     for expr in exprs:
-        target = expr.func if isinstance(expr, ast.Call) else expr
-        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        name = _mark_name(expr)
         if name == "severity" and isinstance(expr, ast.Call) and expr.args:
             arg = expr.args[0]
             severity = str(arg.value) if isinstance(arg, ast.Constant) else "<not a string literal>"
         elif name == "baseline_pass":
             baseline = True
     return severity, baseline
+
+
+def _skip_mark(*levels: list[ast.expr]) -> str | None:
+    """The first skip / skipif / xfail mark among the decorators and ``pytestmark`` lists given."""
+    return next((_mark_name(e) for exprs in levels for e in exprs if _mark_name(e) in SKIP_MARKS), None)
 
 
 def _pytestmark(body: list[ast.stmt]) -> list[ast.expr]:
@@ -93,18 +109,22 @@ def read_requirements(acceptance_dir: Path) -> tuple[list[Requirement], list[str
         except (SyntaxError, UnicodeDecodeError) as e:
             problems.append(f"acceptance/{rel}: cannot parse: {e}")
             continue
-        module = _read_marks(_pytestmark(tree.body))
+        module_marks = _pytestmark(tree.body)
+        module = _read_marks(module_marks)
         for node in tree.body:
             if is_test_func(node):
                 own = _read_marks(node.decorator_list)  # type: ignore[union-attr]
-                reqs.append(Requirement(f"{rel}::{node.name}", *_merge(own, module)))  # type: ignore[union-attr]
+                skip = _skip_mark(node.decorator_list, module_marks)  # type: ignore[union-attr]
+                reqs.append(Requirement(f"{rel}::{node.name}", *_merge(own, module), skip))  # type: ignore[union-attr]
             elif is_test_class(node):
-                cls = _merge(_read_marks(node.decorator_list), _read_marks(_pytestmark(node.body)))
+                cls_marks = [*node.decorator_list, *_pytestmark(node.body)]  # type: ignore[attr-defined]
+                cls = _read_marks(cls_marks)
                 for sub in node.body:
                     if is_test_func(sub):
                         own = _read_marks(sub.decorator_list)  # type: ignore[union-attr]
                         key = f"{rel}::{node.name}::{sub.name}"  # type: ignore[union-attr]
-                        reqs.append(Requirement(key, *_merge(own, cls, module)))
+                        skip = _skip_mark(sub.decorator_list, cls_marks, module_marks)  # type: ignore[union-attr]
+                        reqs.append(Requirement(key, *_merge(own, cls, module), skip))
     for r in reqs:
         if r.severity is None:
             problems.append(f"acceptance test {r.key} has no @pytest.mark.severity(...)")

@@ -17,20 +17,23 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kit.config import SafeName, load_yaml_model
 from kit.errors import ConfigError, TaskError
 from kit.paths import TASKS_DIR, is_ignored
-from kit.records.schema import SEVERITIES
-from kit.tasks.requirements import read_requirements
+from kit.tasks.packages import name_problems
 
 TASK_FILE = "task.yaml"
 DELETED_FILE = "DELETED.txt"
 
 
 class TaskLimits(BaseModel):
+    """Per-task limits; each overrides what the experiment gives every task."""
+
     model_config = ConfigDict(extra="forbid")
 
     max_steps: int | None = Field(
@@ -40,20 +43,75 @@ class TaskLimits(BaseModel):
     scoring_timeout_s: float = Field(120.0, gt=0, description="Timeout of each pytest run while scoring.")
 
 
+class TaskSource(BaseModel):
+    """Where a task imported from a repository's history comes from (``kit tasks import-git``
+    writes it), so a user can tell a task made before a model's training cutoff from one after."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["git"] = Field(
+        "git", description="How the task was made: git = from a repository's history."
+    )
+    repo_url: str | None = Field(
+        None, description="The repository's public URL (its origin remote, credentials cut), or null."
+    )
+    base: str = Field(description="The commit the starting repo is (full SHA).")
+    head: str = Field(description="The commit the reference solution and the hidden tests come from.")
+    commits: list[str] = Field(
+        default_factory=list, description="The SHAs from base (excluded) to head, oldest first."
+    )
+    base_date: str | None = Field(None, description="The base commit's committer date (ISO 8601).")
+    head_date: str | None = Field(None, description="The head commit's committer date (ISO 8601).")
+    licence: str | None = Field(
+        None, description="The licence file found in the base tree, as a path inside repo/, or null."
+    )
+    command: str = Field("", description="The import command line that made the task.")
+
+
 class TaskFile(BaseModel):
     """What task.yaml holds."""
 
     model_config = ConfigDict(extra="forbid")
 
     id: SafeName = Field(description="Short name; the folder name for tasks under datasets/tasks/.")
-    title: str
+    title: str = Field(description="One line shown in listings and reports.")
     prompt: str = Field(description="Given as is to every strategy.")
-    language: str = "python"
+    language: str = Field(
+        "python", description="The language of repo/ (the kit's tools are written for Python)."
+    )
     setup: list[str] = Field(default_factory=list, description="Commands run in a fresh clone first.")
     test_command: str = Field("python -m pytest -q", description="Runs the repo's own tests.")
     long: bool = Field(False, description="Takes long to solve; experiments may skip long tasks.")
-    limits: TaskLimits = Field(default_factory=TaskLimits)
-    tags: list[str] = Field(default_factory=list)
+    limits: TaskLimits = Field(default_factory=TaskLimits, description="Per-task limits (see TaskLimits).")
+    tags: list[str] = Field(default_factory=list, description="Free labels (exercism, git-history, ...).")
+    acceptance_layout: Literal["folder", "repo"] = Field(
+        "folder",
+        description="folder: the hidden tests run from the kit's own folder with the kit's pytest "
+        "configuration. repo: acceptance/ mirrors repo-relative paths (hidden test modules, the repo's "
+        "conftest.py files, pytest configuration, test data); each file is laid at its own path in the "
+        "scoring copy of the final tree, replacing what the agent left there.",
+    )
+    packages: list[str] = Field(
+        default_factory=list,
+        description="Top-level import names the repo provides (e.g. more_itertools): scoring and the "
+        "agent's commands import them from the tree under test, never from the kit's environment.",
+    )
+    own_tests_deselect: list[str] = Field(
+        default_factory=list,
+        description="Node ids of the base's own tests the own-tests sessions leave out (tests the "
+        "reference change modified, or that fail at the base or with the reference solution).",
+    )
+    source: TaskSource | None = Field(
+        None, description="Provenance of a task imported from a repository's history (see TaskSource)."
+    )
+
+    @field_validator("packages")
+    @classmethod
+    def _import_names(cls, value: list[str]) -> list[str]:
+        problems = name_problems(value)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
 
 
 class Task(TaskFile):
@@ -166,6 +224,30 @@ def expand_tasks(entries: list[str]) -> list[str]:
     return out
 
 
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings (the prompt) as readable literal blocks."""
+
+
+def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_BlockDumper.add_representer(str, _str_presenter)
+
+
+def write_task_file(folder: Path, spec: dict) -> Path:
+    """Write ``spec`` (checked against :class:`TaskFile`) as ``folder/task.yaml``, keys in the order
+    given, a multi-line prompt as a literal block."""
+    TaskFile.model_validate(spec)
+    path = Path(folder) / TASK_FILE
+    path.write_text(
+        yaml.dump(spec, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100),
+        encoding="utf-8",
+    )
+    return path
+
+
 def apply_solution(task: Task, root: Path) -> None:
     """Lay the reference solution over ``root`` (files copied; DELETED.txt entries removed)."""
     if not task.solution_dir.is_dir():
@@ -182,12 +264,3 @@ def apply_solution(task: Task, root: Path) -> None:
         for line in deleted.read_text(encoding="utf-8").splitlines():
             if line.strip() and not line.startswith("#"):
                 (root / line.strip()).unlink(missing_ok=True)
-
-
-def severity_counts(task: Task) -> dict[str, int]:
-    reqs, _ = read_requirements(task.acceptance_dir)
-    counts = {s: 0 for s in SEVERITIES}
-    for r in reqs:
-        key = r.severity if r.severity in counts else "undeclared"
-        counts[key] = counts.get(key, 0) + 1
-    return counts

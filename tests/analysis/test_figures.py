@@ -51,3 +51,125 @@ def test_frontier_has_one_legend_no_point_labels_and_a_shared_y_axis(records):
     assert len(fig.axes) == 2 and fig.axes[0].get_shared_y_axes().joined(fig.axes[0], fig.axes[1])
     assert all(not ax.texts for ax in fig.axes)
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["pdca", "vibe", "frontier"]
+
+
+# --------------------------------------------------------------------------- issue 32, item 1
+
+
+def _bars(ax):
+    """(x, y, width) of every bar of ``ax``."""
+    return [(p.get_x(), p.get_y() + p.get_height() / 2, p.get_width()) for p in ax.patches]
+
+
+def test_timeline_range_covers_every_run_and_every_role_that_called_is_drawn(records):
+    calls = records.calls.copy()
+    late = calls["strategy"] == "vibe"  # the second panel's runs go ten times longer than the first's
+    calls.loc[late, "t_s"] = calls.loc[late, "t_s"] * 10
+    fig = figures.timeline_figure(calls)
+    panels = [ax for ax in fig.axes if ax.get_title(loc="left")]
+    assert len(panels) == calls["run_key"].nunique()
+    for ax in panels:
+        run_key = ax.get_title(loc="left").split(" — ")[1]
+        mine = calls[calls["run_key"] == run_key]
+        lo, hi = ax.get_xlim()
+        assert lo == 0 and hi >= (mine["t_s"] + mine["latency_s"]).max()  # the run's last call ends inside
+        labels = [t.get_text().split(" (")[0] for t in ax.get_yticklabels()]
+        assert labels == sorted(set(mine["role"]))
+        bars = _bars(ax)
+        assert len(bars) == len(mine)
+        for role, n in mine["role"].value_counts().items():  # every call of every role: a bar in range
+            row = [b for b in bars if round(b[1]) == labels.index(role)]
+            assert len(row) == n and all(lo <= x and x + w <= hi for x, _, w in row)
+
+
+def test_tier_cost_bars_are_per_strategy_and_name_the_models(records):
+    fig = figures.tier_cost_figure(records.calls)
+    panels = {ax.get_title().split(" (")[0]: ax for ax in fig.axes}
+    assert set(panels) == {"pdca", "vibe"}  # one panel per strategy, never summed across them
+    for strategy, ax in panels.items():
+        mine = records.calls[records.calls["strategy"] == strategy]
+        heights = {}
+        for p, tick in zip(ax.patches, [t for _ in range(4) for t in ax.get_xticklabels()], strict=False):
+            heights[tick.get_text()] = heights.get(tick.get_text(), 0) + p.get_height()
+        for tier, cost in mine.groupby("tier")["cost_usd"].sum().items():
+            assert heights[tier] == pytest.approx(cost)
+    assert "cheap: scripted/cheap" in fig.get_suptitle() and "strong: scripted/strong" in fig.get_suptitle()
+
+
+def test_the_measured_reference_bars_say_whose_runs_they_are(records):
+    import pandas as pd
+
+    ref = pd.Series({"cheap": 0.6, "medium": 0.3, "strong": 0.1})
+    label = analysis.measured_label(records, "pdca")
+    assert label == "measured: pdca, 2 runs"
+    fig = figures.tier_shares_figure(ref, analysis.tier_cost_shares(records, "pdca"), label)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["reference", "measured: pdca, 2 runs"]
+    assert "pdca" in ax.get_title()
+
+
+def _heights(ax, label):
+    container = next(c for c in ax.containers if c.get_label() == label)
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    return dict(zip(ticks, (p.get_height() for p in container.patches), strict=True))
+
+
+def test_whatif_figures_show_before_and_after_per_tier_and_role(records):
+    from kit.analysis import whatif_figures
+
+    moved = analysis.whatif(records, reassign={"executor": "medium"})
+    fig = whatif_figures.whatif_figure(moved, "Reassign")
+    panel = {ax.get_title(): ax for ax in fig.axes}
+    pdca_calls = records.calls[records.calls["strategy"] == "pdca"]
+    tiers = panel["pdca: per tier"]
+    before = _heights(tiers, "before (as recorded)")
+    after = _heights(tiers, "after, cache re-simulated")
+    recorded = pdca_calls.groupby("tier")["cost_usd"].sum()
+    assert before["cheap"] == pytest.approx(recorded["cheap"]) and after["cheap"] == 0
+    executor = pdca_calls[pdca_calls["role"] == "executor"]
+    assert after["medium"] > before["medium"] == pytest.approx(recorded["medium"])
+    roles = panel["pdca: per role"]
+    assert _heights(roles, "after, cache re-simulated")["executor"] == pytest.approx(
+        moved.calls.loc[executor.index, "cost_usd"].sum()
+    )
+    assert _heights(panel["vibe: per tier"], "after, cache re-simulated") == _heights(
+        panel["vibe: per tier"], "before (as recorded)"
+    )  # vibe has no executor
+    other = whatif_figures.whatif_figure(analysis.whatif(records, reassign={"executor": "strong"}))
+    strong = {ax.get_title(): ax for ax in other.axes}["pdca: per tier"]
+    assert _heights(strong, "after, cache re-simulated") != after  # two what-ifs, two pictures
+
+
+def test_whatifs_chain_in_one_call(records):
+    chained = analysis.whatif(records, reassign={"executor": "strong"}, model={"strong": "fx-medium"})
+    c = chained.calls
+    executor = c[c["role"] == "executor"]
+    assert set(executor["tier"]) == {"strong"} and set(executor["model"]) == {
+        "fx-medium"
+    }  # moved, then swapped
+    assert set(executor["price_input"]) == {3.0}  # fx-medium's price, from the run's recorded sheet
+    orchestrator = c[c["role"] == "orchestrator"]
+    assert set(orchestrator["model"]) == {"fx-medium"}
+    tokens = ["input_uncached", "cache_read", "cache_write", "output"]
+    prices = [3.0, 0.3, 3.75, 15.0]
+    moved = c[c["tier"] == "strong"]
+    expected = sum((moved[t] * p).sum() for t, p in zip(tokens, prices, strict=True)) / 1e6
+    assert moved["cost_usd"].sum() == pytest.approx(expected)
+    assert "executor -> strong" in chained.note and "strong -> fx-medium" in chained.note
+    assert chained.view("strategy").loc["vibe", "delta_usd"] == 0
+
+
+def test_a_whatif_that_changes_nothing_says_why(records):
+    from kit.analysis import whatif_figures
+
+    same_tier = analysis.whatif(records, reassign={"executor": "cheap"})
+    assert same_tier.why_unchanged.startswith("the 4 calls it touches already ran on that tier and model")
+    assert "no change in cost" in same_tier.note
+    ttl = analysis.whatif(records, ttl={"coder": "1h"})  # the fixture's calls have no breakpoint records
+    assert "kept as recorded: no breakpoint records" in ttl.why_unchanged
+    nothing = analysis.whatif(records, reassign={"scout": "strong"})
+    assert nothing.why_unchanged == "no recorded call matched it"
+    moved = analysis.whatif(records, reassign={"executor": "medium"})
+    assert moved.why_unchanged == "" and "no change" not in moved.note
+    fig = whatif_figures.whatif_figure(same_tier)
+    assert "NO CHANGE in cost: the 4 calls it touches already ran" in fig.get_suptitle()

@@ -76,7 +76,7 @@ def test_one_outcome_vocabulary_with_stop_reasons_and_a_legend(tmp_path):
         ["exit", "cap:budget (run budget of 20 model calls used up)", "done", "format_errors"]
     )
     text = report.report_text(exp)
-    assert "outcomes: 2 done, 1 capped, 1 budget" in text
+    assert "outcomes: 2 done (1 solved), 1 capped (0 solved), 1 budget (1 solved)" in text
     legend = text[text.index("Outcomes (the same words") :]
     for outcome in ("done", "incomplete", "capped", "budget", "error", "interrupted", "tampered", "unscored"):
         assert f"\n  {outcome} " in legend
@@ -105,7 +105,7 @@ def test_defect_means_are_over_scored_runs_only_with_the_excluded_count(mixed):
 
 def test_the_report_shows_outcomes_excluded_counts_and_errors_with_their_message(mixed):
     text = report.report_text(mixed.root)
-    assert "outcomes: 1 done, 1 tampered, 1 error, 1 interrupted" in text
+    assert "outcomes: 1 done (0 solved), 1 tampered, 1 error, 1 interrupted" in text
     assert "Runs by outcome" in text
     assert "1 (1 excl.)" in text
     assert "Errors (1 run(s)" in text

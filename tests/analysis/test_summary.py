@@ -25,17 +25,27 @@ def test_report_opens_with_who_won_in_plain_words(exp):
     start = next(i for i, line in enumerate(lines) if line.startswith("Summary: "))
     assert start < next(i for i, line in enumerate(lines) if line.startswith("Runs by outcome"))
     # fixture: pdca solves both repeats, vibe neither; 2 pairs only: no verdict yet
-    assert lines[start] == (
-        "Summary: No winner yet: pdca leads on the numbers; its solved rate against vibe's: "
+    assert lines[start] == "Summary: solved pdca 2/2 (100%), vibe 0/2 (0%); failed share pdca 8%, vibe 42%."
+    assert lines[start + 1] == (
+        "  No winner yet: pdca leads on the numbers; its solved rate against vibe's: "
         "not enough paired runs (have 2, need ~6)."
+    )
+    # every fixture run ended `done`: vibe's two were not solved, and the summary says so
+    assert lines[start + 2] == (
+        "  Ended `done` but NOT solved (a critical or major requirement failed): vibe 2 of 2 run(s)."
     )
     pdca = next(line for line in lines if line.startswith("  pdca: "))
     assert pdca.startswith(
-        "  pdca: 2 runs on 1 task(s), solved 2/2 (100%), failed share 8%, $0.0208 per run; vs vibe: "
+        "  pdca: solved 2/2 (100%), failed share 8%; 2 runs on 1 task(s), outcomes: 2 done; $0.0208 per run; "
+        "vs vibe: "
     )
     assert "+100 pts solved [+100, +100]: not enough paired runs (have 2, need ~6)" in pdca
     vibe = next(line for line in lines if line.startswith("  vibe: "))
-    assert "solved 0/2 (0%), failed share 42%" in vibe and "vs pdca: -100 pts solved" in vibe
+    assert vibe.startswith(
+        "  vibe: solved 0/2 (0%), failed share 42%; 2 runs on 1 task(s), outcomes: 2 done;"
+    )
+    assert "vs pdca: -100 pts solved" in vibe
+    assert "outcomes: 4 done (2 solved)" in text  # the opening line counts the solved among the done
 
 
 def _runs(pairs: int) -> pd.DataFrame:
@@ -54,10 +64,11 @@ def test_summary_names_the_winner_once_the_paired_runs_decide():
 
     records = analysis.Records(root=None, runs=_runs(8), calls=pd.DataFrame(), events=pd.DataFrame())
     lines = summary.summary_lines(records)
-    assert lines[0] == "Summary: Winner: a: it solved more runs than b, +100 pts solved [+100, +100]."
-    assert "vs b: +100 pts solved [+100, +100]: differs (8 paired runs)" in lines[2]
+    assert lines[0] == "Summary: solved a 8/8 (100%), b 0/8 (0%); failed share a 0%, b 100%."
+    assert lines[1] == "  Winner: a: it solved more runs than b, +100 pts solved [+100, +100]."
+    assert "vs b: +100 pts solved [+100, +100]: differs (8 paired runs)" in lines[3]
     few = summary.summary_lines(dataclasses.replace(records, runs=_runs(1)))
-    assert few[0].startswith("Summary: No winner yet") and "(have 1, need ~6)" in few[0]
+    assert few[1].startswith("  No winner yet") and "(have 1, need ~6)" in few[1]
 
 
 def test_intervals_are_over_the_repeats_of_one_task_never_across_tasks(exp):

@@ -19,7 +19,16 @@ from tests.support.records import write_experiment
 
 pytestmark = pytest.mark.slow  # the whole module: papermill executes notebooks
 
-FIGURES = ("pareto.png", "timeline.png", "tier_cost_bars.png", "tier_shares_vs_reference.png")
+FIGURES = (
+    "pareto.png",
+    "timeline.png",
+    "tier_cost_bars.png",
+    "tier_shares_vs_reference.png",
+    "whatif_reassign.png",
+    "whatif_model.png",
+    "whatif_ttl.png",
+    "whatif_chained.png",
+)
 PARAMETERS = {
     "benchmark": {"results_dir", "experiment", "figures_dir"},
     "tier_economics": {
@@ -27,6 +36,7 @@ PARAMETERS = {
         "price_sheet",
         "reassign",
         "reference",
+        "measured_strategy",
         "figures_dir",
         "whatif_models",
         "whatif_prices",
@@ -55,8 +65,19 @@ def test_notebook_shape(name):
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")  # committed clean
 
 
+def _many_counters(exp: Path, n: int = 40) -> list[str]:
+    """Give every pdca run ``n`` more counters (more rows than pandas shows of a table); their names."""
+    names = [f"gate_{i:02d}_rejections" for i in range(n)]
+    for run in exp.glob("runs/*__pdca__*/run.json"):
+        data = json.loads(run.read_text())
+        data["counters"].update({name: i for i, name in enumerate(names)})
+        run.write_text(json.dumps(data))
+    return names
+
+
 def test_benchmark_and_economics_run_and_write_figures(tmp_path):
     exp = write_experiment(tmp_path / "results")
+    counters = _many_counters(exp)
     out = notebooks.execute_all(exp, only=["01", "tier_economics"], progress=False)
     assert out == [exp / "notebooks" / "01_benchmark.ipynb", exp / "notebooks" / "02_tier_economics.ipynb"]
     for name in FIGURES:
@@ -65,6 +86,16 @@ def test_benchmark_and_economics_run_and_write_figures(tmp_path):
     text = json.dumps(nbformat.read(out[1], as_version=4).cells)
     assert "cheap 60%, medium 37%, strong 3%" in text and "= 25x" in text and "= 23.35x" in text
     assert "moved 4 calls of executor" in text
+    assert "no change in cost" in text  # the fixture has no breakpoint records: the TTL what-if says so
+    benchmark = json.dumps(nbformat.read(out[0], as_version=4).cells)
+    assert all(name in benchmark for name in counters)  # every loop counter, none cut by pandas
+    assert "How large the context got" in benchmark and "prompt median" in benchmark
+    (other,) = notebooks.execute_all(
+        exp, only="02", params={"reassign": {"executor": "strong"}}, progress=False
+    )
+    plain, moved = exp / "notebooks" / "figures", exp / "notebooks" / "figures" / other.stem
+    assert (plain / "whatif_reassign.png").read_bytes() != (moved / "whatif_reassign.png").read_bytes()
+    assert (plain / "tier_cost_bars.png").read_bytes() == (moved / "tier_cost_bars.png").read_bytes()
 
 
 def test_verdict_notebook_prints_the_paired_verdict_and_the_frontier(tmp_path):
@@ -276,6 +307,6 @@ def test_notebooks_on_the_scripted_smoke_experiment_analyse_only(tmp_path, monke
     progress = capfd.readouterr().err
     assert "01_benchmark cell 2/" in progress and "04_verdict cell" in progress
     bench = json.dumps(nbformat.read(out[0], as_version=4).cells)
-    assert "Summary: One strategy (vibe)" in bench and "solved 2/2 (100%)" in bench  # who won, in words
+    assert "Summary: solved vibe 2/2 (100%)" in bench and "One strategy (vibe)" in bench  # who won, in words
     assert "stop_reason" in bench and "format_errors" in bench  # vibe's loop counters
     print(f"notebooks 01, 02, 04 on scripted-smoke: {took:.1f} s")

@@ -72,7 +72,9 @@ def settle_commits(ctx: RunContext, root: Path, head_before: str, role: str, ses
 
 
 def verify(ctx: RunContext, root: Path, session: int) -> bool:
-    res = run_command(ctx.task.test_command, root, ctx.limits.command_timeout_s, sandbox=ctx.sandbox)
+    res = run_command(
+        ctx.task.test_command, root, ctx.limits.command_timeout_s, sandbox=ctx.sandbox, env=ctx.command_env()
+    )
     ok = not res.timed_out and res.exit_code == 0
     tail = res.output.strip().splitlines()[-1:] or [""]
     ctx.recorder.event(

@@ -309,7 +309,11 @@ def run_gate(ctx: RunContext, step: Step, commands: list[str]) -> tuple[bool, st
     results = []
     for command in commands:
         res = run_command(
-            command, ctx.workspace.root, timeout_s=ctx.limits.command_timeout_s, sandbox=ctx.sandbox
+            command,
+            ctx.workspace.root,
+            timeout_s=ctx.limits.command_timeout_s,
+            sandbox=ctx.sandbox,
+            env=ctx.command_env(),
         )
         last_line = next((ln for ln in reversed(res.output.strip().splitlines()) if ln.strip()), "")
         code = "timeout" if res.timed_out else res.exit_code

@@ -199,14 +199,20 @@ def use_base_tests(tree: Path, base: Path) -> None:
             (tree / rel).unlink()
     for rel in _files(base):
         if is_test_path(rel):
-            target = tree / rel
-            for parent in reversed(target.relative_to(tree).parents[:-1]):
-                if (tree / parent).is_file():
-                    (tree / parent).unlink()  # the agent put a file where the base has a folder
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if target.is_dir():
-                shutil.rmtree(target)  # ... or a folder where the base has a file
-            shutil.copyfile(base / rel, target)
+            lay_file(base / rel, tree, rel)
+
+
+def lay_file(src: Path, tree: Path, rel: PurePosixPath) -> Path:
+    """Copy ``src`` to ``tree/rel`` (a kit-owned copy), whatever the agent left on that path."""
+    target = tree / rel
+    for parent in reversed(target.relative_to(tree).parents[:-1]):
+        if (tree / parent).is_file():
+            (tree / parent).unlink()  # the agent put a file where the base has a folder
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_dir():
+        shutil.rmtree(target)  # ... or a folder where the base has a file
+    shutil.copyfile(src, target)
+    return target
 
 
 #: A configuration file larger than this is not parsed in the kit's process: it is taken as pytest's

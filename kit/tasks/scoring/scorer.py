@@ -12,7 +12,10 @@ Scoring never runs in the clone, and never in the process that reads the results
 2. **Fresh sandboxes** (:mod:`kit.sandbox.backends`; ``bwrap`` by default): the hidden acceptance tests, the
    kit's launcher and plugin live in a kit folder outside the copy, visible read-only. The interpreter
    starts isolated (``python -I``), so the repo cannot shadow pytest or the standard library; the repo
-   goes on ``sys.path`` last. The acceptance run takes its pytest configuration from the kit only.
+   goes on ``sys.path`` last (but the task's ``packages``, imported from the copy only:
+   :mod:`kit.tasks.packages`). The acceptance run takes its pytest configuration from the kit only --
+   or, in the ``repo`` layout (:mod:`kit.tasks.scoring.layout`), from the task's files laid in the
+   copy; the three sessions: :mod:`kit.tasks.scoring.sessions`.
 3. **A stream, not a report file**: the plugin sends each test's outcome through a pipe the kit reads
    as tests finish. Outcomes count only from a complete, verified session: a wrong or missing canary
    (two inside each acceptance module, calling the code under test like its tests do:
@@ -30,7 +33,8 @@ Scoring never runs in the clone, and never in the process that reads the results
 5. **Never unscored**: if scoring itself fails, :func:`score` still returns a Score with every
    requirement failed and ``unscored_reason`` saying why.
 
-The base commit's own-test run is cached per (base commit, test command, sandbox), so each scoring
+The base commit's own-test run is cached per (base commit, test command, sandbox, deselected own
+tests, packages), so each scoring
 runs two sandboxed pytest processes (acceptance, own tests) in parallel.
 
 **Requirements.** Each test function in ``acceptance/`` is one requirement (a parametrized test is
@@ -46,7 +50,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import shlex
 import shutil
 import tarfile
 import tempfile
@@ -57,17 +60,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.records.schema import Score
-from kit.sandbox.backends import default_sandbox, get_sandbox
 from kit.tasks.git import git
 from kit.tasks.requirements import Requirement, count_test_functions, read_requirements, test_files  # noqa: F401 - re-exported
 from kit.tasks.scoring import verdicts
-from kit.tasks.scoring.clean_copy import copy_clean, copy_sparse, pytest_config_file, use_base_tests
-from kit.tasks.scoring.inject import Injected, inject_folder
-from kit.tasks.scoring.session import Canaries, Expect, PytestRun, prepare_kit_dir, run_pytest, run_shell
-from kit.tasks.scoring.verdicts import ACCEPTANCE_DIRNAME
+from kit.tasks.scoring.clean_copy import copy_clean, copy_sparse, use_base_tests
+from kit.tasks.scoring.session import PytestRun
+from kit.tasks.scoring.sessions import Sessions
 from kit.tasks.snapshot import Snapshot, snapshot
 from kit.tasks.task import Task
-from kit.tasks.workspace import COPY_IGNORE, Workspace, diff_stats_of
+from kit.tasks.transitions import Outcome, is_regression, transition
+from kit.tasks.workspace import Workspace, diff_stats_of
 
 # --------------------------------------------------------------------------- the base commit
 
@@ -101,9 +103,10 @@ class _Base:
     own_passed: set[str]
     tests: int
     problem: str | None = None
+    own_states: dict[str, str] = field(default_factory=dict)  # nodeid -> outcome at the base
 
 
-_BASE_CACHE: dict[tuple[str, str, str], _Base] = {}
+_BASE_CACHE: dict[tuple[str, ...], _Base] = {}
 _BASE_LOCK = threading.Lock()
 
 
@@ -124,7 +127,7 @@ class Evaluation:
     results: dict[str, tuple[bool, str]]  # requirement key -> (passed, message)
     acceptance: PytestRun
     own: PytestRun
-    own_passed_at_base: set[str]
+    own_passed_at_base: set[str]  # (xpassed ones too: pytest's "passed")
     problems: list[str]
     tests_at_base: int
     tests_now: int
@@ -135,104 +138,55 @@ class Evaluation:
     unguarded: list[str] = field(default_factory=list)  # requirement keys with neither twin nor seal
     sealed: list[str] = field(default_factory=list)  # requirement keys with a sealed check
     suspicious: list[str] = field(default_factory=list)  # introspection seen by the audit hook
+    own_states_at_base: dict[str, str] = field(default_factory=dict)  # nodeid -> outcome at the base
 
     @property
     def failed_requirements(self) -> list[Requirement]:
         return [r for r in self.requirements if not self.results[r.key][0]]
 
+    def _state_at_base(self, nodeid: str) -> Outcome:
+        if nodeid in self.own_states_at_base:
+            return Outcome(self.own_states_at_base[nodeid])
+        return Outcome.PASSED if nodeid in self.own_passed_at_base else Outcome.ABSENT
+
     @property
     def regressed(self) -> list[str]:
+        """Own tests that passed at the base and fail, error, skip or xfail now, or are gone
+        (:func:`kit.tasks.transitions.is_regression`; an own test that was skipped, xfailed or
+        xpassed at the base is neutral)."""
         if self.tampered:  # nothing the own tests said can be trusted
             return sorted(self.own_passed_at_base)
-        return sorted(t for t in self.own_passed_at_base if t not in self.own.passed)
+        return sorted(
+            t
+            for t in self.own_passed_at_base
+            if is_regression(transition(self._state_at_base(t), self.own.state(t)))
+        )
 
     @property
     def own_failed(self) -> list[str]:
-        failed = sorted(k for k, (ok, _) in self.own.outcomes.items() if not ok)
+        """Own tests that failed (a skip, xfail or xpass is neutral: not among them) and the session's
+        errors."""
+        failed = sorted(k for k in self.own.outcomes if self.own.state(k) is Outcome.FAILED)
         return failed + self.own.errors
 
 
-def _pytest_args(command: str) -> list[str] | None:
-    """The arguments after ``pytest`` in a ``python -m pytest ...`` / ``pytest ...`` command, else None."""
-    try:
-        argv = shlex.split(command)
-    except ValueError:
-        return None
-    if argv and Path(argv[0]).name == "pytest":
-        return argv[1:]
-    if len(argv) >= 3 and Path(argv[0]).name.startswith("python") and argv[1:3] == ["-m", "pytest"]:
-        return argv[3:]
-    return None
-
-
-_COMMON = ["-p", "no:cacheprovider", "--continue-on-collection-errors", "--maxfail=0"]
-
-
-class _Session:
-    """What the three pytest sessions of one evaluation share: sandbox, kit folder, canaries, timeout."""
-
-    def __init__(self, sandbox: str | None, kit_dir: Path, timeout_s: float) -> None:
-        self.sandbox = get_sandbox(sandbox or default_sandbox())
-        # one kit folder per kind of session: the own-tests sessions never see the acceptance copy
-        self.kit_dir = prepare_kit_dir(kit_dir / "acceptance")
-        self.own_dir = prepare_kit_dir(kit_dir / "own")
-        self.timeout_s = timeout_s
-        self.canaries = Canaries.new()
-        self.own_canary = self.canaries.write(_mkdir(self.own_dir / "_orchbench_canary"))
-        self.injected = Injected()
-        (self.own_dir / "empty.ini").write_text("[pytest]\n", encoding="utf-8")
-
-    def acceptance(self, repo: Path, acceptance_dir: Path) -> PytestRun:
-        """The hidden tests, with a must-fail twin beside each and canaries inside each module."""
-        folder = self.kit_dir / ACCEPTANCE_DIRNAME
-        shutil.copytree(acceptance_dir, folder, ignore=COPY_IGNORE)
-        self.injected = inject_folder(folder)
-        canaries = {n: (f"{ACCEPTANCE_DIRNAME}/{m}", must) for n, (m, must) in self.injected.canaries.items()}
-        sealed = {site: check.digest for site, check in self.injected.sealed.items()}
-        expect = Expect(canaries, self.injected.twins, sealed, self.injected.observer)
-        ini = self.kit_dir / "acceptance.ini"
-        ini.write_text("[pytest]\npython_files = test_*.py *_test.py\n", encoding="utf-8")
-        args = ["-q", "-c", str(ini), f"--rootdir={self.kit_dir}", f"--confcutdir={self.kit_dir}"]
-        args += [*_COMMON, "--tb=line", str(folder)]  # every twin fails: no source excerpts, same messages
-        return run_pytest(
-            self.sandbox, repo, self.kit_dir, "acceptance", args, expect, self.timeout_s, hidden=folder
-        )
-
-    def own(self, label: str, repo: Path, command: str) -> PytestRun:
-        """The repo's own tests; a pytest command gets the kit's stream, anything else is one pass/fail."""
-        args = _pytest_args(command)
-        if args is None:
-            return run_shell(self.sandbox, repo, command, self.timeout_s)
-        ini = pytest_config_file(repo) or self.own_dir / "empty.ini"
-        args = [*args, "-c", str(ini), f"--rootdir={repo}", f"--confcutdir={repo}", *_COMMON]
-        return run_pytest(
-            self.sandbox,
-            repo,
-            self.own_dir,
-            label,
-            args,
-            self.canaries.expect(),
-            self.timeout_s,
-            self.own_canary,
-            hidden=self.own_canary.parent,  # the audit hook watches the own tests too
-        )
-
-
-def _mkdir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def _base_info(session: _Session, task: Task, ws: Workspace, base_dir: Path) -> _Base:
+def _base_info(session: Sessions, task: Task, ws: Workspace, base_dir: Path) -> _Base:
     """The own tests that pass at the base commit (cached when the base run was clean)."""
-    key = (ws.base_commit, task.test_command, session.sandbox.name)
+    key = (
+        ws.base_commit,
+        task.test_command,
+        session.sandbox.name,
+        *task.own_tests_deselect,
+        "|",
+        *task.packages,
+    )
     with _BASE_LOCK:
         cached = _BASE_CACHE.get(key)
     if cached is not None:
         return cached
     tests = count_test_functions(base_dir)
     run = session.own("base", base_dir, task.test_command)
-    info = _Base(own_passed=run.passed, tests=tests)
+    info = _Base(own_passed=run.passed, tests=tests, own_states={k: str(run.state(k)) for k in run.outcomes})
     if run.tampered or not run.complete:
         info.problem = f"the repo's own tests did not run cleanly at the base: {run.errors + run.tampered}"
         return info  # not cached: a task problem (or a kit one) must show, not stick
@@ -258,7 +212,7 @@ def evaluate(
     requirements, problems = read_requirements(task.acceptance_dir)
     with tempfile.TemporaryDirectory(prefix="orchbench-score-") as tmp_name:
         tmp = Path(tmp_name)
-        session = _Session(sandbox, tmp / "kit", timeout)
+        session = Sessions(task, sandbox, tmp / "kit", timeout)
         acc_dir, own_dir, base_dir = tmp / "acc", tmp / "own", tmp / "base"
         dropped = [*(dropped or []), *copy_clean(tree, acc_dir)]
         tests_now = count_test_functions(acc_dir)
@@ -266,7 +220,7 @@ def evaluate(
         _extract_commit(ws, base_dir)
         use_base_tests(own_dir, base_dir)
         with ThreadPoolExecutor(3) as pool:
-            f_acc = pool.submit(session.acceptance, acc_dir, task.acceptance_dir)
+            f_acc = pool.submit(session.acceptance, acc_dir)
             f_own = pool.submit(session.own, "own", own_dir, task.test_command)
             f_base = pool.submit(_base_info, session, task, ws, base_dir)
             acc, own, base = f_acc.result(), f_own.result(), f_base.result()
@@ -274,9 +228,10 @@ def evaluate(
     if base.problem:
         problems.append(base.problem)
     tampered = [f"acceptance: {t}" for t in acc.tampered] + [f"own tests: {t}" for t in own.tampered]
-    results, gamed = verdicts.results(requirements, acc, tampered, set(session.injected.twins.values()))
+    twinned = set(session.injected.twins.values())
+    results, gamed = verdicts.results(requirements, acc, tampered, twinned, session.prefix)
     verdicts.sealed_checks(results, session.injected, acc)
-    by_req = {k for k in map(verdicts.requirement_key, acc.outcomes) if k is not None}
+    by_req = {k for k in (verdicts.requirement_key(n, session.prefix) for n in acc.outcomes) if k is not None}
     reason = "; ".join(acc.errors)[:300] or "not run"
     known = {r.key for r in requirements}
     for key in sorted(by_req - known):
@@ -290,6 +245,7 @@ def evaluate(
         acceptance=acc,
         own=own,
         own_passed_at_base=base.own_passed,
+        own_states_at_base=base.own_states,
         problems=problems,
         tests_at_base=base.tests,
         tests_now=tests_now,

@@ -33,12 +33,16 @@ from pathlib import Path
 
 from kit.records.schema import encodable
 from kit.sandbox.backends import Result, Sandbox, sandbox_env
+from kit.tasks.transitions import Outcome
 
 KIT_DIR = Path(__file__).resolve().parent
 PLUGIN_FILE = "plugin.py"
 LAUNCHER_FILE = "launcher.py"
 OBSERVE_FILE = "observe.py"
+AUDIT_FILE = "audit.py"
 MAX_STREAM_BYTES = 32 * 1024 * 1024
+_OUTCOMES = frozenset(o.value for o in Outcome if o is not Outcome.ABSENT)
+_PASSING = frozenset({Outcome.PASSED.value, Outcome.XPASSED.value})  # what pytest calls passed
 EXIT_NAMES = {
     0: "ok",
     1: "tests failed",
@@ -99,6 +103,8 @@ class Stream:
     """What a session's report stream says, checked."""
 
     outcomes: dict[str, tuple[bool, str]] = field(default_factory=dict)  # nodeid -> (passed, message)
+    #: nodeid -> its outcome in :mod:`kit.tasks.transitions`' words (passed, skipped, xfailed, ...)
+    states: dict[str, str] = field(default_factory=dict)
     twins: dict[str, list[bool]] = field(default_factory=dict)  # requirement key -> its twin passed?
     errors: list[str] = field(default_factory=list)  # collection errors, a session that never started
     complete: bool = False  # pytest reached its own end of session
@@ -120,17 +126,29 @@ class PytestRun:
     twins: dict[str, list[bool]] = field(default_factory=dict)  # requirement key -> twin outcomes
     seen: list[str] = field(default_factory=list)  # introspection seen by the audit hook
     observed: dict[str, tuple[int, str | None]] = field(default_factory=dict)  # sealed check -> (sent, miss)
+    #: nodeid -> outcome (:class:`kit.tasks.transitions.Outcome`); ``passed`` above is True for an
+    #: xpassed test too (as pytest says), this tells them apart
+    states: dict[str, str] = field(default_factory=dict)
 
     @property
     def passed(self) -> set[str]:
         return {k for k, (ok, _) in self.outcomes.items() if ok}
 
+    def state(self, nodeid: str) -> Outcome:
+        """What test ``nodeid`` did (``absent`` when it is not in the session): read this, not
+        :func:`kit.tasks.transitions.outcome_of`, whose (passed, message) cannot tell an xpass."""
+        if nodeid in self.states:
+            return Outcome(self.states[nodeid])  # (the reader let only the known ones in)
+        if nodeid in self.outcomes:  # a shell command's one outcome
+            return Outcome.PASSED if self.outcomes[nodeid][0] else Outcome.FAILED
+        return Outcome.ABSENT
+
 
 def prepare_kit_dir(folder: Path) -> Path:
-    """The kit-owned folder the sandbox sees read-only: the launcher, the plugin and its sealed checks'
-    side (``observe.py``)."""
+    """The kit-owned folder the sandbox sees read-only: the launcher, the plugin, its sealed checks'
+    side (``observe.py``) and its audit hook (``audit.py``)."""
     folder.mkdir(parents=True, exist_ok=True)
-    for name in (PLUGIN_FILE, LAUNCHER_FILE, OBSERVE_FILE):
+    for name in (PLUGIN_FILE, LAUNCHER_FILE, OBSERVE_FILE, AUDIT_FILE):
         shutil.copyfile(KIT_DIR / name, folder / name)
     return folder
 
@@ -202,7 +220,7 @@ class _Reader:
         if self.end is not None and kind != "seen":  # the audit hook may see an exit handler
             out.tamper.append(f"report line {seq} came after the session ended")
         elif kind == "test":
-            self.test(seq, nodeid, msg.get("passed"), msg.get("message", ""))
+            self.test(seq, nodeid, msg.get("passed"), msg.get("message", ""), msg.get("outcome"))
         elif kind == "collect":
             self.uncollected.append(nodeid)
             out.errors.append(f"{nodeid or 'collection'}: {str(msg.get('message', ''))[:300]}")
@@ -229,11 +247,18 @@ class _Reader:
             miss = shown[:200]
         self.out.observed[site] = (count + 1, miss)
 
-    def test(self, seq: int, nodeid: str, passed: object, message: object) -> None:
+    def test(self, seq: int, nodeid: str, passed: object, message: object, state: object = None) -> None:
         out = self.out
         name = nodeid.rsplit("::", 1)[-1].split("[", 1)[0]
         self.reported.add(nodeid)
-        if not isinstance(passed, bool) or not isinstance(message, str):
+        if state is None and isinstance(passed, bool):  # (a line without one: passed or failed)
+            state = Outcome.PASSED if passed else Outcome.FAILED
+        if (
+            not isinstance(passed, bool)
+            or not isinstance(message, str)
+            or state not in _OUTCOMES
+            or passed != (state in _PASSING)
+        ):
             out.tamper.append(f"report line {seq} is garbled")
         elif nodeid in out.outcomes or nodeid in self.canaries:
             out.tamper.append(f"test reported twice: {nodeid}")
@@ -245,6 +270,7 @@ class _Reader:
             out.twins.setdefault(self.expect.twins[name], []).append(passed)
         else:
             out.outcomes[nodeid] = (passed, message[:300])
+            out.states[nodeid] = str(state)
 
     def ran(self, module: str) -> bool:
         """Did any test of ``module`` report? (Then it was imported: its canaries are not excused.)"""
@@ -326,12 +352,16 @@ def run_pytest(
     timeout_s: float,
     canary_file: Path | None = None,
     hidden: Path | None = None,
+    extra: dict | None = None,
+    ro_files: list[Path] | None = None,
 ) -> PytestRun:
     """One pytest session over ``repo`` (its working folder) in a fresh sandbox.
 
     ``kit_dir`` (from :func:`prepare_kit_dir`) is visible read-only; ``canary_file`` is added to the
     collected paths (its tests run last); ``hidden``: the hidden tests' folder, watched by the audit
-    hook (:class:`plugin.Audit`) -- in an own-tests session the canary file's folder.
+    hook (``audit.py``) -- in an own-tests session the canary file's folder. ``extra``: more
+    settings for the launcher and plugin (``packages``, ``package_roots``, ``laid``); ``ro_files``:
+    files of ``repo`` the session may not write (the laid hidden files of the ``repo`` layout).
     """
     pipe = _PipeReader()
     try:
@@ -346,6 +376,7 @@ def run_pytest(
             "processes": canary_file is None,  # own tests may start processes: only seen in acceptance
             "observer": expect.observer,
             "args": args,
+            **(extra or {}),
         }
         # the settings (canary names, the hidden folder) go through a pipe the launcher reads and
         # closes before any code under test loads: no file in the sandbox holds them
@@ -357,8 +388,9 @@ def run_pytest(
         os.close(settings_write)
         argv = [sys.executable, "-I", "-B", str(kit_dir / LAUNCHER_FILE), str(settings_read)]
         try:
+            ro_binds = [kit_dir, *(ro_files or [])]
             res = _run(
-                sandbox, argv, repo, timeout_s, ro_binds=[kit_dir], pass_fds=[pipe.write_fd, settings_read]
+                sandbox, argv, repo, timeout_s, ro_binds=ro_binds, pass_fds=[pipe.write_fd, settings_read]
             )
         finally:
             os.close(settings_read)
@@ -380,19 +412,32 @@ def run_pytest(
         got.twins,
         got.seen,
         got.observed,
+        got.states,
     )
 
 
-def _run(sandbox: Sandbox, argv: str | list[str], repo: Path, timeout_s: float, **kw: object) -> Result:
+def _run(
+    sandbox: Sandbox,
+    argv: str | list[str],
+    repo: Path,
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+    **kw: object,
+) -> Result:
     """``argv`` in a fresh sandbox over ``repo`` (writable), plugin autoload off, output capped."""
-    env = sandbox_env({"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
-    return sandbox.run(argv, repo, writable=True, timeout_s=timeout_s, env=env, max_output_chars=20_000, **kw)
+    full = sandbox_env({"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **(env or {})})
+    return sandbox.run(
+        argv, repo, writable=True, timeout_s=timeout_s, env=full, max_output_chars=20_000, **kw
+    )
 
 
-def run_shell(sandbox: Sandbox, repo: Path, command: str, timeout_s: float) -> PytestRun:
-    """A test command that is not pytest: one pass/fail outcome from its exit status."""
-    res = _run(sandbox, command, repo, timeout_s)
+def run_shell(
+    sandbox: Sandbox, repo: Path, command: str, timeout_s: float, env: dict[str, str] | None = None
+) -> PytestRun:
+    """A test command that is not pytest: one pass/fail outcome from its exit status (``env``: on top
+    of the sandbox's -- the task's packages' ``PYTHONPATH``)."""
+    res = _run(sandbox, command, repo, timeout_s, env)
     ok = res.exit_code == 0 and not res.timed_out
     errors = [f"timed out after {timeout_s:g} s"] if res.timed_out else []
-    outcome = {command: (ok, "" if ok else res.output[-300:])}
-    return PytestRun(outcome, res.exit_code, res.output, res.timed_out, errors, not res.timed_out)
+    outcomes = {command: (ok, "" if ok else res.output[-300:])}
+    return PytestRun(outcomes, res.exit_code, res.output, res.timed_out, errors, not res.timed_out)

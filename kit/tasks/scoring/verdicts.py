@@ -10,28 +10,35 @@ from kit.records.schema import SEVERITIES, FailedRequirement
 from kit.tasks.requirements import Requirement
 from kit.tasks.scoring.inject import Injected
 from kit.tasks.scoring.session import PytestRun
+from kit.tasks.transitions import credits
 
 ACCEPTANCE_DIRNAME = "_acceptance"
 
 
-def requirement_key(nodeid: str) -> str | None:
-    prefix = ACCEPTANCE_DIRNAME + "/"
+def requirement_key(nodeid: str, prefix: str = ACCEPTANCE_DIRNAME + "/") -> str | None:
+    """The requirement a hidden test's node id is a case of (``prefix``: where the hidden tests sit
+    relative to the session's root -- "" in the ``repo`` layout), or None."""
     if not nodeid.startswith(prefix):
         return None
     return nodeid[len(prefix) :].split("[", 1)[0]
 
 
 def results(
-    requirements: list[Requirement], acc: PytestRun, tampered: list[str], twinned: set[str]
+    requirements: list[Requirement],
+    acc: PytestRun,
+    tampered: list[str],
+    twinned: set[str],
+    prefix: str = ACCEPTANCE_DIRNAME + "/",
 ) -> tuple[dict[str, tuple[bool, str]], list[str]]:
     """requirement key -> (credited, message), and the keys that are gamed. A requirement is credited
-    when every case of its test passed and every case of its must-fail twin (if it has one) failed.
+    when every case of its test passed -- plainly: a skip, xfail or xpass is not credited
+    (:func:`kit.tasks.transitions.credits`) -- and every case of its must-fail twin (if it has one) failed.
     ``tampered`` (extended here when a passing test's twin is missing) fails them all."""
     by_req: dict[str, list[tuple[bool, str]]] = {}
-    for nodeid, outcome in acc.outcomes.items():
-        key = requirement_key(nodeid)
-        if key is not None:
-            by_req.setdefault(key, []).append(outcome)
+    for nodeid, (_, message) in acc.outcomes.items():
+        key = requirement_key(nodeid, prefix)
+        if key is not None:  # only a plain pass is credited: a skip, xfail or xpass is not
+            by_req.setdefault(key, []).append((credits(acc.state(nodeid)), message or "not credited"))
     reason = "; ".join(acc.errors)[:300] or "not run"
     results: dict[str, tuple[bool, str]] = {}
     gamed: list[str] = []
