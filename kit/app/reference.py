@@ -38,7 +38,8 @@ EXAMPLES: dict[str, Any] = {
     "Experiment.prompt_overrides": {
         "vibe/coder": "You are a careful engineer. Run the tests before you stop."
     },
-    "Experiment.sandbox": "none",
+    "Experiment.sandbox": "podman",
+    "Experiment.sandbox_image": "localhost/my-python:3.8",
     "Experiment.tiers": {"workflow": {"analyzer": "medium"}, "pdca": "cheap"},
     "Limits.max_model_calls": 60,
     "Limits.max_usd": 2.5,
@@ -120,7 +121,7 @@ MEANINGS: dict[str, str] = {
 #: Default values that depend on the machine or the run, described instead of shown.
 DEFAULT_TEXT: dict[str, str] = {
     "ModelPrice.cache_write_1h": "2 × `input`",
-    "Experiment.sandbox": "bwrap on Linux, none elsewhere",
+    "Experiment.sandbox": "bwrap on Linux, docker elsewhere",
     "pdca.executor_steps": "the run's step cap",
     "pdca.scout_steps": "min(8, the step cap)",
 }

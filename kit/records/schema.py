@@ -310,10 +310,20 @@ class RunRecord(BaseModel):
     error: str | None = None
     base_commit: str = ""
     score: Score | None = None
+    diff_omitted: list[str] = Field(
+        default_factory=list,
+        description="Files left out of diff.patch (over its caps: kit.tasks.patch), with why; empty when whole.",
+    )
     counters: dict[str, Any] = Field(default_factory=dict)
     totals: Usage = Field(default_factory=Usage)
     calls: int = 0
-    sandbox: str = Field("", description="Where agent commands ran: bwrap, or none (unsandboxed).")
+    sandbox: str = Field(
+        "", description="Where agent commands and scoring ran: bwrap, podman, docker, or none (unsandboxed)."
+    )
+    sandbox_image: str = Field("", description="With podman or docker: the image's name; '' otherwise.")
+    sandbox_image_id: str = Field(
+        "", description="With podman or docker: the image's id (sha256:...), what every command ran in."
+    )
     settings: dict[str, Any] = Field(
         default_factory=dict,
         description="Everything that shaped the run (kit.run.fingerprint); empty in older records.",
