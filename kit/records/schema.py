@@ -169,6 +169,9 @@ class CallRecord(BaseModel):
     )
     action_mode: str | None = None
     conversation: str | None = None
+    phase: str | None = Field(
+        None, description="The strategy's phase when the call was recorded (the run's last `phase` event)."
+    )
     replayed: bool = Field(
         False, description="Copied from a workflow journal on resume: spent by an earlier attempt of the run."
     )
