@@ -93,7 +93,8 @@ def _width(asked: int | None) -> int | None:
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, object] | None:
-    """The experiment fields the command line sets: --profile, --tasks, --strategies, --repeats."""
+    """The experiment fields the command line sets: --profile, --tasks, --strategies, --repeats,
+    --sandbox, --sandbox-image."""
     out: dict[str, object] = {}
     if args.profile:
         out["profile"] = args.profile
@@ -105,6 +106,9 @@ def _overrides(args: argparse.Namespace) -> dict[str, object] | None:
         out["repeats"] = args.repeats
     if args.max_total_usd is not None:
         out["limits"] = {"max_total_usd": args.max_total_usd}
+    for name in ("sandbox", "sandbox_image"):
+        if getattr(args, name, None):
+            out[name] = getattr(args, name)
     return out or None
 
 
@@ -119,6 +123,15 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
         metavar="USD",
         help="experiment-wide cap: start no run once the spend so far plus the most the runs in flight and "
         "the new one can spend would pass it (limits.max_total_usd)",
+    )
+    p.add_argument(
+        "--sandbox",
+        choices=["bwrap", "podman", "docker", "none"],
+        help="where commands run (over the experiment's `sandbox`); podman and docker need "
+        "`python -m kit sandbox build-image` first (docs/sandbox.md)",
+    )
+    p.add_argument(
+        "--sandbox-image", metavar="IMAGE", help="with podman or docker: the image (over `sandbox_image`)"
     )
     p.add_argument(
         "--api-base", metavar="URL", help="send every tier to this base URL (a proxy, a local or fake server)"
@@ -177,14 +190,16 @@ def _cmd_models_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_docs(args: argparse.Namespace) -> int:
-    from kit.app import reference
+    from kit.app import reference, task_reference
 
+    pages = [(reference.REFERENCE, reference), (task_reference.TASKS_REFERENCE, task_reference)]
     if args.check:
-        if reference.is_current():
-            return 0
-        print(f"{reference.REFERENCE} is stale: run python -m kit docs", file=sys.stderr)
-        return 1
-    print(f"wrote {reference.write()}")
+        stale = [path for path, page in pages if not page.is_current()]
+        for path in stale:
+            print(f"{path} is stale: run python -m kit docs", file=sys.stderr)
+        return 1 if stale else 0
+    for _, page in pages:
+        print(f"wrote {page.write()}")
     return 0
 
 
@@ -280,16 +295,18 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_cmd_models_check)
 
     p = sub.add_parser(
-        "docs", help="regenerate docs/experiments.md from the models (--check: is it current?)"
+        "docs",
+        help="regenerate docs/experiments.md and docs/tasks.md from the models (--check: are they current?)",
     )
     p.add_argument(
-        "--check", action="store_true", help="exit 1 when docs/experiments.md is stale; write nothing"
+        "--check", action="store_true", help="exit 1 when a generated page is stale; write nothing"
     )
     p.set_defaults(func=_cmd_docs)
 
-    from kit.app import tasks_cli
+    from kit.app import sandbox_cli, tasks_cli
 
     tasks_cli.add_cli(sub)
+    sandbox_cli.add_cli(sub)
     from kit.app import export_inspect  # inspect_ai itself is imported only when the command runs
 
     export_inspect.add_cli(sub)

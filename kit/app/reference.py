@@ -38,7 +38,8 @@ EXAMPLES: dict[str, Any] = {
     "Experiment.prompt_overrides": {
         "vibe/coder": "You are a careful engineer. Run the tests before you stop."
     },
-    "Experiment.sandbox": "none",
+    "Experiment.sandbox": "podman",
+    "Experiment.sandbox_image": "localhost/my-python:3.8",
     "Experiment.tiers": {"workflow": {"analyzer": "medium"}, "pdca": "cheap"},
     "Limits.max_model_calls": 60,
     "Limits.max_usd": 2.5,
@@ -87,6 +88,27 @@ EXAMPLES: dict[str, Any] = {
     "ModelPrice.output": 15.0,
     "ModelPrice.cache_read": 0.3,
     "ModelPrice.cache_write": 3.75,
+    # task.yaml (docs/tasks.md: kit.app.task_reference)
+    "TaskFile.id": "mylib-fix-parser",
+    "TaskFile.title": "mylib: the parser accepts trailing commas",
+    "TaskFile.prompt": "Make the parser accept a trailing comma in lists.",
+    "TaskFile.setup": ["python -m pip install --no-deps -e ."],
+    "TaskFile.long": True,
+    "TaskFile.limits": {"scoring_timeout_s": 300},
+    "TaskFile.tags": ["git-history", "commit"],
+    "TaskFile.acceptance_layout": "repo",
+    "TaskFile.packages": ["mylib"],
+    "TaskFile.own_tests_deselect": ["tests/test_parser.py::test_trailing_comma_rejected"],
+    "TaskFile.source": {"kind": "git", "base": "4f1c...", "head": "9a2e..."},
+    "TaskLimits.max_steps": 40,
+    "TaskSource.repo_url": "https://github.com/me/mylib",
+    "TaskSource.base": "4f1c2a9d0e...",
+    "TaskSource.head": "9a2e77b1c3...",
+    "TaskSource.commits": ["9a2e77b1c3..."],
+    "TaskSource.base_date": "2025-03-01T12:00:00+00:00",
+    "TaskSource.head_date": "2025-03-02T09:30:00+00:00",
+    "TaskSource.licence": "LICENSE",
+    "TaskSource.command": "python -m kit tasks import-git ../mylib --commit 9a2e77b",
 }
 
 #: Meanings of fields whose model has no description.
@@ -100,7 +122,7 @@ MEANINGS: dict[str, str] = {
 #: Default values that depend on the machine or the run, described instead of shown.
 DEFAULT_TEXT: dict[str, str] = {
     "ModelPrice.cache_write_1h": "2 × `input`",
-    "Experiment.sandbox": "bwrap on Linux, none elsewhere",
+    "Experiment.sandbox": "bwrap on Linux, docker elsewhere",
     "pdca.executor_steps": "the run's step cap",
     "pdca.scout_steps": "min(8, the step cap)",
 }

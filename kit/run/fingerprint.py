@@ -22,6 +22,7 @@ from kit import strategies
 from kit.config import Experiment, PriceSheet, Profile
 from kit.paths import PROMPTS_DIR, is_ignored
 from kit.run.plan import RunSpec, redacted
+from kit.run.sandboxing import run_sandbox
 from kit.strategies.options import SHARED_PROMPTS
 from kit.tasks.validate import task_hash
 
@@ -82,6 +83,7 @@ def run_settings(
         },
         "limits": experiment.limits.model_dump(mode="json", exclude=EXPERIMENT_WIDE),
         "sandbox": experiment.sandbox,
+        **run_sandbox(experiment, spec.task).settings(),  # podman, docker: the image, by id
     }
     if experiment.limits.max_usd is not None:  # the prices decide when the run stops
         settings["prices"] = {

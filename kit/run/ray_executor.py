@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from kit import trees
 from kit.config import Experiment, PriceSheet, Profile
 from kit.errors import KitError
 from kit.records.schema import RUN, RunRecord
@@ -129,7 +130,7 @@ def install_run(out: Path, run_id: str, files: dict[str, tuple[bytes, int]]) -> 
         os.fsync(fh.fileno())
     final = out / "runs" / run_id
     if final.exists():
-        shutil.rmtree(final)
+        trees.remove_tree(final)
     os.replace(staging, final)
     return record
 

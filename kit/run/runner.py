@@ -41,6 +41,7 @@ from kit.run.results import (
     storage_error,
 )
 from kit.run.resume import resume_plan, settle
+from kit.run.sandboxing import run_sandbox
 from kit.run.single import PlayedRun, new_record, play_run, run_one, score_run
 from kit.run.spend import SpendCap, spend_bound, spent_so_far
 from kit.run.threads import run_threads
@@ -141,9 +142,11 @@ def load_settings(
         if source is None:
             raise
         raise ConfigError(f"{experiment_path(source)}: {e}") from None
-    check_available(experiment.sandbox)  # bwrap that cannot start fails here, saying how to opt out
+    check_available(experiment.sandbox)  # a sandbox that cannot start fails here, saying what to do
     for task in {s.task.id: s.task for s in specs}.values():  # not run, paid for, then `unscored`
-        problems = collection_problems(task, experiment.sandbox, static_only=not collect)
+        box = run_sandbox(experiment, task).spec  # a task's Containerfile is built here, once
+        check_available(box)
+        problems = collection_problems(task, box, static_only=not collect)
         if problems:
             raise TaskError(
                 f"task {task.id}: its hidden tests would not give a score:\n  " + "\n  ".join(problems),
