@@ -104,6 +104,11 @@ class TaskFile(BaseModel):
     source: TaskSource | None = Field(
         None, description="Provenance of a task imported from a repository's history (see TaskSource)."
     )
+    sandbox_image: str | None = Field(
+        None,
+        description="With podman or docker: the image this task's commands and tests run in (over the "
+        "experiment's). A `Containerfile` in the task folder is built instead (context: its `container/`).",
+    )
 
     @field_validator("packages")
     @classmethod
