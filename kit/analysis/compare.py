@@ -1,26 +1,27 @@
-"""Two results folders side by side (``python -m kit compare A B``, and the prompt lab): per strategy x
-task the outcome, stop reason, solved, failed share, calls, tokens, cache-read share and cost of A and
-of B with the change, then the diff of the prompts the two used.
+"""Two results folders side by side (``python -m kit compare A B [--strategies X,Y] [--tasks T]``, and
+the prompt lab): per strategy x task the outcome, stop reason, solved, failed share, calls, tokens,
+cache-read share and cost of A and of B with the change, then the diff of the prompts the two used.
 
-The prompts: a run that kept its prompt texts (``runs/<id>/prompts/<strategy>/<role>.md``) is diffed
-from those; otherwise from the results folder's ``experiment.yaml`` ``prompt_overrides``, where a role
-without an override is shown as its ``kit/prompts/`` file as it is *now* (said in the diff's header).
+By default only the strategy x task pairs both sides ran are compared (a pair only one side ran is
+one line), the metrics that moved come first (quality, then cost and effort), and the prompt diff
+covers the strategies both ran.
+
+The prompts: :mod:`kit.analysis.prompt_diff`.
 """
 
 from __future__ import annotations
 
-import difflib
 import math
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from kit.analysis.load import Records, load
 from kit.analysis.prices import TOKENS
+from kit.analysis.prompt_diff import prompt_diff, run_prompts  # noqa: F401 - importable from here as before
 from kit.analysis.report import describe
 from kit.errors import KitError
-from kit.paths import PROMPTS_DIR, results_root
+from kit.paths import results_root
 
 METRICS = (
     "runs",
@@ -50,7 +51,7 @@ def resolve(folder: str | Path) -> Path:
 
 
 def _counts(values: pd.Series) -> str:
-    counts = values.fillna("-").astype(str).value_counts().sort_index()
+    counts = values.fillna("-").astype(str).replace("", "-").value_counts().sort_index()
     return ", ".join(v if n == 1 else f"{v}×{n}" for v, n in counts.items())
 
 
@@ -133,72 +134,126 @@ def format_compare(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-# --------------------------------------------------------------------------- prompts
+#: The order of the changes view: what the change did to quality first, then to money and effort.
+CHANGE_ORDER = (
+    "solved",
+    "failed_share",
+    "outcome",
+    "stop_reason",
+    "cost_usd",
+    "tokens",
+    "calls",
+    "cache_read_share",
+    "runs",
+)
 
 
-def run_prompts(folder: Path) -> dict[str, str] | None:
-    """``<strategy>/<role>`` -> text from the runs' kept prompts (``runs/*/prompts/``), or None when
-    no run kept them. The first run that has a prompt gives it (one experiment has one setting)."""
-    found: dict[str, str] = {}
-    for file in sorted(folder.glob("runs/*/prompts/**/*")):
-        if file.is_file():
-            key = "/".join(file.relative_to(folder).parts[3:]).removesuffix(".md")
-            found.setdefault(key, file.read_text(encoding="utf-8", errors="replace"))
-    return found or None
+def _changed(metric: str, a: object, b: object, change: object) -> bool:
+    if metric in TEXT_METRICS:  # the same outcomes in other numbers of runs is no change
+        return a is not None and b is not None and _names_of(a) != _names_of(b)
+    if isinstance(change, str) or change is None:
+        return False
+    return not math.isnan(float(change)) and abs(float(change)) > 1e-12
 
 
-def _overrides(folder: Path) -> dict[str, str]:
-    try:
-        spec = yaml.safe_load((folder / "experiment.yaml").read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return {}
-    overrides = spec.get("prompt_overrides") if isinstance(spec, dict) else None
-    return {str(k): str(v) for k, v in (overrides or {}).items()}
+def _names_of(counts: object) -> set[str]:
+    """``done×2, capped`` -> {done, capped}."""
+    return {part.strip().rsplit("×", 1)[0] for part in str(counts).split(", ")}
 
 
-def _file_text(key: str) -> str:
-    path = PROMPTS_DIR / f"{key}.md"
-    return path.read_text(encoding="utf-8") if path.is_file() else ""
+def changes_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of :func:`compare_table` whose value moved (a number changed, a text differs), quality
+    metrics first (:data:`CHANGE_ORDER`), then per metric the largest change first."""
+    rows = [
+        (key, CHANGE_ORDER.index(key[2]) if key[2] in CHANGE_ORDER else len(CHANGE_ORDER),
+         -abs(float(r["change"])) if not isinstance(r["change"], str) else 0.0)
+        for key, r in table.iterrows()
+        if _changed(key[2], r["A"], r["B"], r["change"])
+    ]  # fmt: skip
+    order = [key for key, _, _ in sorted(rows, key=lambda t: (t[1], t[2]))]
+    return table.loc[order] if order else table.iloc[:0]
 
 
-def prompt_diff(a: Path, b: Path) -> str:
-    """Unified diff of the prompts A and B used, one block per prompt that differs; the first line
-    says where the texts came from."""
-    kept = [run_prompts(a), run_prompts(b)]
-    if kept[0] is not None and kept[1] is not None:
-        source, texts = "prompts kept by the runs (runs/<id>/prompts/)", kept
-    else:
-        source = (
-            "prompt_overrides of each experiment.yaml; a prompt without an override is its "
-            "kit/prompts/ file as it is now (these runs did not keep their prompts)"
-        )
-        over = [_overrides(a), _overrides(b)]
-        keys = set(over[0]) | set(over[1])
-        texts = [{k: o.get(k, _file_text(k)) for k in keys} for o in over]
-    blocks = []
-    for key in sorted(set(texts[0]) | set(texts[1])):
-        x, y = texts[0].get(key, ""), texts[1].get(key, "")
-        if x != y:
-            blocks += difflib.unified_diff(
-                x.splitlines(), y.splitlines(), fromfile=f"A {key}", tofile=f"B {key}", lineterm=""
+def _only_line(side: str, keys: list[tuple[str, str]], runs: pd.DataFrame) -> str:
+    counts = runs.groupby(["strategy", "task"]).size() if not runs.empty else pd.Series(dtype=int)
+    pairs = ", ".join(f"{s} × {t} ({int(counts.get((s, t), 0))} runs)" for s, t in keys)
+    return f"only {side} ran: {pairs} (not compared)"
+
+
+def _filtered(records: Records, strategies: list[str] | None, tasks: list[str] | None) -> pd.DataFrame:
+    runs = records.runs
+    if runs.empty:
+        return runs
+    if strategies:
+        runs = runs[runs["strategy"].isin(strategies)]
+    if tasks:
+        runs = runs[runs["task"].isin(tasks)]
+    return runs
+
+
+def _check_names(records: list[Records], strategies: list[str] | None, tasks: list[str] | None) -> None:
+    for name, wanted in (("strategy", strategies), ("task", tasks)):
+        known = set().union(*(set(r.runs[name]) for r in records if not r.runs.empty))
+        unknown = sorted(set(wanted or ()) - known)
+        if unknown:
+            raise KitError(
+                f"--{name if name == 'task' else 'strategie'}s: neither side ran {', '.join(unknown)}",
+                f"pick from: {', '.join(sorted(known)) or '(no runs)'}",
             )
-    body = "\n".join(blocks) if blocks else "(the prompts are the same)"
-    return f"Prompt diff (from {source})\n{body}"
 
 
-def compare_text(a: str | Path, b: str | Path) -> str:
-    """``python -m kit compare A B``: what each folder holds, the table, the prompt diff."""
+def compare_text(
+    a: str | Path,
+    b: str | Path,
+    strategies: list[str] | None = None,
+    tasks: list[str] | None = None,
+    every_pair: bool = False,
+) -> str:
+    """``python -m kit compare A B``: what each folder holds; what only one side ran, in a line each;
+    the metrics that changed (quality first); the table of the pairs both ran; the prompt diff of the
+    strategies both ran. ``strategies`` / ``tasks`` narrow both sides; ``every_pair`` shows the pairs
+    only one side ran in the table too."""
     folders = [resolve(a), resolve(b)]
     records = [load(f) for f in folders]
+    _check_names(records, strategies, tasks)
+    runs = [_filtered(r, strategies, tasks) for r in records]
+    sides = [
+        set(map(tuple, r[["strategy", "task"]].drop_duplicates().to_numpy())) if not r.empty else set()
+        for r in runs
+    ]
+    both = sides[0] & sides[1]
     lines = []
     for label, rec in zip("AB", records, strict=True):
         lines += [f"{label}: " + describe(rec).replace("\n", f"\n{label}: ")]
+    if strategies or tasks:
+        lines.append(
+            f"compared: strategies {', '.join(strategies or ['all'])}; tasks {', '.join(tasks or ['all'])}"
+        )
+    for side, mine, other, r in (("A", sides[0], sides[1], runs[0]), ("B", sides[1], sides[0], runs[1])):
+        only = sorted(mine - other)
+        if only:
+            lines.append(_only_line(side, only, r))
+    keep = (
+        (lambda df: df)
+        if every_pair
+        else (
+            lambda df: (
+                df[[k in both for k in zip(df["strategy"], df["task"], strict=True)]] if not df.empty else df
+            )
+        )
+    )
+    table = compare_table(keep(runs[0]), keep(runs[1]))
+    changed = changes_table(table)
+    lines += ["", "What changed (B − A; quality first, then cost and effort; means per run)"]
+    lines.append(
+        format_compare(changed).to_string() if not changed.empty else "  nothing: every metric is the same"
+    )
     lines += [
         "",
         "Per strategy × task (means per run; solved and failed share over scored runs; "
         "cache-read share = cache reads / prompt tokens; change = B − A)",
-        format_compare(compare_table(*records)).to_string(),
+        format_compare(table).to_string() if not table.empty else "  (no strategy × task both sides ran)",
         "",
-        prompt_diff(*folders),
+        prompt_diff(*folders, strategies={s for s, _ in both} if not every_pair else None),
     ]
     return "\n".join(lines) + "\n"

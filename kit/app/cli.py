@@ -57,6 +57,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
+    capped = state.cap.message()
+    if capped:
+        print(f"stopped: {capped}", file=sys.stderr, flush=True)
     if not args.no_report:  # the tables first, the summary last: where the eyes are when it ends
         from kit.analysis.report import report
 
@@ -65,7 +68,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             f"one file to send (tables and figures): python -m kit report {out} --format html --out report.html"
         )
     print(f"results: {out}")
-    return 1 if errors else 0
+    if capped:
+        print(f"stopped: {capped}")
+    return 1 if errors else 3 if capped else 0
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -88,19 +93,22 @@ def _width(asked: int | None) -> int | None:
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, object] | None:
-    """The experiment fields the command line sets: --profile, --tasks, --strategies, --repeats."""
+    """The experiment fields the command line sets: --profile, --tasks, --strategies, --repeats,
+    --sandbox, --sandbox-image."""
     out: dict[str, object] = {}
     if args.profile:
         out["profile"] = args.profile
     for name in ("tasks", "strategies"):
-        value = getattr(args, name)
-        if value is not None:
-            items = [v.strip() for v in value.split(",") if v.strip()]
-            if not items:
-                raise KitError(f"--{name} is empty", f"give a comma-separated list, e.g. --{name} a,b")
+        items = _names(getattr(args, name), name)
+        if items is not None:
             out[name] = items
     if args.repeats is not None:
         out["repeats"] = args.repeats
+    if args.max_total_usd is not None:
+        out["limits"] = {"max_total_usd": args.max_total_usd}
+    for name in ("sandbox", "sandbox_image"):
+        if getattr(args, name, None):
+            out[name] = getattr(args, name)
     return out or None
 
 
@@ -109,6 +117,22 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tasks", metavar="A,B", help="run these tasks (comma-separated ids or suite:NAME)")
     p.add_argument("--strategies", metavar="X,Y", help="run these strategies (comma-separated)")
     p.add_argument("--repeats", type=int, metavar="N", help="repeats per task x strategy")
+    p.add_argument(
+        "--max-total-usd",
+        type=float,
+        metavar="USD",
+        help="experiment-wide cap: start no run once the spend so far plus the most the runs in flight and "
+        "the new one can spend would pass it (limits.max_total_usd)",
+    )
+    p.add_argument(
+        "--sandbox",
+        choices=["bwrap", "podman", "docker", "none"],
+        help="where commands run (over the experiment's `sandbox`); podman and docker need "
+        "`python -m kit sandbox build-image` first (docs/sandbox.md)",
+    )
+    p.add_argument(
+        "--sandbox-image", metavar="IMAGE", help="with podman or docker: the image (over `sandbox_image`)"
+    )
     p.add_argument(
         "--api-base", metavar="URL", help="send every tier to this base URL (a proxy, a local or fake server)"
     )
@@ -140,8 +164,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from kit.analysis.compare import compare_text
 
-    print(compare_text(args.a, args.b), end="")
+    lists = {n: _names(getattr(args, n), n) for n in ("strategies", "tasks")}
+    print(compare_text(args.a, args.b, every_pair=args.every_pair, **lists), end="")
     return 0
+
+
+def _names(value: str | None, flag: str) -> list[str] | None:
+    """A comma-separated ``--flag`` value as a list (None when not given); an empty one is an error."""
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items:
+        raise KitError(f"--{flag} is empty", f"give a comma-separated list, e.g. --{flag} a,b")
+    return items
 
 
 def _cmd_models_check(args: argparse.Namespace) -> int:
@@ -155,14 +190,16 @@ def _cmd_models_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_docs(args: argparse.Namespace) -> int:
-    from kit.app import reference
+    from kit.app import reference, task_reference
 
+    pages = [(reference.REFERENCE, reference), (task_reference.TASKS_REFERENCE, task_reference)]
     if args.check:
-        if reference.is_current():
-            return 0
-        print(f"{reference.REFERENCE} is stale: run python -m kit docs", file=sys.stderr)
-        return 1
-    print(f"wrote {reference.write()}")
+        stale = [path for path, page in pages if not page.is_current()]
+        for path in stale:
+            print(f"{path} is stale: run python -m kit docs", file=sys.stderr)
+        return 1 if stale else 0
+    for _, page in pages:
+        print(f"wrote {page.write()}")
     return 0
 
 
@@ -189,6 +226,22 @@ def _add_report_cli(sub: argparse._SubParsersAction) -> None:
         help="text width (default: the terminal's; 0: no limit)",
     )
     p.set_defaults(func=_cmd_report)
+
+
+def _add_compare_cli(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare", help="two results folders side by side per strategy x task, with the prompt diff"
+    )
+    p.add_argument("a", help="results/NAME, or an experiment name (A)")
+    p.add_argument("b", help="results/NAME, or an experiment name (B); changes are B - A")
+    p.add_argument("--strategies", metavar="X,Y", help="compare only these strategies")
+    p.add_argument("--tasks", metavar="A,B", help="compare only these tasks")
+    p.add_argument(
+        "--every-pair",
+        action="store_true",
+        help="also tabulate the strategy x task pairs only one side ran (default: one line for them)",
+    )
+    p.set_defaults(func=_cmd_compare)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -229,12 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_report_cli(sub)
 
-    p = sub.add_parser(
-        "compare", help="two results folders side by side per strategy x task, with the prompt diff"
-    )
-    p.add_argument("a", help="results/NAME, or an experiment name (A)")
-    p.add_argument("b", help="results/NAME, or an experiment name (B); changes are B - A")
-    p.set_defaults(func=_cmd_compare)
+    _add_compare_cli(sub)
 
     p = sub.add_parser("models", help="check the models of a profile")
     msub = p.add_subparsers(dest="models_command", required=True)
@@ -247,16 +295,18 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_cmd_models_check)
 
     p = sub.add_parser(
-        "docs", help="regenerate docs/experiments.md from the models (--check: is it current?)"
+        "docs",
+        help="regenerate docs/experiments.md and docs/tasks.md from the models (--check: are they current?)",
     )
     p.add_argument(
-        "--check", action="store_true", help="exit 1 when docs/experiments.md is stale; write nothing"
+        "--check", action="store_true", help="exit 1 when a generated page is stale; write nothing"
     )
     p.set_defaults(func=_cmd_docs)
 
-    from kit.app import tasks_cli
+    from kit.app import sandbox_cli, tasks_cli
 
     tasks_cli.add_cli(sub)
+    sandbox_cli.add_cli(sub)
     from kit.app import export_inspect  # inspect_ai itself is imported only when the command runs
 
     export_inspect.add_cli(sub)

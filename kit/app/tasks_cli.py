@@ -1,8 +1,10 @@
-"""``python -m kit tasks list | validate | import-exercism | build-suite``."""
+"""``python -m kit tasks list | validate | import-exercism | import-git | build-suite``."""
 
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 import time
 from pathlib import Path
 
@@ -10,39 +12,54 @@ from kit.errors import KitError
 from kit.paths import REPO_ROOT, TASKS_DIR, built_tasks_dir
 from kit.tasks import suite_build
 from kit.tasks.exercism.importer import import_exercism, summary_table
+from kit.tasks.requirements import read_requirements
 from kit.tasks.task import (
     SUITE_PREFIX,
+    TASK_FILE,
     Suite,
     expand_tasks,
     list_tasks,
     load_suite,
     load_task,
-    severity_counts,
     suite_names,
 )
-from kit.tasks.validate import validate_task
+from kit.tasks.validate import requirements_line, validate_task
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    tasks = list_tasks(built=True)
-    if not tasks:
-        print(f"no tasks in {TASKS_DIR}")
+    folder = Path(args.path) if getattr(args, "path", None) else TASKS_DIR
+    if (folder / TASK_FILE).is_file():
+        entries = [folder]
+    elif folder.is_dir():
+        roots = [folder, built_tasks_dir()] if folder == TASKS_DIR else [folder]  # + the built suites
+        entries = [
+            d for root in roots if root.is_dir() for d in sorted(root.iterdir()) if (d / TASK_FILE).is_file()
+        ]
+    else:
+        print(f"✗ {folder}: no such folder")
+        return 1
+    if not entries:
+        print(f"no tasks in {folder}")
         return 0
-    width = max(len(t.id) for t in tasks)
-    for t in tasks:
-        counts = severity_counts(t)
-        sev = " ".join(f"{n} {s}" for s, n in counts.items() if n)
-        total = sum(counts.values())
-        print(f"{t.id:<{width}}  {t.language:<7} {total:>2} acceptance ({sev})  {t.title}")
-    for name in suite_names():
-        suite = load_suite(name, check_tasks=False)
-        print(f"suite {SUITE_PREFIX}{name}: {len(suite.tasks)} tasks: {', '.join(suite.tasks)}")
-        unbuilt = [i.id for i in suite.imports if not (built_tasks_dir() / i.id / "task.yaml").is_file()]
-        if unbuilt:
-            print(
-                f"  not built: {len(unbuilt)} of {len(suite.tasks)}: python -m kit tasks build-suite {name} --repos DIR"
-            )
-    return 0
+    width = max(len(d.name) for d in entries)
+    bad = 0
+    for d in entries:
+        try:
+            t = load_task(d)
+            print(f"{t.id:<{width}}  {t.language:<7} {requirements_line(t)}  {t.title}")
+        except KitError as e:
+            bad += 1
+            print(f"{d.name:<{width}}  ✗ {str(e).splitlines()[0]}")
+    if folder == TASKS_DIR:
+        for name in suite_names():
+            suite = load_suite(name, check_tasks=False)
+            print(f"suite {SUITE_PREFIX}{name}: {len(suite.tasks)} tasks: {', '.join(suite.tasks)}")
+            unbuilt = [i.id for i in suite.imports if not (built_tasks_dir() / i.id / TASK_FILE).is_file()]
+            if unbuilt:
+                print(
+                    f"  not built: {len(unbuilt)} of {len(suite.tasks)}: python -m kit tasks build-suite {name} --repos DIR"
+                )
+    return 1 if bad else 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -62,7 +79,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for task in tasks:
         report = validate_task(task, getattr(args, "sandbox", None))
         mark = "✓" if report.ok else "✗"
-        print(f"{mark} {task.id}  ({report.durations.get('total_s', 0):.1f} s)", flush=True)
+        took = report.durations.get("total_s", 0)
+        print(f"{mark} {task.id}  ({took:.1f} s)  {requirements_line(task)}", flush=True)
         for p in report.problems:
             print(f"    - {p}")
         failed += not report.ok
@@ -87,11 +105,39 @@ def cmd_import_exercism(args: argparse.Namespace) -> int:
     return 0 if all(r.ok or r.status == "skipped" for r in results) else 1
 
 
+def cmd_import_git(args: argparse.Namespace) -> int:
+    from kit.tasks.history.importer import Options, import_git
+    from kit.tasks.history.report import import_summary
+
+    opts = Options(
+        repo=Path(args.repo),
+        commit=args.commit,
+        range=args.range,
+        task_id=args.id,
+        prompt_file=Path(args.prompt_file) if args.prompt_file else None,
+        out=Path(args.out) if args.out else TASKS_DIR,
+        tests=args.tests,
+        severities=Path(args.severities) if args.severities else None,
+        timeout_s=args.timeout,
+        sandbox=args.sandbox,
+        force=args.force,
+        repo_url=args.repo_url,
+        command=shlex.join(["python", "-m", "kit", *sys.argv[1:]]) if sys.argv[1:2] == ["tasks"] else "",
+    )
+    result = import_git(opts, progress=lambda line: print(line, flush=True))
+    print(import_summary(result))
+    return 0 if result.ok else 1
+
+
 def _run_import(argv: list[str]) -> int:
     """``python -m kit ARGV`` in this process (build-suite's way to run import-git)."""
     from kit.app.cli import main
 
-    return main(argv)
+    saved, sys.argv = sys.argv, ["kit", *argv]  # import-git records its own command line in task.yaml
+    try:
+        return main(argv)
+    finally:
+        sys.argv = saved
 
 
 def cmd_build_suite(args: argparse.Namespace) -> int:
@@ -142,7 +188,7 @@ def _print_build_summary(results: list[suite_build.BuildResult], out: Path) -> N
         if r.status in ("built", "kept"):
             task = load_task(out / r.id)
             files, lines = suite_build.solution_size(out / r.id)
-            hidden = sum(severity_counts(task).values())
+            hidden = sum(not r.baseline_pass for r in read_requirements(task.acceptance_dir)[0])
             long = "yes" if task.long else "no"
             print(f"{r.id:<34} {r.status:<9} {hidden:>6} {files:>8} {lines:>8}  {long}")
         else:
@@ -150,12 +196,18 @@ def _print_build_summary(results: list[suite_build.BuildResult], out: Path) -> N
 
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``tasks list | validate | import-exercism`` (each leaf sets ``func``)."""
+    """Register ``tasks list | validate | import-exercism | import-git | build-suite`` (each leaf sets
+    ``func``)."""
     tasks = subparsers.add_parser("tasks", help="list, validate and import tasks")
-    sub = tasks.add_subparsers(dest="tasks_command", metavar="{list,validate,import-exercism,build-suite}")
+    sub = tasks.add_subparsers(
+        dest="tasks_command", metavar="{list,validate,import-exercism,import-git,build-suite}"
+    )
     tasks.set_defaults(func=lambda _args: (tasks.print_help(), 2)[1])
 
-    p = sub.add_parser("list", help="the tasks in datasets/tasks with their acceptance tests by severity")
+    p = sub.add_parser(
+        "list", help="the tasks in datasets/tasks (or PATH) with their requirements by severity and sealed"
+    )
+    p.add_argument("path", nargs="?", help="a folder of task folders, or one task folder")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("validate", help="check a task's contract (own tests, acceptance, solution)")
@@ -180,6 +232,47 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-validate", action="store_true", help="import only; do not validate each task")
     p.add_argument("--progress", action="store_true", help="print each exercise as it is done")
     p.set_defaults(func=cmd_import_exercism)
+
+    p = sub.add_parser(
+        "import-git",
+        help="turn a commit or a range of a local git repository into a task (see docs/tasks.md)",
+    )
+    p.add_argument("repo", help="a local git repository (a clone, or a bare repository)")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--commit", metavar="SHA", help="a fix commit: the base is its parent")
+    which.add_argument("--range", metavar="BASE..HEAD", help="a span of history, e.g. v1.2.0..v1.3.0")
+    p.add_argument("--id", default=None, help="the task id (default: the repo's name and the commit)")
+    p.add_argument(
+        "--prompt-file", default=None, help="the prompt (default: the commit message(s) and the interface)"
+    )
+    p.add_argument("--out", default=None, help=f"where to write the task folder (default {TASKS_DIR})")
+    p.add_argument(
+        "--tests",
+        nargs="+",
+        metavar="GLOB",
+        default=None,
+        help="which files are test modules (default: test_*.py and *_test.py)",
+    )
+    p.add_argument(
+        "--severities",
+        default=None,
+        metavar="FILE",
+        help="YAML mapping of test names to severities (datasets/severities/exercism-example.yaml's format)",
+    )
+    p.add_argument(
+        "--timeout", type=float, default=120.0, metavar="S", help="time limit of each check (default 120)"
+    )
+    p.add_argument(
+        "--repo-url", default=None, help="the public URL recorded in source: (default: the origin remote)"
+    )
+    p.add_argument("--force", action="store_true", help="replace a task folder of the same id")
+    p.add_argument(
+        "--sandbox",
+        choices=["bwrap", "none"],
+        default=None,
+        help="where the checks run (default: bwrap on Linux)",
+    )
+    p.set_defaults(func=cmd_import_git)
 
     p = sub.add_parser(
         "build-suite", help="build a suite's tasks from clones of its projects (datasets/suites/<name>.yaml)"

@@ -169,6 +169,9 @@ class CallRecord(BaseModel):
     )
     action_mode: str | None = None
     conversation: str | None = None
+    phase: str | None = Field(
+        None, description="The strategy's phase when the call was recorded (the run's last `phase` event)."
+    )
     replayed: bool = Field(
         False, description="Copied from a workflow journal on resume: spent by an earlier attempt of the run."
     )
@@ -307,10 +310,20 @@ class RunRecord(BaseModel):
     error: str | None = None
     base_commit: str = ""
     score: Score | None = None
+    diff_omitted: list[str] = Field(
+        default_factory=list,
+        description="Files left out of diff.patch (over its caps: kit.tasks.patch), with why; empty when whole.",
+    )
     counters: dict[str, Any] = Field(default_factory=dict)
     totals: Usage = Field(default_factory=Usage)
     calls: int = 0
-    sandbox: str = Field("", description="Where agent commands ran: bwrap, or none (unsandboxed).")
+    sandbox: str = Field(
+        "", description="Where agent commands and scoring ran: bwrap, podman, docker, or none (unsandboxed)."
+    )
+    sandbox_image: str = Field("", description="With podman or docker: the image's name; '' otherwise.")
+    sandbox_image_id: str = Field(
+        "", description="With podman or docker: the image's id (sha256:...), what every command ran in."
+    )
     settings: dict[str, Any] = Field(
         default_factory=dict,
         description="Everything that shaped the run (kit.run.fingerprint); empty in older records.",

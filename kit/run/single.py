@@ -11,7 +11,6 @@ and stop reasons``); only an OSError -- the records cannot be written -- propaga
 from __future__ import annotations
 
 import contextlib
-import shutil
 import threading
 import time
 import traceback
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kit import strategies
+from kit import strategies, trees
 from kit.agent.budget import Budget
 from kit.config import Experiment, PriceSheet, Profile, Tier
 from kit.errors import Interrupted
@@ -30,11 +29,13 @@ from kit.records.schema import RunRecord, utc_now
 from kit.run.fingerprint import fingerprint, run_settings, write_prompts
 from kit.run.plan import RunSpec, redacted
 from kit.run.results import INTERRUPTED
+from kit.run.sandboxing import run_sandbox
 from kit.secrets import Redactor
 from kit.strategies.context import RunContext
+from kit.tasks.patch import capped_patch
 from kit.tasks.scoring import scorer as scoring
 from kit.tasks.snapshot import Snapshot, snapshot
-from kit.tasks.workspace import Workspace, create_workspace, snapshot_diff
+from kit.tasks.workspace import Workspace, create_workspace
 
 
 @dataclass
@@ -56,6 +57,7 @@ def new_record(
     profile, the strategy's options and the sandbox, and the run's settings with their fingerprint
     (:mod:`kit.run.fingerprint`); ``fields`` fill in the rest."""
     settings = run_settings(spec, experiment, profile, sheet)
+    box = run_sandbox(experiment, spec.task)
     return RunRecord(
         run_id=spec.run_id(profile.name),
         experiment=experiment.name,
@@ -67,7 +69,9 @@ def new_record(
         price_sheet=sheet.model_dump(mode="json"),
         profile_spec=redacted(profile),
         options=experiment.strategy_options.get(spec.strategy, {}),
-        sandbox=experiment.sandbox,
+        sandbox=box.backend,
+        sandbox_image=box.image,
+        sandbox_image_id=box.image_id,
         settings=settings,
         fingerprint=fingerprint(settings),
         **fields,
@@ -103,7 +107,7 @@ def play_run(
     run_id = spec.run_id(profile.name)
     run_dir = out / "runs" / run_id
     if run_dir.exists():  # a torn or interrupted run: start it again from scratch
-        shutil.rmtree(run_dir)
+        trees.remove_tree(run_dir)  # (whatever its clone holds: any depth, names, modes)
     recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))
     write_prompts(run_dir, spec.strategy, experiment.prompt_overrides)  # the texts its settings hash
     started_at, t0 = utc_now(), time.monotonic()
@@ -123,7 +127,8 @@ def play_run(
     workspace = None
     ctx: RunContext | None = None  # its counters are recorded if the strategy raises
     try:
-        workspace = create_workspace(spec.task, run_dir / "repo", sandbox=experiment.sandbox)
+        box = run_sandbox(experiment, spec.task).spec  # the backend, and the image pinned by its id
+        workspace = create_workspace(spec.task, run_dir / "repo", sandbox=box)
         record.base_commit = workspace.base_commit
         ctx = _context(spec, experiment, profile, sheet, out, recorder, workspace, budget, tiers)
         result = strategies.get(spec.strategy)(ctx)
@@ -162,7 +167,7 @@ def failed_run(
     run_id = spec.run_id(profile.name)
     run_dir = out / "runs" / run_id
     if fresh and run_dir.exists():
-        shutil.rmtree(run_dir)
+        trees.remove_tree(run_dir)
     recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))  # the error text is masked too
     recorder.event("note", "", "error", error[-2000:], ok=False)
     now = utc_now()
@@ -218,7 +223,7 @@ def _context(
         options=experiment.strategy_options.get(spec.strategy, {}),
         budget=budget,
         journal_dir=out / "journals",
-        sandbox=experiment.sandbox,
+        sandbox=workspace.sandbox or experiment.sandbox,
         tiers=tiers,
     )
 
@@ -299,7 +304,7 @@ def _score(
     """Score the snapshot (never leaves the run without a score: a scoring failure gives every
     requirement failed, outcome ``unscored``); a tampered report gives outcome ``tampered``."""
     record.score = scoring.score(
-        spec.task, workspace, record.claimed_done, sandbox=experiment.sandbox, snap=snap
+        spec.task, workspace, record.claimed_done, sandbox=workspace.sandbox or experiment.sandbox, snap=snap
     )
     if record.score.unscored_reason:
         record.error = (record.error + "; " if record.error else "") + record.score.unscored_reason
@@ -312,13 +317,16 @@ def _score(
 def _write_diff(
     record: RunRecord, workspace: Workspace, recorder: RunRecorder, snap: Snapshot | None
 ) -> None:
-    """The snapshot's diff against the base into the run folder, binary-safe (``docs/records.md``,
-    ``## diff.patch``): always written -- when no diff can be made, the file says why (and so does
-    ``error``). An OSError writing the file propagates."""
+    """The snapshot's diff against the base into the run folder, binary-safe and capped
+    (``docs/records.md``, ``## diff.patch``; what was left out in ``diff_omitted``): always
+    written -- when no diff can be made, the file says why (and so does ``error``). An OSError
+    writing the file propagates."""
     try:
         if snap is None:
             raise RuntimeError("no snapshot of the clone")
-        patch = snapshot_diff(workspace, snap, "--binary")
+        capped = capped_patch(workspace, snap)
+        record.diff_omitted = capped.omitted
+        patch = capped.with_trailer()
     except Exception as exc:  # noqa: BLE001 - the run keeps its score; the record says what failed
         record.error = (record.error + "; " if record.error else "") + f"diff failed: {exc}"[:2000]
         patch = f"# orchbench: no diff could be made: {exc}\n".encode()

@@ -19,14 +19,13 @@ import shutil
 from pathlib import Path
 from typing import Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kit.config import SafeName, load_yaml_model
 from kit.errors import ConfigError, TaskError
 from kit.paths import TASKS_DIR, built_tasks_dir, is_ignored
-from kit.records.schema import SEVERITIES
 from kit.tasks.packages import name_problems
-from kit.tasks.requirements import read_requirements
 from kit.tasks.suite_manifest import BUILD_COMMAND, SuiteManifest
 
 TASK_FILE = "task.yaml"
@@ -34,6 +33,8 @@ DELETED_FILE = "DELETED.txt"
 
 
 class TaskLimits(BaseModel):
+    """Per-task limits; each overrides what the experiment gives every task."""
+
     model_config = ConfigDict(extra="forbid")
 
     max_steps: int | None = Field(
@@ -74,14 +75,16 @@ class TaskFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: SafeName = Field(description="Short name; the folder name for tasks under datasets/tasks/.")
-    title: str
+    title: str = Field(description="One line shown in listings and reports.")
     prompt: str = Field(description="Given as is to every strategy.")
-    language: str = "python"
+    language: str = Field(
+        "python", description="The language of repo/ (the kit's tools are written for Python)."
+    )
     setup: list[str] = Field(default_factory=list, description="Commands run in a fresh clone first.")
     test_command: str = Field("python -m pytest -q", description="Runs the repo's own tests.")
     long: bool = Field(False, description="Takes long to solve; experiments may skip long tasks.")
-    limits: TaskLimits = Field(default_factory=TaskLimits)
-    tags: list[str] = Field(default_factory=list)
+    limits: TaskLimits = Field(default_factory=TaskLimits, description="Per-task limits (see TaskLimits).")
+    tags: list[str] = Field(default_factory=list, description="Free labels (exercism, git-history, ...).")
     acceptance_layout: Literal["folder", "repo"] = Field(
         "folder",
         description="folder: the hidden tests run from the kit's own folder with the kit's pytest "
@@ -101,6 +104,11 @@ class TaskFile(BaseModel):
     )
     source: TaskSource | None = Field(
         None, description="Provenance of a task imported from a repository's history (see TaskSource)."
+    )
+    sandbox_image: str | None = Field(
+        None,
+        description="With podman or docker: the image this task's commands and tests run in (over the "
+        "experiment's). A `Containerfile` in the task folder is built instead (context: its `container/`).",
     )
 
     @field_validator("packages")
@@ -263,6 +271,30 @@ def expand_tasks(entries: list[str]) -> list[str]:
     return out
 
 
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings (the prompt) as readable literal blocks."""
+
+
+def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_BlockDumper.add_representer(str, _str_presenter)
+
+
+def write_task_file(folder: Path, spec: dict) -> Path:
+    """Write ``spec`` (checked against :class:`TaskFile`) as ``folder/task.yaml``, keys in the order
+    given, a multi-line prompt as a literal block."""
+    TaskFile.model_validate(spec)
+    path = Path(folder) / TASK_FILE
+    path.write_text(
+        yaml.dump(spec, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100),
+        encoding="utf-8",
+    )
+    return path
+
+
 def apply_solution(task: Task, root: Path) -> None:
     """Lay the reference solution over ``root`` (files copied; DELETED.txt entries removed)."""
     if not task.solution_dir.is_dir():
@@ -279,12 +311,3 @@ def apply_solution(task: Task, root: Path) -> None:
         for line in deleted.read_text(encoding="utf-8").splitlines():
             if line.strip() and not line.startswith("#"):
                 (root / line.strip()).unlink(missing_ok=True)
-
-
-def severity_counts(task: Task) -> dict[str, int]:
-    reqs, _ = read_requirements(task.acceptance_dir)
-    counts = {s: 0 for s in SEVERITIES}
-    for r in reqs:
-        key = r.severity if r.severity in counts else "undeclared"
-        counts[key] = counts.get(key, 0) + 1
-    return counts

@@ -4,21 +4,7 @@
 
 A test has an :class:`Outcome` on each side -- the **base** (the starting code) and the **change**
 (the reference solution when a task is imported or validated, the agent's final tree when a run is
-scored). The pair is a :class:`Transition`:
-
-========================  ==========================================================================
-``fail->pass``            a hidden test (a requirement): fails at the base, passes with the change
-``pass->pass``            an own test that must keep passing
-``pass->fail``            a regression (``pass->none`` too: a test that ran at the base and now
-                          does not -- it no longer collects -- is lost, not excused)
-``pass->skip``            a regression as well: a passing test that now skips or xfails was switched
-                          off by the change (code under test can raise ``SkipTest``)
-``fail->fail``            fails on both sides: neither a requirement nor an own test
-``none->pass``            a new test (absent at the base) that passes: counted as a test added
-``none->fail``            a new test that fails
-``neutral``               skipped or xfail at the base: says nothing either way (an own test skipped
-                          on this platform is no failure; a hidden test that skips is never credited)
-========================  ==========================================================================
+scored). The pair is a :class:`Transition`; :data:`MEANING` says what each counts as.
 
 A skip or xfail is never a pass: a hidden test credits only with :data:`Outcome.PASSED` on the change
 side, and :func:`is_hidden_test` needs a real failure at the base. An xpass (a test marked xfail that
@@ -50,6 +36,21 @@ class Transition(StrEnum):
     NONE_TO_FAIL = "none->fail"
     NEUTRAL = "neutral"
 
+
+#: What each transition counts as (docs/tasks.md shows this table).
+MEANING: dict[Transition, str] = {
+    Transition.FAIL_TO_PASS: "a hidden test (a requirement): fails at the base, passes with the change",
+    Transition.PASS_TO_PASS: "an own test that must keep passing",
+    Transition.PASS_TO_FAIL: "a regression",
+    Transition.PASS_TO_NONE: "a regression: it ran at the base and no longer does (it does not collect)",
+    Transition.PASS_TO_SKIP: "a regression: a passing test that now skips or xfails was switched off "
+    "(code under test can raise SkipTest)",
+    Transition.FAIL_TO_FAIL: "fails on both sides (or skips with the change): neither a requirement nor an own test",
+    Transition.NONE_TO_PASS: "a new test (absent at the base) that passes: counted as a test added",
+    Transition.NONE_TO_FAIL: "a new test that fails",
+    Transition.NEUTRAL: "skipped, xfail or xpass at the base: says nothing either way (an own test skipped "
+    "on this platform is no failure; a hidden test that skips is never credited)",
+}
 
 _SKIPS = (Outcome.SKIPPED, Outcome.XFAILED, Outcome.XPASSED)
 

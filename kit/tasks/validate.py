@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -17,10 +18,12 @@ from pydantic import BaseModel, Field
 from kit import pyast
 from kit.errors import KitError
 from kit.paths import is_ignored
-from kit.tasks.requirements import test_files
+from kit.records.schema import SEVERITIES
+from kit.tasks.requirements import read_requirements, test_files
+from kit.tasks.scoring.inject import inject_folder
 from kit.tasks.scoring.scorer import evaluate
 from kit.tasks.task import Task, apply_solution
-from kit.tasks.workspace import create_workspace
+from kit.tasks.workspace import COPY_IGNORE, create_workspace
 
 
 class ValidationReport(BaseModel):
@@ -30,9 +33,13 @@ class ValidationReport(BaseModel):
     durations: dict[str, float] = Field(default_factory=dict)
 
 
-def validate_task(task: Task, sandbox: str | None = None) -> ValidationReport:
+def validate_task(
+    task: Task, sandbox: str | None = None, evaluations: dict | None = None
+) -> ValidationReport:
     """Check the task contract on a fresh workspace (see the module docstring); ``sandbox`` is the
-    scoring sandbox (``bwrap`` or ``none``; default the platform's)."""
+    scoring sandbox (``bwrap`` or ``none``; default the platform's). ``evaluations``, when given,
+    receives the two scorings (``start``, ``solution``: :class:`~kit.tasks.scoring.scorer.Evaluation`)."""
+    evaluations = {} if evaluations is None else evaluations
     problems: list[str] = []
     durations: dict[str, float] = {}
     started = time.monotonic()
@@ -44,7 +51,7 @@ def validate_task(task: Task, sandbox: str | None = None) -> ValidationReport:
 
             problems += uncollected_test_files(task)
             t = time.monotonic()
-            start = evaluate(task, ws.root, ws, sandbox=sandbox)
+            start = evaluations["start"] = evaluate(task, ws.root, ws, sandbox=sandbox)
             durations["start_s"] = time.monotonic() - t
             problems += start.problems
             if start.tampered or start.unscored_reason:
@@ -73,7 +80,7 @@ def validate_task(task: Task, sandbox: str | None = None) -> ValidationReport:
             else:
                 t = time.monotonic()
                 apply_solution(task, ws.root)
-                end = evaluate(task, ws.root, ws, sandbox=sandbox)
+                end = evaluations["solution"] = evaluate(task, ws.root, ws, sandbox=sandbox)
                 durations["solution_s"] = time.monotonic() - t
                 for req in end.failed_requirements:
                     problems.append(
@@ -101,6 +108,8 @@ def validate_task(task: Task, sandbox: str | None = None) -> ValidationReport:
 def uncollected_test_files(task: Task) -> list[str]:
     """Python files under acceptance/ that define ``test*`` functions but that pytest would never
     collect (their name is not ``test_*.py`` / ``*_test.py``): requirements that silently never run."""
+    if task.acceptance_layout == "repo":
+        return []  # laid helpers (a test package's __init__.py with mixins) hold test methods legitimately
     collected = set(test_files(task.acceptance_dir))
     problems = []
     for path in sorted(task.acceptance_dir.rglob("*.py")):
@@ -125,6 +134,28 @@ def uncollected_test_files(task: Task) -> list[str]:
 def _tail(run) -> str:  # noqa: ANN001 - a kit.tasks.scoring.scorer.PytestRun
     lines = [ln for ln in run.output.strip().splitlines() if ln.strip()]
     return f"exit code {run.exit_code}: {lines[-1] if lines else '(no output)'}"
+
+
+# --------------------------------------------------------------------------- what a task requires
+
+
+def requirements_line(task: Task) -> str:
+    """``N requirements (a critical, b major, c minor), s sealed`` (+ baseline-pass tests and problems
+    reading them): what ``kit tasks list`` and ``validate`` print. Sealed: requirements with at least
+    one check whose expected value never enters the scoring session (:mod:`kit.tasks.scoring.seal`),
+    found by preparing a copy of ``acceptance/`` as scoring does."""
+    reqs, problems = read_requirements(task.acceptance_dir)
+    counted = [r for r in reqs if not r.baseline_pass]
+    by_sev = {s: sum(r.severity == s for r in counted) for s in SEVERITIES}
+    sev = ", ".join(f"{n} {s}" for s, n in by_sev.items() if n) or "none"
+    with tempfile.TemporaryDirectory(prefix="orchbench-sealed-") as tmp:
+        copy = Path(tmp) / "acceptance"
+        shutil.copytree(task.acceptance_dir, copy, ignore=COPY_IGNORE)
+        sealed = {site.key for site in inject_folder(copy).sealed.values()}
+    line = f"{len(counted)} requirements ({sev}), {len(sealed & {r.key for r in counted})} sealed"
+    if len(reqs) > len(counted):
+        line += f", {len(reqs) - len(counted)} baseline-pass"
+    return line + (f"; {len(problems)} problem(s): {problems[0]}" if problems else "")
 
 
 # --------------------------------------------------------------------------- before a run

@@ -44,8 +44,8 @@ def test_compare_prints_each_strategy_and_task_with_changes_and_the_prompt_diff(
     # fixture: vibe repeat 0 fails 3 of 6 requirements, repeat 1 fails 2: 42 % before, 50 % after
     assert "42%" in vibe and "50%" in vibe and "+8 pts" in vibe
     assert "$0.0188" in vibe and "$0.0183" in vibe and "-$0.0004" in vibe
-    pdca = table.split("pdca ")[1].split("vibe ")[0]
-    assert "done×2" in pdca and pdca.count(" - ") >= 1  # pdca ran only in A: B shows "-"
+    assert "pdca" not in table  # pdca ran only in A: one line, not a table of dashes
+    assert "only A ran: pdca × micro-slugify (2 runs) (not compared)" in out
     diff = out.split("Prompt diff")[1]
     assert "prompt_overrides" in diff and "+# Reviewer" in diff and "+Role: reviewer" in diff
     assert "-You are a software engineer" in diff  # A had no override: its kit/prompts/ file
@@ -192,3 +192,42 @@ def test_prompt_lab_runs_on_the_profile_the_experiment_used(tmp_path):
         "results_dir": str(tmp_path / "lab"),
         "profile": "tiered",
     }
+
+
+def _keep_prompts(folder, strategies, text):
+    for run in folder.glob("runs/*"):
+        for strategy in strategies:
+            if f"__{strategy}__" not in run.name:
+                continue
+            for role in ("coder", "orchestrator", "auditor") if strategy == "pdca" else ("coder",):
+                kept = run / "prompts" / strategy / f"{role}.md"
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                kept.write_text(f"{strategy} {role}: {text}\n")
+
+
+def test_compare_shows_what_both_ran_the_change_first_and_filters(tmp_path, capsys):
+    """issue 32, item 3: B ran one strategy; the comparison is about it, its change on top."""
+    a, b = two_folders(tmp_path)
+    _keep_prompts(a, ("vibe", "pdca"), "old words")
+    _keep_prompts(b, ("vibe",), "new words")
+    assert main(["compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert out.index("What changed") < out.index("Per strategy × task")
+    changed = out.split("What changed")[1].split("Per strategy × task")[0]
+    rows = [line for line in changed.splitlines()[1:] if line.strip()]
+    assert rows[0].split()[:3] == ["A", "B", "change"]
+    assert "failed_share" in rows[2] and rows[2].split()[-4:] == ["42%", "50%", "+8", "pts"]  # quality first
+    assert "cost_usd" in changed and "runs" in changed  # 2 runs in A, 1 in B
+    assert "outcome" not in changed  # done in both: unchanged, not listed
+    diff = out.split("Prompt diff")[1]
+    assert "strategies both ran: vibe" in diff and "pdca/" not in diff  # never "every other prompt deleted"
+    assert "-vibe coder: old words" in diff and "+vibe coder: new words" in diff
+    assert main(["compare", str(a), str(b), "--strategies", "pdca"]) == 0
+    only = capsys.readouterr().out
+    assert "only A ran: pdca × micro-slugify" in only and "no strategy × task both sides ran" in only
+    assert main(["compare", str(a), str(b), "--tasks", "micro-slugify", "--strategies", "vibe"]) == 0
+    assert "compared: strategies vibe; tasks micro-slugify" in capsys.readouterr().out
+    assert main(["compare", str(a), str(b), "--strategies", "harness"]) == 2
+    assert "neither side ran harness" in capsys.readouterr().err
+    assert main(["compare", str(a), str(b), "--every-pair"]) == 0
+    assert "pdca " in capsys.readouterr().out.split("Per strategy × task")[1]

@@ -119,7 +119,22 @@ def test_cli_list_and_usage(capsys):
     assert _run(["tasks", "list"]) == 0
     out = capsys.readouterr().out
     line = next(ln for ln in out.splitlines() if ln.startswith("micro-slugify"))
-    assert "7 acceptance (1 critical 3 major 3 minor)" in line
+    assert "7 requirements (1 critical, 3 major, 3 minor), 6 sealed" in line
     assert _run(["tasks", "validate"]) == 2
     assert _run(["tasks", "validate", "nope-nope"]) == 1
     assert "unknown task" in capsys.readouterr().out
+
+
+def test_cli_list_of_a_folder_and_validate_print_requirements_by_severity_and_sealed(tmp_path, capsys):
+    folder = _copy_task(tmp_path)
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "task.yaml").write_text("id: broken\n")
+    assert _run(["tasks", "list", str(tmp_path)]) == 1  # one folder is not a task: said, not raised
+    out = capsys.readouterr().out
+    assert "micro-slugify" in out and "7 requirements (1 critical, 3 major, 3 minor), 6 sealed" in out
+    assert "broken" in out and "✗" in out and "suite:" not in out
+    assert _run(["tasks", "list", str(folder)]) == 0
+    assert "6 sealed" in capsys.readouterr().out
+    assert _run(["tasks", "validate", str(folder)]) == 0
+    assert "7 requirements (1 critical, 3 major, 3 minor), 6 sealed" in capsys.readouterr().out
+    assert _run(["tasks", "list", str(tmp_path / "nope")]) == 1

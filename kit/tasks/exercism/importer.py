@@ -29,11 +29,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from kit import pyast
 from kit.errors import KitError
 from kit.tasks.exercism.marks import SeverityMap, load_severity_map, mark_source, test_functions
+from kit.tasks.task import write_task_file
 
 TAGS = ["exercism", "function"]
 SKIP_NO_FAILING = "no test fails on the stub (a refactoring exercise: the stub already works)"
@@ -158,18 +157,6 @@ def _acceptance_name(test: Path) -> str:
     return test.name if test.name.startswith("test_") or test.stem.endswith("_test") else f"test_{test.name}"
 
 
-class _BlockDumper(yaml.SafeDumper):
-    """Multi-line strings (the prompt) as readable literal blocks."""
-
-
-def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
-    style = "|" if "\n" in data else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-
-_BlockDumper.add_representer(str, _str_presenter)
-
-
 def _title(folder: Path, slug: str) -> str:
     """The first heading of instructions.md unless it is the generic "Instructions"; else the slug in words."""
     main = (folder / ".docs" / "instructions.md").read_text(encoding="utf-8")
@@ -278,10 +265,7 @@ def import_exercise(
             "long": False,
             "tags": TAGS,
         }
-        (tmp / "task.yaml").write_text(
-            yaml.dump(spec, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100),
-            encoding="utf-8",
-        )
+        write_task_file(tmp, spec)
         keys, passing, skipped = _passing_on_stub(tmp)
         result = ImportResult(slug, "imported", helpers=[h.name for h in helpers], dropped=sorted(skipped))
         if len(passing) == len(keys):

@@ -75,11 +75,15 @@ class SeverityMap(BaseModel):
             raise ValueError(f"severity {v!r} is not one of {', '.join(SEVERITIES)}")
         return v
 
-    def severity(self, exercise: str, key: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    def match(self, exercise: str, key: str) -> str | None:
+        """The severity the first matching rule gives (else ``default``), or None: the caller's rule."""
         for rule in self.rules:
             if fnmatch.fnmatchcase(exercise, rule.exercise) and re.search(rule.test, key):
                 return rule.severity
-        return self.default or default_severity(node)
+        return self.default
+
+    def severity(self, exercise: str, key: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+        return self.match(exercise, key) or default_severity(node)
 
 
 def load_severity_map(path: str | Path | None) -> SeverityMap:

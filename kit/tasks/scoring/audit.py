@@ -19,9 +19,15 @@ configuration and test data sit inside the repo copy (:class:`Audit` ``laid``): 
 are test code, never the repo's, and the laid files the agent could not see at the base (the hidden
 modules; conftests, configuration and data the change added or changed) are hidden files.
 
+Only the agent's code is charged: code of the repo that is as it was at the base (``basecode.py``:
+unchanged files, unchanged units of changed files) is looked through like the stdlib's helpers, so
+the project's own introspection -- a library that calls ``sys._getframe``, own tests that walk the
+stack -- is not flagged, while the agent's code reaching the same through a base helper still is.
+
 **What it does not close.** Nothing here can stop the code under test -- it makes what it does
 visible, and a flagged run is not re-scored. Code compiled under the file name of a stdlib module or
-of an installed library is taken for that library's; a native extension, or a process started
+of an installed library is taken for that library's (under an unchanged base file's, for the base's);
+base code steered by the agent's (a patched global, an argument) acts for it unseen; a native extension, or a process started
 before the hook could see it, acts unseen (but starting one is seen); reading ``f_locals`` of a frame
 already in hand raises no event.
 """
@@ -68,7 +74,7 @@ _CALLED = "orchbench.test_called"
 _WRAPPERS = frozenset({"<lambda>", "currentframe"})
 _OTHER = frozenset({"object.__getattr__", _CALLED})
 #: what a file is, for :meth:`Audit.kind`; an event's walk up the stack looks through some of them
-_REPO, _ANGLE, _LOADER_FILE, _HELPER, _STDLIB, _OTHER_FILE = range(6)
+_REPO, _ANGLE, _LOADER_FILE, _HELPER, _STDLIB, _OTHER_FILE, _BASE = range(7)
 _THROUGH_ALL = frozenset({_ANGLE, _LOADER_FILE, _HELPER, _STDLIB})  # file events: the whole stdlib
 _THROUGH_HELPERS = frozenset({_ANGLE, _HELPER, _LOADER_FILE})  # frame events: inspection helpers, pytest
 
@@ -133,6 +139,11 @@ class Audit:
         self.tests = frozenset(str(p) for p in laid.get("tests", ()))
         self.secret = frozenset(str(p) for p in laid.get("secret", ()))
         self.secret_names = frozenset(_basename(p) for p in self.secret)
+        # the base's code (kit/tasks/scoring/basecode.py): files as they were, unchanged line spans
+        self.same = frozenset(self.repo + str(rel) for rel in laid.get("same", ()))
+        self.spans = {
+            self.repo + str(rel): [tuple(s) for s in spans] for rel, spans in laid.get("changed", {}).items()
+        }
         paths = sysconfig.get_paths()
         self.stdlib = paths["stdlib"].rstrip("/") + "/"
         self.site = tuple({paths["purelib"].rstrip("/") + "/", paths["platlib"].rstrip("/") + "/"})
@@ -207,8 +218,8 @@ class Audit:
         return filename if found else ""
 
     def kind(self, name: str) -> int:
-        """What file ``name`` is (``_REPO``, ``_ANGLE``, ``_LOADER_FILE`` (pytest's and pluggy's), ``_HELPER``, ``_STDLIB``,
-        ``_OTHER_FILE``), remembered: a test that walks the stack (exercism's paasio helpers call
+        """What file ``name`` is (``_REPO``, ``_BASE`` (a repo file as at the base), ``_ANGLE``,
+        ``_LOADER_FILE`` (pytest's and pluggy's), ``_HELPER``, ``_STDLIB``, ``_OTHER_FILE``), remembered: a test that walks the stack (exercism's paasio helpers call
         ``inspect.getouterframes`` tens of thousands of times) raises an event per frame read."""
         found = self.kinds.get(name)
         if found is None:
@@ -217,6 +228,8 @@ class Audit:
             )
             if name in self.tests:
                 found = _OTHER_FILE  # laid test code (conftests, hidden modules): not the repo's
+            elif name in self.same:
+                found = _BASE  # a file of the repo as it was at the base: the project's, not the agent's
             elif name.startswith(self.repo):
                 found = _REPO
             elif name.startswith("<"):
@@ -242,12 +255,21 @@ class Audit:
         while frame is not None:
             name = frame.f_code.co_filename  # type: ignore[attr-defined]
             found = self.kind(name)
-            if found == _REPO:
+            if found == _REPO and not self.base_line(name, frame):
                 return f"{name.removeprefix(self.repo)}:{frame.f_lineno}"  # type: ignore[attr-defined]
-            if direct or found not in through:
+            if found not in (_REPO, _BASE) and (direct or found not in through):
                 return None
-            frame = frame.f_back  # type: ignore[attr-defined]
+            frame = frame.f_back  # type: ignore[attr-defined]  # (base code: looked through)
         return None
+
+    def base_line(self, name: str, frame: object) -> bool:
+        """Is ``frame`` (of the repo file ``name``, which the agent changed) at a line of a unit that
+        is as it was at the base?"""
+        spans = self.spans.get(name)
+        if not spans:
+            return False
+        line = frame.f_lineno  # type: ignore[attr-defined]
+        return line is not None and any(first <= line <= last for first, last in spans)
 
     def via_pytest(self, frame: object) -> bool:
         """Did the repo reach this event through pytest's own code (``_pytest._code``'s frames and
@@ -278,7 +300,7 @@ class Audit:
             name = frame.f_code.co_filename  # type: ignore[attr-defined]
             if name in self.tests or self.is_hidden(name):
                 return None
-            if self.kind(name) == _REPO:
+            if self.kind(name) == _REPO and not self.base_line(name, frame):
                 return f"{name.removeprefix(self.repo)}:{frame.f_lineno}"  # type: ignore[attr-defined]
             frame = frame.f_back  # type: ignore[attr-defined]
         thread = _current_thread()

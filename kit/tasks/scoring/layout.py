@@ -26,15 +26,12 @@ tampered.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from kit.tasks.requirements import test_files
 from kit.tasks.scoring.clean_copy import SKIP_NAMES, lay_file, pytest_config_file
-
-LAID_FILE = "laid.json"
 
 
 @dataclass
@@ -47,11 +44,9 @@ class Laid:
     tests: list[str] = field(default_factory=list)  # the laid Python files (test code)
     secret: list[str] = field(default_factory=list)  # laid files the agent could not see at the base
 
-    def write(self, kit_dir: Path) -> Path:
-        """The audit hook's view of the laid files, a kit file the sandbox sees read-only."""
-        path = kit_dir / LAID_FILE
-        path.write_text(json.dumps({"tests": self.tests, "secret": self.secret}), encoding="utf-8")
-        return path
+    def audit(self) -> dict:
+        """The audit hook's view of the laid files (``audit.py``)."""
+        return {"tests": self.tests, "secret": self.secret}
 
 
 def _tree_files(root: Path) -> list[PurePosixPath]:

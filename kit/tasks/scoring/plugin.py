@@ -101,8 +101,8 @@ def install(settings: dict) -> object:
     if settings.get("hidden"):  # its own scope: nothing reachable from the tests leads to it
         scope = _private_scope(vars(_load(settings["plugin"], "audit")))
         laid = None
-        if settings.get("laid"):  # (the repo layout: a kit file, read-only in the sandbox)
-            with open(settings["laid"], encoding="utf-8") as fh:
+        if settings.get("audit"):  # laid files, base code: a kit file, read-only in the sandbox
+            with open(settings["audit"], encoding="utf-8") as fh:
                 laid = _loads(fh.read())
         processes = bool(settings.get("processes", True))
         audit = scope["Audit"](settings["repo"], settings["hidden"], processes, laid)

@@ -28,8 +28,10 @@ Scoring never runs in the clone, and never in the process that reads the results
    **Must-fail twins** guard what stays in-process: each acceptance test runs beside a twin whose
    expectation nothing legitimate can meet (:mod:`kit.tasks.scoring.twins`). A requirement is
    credited only if it passes and its twin fails; a passing twin makes it ``gamed`` (failed). Tests
-   with neither twin nor sealed check are counted ``unguarded``. An audit hook records the code under test reading the hidden tests or taking
-   frames: the run is flagged ``suspicious`` (not re-scored).
+   with neither twin nor sealed check are counted ``unguarded``. An audit hook records the code under
+   test reading the hidden tests or taking frames: the run is flagged ``suspicious`` (not
+   re-scored). Only the agent's code is charged: what is as it was at the base is looked through
+   (:mod:`kit.tasks.scoring.basecode`).
 5. **Never unscored**: if scoring itself fails, :func:`score` still returns a Score with every
    requirement failed and ``unscored_reason`` saying why.
 
@@ -63,6 +65,7 @@ from kit.records.schema import Score
 from kit.tasks.git import git
 from kit.tasks.requirements import Requirement, count_test_functions, read_requirements, test_files  # noqa: F401 - re-exported
 from kit.tasks.scoring import verdicts
+from kit.tasks.scoring.basecode import base_code
 from kit.tasks.scoring.clean_copy import copy_clean, copy_sparse, use_base_tests
 from kit.tasks.scoring.session import PytestRun
 from kit.tasks.scoring.sessions import Sessions
@@ -175,7 +178,7 @@ def _base_info(session: Sessions, task: Task, ws: Workspace, base_dir: Path) -> 
     key = (
         ws.base_commit,
         task.test_command,
-        session.sandbox.name,
+        getattr(session.sandbox, "spec", session.sandbox.name),  # (a container image: its own)
         *task.own_tests_deselect,
         "|",
         *task.packages,
@@ -219,9 +222,10 @@ def evaluate(
         shutil.copytree(acc_dir, own_dir, copy_function=copy_sparse)
         _extract_commit(ws, base_dir)
         use_base_tests(own_dir, base_dir)
+        acc_code, own_code = base_code(acc_dir, base_dir), base_code(own_dir, base_dir)
         with ThreadPoolExecutor(3) as pool:
-            f_acc = pool.submit(session.acceptance, acc_dir)
-            f_own = pool.submit(session.own, "own", own_dir, task.test_command)
+            f_acc = pool.submit(session.acceptance, acc_dir, acc_code)
+            f_own = pool.submit(session.own, "own", own_dir, task.test_command, own_code)
             f_base = pool.submit(_base_info, session, task, ws, base_dir)
             acc, own, base = f_acc.result(), f_own.result(), f_base.result()
 

@@ -7,6 +7,7 @@ sessions get a kit folder of their own, without the acceptance copy, and leave o
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 from pathlib import Path
@@ -36,6 +37,7 @@ def _pytest_args(command: str) -> list[str] | None:
 
 
 _COMMON = ["-p", "no:cacheprovider", "--continue-on-collection-errors", "--maxfail=0"]
+AUDIT_SETTINGS = "audit.json"  # what the audit hook is told of the copy: laid files, base code
 
 
 class Sessions:
@@ -62,22 +64,24 @@ class Sessions:
         roots = import_roots(self.task.repo_dir, self.task.packages)
         return {"packages": self.task.packages, "package_roots": root_paths(repo, roots)}
 
-    def acceptance(self, repo: Path) -> PytestRun:
+    def acceptance(self, repo: Path, code: dict | None = None) -> PytestRun:
         """The hidden tests, with a must-fail twin beside each and canaries inside each module: from
-        the kit's folder (``folder`` layout) or laid at their paths in ``repo`` (:mod:`.layout`)."""
+        the kit's folder (``folder`` layout) or laid at their paths in ``repo`` (:mod:`.layout`).
+        ``code``: which code of ``repo`` is the base's (:mod:`.basecode`), for the audit hook."""
         folder = self.kit_dir / ACCEPTANCE_DIRNAME
         shutil.copytree(self.task.acceptance_dir, folder, ignore=COPY_IGNORE)
         self.injected = inject_folder(folder)
         ini = self.kit_dir / "acceptance.ini"
         ini.write_text("[pytest]\npython_files = test_*.py *_test.py\n", encoding="utf-8")
-        extra, ro_files = self.packages(repo), []
+        extra, ro_files, audit = self.packages(repo), [], dict(code or {})
         if self.task.acceptance_layout == "repo":
             self.prefix = ""
             laid = lay(folder, self.task.acceptance_dir, repo, self.task.repo_dir)
             ini, root, paths, ro_files = laid.config or ini, repo, laid.modules, laid.files
-            extra["laid"] = str(laid.write(self.kit_dir))
+            audit.update(laid.audit())
         else:
             root, paths = self.kit_dir, [str(folder)]
+        extra["audit"] = _write_json(self.kit_dir / AUDIT_SETTINGS, audit)
         canaries = {n: (self.prefix + m, must) for n, (m, must) in self.injected.canaries.items()}
         sealed = {site: check.digest for site, check in self.injected.sealed.items()}
         expect = Expect(canaries, self.injected.twins, sealed, self.injected.observer)
@@ -96,8 +100,9 @@ class Sessions:
             ro_files=ro_files,
         )
 
-    def own(self, label: str, repo: Path, command: str) -> PytestRun:
-        """The repo's own tests; a pytest command gets the kit's stream, anything else is one pass/fail."""
+    def own(self, label: str, repo: Path, command: str, code: dict | None = None) -> PytestRun:
+        """The repo's own tests; a pytest command gets the kit's stream, anything else is one pass/fail.
+        ``code``: which code of ``repo`` is the base's (:mod:`.basecode`; none: all of it counts)."""
         args = _pytest_args(command)
         if args is None:
             env = command_env(self.task.packages, self.task.repo_dir, repo)
@@ -116,8 +121,18 @@ class Sessions:
             self.timeout_s,
             self.own_canary,
             hidden=self.own_canary.parent,  # the audit hook watches the own tests too
-            extra=self.packages(repo),
+            extra={
+                **self.packages(repo),
+                "audit": _write_json(self.own_dir / f"{label}-{AUDIT_SETTINGS}", code or {}),
+            },
         )
+
+
+def _write_json(path: Path, data: dict) -> str:
+    """``data`` in a kit file the session sees read-only (no secret: the audit hook's view of the
+    copy); its path for the settings."""
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return str(path)
 
 
 def _mkdir(path: Path) -> Path:

@@ -1,0 +1,215 @@
+"""``docs/tasks.md``, generated from the model that reads ``task.yaml`` (:class:`kit.tasks.task.TaskFile`)
+and from the docstrings of the modules that define the rules (the severity rule, the transitions,
+the importer's steps), so the page cannot drift from the code. ``python -m kit docs`` rewrites it
+with docs/experiments.md; ``--check`` fails when either is stale (``tests/app/test_task_reference.py``)."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+from kit.app.reference import table
+from kit.paths import REPO_ROOT
+from kit.records.schema import SEVERITIES
+from kit.tasks.history import importer, prompt, severity
+from kit.tasks.task import TaskFile, TaskLimits, TaskSource
+from kit.tasks.transitions import MEANING
+
+TASKS_REFERENCE = REPO_ROOT / "docs" / "tasks.md"
+
+
+def markdown(doc: str | None) -> str:
+    """A docstring as markdown: ``x`` -> `x`, :role:`x` -> `x` (last dotted part for modules)."""
+    text = inspect.cleandoc(doc or "")
+    text = re.sub(r":(?:mod|func|class|data|meth|attr):`~?\.?([\w.]+)`", lambda m: f"`{m.group(1)}`", text)
+    return text.replace("``", "`")
+
+
+def _after_first_paragraph(doc: str | None) -> str:
+    return markdown(doc).split("\n\n", 1)[1] if "\n\n" in markdown(doc) else ""
+
+
+INTRO = """# Tasks: the format, and bringing your own
+
+Generated from the model that reads `task.yaml` (`kit/tasks/task.py`) and the modules that define the
+rules (`kit/tasks/history/`, `kit/tasks/transitions.py`) by `python -m kit docs`; do not edit by hand
+(`tests/app/test_task_reference.py` fails when it is stale).
+
+A task is a folder. Runs name it by id (a folder of `datasets/tasks/`) or by path (any folder holding
+a `task.yaml`), in an experiment's `tasks:` or `kit run --tasks`:
+
+```
+task.yaml      what the task is (the fields below)
+repo/          the starting code, with its own tests (they pass); the only thing a run's clone holds
+acceptance/    the hidden tests, one requirement per test function; never shown to the agent
+solution/      the reference change: full copies of the files it adds or modifies, at their paths;
+               solution/DELETED.txt lists the files it deletes, one path a line (# comments allowed)
+```
+
+A run's clone is a fresh git repository holding `repo/` as its one commit (built by the kit with a
+fixed author and date: no history, no tags, no objects of anything later). Neither `acceptance/` nor
+`solution/` enters it, and the agent's sandbox shows neither.
+
+`python -m kit tasks validate ID|PATH|suite:NAME|--all` checks the contract, scored exactly as a run
+is (the kit's scorer, in its sandbox): the own tests pass at the start; every hidden test fails at the
+start (unless marked `baseline_pass`); with `solution/` laid over the start (and `DELETED.txt`
+applied) every hidden test and every own test passes, and scoring sees no introspection.
+`python -m kit tasks list [PATH]` lists the tasks of `datasets/tasks/` (or of the folder PATH) with
+their requirements by severity and how many have a sealed check; `validate` prints the same line.
+"""
+
+
+def _layouts() -> list[str]:
+    return [
+        "## Acceptance layouts (`acceptance_layout:`)",
+        "",
+        "- `folder` (the default; the hand-made and Exercism tasks): `acceptance/` is a folder of the "
+        "kit's own. The hidden tests run from a kit folder beside the scoring copy of the final tree, "
+        "with the kit's pytest configuration; the tree under test is on `sys.path` (last).",
+        "- `repo` (what `import-git` writes): `acceptance/` mirrors repo-relative paths. It holds the "
+        "hidden test modules -- each cut down to its hidden test functions plus everything they need "
+        "(imports, helpers, fixtures, the non-test methods of their classes) -- the repo's "
+        "`conftest.py` files on their paths, the pytest configuration they need and the test data "
+        "they use. In the acceptance session's copy of the final tree each of these files is laid at "
+        "its original path, replacing whatever the agent left there; pytest runs on the hidden test "
+        "modules only, with the task's configuration -- never a configuration, conftest or data file "
+        "the agent wrote. Sealed checks, must-fail twins, canaries, the report stream and the audit "
+        "hook work as for `folder`.",
+        "",
+        "The own tests are the repo's tests as of the base commit, run on a copy of the final tree "
+        "whose test files, conftests and pytest configuration are the base's (tests the agent added "
+        "count only as tests added), minus `own_tests_deselect`: an entry leaves out the node id it "
+        "names and, when it names a module or a test function, every test under it "
+        "(`path::Class::name[params]`).",
+        "",
+    ]
+
+
+def _marks() -> list[str]:
+    return [
+        "## Requirements, severities and baseline marks",
+        "",
+        "Each test function in `acceptance/` (module level, or a method of a `Test*` class or a "
+        "`unittest.TestCase` subclass) is one requirement; a parametrized test is one requirement "
+        "that fails if any case fails. Its key is `<file>::[Class::]name`, the file relative to "
+        "`acceptance/`. The kit reads the marks from the source (nothing is imported):",
+        "",
+        f'- `@pytest.mark.severity("critical" | "major" | "minor")` -- one of {", ".join(SEVERITIES)} -- '
+        'on the function, its class, or the module (`pytestmark = pytest.mark.severity("major")`); '
+        "the closest wins. A requirement without one is a task error. A failed requirement is a "
+        "defect of its severity.",
+        "- `@pytest.mark.baseline_pass` marks a test that is allowed to pass at the start; it is not "
+        "a requirement (left out of the totals; one that fails at the end is reported apart as "
+        "`baseline_broken`).",
+        "",
+        "### How a test's outcome on each side counts (`kit/tasks/transitions.py`)",
+        "",
+        "The base is the starting code; the change is the reference solution (when a task is imported "
+        "or validated) or the agent's final tree (when a run is scored).",
+        "",
+        "| transition | counts as |",
+        "|---|---|",
+        *(f"| `{t.value}` | {m} |" for t, m in MEANING.items()),
+        "",
+    ]
+
+
+def _import_git() -> list[str]:
+    return [
+        "## Bring your own task: `kit tasks import-git`",
+        "",
+        "```",
+        "python -m kit tasks import-git REPO (--commit SHA | --range BASE..HEAD) [--id ID]",
+        "    [--prompt-file F] [--out DIR] [--tests GLOB...] [--severities FILE] [--timeout S]",
+        "    [--repo-url URL] [--force] [--sandbox bwrap|none]",
+        "```",
+        "",
+        "REPO is a local git repository (a clone or a bare repository). `--commit SHA` takes a fix "
+        "commit (the base is its first parent); `--range BASE..HEAD` a span of history, e.g. two "
+        "release tags. The task is written to `--out` (default `datasets/tasks/`) as `<id>/`, the id "
+        "from `--id` or the repository's folder name and the commit; an existing folder is replaced "
+        "only with `--force`. It prints which test file it is checking, then the hidden tests by "
+        "severity, the candidates it left out and the own tests it left out, each with why.",
+        "",
+        markdown(importer.__doc__).split("\n\n", 1)[1],
+        "",
+        "**The repository is untrusted.** Every git command goes through the kit's git wrapper: no "
+        "hook, filter, diff driver, pager, fsmonitor or signature check of the repository runs; "
+        "trees are written from the raw blobs (no `.gitattributes` conversion, `export-ignore` or "
+        "`export-subst`); a symlink is kept only as a copy of a file inside the tree; submodules are "
+        "left out.",
+        "",
+        "**Which files are tests.** " + markdown(_testfiles_doc()),
+        "",
+        "**The project's package must not be importable from the kit's own environment.** The "
+        "importer finds the repository's top-level import names (packages and modules at its top or "
+        "under `src/`; recorded as `packages:`) and **refuses** the import when the kit's interpreter "
+        "(isolated, as scoring starts it) already imports one of them from elsewhere -- an installed "
+        "release would shadow the task's code in scoring and hand the agent another version of the "
+        "answer. Import such a project with a kit whose environment does not hold that package.",
+        "",
+        "### The severity rule (`kit/tasks/history/severity.py`)",
+        "",
+        _after_first_paragraph(severity.__doc__),
+        "",
+        "### The prompt",
+        "",
+        "`--prompt-file F` gives it. Otherwise: " + markdown(prompt.__doc__).split(": ", 1)[1],
+        "",
+        "### What `task.yaml` records",
+        "",
+        "`acceptance_layout: repo`, `packages:`, `own_tests_deselect:` (each own test left out: the "
+        "ones the change modified or removed, and the ones that fail at the base or with the "
+        "reference solution), a `test_command` that `--ignore`s own test modules that do not even "
+        "collect at the base or with the reference solution (or that the change deletes), `long: true` when the change touches at least 2 source files and 150 "
+        "changed source lines (added + removed, the solution's Python files) and keeps at least 8 "
+        "hidden tests, a `scoring_timeout_s` of at least three times the slowest validation scoring, "
+        "and `source:` -- so a user can tell a task made before a model's training cutoff from one "
+        "made after it.",
+        "",
+        "### Errors",
+        "",
+        "Each is one message and a non-zero exit status: not a git repository; an unknown commit; a "
+        "root commit; a range that is not `BASE..HEAD` or whose BASE is not an ancestor of HEAD; a "
+        "change with no test module, or no test function added or changed; no test going "
+        "fail -> pass (each candidate listed with why); a package the kit's environment imports; an "
+        "id that cannot name a folder; an existing task folder. A candidate that does not validate "
+        "is refused with `kit tasks validate`'s reasons, and nothing is written.",
+        "",
+        "### Exercism exercises",
+        "",
+        "`python -m kit tasks import-exercism PATH` turns Exercism python-track exercises into "
+        "`folder`-layout tasks (`kit/tasks/exercism/importer.py`); `--severities FILE` takes the same "
+        "mapping format (`datasets/severities/exercism-example.yaml`).",
+        "",
+    ]
+
+
+def _testfiles_doc() -> str:
+    from kit.tasks.history import testfiles
+
+    return markdown(testfiles.__doc__).split("**Test side.** ", 1)[1]
+
+
+def render() -> str:
+    parts = [INTRO]
+    for title, model, prefix in (
+        ("`task.yaml`", TaskFile, "TaskFile"),
+        ("`limits:` (in task.yaml)", TaskLimits, "TaskLimits"),
+        ("`source:` (in task.yaml; written by import-git)", TaskSource, "TaskSource"),
+    ):
+        parts += [f"## {title}", "", " ".join(markdown(model.__doc__).split()), "", *table(model, prefix), ""]
+    parts += _layouts() + _marks() + _import_git()
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def write(path: Path | None = None) -> Path:
+    path = path or TASKS_REFERENCE
+    path.write_text(render(), encoding="utf-8")
+    return path
+
+
+def is_current(path: Path | None = None) -> bool:
+    path = path or TASKS_REFERENCE
+    return path.is_file() and path.read_text(encoding="utf-8") == render()
