@@ -5,7 +5,6 @@ expected values' forms the same way."""
 
 from __future__ import annotations
 
-import collections
 import datetime
 import decimal
 import fractions
@@ -73,20 +72,16 @@ def _number(value: object, kind: type) -> object:
 
 
 def _base(value: object) -> type | None:
-    """The plain type ``value`` compares as: its exact type, or the plain base of a subclass that
-    keeps the base's ``__eq__`` (a namedtuple, an IntEnum, a StrEnum); None for anything else."""
+    """The plain type ``value`` compares as: its exact type, or the plain base of a subclass -- by
+    the base's contents, whatever the subclass's own ``__eq__`` says. So a real suite's
+    ``assert doc == {"a": 1}`` on a dict subclass (a tomlkit Table, a boltons OrderedMultiDict) is
+    decided by the items it holds, and a value rigged to equal everything is judged by its contents;
+    a subclass whose ``==`` means more than its contents fails with the reference solution, and
+    ``kit tasks import-git`` / ``validate`` say so. None for anything else."""
     kind = type(value)
     if kind in _PLAIN or kind in _TIMES or value is None:
         return kind
-    if kind in (collections.OrderedDict, collections.Counter):
-        return dict  # compared with a plain dict: as a dict (a Counter's missing keys aside)
-    for base in _PLAIN:
-        if isinstance(value, base):
-            mro = type.__dict__["__mro__"].__get__(kind)
-            for klass in mro:
-                if "__eq__" in type.__dict__["__dict__"].__get__(klass):
-                    return base if klass is base else None
-    return None
+    return next((base for base in _PLAIN if issubclass(kind, base)), None)  # the real type, not __class__
 
 
 def canonical(value: object, budget: list[int] | None = None, depth: int = 0) -> object:
