@@ -11,7 +11,7 @@ import fractions
 import hashlib
 import json
 import reprlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 _dumps = json.dumps
 _sha256 = hashlib.sha256
@@ -110,16 +110,27 @@ def canonical(value: object, budget: list[int] | None = None, depth: int = 0) ->
         if getattr(value, "tzinfo", None) is not None:
             return None  # aware times compare across zones: not canonicalised
         return [kind.__name__, value.isoformat()]  # type: ignore[attr-defined]
-    if kind in (list, tuple):
-        items = list.__iter__(value) if kind is list else tuple.__iter__(value)  # type: ignore[arg-type]
-        forms = [canonical(item, budget, depth + 1) for item in items]
-        return None if None in forms else [kind.__name__, forms]
-    if kind in (set, frozenset):
-        forms = [canonical(item, budget, depth + 1) for item in set(value)]  # type: ignore[call-overload]
-        if None in forms:
+    forms = []
+    for item in _contents(value, kind):
+        if budget[0] < 0:  # a subclass's own iteration may not end
             return None
-        return ["set", sorted(_dumps(f, separators=(",", ":")) for f in forms)]
-    pairs = [(canonical(k, budget, depth + 1), canonical(v, budget, depth + 1)) for k, v in dict.items(value)]  # type: ignore[arg-type]
-    if any(k is None or v is None for k, v in pairs):
-        return None
-    return ["dict", sorted(_dumps(p, separators=(",", ":")) for p in pairs)]
+        if kind is dict:
+            key, val = item  # a pair, or the walk fails (the value then has no form)
+            form = [canonical(key, budget, depth + 1), canonical(val, budget, depth + 1)]
+        else:
+            form = canonical(item, budget, depth + 1)
+        if form is None or (kind is dict and None in form):
+            return None
+        forms.append(form)
+    if kind in (list, tuple):
+        return [kind.__name__, forms]
+    return ["set" if kind is not dict else "dict", sorted(_dumps(f, separators=(",", ":")) for f in forms)]
+
+
+def _contents(value: object, kind: type) -> Iterable:
+    """What a container holds: a plain one's through the base type, a subclass's through its own
+    protocol (``items()`` / ``iter``), which is what its ``==`` looks at -- a tomlkit Table keeps
+    the dict it derives from out of step with its contents."""
+    if type(value) is kind:
+        return dict.items(value) if kind is dict else kind.__iter__(value)  # type: ignore[attr-defined]
+    return value.items() if kind is dict else iter(value)  # type: ignore[attr-defined,call-overload]
