@@ -130,12 +130,17 @@ def cmd_import_git(args: argparse.Namespace) -> int:
 
 
 def _run_import(argv: list[str]) -> int:
-    """``python -m kit ARGV`` in this process (build-suite's way to run import-git)."""
-    from kit.app.cli import main
-
+    """``python -m kit ARGV`` (a ``tasks import-git`` command line) in this process: build-suite's
+    way to run the importer exactly as its README command lines do."""
+    parser = argparse.ArgumentParser(prog="python -m kit")
+    add_cli(parser.add_subparsers())
+    args = parser.parse_args(argv)
     saved, sys.argv = sys.argv, ["kit", *argv]  # import-git records its own command line in task.yaml
     try:
-        return main(argv)
+        return int(args.func(args) or 0)
+    except KitError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     finally:
         sys.argv = saved
 
@@ -274,6 +279,10 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(func=cmd_import_git)
 
+    _add_build_suite(sub)
+
+
+def _add_build_suite(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "build-suite", help="build a suite's tasks from clones of its projects (datasets/suites/<name>.yaml)"
     )
