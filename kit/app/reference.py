@@ -99,6 +99,7 @@ EXAMPLES: dict[str, Any] = {
     "TaskFile.acceptance_layout": "repo",
     "TaskFile.packages": ["mylib"],
     "TaskFile.own_tests_deselect": ["tests/test_parser.py::test_trailing_comma_rejected"],
+    "TaskFile.sandbox_image": "python:3.11-slim",
     "TaskFile.source": {"kind": "git", "base": "4f1c...", "head": "9a2e..."},
     "TaskLimits.max_steps": 40,
     "TaskSource.repo_url": "https://github.com/me/mylib",
