@@ -15,8 +15,16 @@ def test_the_recorder_reports_each_call_and_phase(tmp_path):
     seen: list[Progress] = []
     rec = RunRecorder(tmp_path / "run", "micro-slugify__pdca__p__r1", on_progress=seen.append)
     rec.event("phase", "", "PLAN", "r0 n0")
-    rec.call(CallRecord(run_id="x", role="scout", tier="cheap", model="m", input_uncached=100, output=20, cost_usd=0.01))
-    rec.call(CallRecord(run_id="x", role="analyst", tier="medium", model="m", cache_read=300, output=5, cost_usd=0.02))
+    rec.call(
+        CallRecord(
+            run_id="x", role="scout", tier="cheap", model="m", input_uncached=100, output=20, cost_usd=0.01
+        )
+    )
+    rec.call(
+        CallRecord(
+            run_id="x", role="analyst", tier="medium", model="m", cache_read=300, output=5, cost_usd=0.02
+        )
+    )
     rec.event("phase", "", "DO", "r0 n0")
     rec.event("tool", "executor", "run", "command='pytest'")  # not a progress step
     rec.close()
@@ -32,7 +40,9 @@ def test_the_recorder_reports_each_call_and_phase(tmp_path):
         raise RuntimeError("display gone")
 
     rec = RunRecorder(tmp_path / "run2", "r2", on_progress=broken)
-    rec.call(CallRecord(run_id="x", role="coder", tier="cheap", model="m"))  # a broken view never breaks the run
+    rec.call(
+        CallRecord(run_id="x", role="coder", tier="cheap", model="m")
+    )  # a broken view never breaks the run
     rec.call(CallRecord(run_id="x", role="coder", tier="cheap", model="m"))
     rec.close()
     assert rec.calls == 2 and rec.on_progress is None
