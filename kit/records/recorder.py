@@ -55,6 +55,7 @@ class RunRecorder:
         self.tool_s = 0.0
         self.event_counts: dict[str, int] = {}
         self._by_conversation: dict[str, list[CallRecord]] = {}
+        self.phase: str | None = None  # the last ``phase`` event's name: stamped on each call record
         self.started = time.monotonic()
 
     # -- appenders -------------------------------------------------------------------------
@@ -69,6 +70,8 @@ class RunRecorder:
 
     def call(self, record: CallRecord) -> None:
         record.run_id = self.run_id
+        if record.phase is None:
+            record.phase = self.phase
         self._append(CALLS, record)
         with self._lock:
             self.calls += 1
@@ -107,6 +110,8 @@ class RunRecorder:
         )
         with self._lock:
             self.event_counts[kind] = self.event_counts.get(kind, 0) + 1
+            if kind == "phase":
+                self.phase = name
             if kind in ("tool", "denied"):
                 self.tool_s += duration_s
 

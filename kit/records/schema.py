@@ -175,6 +175,9 @@ class CallRecord(BaseModel):
     )
     action_mode: str | None = None
     conversation: str | None = None
+    phase: str | None = Field(
+        None, description="The strategy's phase when the call was recorded (the run's last `phase` event)."
+    )
     replayed: bool = Field(
         False, description="Copied from a workflow journal on resume: spent by an earlier attempt of the run."
     )
@@ -320,7 +323,13 @@ class RunRecord(BaseModel):
     counters: dict[str, Any] = Field(default_factory=dict)
     totals: Usage = Field(default_factory=Usage)
     calls: int = 0
-    sandbox: str = Field("", description="Where agent commands ran: bwrap, or none (unsandboxed).")
+    sandbox: str = Field(
+        "", description="Where agent commands and scoring ran: bwrap, podman, docker, or none (unsandboxed)."
+    )
+    sandbox_image: str = Field("", description="With podman or docker: the image's name; '' otherwise.")
+    sandbox_image_id: str = Field(
+        "", description="With podman or docker: the image's id (sha256:...), what every command ran in."
+    )
     settings: dict[str, Any] = Field(
         default_factory=dict,
         description="Everything that shaped the run (kit.run.fingerprint); empty in older records.",

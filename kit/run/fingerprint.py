@@ -22,6 +22,7 @@ from kit import strategies
 from kit.config import Experiment, PriceSheet, Profile
 from kit.paths import PROMPTS_DIR, is_ignored
 from kit.run.plan import RunSpec, redacted
+from kit.run.sandboxing import run_sandbox
 from kit.strategies.options import SHARED_PROMPTS
 from kit.tasks.validate import task_hash
 
@@ -56,6 +57,10 @@ def prompt_texts(strategy: str, overrides: dict[str, str]) -> dict[str, str]:
     return texts
 
 
+#: Limits of the whole experiment, not of a run: they never change what a run does.
+EXPERIMENT_WIDE = {"max_total_usd"}
+
+
 def run_settings(
     spec: RunSpec, experiment: Experiment, profile: Profile, sheet: PriceSheet
 ) -> dict[str, Any]:
@@ -78,6 +83,7 @@ def run_settings(
         },
         "limits": _limits(experiment),
         "sandbox": experiment.sandbox,
+        **run_sandbox(experiment, spec.task).settings(),  # podman, docker: the image, by id
     }
     if experiment.limits.max_usd is not None:  # the prices decide when the run stops
         settings["prices"] = {
@@ -147,7 +153,7 @@ LATER_LIMITS = ("disk_quota_mb", "disk_quota_files")
 
 
 def _limits(experiment: Experiment) -> dict[str, Any]:
-    limits = experiment.limits.model_dump(mode="json")
+    limits = experiment.limits.model_dump(mode="json", exclude=EXPERIMENT_WIDE)
     for key in LATER_LIMITS:
         if limits.get(key) == type(experiment.limits).model_fields[key].default:
             limits.pop(key)

@@ -29,6 +29,7 @@ from kit.records.schema import DISK_QUOTA, RunRecord, utc_now
 from kit.run.fingerprint import fingerprint, run_settings, write_prompts
 from kit.run.plan import RunSpec, redacted
 from kit.run.results import INTERRUPTED
+from kit.run.sandboxing import run_sandbox
 from kit.sandbox.base import SANDBOX_GID, SANDBOX_UID, drops_to_sandbox_user
 from kit.sandbox.quota import Quota, provide, release, unmount
 from kit.secrets import Redactor
@@ -59,6 +60,7 @@ def new_record(
     profile, the strategy's options and the sandbox, and the run's settings with their fingerprint
     (:mod:`kit.run.fingerprint`); ``fields`` fill in the rest."""
     settings = run_settings(spec, experiment, profile, sheet)
+    box = run_sandbox(experiment, spec.task)
     return RunRecord(
         run_id=spec.run_id(profile.name),
         experiment=experiment.name,
@@ -70,7 +72,9 @@ def new_record(
         price_sheet=sheet.model_dump(mode="json"),
         profile_spec=redacted(profile),
         options=experiment.strategy_options.get(spec.strategy, {}),
-        sandbox=experiment.sandbox,
+        sandbox=box.backend,
+        sandbox_image=box.image,
+        sandbox_image_id=box.image_id,
         settings=settings,
         fingerprint=fingerprint(settings),
         **fields,
@@ -128,7 +132,8 @@ def play_run(
     try:
         quota = provide(run_dir / "repo", limits.disk_quota_mb * 2**20, limits.disk_quota_files, _owner())
         budget.disk = quota.over
-        workspace = create_workspace(spec.task, run_dir / "repo", sandbox=experiment.sandbox)
+        box = run_sandbox(experiment, spec.task).spec  # the backend, and the image pinned by its id
+        workspace = create_workspace(spec.task, run_dir / "repo", sandbox=box)
         record.base_commit = workspace.base_commit
         ctx = _context(spec, experiment, profile, sheet, out, recorder, workspace, budget, tiers)
         result = strategies.get(spec.strategy)(ctx)
@@ -224,7 +229,7 @@ def _context(
         options=experiment.strategy_options.get(spec.strategy, {}),
         budget=budget,
         journal_dir=out / "journals",
-        sandbox=experiment.sandbox,
+        sandbox=workspace.sandbox or experiment.sandbox,
         tiers=tiers,
     )
 
@@ -345,7 +350,7 @@ def _score(
     """Score the snapshot (never leaves the run without a score: a scoring failure gives every
     requirement failed, outcome ``unscored``); a tampered report gives outcome ``tampered``."""
     record.score = scoring.score(
-        spec.task, workspace, record.claimed_done, sandbox=experiment.sandbox, snap=snap
+        spec.task, workspace, record.claimed_done, sandbox=workspace.sandbox or experiment.sandbox, snap=snap
     )
     if record.score.unscored_reason:
         record.error = (record.error + "; " if record.error else "") + record.score.unscored_reason

@@ -16,6 +16,7 @@ from kit.tasks.scoring.clean_copy import copy_clean
 from kit.tasks.scoring.scorer import score
 from kit.tasks.task import load_task
 from kit.tasks.workspace import create_workspace, diff, diff_stats
+from tests.support.sandboxes import backends
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap needs Linux")
 
@@ -86,10 +87,11 @@ def test_the_diff_covers_ignored_and_undecodable_files_and_is_written_as_is(tmp_
     assert b"+caf\xe9 latin-1 text" in (tmp_path / "records" / "diff.patch").read_bytes()
 
 
-def test_links_and_special_files_stay_behind_and_sparse_files_stay_sparse(tmp_path):
+@pytest.mark.parametrize("backend", backends())
+def test_links_and_special_files_stay_behind_and_sparse_files_stay_sparse(tmp_path, backend):
     """The snapshot follows no link out of the clone, copies no FIFO, drops a file over its cap without
-    reading it, and neither it nor the scoring copy turns a sparse file dense."""
-    ws = create_workspace(load_task("micro-slugify"), tmp_path / "run" / "repo")
+    reading it, and neither it nor the scoring copy turns a sparse file dense -- taken in any sandbox."""
+    ws = create_workspace(load_task("micro-slugify"), tmp_path / "run" / "repo", sandbox=backend)
     secret = tmp_path / "host-secret.txt"
     secret.write_text("HOST-SECRET\n")
     (ws.root / "leak.txt").symlink_to(secret)
