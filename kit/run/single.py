@@ -14,6 +14,7 @@ import contextlib
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from kit.config import Experiment, PriceSheet, Profile, Tier
 from kit.errors import Interrupted
 from kit.model.gateway import Gateway
 from kit.prompts import PromptBook
-from kit.records.recorder import RunRecorder
+from kit.records.recorder import Progress, RunRecorder
 from kit.records.schema import DISK_QUOTA, RunRecord, utc_now
 from kit.run.fingerprint import fingerprint, run_settings, write_prompts
 from kit.run.plan import RunSpec, redacted
@@ -89,11 +90,13 @@ def run_one(
     out: Path,
     commit: str = "",
     stop: threading.Event | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
 ) -> RunRecord:
     """Run one (task, strategy, repeat) start to end: clone, strategy, scoring, records. Never raises
     for a failure inside the run (that becomes outcome ``error`` with its message); an OSError means
-    its records could not be written."""
-    return score_run(play_run(spec, experiment, profile, sheet, out, commit, stop))
+    its records could not be written. ``on_progress`` is told the run's progress after each call and
+    phase."""
+    return score_run(play_run(spec, experiment, profile, sheet, out, commit, stop, on_progress))
 
 
 def play_run(
@@ -104,14 +107,18 @@ def play_run(
     out: Path,
     commit: str = "",
     stop: threading.Event | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
 ) -> PlayedRun:
     """The strategy phase: a fresh clone and the strategy on it. ``stop`` (Ctrl-C) makes the agents
-    stop at their next step; the run is then ``interrupted``."""
+    stop at their next step; the run is then ``interrupted``. ``on_progress`` (a live view) is told
+    the run's calls, tokens, dollars, role and phase after each call and phase."""
     run_id = spec.run_id(profile.name)
     run_dir = out / "runs" / run_id
     if run_dir.exists():  # a torn or interrupted run: start it again from scratch
         _remove_run(run_dir)
-    recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))
+    recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile), on_progress)
+    if on_progress is not None:
+        on_progress(recorder.progress())  # the run shows as started before its first call
     write_prompts(run_dir, spec.strategy, experiment.prompt_overrides)  # the texts its settings hash
     started_at, t0 = utc_now(), time.monotonic()
     tiers = strategies.role_tiers(spec.strategy, experiment.tiers.get(spec.strategy), profile)
