@@ -164,6 +164,10 @@ class Limits(_Strict):
     max_tokens: int | None = Field(None, gt=0, description="Stop a run after this many tokens in total.")
     command_timeout_s: float = Field(120.0, gt=0, description="Seconds one agent command may take.")
     max_format_errors: int = Field(3, ge=1, description="Invalid actions in a row before an agent stops.")
+    disk_quota_mb: int = Field(
+        1024, ge=16, description="Megabytes the run's clone may hold (a file system of its own as root)."
+    )
+    disk_quota_files: int = Field(100_000, ge=1000, description="Files and folders the run's clone may hold.")
     max_total_usd: float | None = Field(
         None,
         gt=0,

@@ -74,6 +74,8 @@ def _files(root: Path, skip_top: str | None = None) -> dict[str, tuple[bytes, in
         here = Path(dirpath)
         if here == root and skip_top in dirnames:
             dirnames.remove(skip_top)
+        if here == root and skip_top and f"{skip_top}.img" in filenames:
+            filenames.remove(f"{skip_top}.img")
         for name in filenames:
             path = here / name
             if path.is_file() and not path.is_symlink():
@@ -100,7 +102,7 @@ def run_remote(
         run_one(spec, experiment, profile, sheet, out, commit, on_progress=_sender(progress))
         run_dir = out / "runs" / spec.run_id(profile.name)
         return {
-            "run": _files(run_dir, skip_top=WORKSPACE),
+            "run": _files(run_dir, skip_top=WORKSPACE),  # (and its quota image, repo.img)
             "other": {k: v for k, v in _files(out, skip_top="runs").items()},
         }
 
