@@ -164,6 +164,13 @@ class Limits(_Strict):
     max_tokens: int | None = Field(None, gt=0, description="Stop a run after this many tokens in total.")
     command_timeout_s: float = Field(120.0, gt=0, description="Seconds one agent command may take.")
     max_format_errors: int = Field(3, ge=1, description="Invalid actions in a row before an agent stops.")
+    max_total_usd: float | None = Field(
+        None,
+        gt=0,
+        description="Experiment-wide: no new run starts once the experiment's spend (its finished runs) "
+        "plus the most every run in flight and the new one can spend would pass this; needs max_usd, "
+        "max_tokens or max_model_calls (the most one run can spend). Not part of a run's settings.",
+    )
 
 
 class Experiment(_Strict):

@@ -57,6 +57,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
+    capped = state.cap.message()
+    if capped:
+        print(f"stopped: {capped}", file=sys.stderr, flush=True)
     if not args.no_report:  # the tables first, the summary last: where the eyes are when it ends
         from kit.analysis.report import report
 
@@ -65,7 +68,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             f"one file to send (tables and figures): python -m kit report {out} --format html --out report.html"
         )
     print(f"results: {out}")
-    return 1 if errors else 0
+    if capped:
+        print(f"stopped: {capped}")
+    return 1 if errors else 3 if capped else 0
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -99,6 +104,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, object] | None:
             out[name] = items
     if args.repeats is not None:
         out["repeats"] = args.repeats
+    if args.max_total_usd is not None:
+        out["limits"] = {"max_total_usd": args.max_total_usd}
     for name in ("sandbox", "sandbox_image"):
         if getattr(args, name, None):
             out[name] = getattr(args, name)
@@ -110,6 +117,13 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tasks", metavar="A,B", help="run these tasks (comma-separated ids or suite:NAME)")
     p.add_argument("--strategies", metavar="X,Y", help="run these strategies (comma-separated)")
     p.add_argument("--repeats", type=int, metavar="N", help="repeats per task x strategy")
+    p.add_argument(
+        "--max-total-usd",
+        type=float,
+        metavar="USD",
+        help="experiment-wide cap: start no run once the spend so far plus the most the runs in flight and "
+        "the new one can spend would pass it (limits.max_total_usd)",
+    )
     p.add_argument(
         "--sandbox",
         choices=["bwrap", "podman", "docker", "none"],

@@ -43,6 +43,7 @@ EXAMPLES: dict[str, Any] = {
     "Experiment.tiers": {"workflow": {"analyzer": "medium"}, "pdca": "cheap"},
     "Limits.max_model_calls": 60,
     "Limits.max_usd": 2.5,
+    "Limits.max_total_usd": 40.0,
     "Limits.max_tokens": 2000000,
     "Profile.name": "my-models",
     "Profile.description": "Our gateway's models.",
@@ -215,6 +216,14 @@ most one call past it. The bound is the smallest of `max_usd` + one call, `max_t
 per-token price + one call, and `max_model_calls` x one call (agents that run in parallel, as the
 workflow's, may each have one call in flight when the budget runs out). Without any of the three the
 spending is unbounded.
+
+The experiment-wide cap, `limits.max_total_usd` (or `--max-total-usd USD` on `kit run`): a run starts
+only if the experiment's spend so far (the run.json totals of its finished runs, the ones about to be
+redone left out) plus that bound for every run in flight and for the new one stays within the cap.
+Runs it does not start stay to do: `kit run` says how many and exits with status 3; the same command
+with a higher cap runs them (the cap is not part of a run's settings, so kept runs stay kept). The
+dry run shows the cap, the spend so far and how many of the runs to do can start. It needs one of the
+three per-run budgets above: without a bound on one run, it is refused.
 """
 
 

@@ -57,6 +57,10 @@ def prompt_texts(strategy: str, overrides: dict[str, str]) -> dict[str, str]:
     return texts
 
 
+#: Limits of the whole experiment, not of a run: they never change what a run does.
+EXPERIMENT_WIDE = {"max_total_usd"}
+
+
 def run_settings(
     spec: RunSpec, experiment: Experiment, profile: Profile, sheet: PriceSheet
 ) -> dict[str, Any]:
@@ -77,7 +81,7 @@ def run_settings(
         "models": {
             t: {k: v for k, v in models[t].items() if k != "api_key_env"} for t in used if t in models
         },
-        "limits": experiment.limits.model_dump(mode="json"),
+        "limits": experiment.limits.model_dump(mode="json", exclude=EXPERIMENT_WIDE),
         "sandbox": experiment.sandbox,
         **run_sandbox(experiment, spec.task).settings(),  # podman, docker: the image, by id
     }

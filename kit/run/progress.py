@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 
 from kit.records.schema import RunRecord
 from kit.run.plan import RunSpec
+from kit.run.spend import SpendCap
 
 F = TypeVar("F", bound=Future)
 
@@ -27,7 +28,8 @@ class ExperimentState:
     may read it.
 
     ``todo``: the runs this call has to do (finished ones are skipped). ``done`` and ``spent_usd``: the
-    runs recorded so far and their cost. :attr:`in_flight`: runs whose strategy or scoring phase is
+    runs recorded so far and their cost; ``spent_before``: what the folder's kept runs had spent;
+    ``cap``: the experiment-wide spend cap, which runs ask before they start. :attr:`in_flight`: runs whose strategy or scoring phase is
     still executing in this process -- submitted to the thread executor and neither ended nor
     cancelled (Ray tasks run in Ray's workers: not counted).
     """
@@ -38,6 +40,8 @@ class ExperimentState:
         self.todo = 0
         self.done = 0
         self.spent_usd = 0.0
+        self.spent_before = 0.0  # what the folder's finished runs had spent when this call began
+        self.cap = SpendCap(None, None, 0.0)  # the experiment-wide cap (limits.max_total_usd)
 
     @property
     def in_flight(self) -> int:
@@ -60,6 +64,7 @@ class ExperimentState:
         with self._lock:
             self.done += 1
             self.spent_usd += record.totals.cost_usd
+        self.cap.ended(record.run_id, record.totals.cost_usd)
 
 
 def progress_bar(specs: list[RunSpec], todo: list[RunSpec], name: str, progress: bool) -> Any:

@@ -144,6 +144,7 @@ def run_on_ray(
     commit: str,
     address: str | None = None,
     remote_fn: Callable[..., dict[str, Any]] = run_remote,
+    may_start: Callable[[RunSpec], bool] = lambda spec: True,
 ) -> Iterator[RunRecord]:
     """Run ``todo`` as Ray tasks, at most ``experiment.concurrency`` in flight; yield each
     run's record as the driver writes it. Joins the running Ray instance if there is one, else
@@ -169,10 +170,14 @@ def run_on_ray(
         while queue or pending:
             while queue and len(pending) < max(1, experiment.concurrency):
                 spec = queue.pop(0)
+                if not may_start(spec):  # the experiment's spend cap: this run is not started
+                    continue
                 ref = task_fn.remote(
                     blobs[spec.task.id], spec.strategy, spec.repeat, experiment, profile, sheet, commit
                 )
                 pending[ref] = spec
+            if not pending:
+                break
             ready, _ = ray.wait(list(pending), num_returns=1)
             spec = pending.pop(ready[0])
             try:
@@ -207,7 +212,17 @@ def run_ray(
     experiment's progress bar; each record written counts in ``state``."""
     spent, bar = 0.0, progress_bar(specs, todo, experiment.name, progress)
     try:
-        for record in run_on_ray(todo, experiment, profile, sheet, out, kit_commit(), address=address):
+        runs = run_on_ray(
+            todo,
+            experiment,
+            profile,
+            sheet,
+            out,
+            kit_commit(),
+            address=address,
+            may_start=lambda spec: state.cap.start(spec.run_id(profile.name)),
+        )
+        for record in runs:
             state.recorded(record)
             spent += record.totals.cost_usd
             bar.update(1)

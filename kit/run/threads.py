@@ -79,6 +79,8 @@ def run_threads(
         def play(spec: RunSpec) -> PlayedRun | None:
             if ctl.draining.is_set():  # interrupted before this run could start: it never starts
                 return None
+            if not state.cap.start(spec.run_id(profile.name)):  # the experiment's spend cap: not started
+                return None
             return play_run(spec, experiment, profile, sheet, out, commit, ctl.stop)
 
         playing: dict[Future, RunSpec] = {state.track(agents.submit(play, s)): s for s in todo}

@@ -253,7 +253,8 @@ def test_nothing_of_the_answer_reaches_the_agent(tmp_path):
     r = import_git(Options(repo=tmp_path / "tiny", commit=shas[1], out=tmp_path / "tasks", timeout_s=60))
     assert r.ok, r.problems
     task = load_task(r.task_dir)
-    head_blob = _hash(task.solution_dir / "tiny" / "__init__.py")
+    assert task.packages == ["tiny"]  # found under src/: scoring imports it from there
+    head_blob = _hash(task.solution_dir / "src" / "tiny" / "__init__.py")
     commands = [
         "git rev-list --all | wc -l",
         f"for o in {head_blob} {shas[1]} {shas[0]}; do git cat-file -e $o 2>/dev/null && echo PRESENT $o || echo absent; done",
@@ -283,7 +284,7 @@ def test_nothing_of_the_answer_reaches_the_agent(tmp_path):
     commits, objects, counts, found, written = (out.split("\nexit code:")[0].strip() for out in seen)
     assert commits == "1"  # one commit in the clone
     assert objects == "absent\nabsent\nabsent"  # not the head's blob, nor either commit of the repo
-    assert counts == "count: 6\nin-pack: 0"  # the base commit, its 3 trees and 2 blobs: nothing else
+    assert counts == "count: 7\nin-pack: 0"  # the base commit, its 4 trees and 2 blobs: nothing else
     assert found == "searched"  # grep named no file
     assert int(written) > 5  # the search did see the kit's fresh files (the clone's included)
     assert MARKER not in task.prompt

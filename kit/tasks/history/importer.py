@@ -99,6 +99,7 @@ class _Import:
 
     def build(self, tmp: Path, folder: Path, result: ImportResult, change: tuple) -> None:
         base, head, commits = change
+        self.folder = folder
         opts, repo = self.opts, self.repo
         self.trees = trees = {"base": tmp / "base", "head": tmp / "head"}
         result.notes += repo.export(base, trees["base"]).notes[:10]
@@ -132,6 +133,7 @@ class _Import:
         support = {rel: head / rel for rel in self.support}
         prober = Prober(
             self.spec,
+            self.folder / "repo",
             support,
             self.packages,
             self.ws,
