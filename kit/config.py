@@ -213,6 +213,15 @@ class Experiment(_Strict):
         "strategy's source-faithful default; this map wins over a profile's `roles`.",
     )
 
+    @model_validator(mode="after")
+    def _image_needs_a_container(self) -> Experiment:
+        if self.sandbox_image and self.sandbox not in ("podman", "docker"):
+            raise ValueError(
+                f"sandbox_image {self.sandbox_image!r} needs `sandbox: podman` or `sandbox: docker` "
+                f"(this experiment's sandbox is {self.sandbox}): set one, or remove sandbox_image"
+            )
+        return self
+
 
 # --------------------------------------------------------------------------- loading
 

@@ -28,6 +28,7 @@ scoring, snapshots and searches do) runs the image's ``python3``, and ``PATH`` i
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
@@ -191,15 +192,17 @@ class ContainerSandbox:
         return stale
 
     def remove(self, container: str) -> None:
-        """Force-remove ``container`` (killing what runs in it); quiet if it is gone already."""
-        subprocess.run(
-            [self.client, *self.global_args(), "rm", "--force", container],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=60,
-            check=False,
-        )
+        """Force-remove ``container`` (killing what runs in it); quiet if it is gone already, or if the
+        engine does not answer within a minute (podman's ``--timeout`` and the next sweep remain)."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            subprocess.run(
+                [self.client, *self.global_args(), "rm", "--force", container],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=60,
+                check=False,
+            )
 
     def client_env(self) -> dict[str, str]:
         """The client's own environment: the allow-list plus what finds the engine (never a key)."""

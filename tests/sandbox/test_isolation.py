@@ -16,20 +16,23 @@ from pathlib import Path
 import pytest
 
 from kit.sandbox.backends import BACKENDS, SandboxUnavailable, check_available, get_sandbox
+from tests.support.sandboxes import backends, skip_unless_ready
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the isolating backends need Linux")
 
 PROBE = Path(__file__).with_name("kernel_probe.py")
 
 
-def _isolating() -> list[str]:
-    """The backends that promise isolation between runs (all but ``none``)."""
-    return sorted(name for name in BACKENDS if name != "none")
+def _isolating() -> list:
+    """The backends that promise isolation between runs (all but ``none``), the container ones marked
+    ``container`` (tests/support/sandboxes.py)."""
+    return backends(*sorted(name for name in BACKENDS if name != "none"))
 
 
 @pytest.fixture(params=_isolating())
 def isolating(request):
-    """An isolating backend that can start here."""
+    """An isolating backend that can start here (a container engine's image built once)."""
+    skip_unless_ready(request.param)
     try:
         check_available(request.param)
     except SandboxUnavailable as exc:
