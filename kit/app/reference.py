@@ -96,6 +96,7 @@ EXAMPLES: dict[str, Any] = {
     "TaskFile.long": True,
     "TaskFile.limits": {"scoring_timeout_s": 300},
     "TaskFile.tags": ["git-history", "commit"],
+    "TaskFile.sandbox_image": "localhost/python:3.8-with-libxml2",
     "TaskFile.acceptance_layout": "repo",
     "TaskFile.packages": ["mylib"],
     "TaskFile.own_tests_deselect": ["tests/test_parser.py::test_trailing_comma_rejected"],
