@@ -176,6 +176,15 @@ class Limits(_Strict):
         "max_tokens or max_model_calls (the most one run can spend). Not part of a run's settings.",
     )
 
+    @model_validator(mode="after")
+    def _quota_fits(self) -> Limits:
+        if self.disk_quota_files > self.disk_quota_mb * 1024:  # (the file table takes space too)
+            raise ValueError(
+                f"disk_quota_files {self.disk_quota_files} is more than one file per KB of disk_quota_mb "
+                f"{self.disk_quota_mb}: raise disk_quota_mb or lower disk_quota_files"
+            )
+        return self
+
 
 class Experiment(_Strict):
     """What to run: tasks x strategies x repeats on one profile."""
