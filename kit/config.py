@@ -21,12 +21,13 @@ from kit.paths import EXPERIMENTS_DIR, PRICES_DIR, PROFILES_DIR
 from kit.usage import ModelPrice
 
 Tier = Literal["cheap", "medium", "strong"]
-SandboxName = Literal["bwrap", "none"]
+SandboxName = Literal["bwrap", "podman", "docker", "none"]
 
 
 def default_sandbox() -> SandboxName:
-    """The sandbox an experiment gets unless it says otherwise: bwrap on Linux, none elsewhere."""
-    return "bwrap" if platform.system() == "Linux" else "none"
+    """The sandbox an experiment gets unless it says otherwise: bwrap on Linux, docker elsewhere
+    (macOS, Windows: Docker Desktop; where it is missing the run stops first, saying how to get it)."""
+    return "bwrap" if platform.system() == "Linux" else "docker"
 
 
 TIERS: tuple[Tier, ...] = ("cheap", "medium", "strong")
@@ -163,6 +164,17 @@ class Limits(_Strict):
     max_tokens: int | None = Field(None, gt=0, description="Stop a run after this many tokens in total.")
     command_timeout_s: float = Field(120.0, gt=0, description="Seconds one agent command may take.")
     max_format_errors: int = Field(3, ge=1, description="Invalid actions in a row before an agent stops.")
+    disk_quota_mb: int = Field(
+        1024, ge=16, description="Megabytes the run's clone may hold (a file system of its own as root)."
+    )
+    disk_quota_files: int = Field(100_000, ge=1000, description="Files and folders the run's clone may hold.")
+    max_total_usd: float | None = Field(
+        None,
+        gt=0,
+        description="Experiment-wide: no new run starts once the experiment's spend (its finished runs) "
+        "plus the most every run in flight and the new one can spend would pass this; needs max_usd, "
+        "max_tokens or max_model_calls (the most one run can spend). Not part of a run's settings.",
+    )
 
 
 class Experiment(_Strict):
@@ -190,7 +202,13 @@ class Experiment(_Strict):
     )
     sandbox: SandboxName = Field(
         default_factory=default_sandbox,
-        description="Where agent commands run: bwrap (default on Linux) or none (unsandboxed, flagged).",
+        description="Where agent commands and scoring run: bwrap (default on Linux), podman or docker "
+        "(a container per command; docker is the default elsewhere), or none (unsandboxed, flagged).",
+    )
+    sandbox_image: str | None = Field(
+        None,
+        description="With podman or docker: the image commands run in, for tasks that name none "
+        "(default: the kit's, localhost/orchbench-python:X.Y, from `python -m kit sandbox build-image`).",
     )
     tiers: dict[str, Tier | dict[str, Tier]] = Field(
         default_factory=dict,

@@ -27,6 +27,18 @@ def _fresh_process_caches():
     scorer.clear_base_cache()
 
 
+@pytest.fixture(autouse=True)
+def _container_engine(request):
+    """A test parametrized over sandbox backends (``backend`` or ``sandbox``) skips a container backend
+    whose engine cannot run here, with the reason (tests/support/sandboxes.py)."""
+    params = getattr(getattr(request.node, "callspec", None), "params", {})
+    for key in ("backend", "sandbox"):
+        if isinstance(params.get(key), str):
+            from tests.support.sandboxes import skip_unless_ready
+
+            skip_unless_ready(params[key])
+
+
 @pytest.fixture
 def fake_anthropic():
     """A fake Anthropic Messages API on 127.0.0.1 (see tests/support/fake_providers.py); stopped after the test."""

@@ -19,8 +19,10 @@ from kit.model.actions import FINISH, render
 from kit.run.runner import redacted, run_experiment
 from kit.sandbox import backends as sandbox_mod
 from kit.sandbox.backends import SandboxUnavailable, get_sandbox
+from kit.sandbox.quota import kept_clone
 from kit.secrets import Redactor
 from tests.support.helpers import PRICE, experiment, run_json
+from tests.support.sandboxes import backends
 
 KEY = "sk-canary-KEY-7f3a9c1e5b2d4f60"  # the provider key, in a variable whose name looks harmless
 HEADER = "hdr-canary-HEADER-0e9d8c7b6a"  # a team token in the profile's extra_headers
@@ -138,7 +140,8 @@ def test_no_canary_in_records_or_in_a_commands_environment(tmp_path, canary_env)
     (run_dir,) = (out / "runs").iterdir()
     run = run_json(run_dir)
     assert run["sandbox"] == get_sandbox().name == "bwrap"
-    envdump = (run_dir / "repo" / "envdump.txt").read_text()  # the clone itself: never redacted
+    with kept_clone(run_dir / "repo") as clone:
+        envdump = (clone / "envdump.txt").read_text()  # the clone itself: never redacted
     assert "PATH=" in envdump and "listed" in envdump
     assert not any(c in envdump for c in CANARIES)
     transcript = (run_dir / "transcript.jsonl").read_text()
@@ -146,10 +149,10 @@ def test_no_canary_in_records_or_in_a_commands_environment(tmp_path, canary_env)
     assert leaks(tmp_path / "results") == []
 
 
-@pytest.mark.parametrize("backend", ["bwrap", "none"])
+@pytest.mark.parametrize("backend", [*backends(), "none"])
 def test_a_command_cannot_read_the_kits_environ_through_proc(tmp_path, backend):
-    """A stand-in for the kit: a process started with a key in its environment. bwrap's own PID
-    namespace and /proc hide it; ``none`` leaves it readable -- which is why ``none`` is flagged."""
+    """A stand-in for the kit: a process started with a key in its environment. The sandbox's own PID
+    namespace and /proc (bwrap's, a container's) hide it; ``none`` leaves it readable -- which is why ``none`` is flagged."""
     kit_like = subprocess.Popen(["sleep", "30"], env={"OPENAI_API_KEY": ENVKEY, "PATH": os.defpath})
     try:
         res = get_sandbox(backend).run(

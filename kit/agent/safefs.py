@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from kit import trees
 
 
 class NotRegular(OSError):
@@ -142,19 +143,15 @@ def unlink(root: Path, rel: Path) -> None:
 
 
 def remove(root: Path, rel: Path) -> None:
-    """Delete ``root/rel`` whatever it is -- a folder with all it holds too, by ``shutil.rmtree``'s
-    descriptor-based walk (no symlink followed) -- where the agent left something in the place of a
-    file the kit writes; nothing there is fine."""
+    """Delete ``root/rel`` whatever it is -- a folder with all it holds too, by
+    :func:`kit.trees.remove_at` (descriptors only, no link followed, any depth) -- where the agent
+    left something in the place of a file the kit writes; nothing there is fine."""
     try:
         parent = open_dir(root, rel.parts[:-1])
     except FileNotFoundError:
         return
     try:
-        mode = os.stat(rel.name, dir_fd=parent, follow_symlinks=False).st_mode
-        if stat.S_ISDIR(mode):
-            shutil.rmtree(rel.name, dir_fd=parent)
-        else:
-            os.unlink(rel.name, dir_fd=parent)
+        trees.remove_at(parent, rel.name)
     except FileNotFoundError:
         pass
     finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -63,6 +64,47 @@ def _python_files(box: ToolHost, deadline: safefs.Deadline) -> list[Path]:
     return [
         p for p in safefs.walk(box.root, deadline) if p.suffix == ".py" and not p.is_symlink() and p.is_file()
     ]
+
+
+#: A Python file larger than this is never parsed in the kit's process (``ast`` takes hundreds of
+#: times a file's size in memory: a 2 MB file cost 1 GB); replace_definitions refuses it.
+MAX_PARSE_BYTES = 256 * 1024
+#: replace_definitions without ``path`` scans at most this much Python source for the names.
+MAX_SCAN_BYTES = 64 * 1024 * 1024
+
+
+class _TooMuch(Exception):
+    """More Python source than replace_definitions scans."""
+
+
+def _defining(box: ToolHost, names: list[str], deadline: safefs.Deadline) -> list[Path]:
+    """The .py files holding a top-level ``def``/``class`` line of one of ``names``: a line scan in
+    pieces of 64 KB (memory stays flat whatever the files hold); only those files are parsed."""
+    alternatives = b"|".join(re.escape(n.encode()) for n in names)
+    start = re.compile(rb"(?:async[ \t]+def|def|class)[ \t]+(?:" + alternatives + rb")\b")
+    found, scanned = [], 0
+    for file in _python_files(box, deadline):
+        try:
+            with safefs.open_read(box.root, box.inside(file)) as fh:
+                while piece := fh.readline(65536):
+                    scanned += len(piece)
+                    if scanned > MAX_SCAN_BYTES:
+                        raise _TooMuch(
+                            f"the repository holds over {MAX_SCAN_BYTES // 2**20} MB of Python: give `path`"
+                        )
+                    if start.match(piece):
+                        found.append(file)
+                        break
+        except OSError:
+            continue
+        deadline.check()
+    return found
+
+
+def _parse_file(box: ToolHost, file: Path) -> ast.Module:
+    """The module in ``file``; NotRegular when it is over :data:`MAX_PARSE_BYTES`."""
+    text = safefs.read_text(box.root, box.inside(file), MAX_PARSE_BYTES)
+    return pyast.parse(text)
 
 
 # --------------------------------------------------------------------------- the tools
@@ -256,12 +298,17 @@ def replace_definitions(box: ToolHost, code: str, path: str | None = None) -> To
             False, "no top-level def or class in the code; to write a whole file, give its path"
         )
     deadline = box.deadline()
-    files = [box.resolve(path, write=True)] if path else _python_files(box, deadline)
+    try:
+        files = [box.resolve(path, write=True)] if path else _defining(box, [n.name for n in defs], deadline)
+    except _TooMuch as exc:
+        return ToolResult(False, str(exc))
     where: dict[str, list[tuple[Path, ast.stmt]]] = {}
     for file in files:
         deadline.check()
         try:
-            tree = pyast.parse(safefs.read_text(box.root, box.inside(file)))
+            tree = _parse_file(box, file)
+        except safefs.NotRegular as exc:  # larger than MAX_PARSE_BYTES
+            return ToolResult(False, f"{exc} by replace_definitions: use edit_file")
         except (SyntaxError, OSError, ValueError, RecursionError, MemoryError):
             continue
         for node in tree.body:

@@ -305,6 +305,14 @@ def report_sections(records: Records, figures: bool = False) -> list[Section]:
             table=format_role_tier_table(role_tier_table(records)),
         )
     )
+    check = role_tier_table(records, phase="CHECK")
+    if not check.empty:  # pdca's CHECK: re-run, scout, auditor, their hand-offs and status lines
+        sections.append(
+            Section(
+                "Of which in pdca's CHECK phase, per role × tier (share = of the strategy's cost)",
+                table=format_role_tier_table(check),
+            )
+        )
     sections += cache_sections(records)
     if figures:
         sections += figure_sections(records)

@@ -173,10 +173,15 @@ def error_runs(records: Records) -> pd.DataFrame:
     return bad[cols].fillna({"error": "(no message)"}).reset_index(drop=True)
 
 
-def role_tier_table(records: Records) -> pd.DataFrame:
-    """Per (strategy, role, tier), summed over all runs: calls, tokens, cost and its share of the strategy."""
+def role_tier_table(records: Records, phase: str | None = None) -> pd.DataFrame:
+    """Per (strategy, role, tier), summed over all runs: calls, tokens, cost and its share of the
+    strategy. With ``phase``, only the calls made in that phase (the calls' ``phase``, e.g. pdca's
+    ``CHECK``); the share stays of the strategy's whole cost."""
     calls = records.calls
     cols = ["runs", "calls", "failed", *TOKENS, "cost_usd", "cost_share"]
+    strategy_cost = calls.groupby("strategy")["cost_usd"].sum() if not calls.empty else None
+    if phase is not None and not calls.empty:
+        calls = calls[calls["phase"] == phase] if "phase" in calls else calls.iloc[:0]
     if calls.empty:
         return pd.DataFrame(
             columns=cols, index=pd.MultiIndex.from_tuples([], names=["strategy", "role", "tier"])
@@ -186,8 +191,9 @@ def role_tier_table(records: Records) -> pd.DataFrame:
     table.insert(0, "runs", g["run_key"].nunique())
     table.insert(1, "calls", g.size())
     table.insert(2, "failed", g["ok"].apply(lambda s: int((~s.astype(bool)).sum())))
-    strategy_cost = table.groupby(level="strategy")["cost_usd"].transform("sum")
-    table["cost_share"] = (table["cost_usd"] / strategy_cost.where(strategy_cost > 0)).fillna(0.0)
+    by_strategy = strategy_cost.reindex(table.index.get_level_values("strategy")).to_numpy()
+    whole = pd.Series(by_strategy, index=table.index)
+    table["cost_share"] = (table["cost_usd"] / whole.where(whole > 0)).fillna(0.0)
     return table[cols]
 
 

@@ -57,6 +57,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
+    capped = state.cap.message()
+    if capped:
+        print(f"stopped: {capped}", file=sys.stderr, flush=True)
     if not args.no_report:  # the tables first, the summary last: where the eyes are when it ends
         from kit.analysis.report import report
 
@@ -65,7 +68,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             f"one file to send (tables and figures): python -m kit report {out} --format html --out report.html"
         )
     print(f"results: {out}")
-    return 1 if errors else 0
+    if capped:
+        print(f"stopped: {capped}")
+    return 1 if errors else 3 if capped else 0
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -88,7 +93,8 @@ def _width(asked: int | None) -> int | None:
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, object] | None:
-    """The experiment fields the command line sets: --profile, --tasks, --strategies, --repeats."""
+    """The experiment fields the command line sets: --profile, --tasks, --strategies, --repeats,
+    --sandbox, --sandbox-image."""
     out: dict[str, object] = {}
     if args.profile:
         out["profile"] = args.profile
@@ -98,6 +104,11 @@ def _overrides(args: argparse.Namespace) -> dict[str, object] | None:
             out[name] = items
     if args.repeats is not None:
         out["repeats"] = args.repeats
+    if args.max_total_usd is not None:
+        out["limits"] = {"max_total_usd": args.max_total_usd}
+    for name in ("sandbox", "sandbox_image"):
+        if getattr(args, name, None):
+            out[name] = getattr(args, name)
     return out or None
 
 
@@ -106,6 +117,22 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tasks", metavar="A,B", help="run these tasks (comma-separated ids or suite:NAME)")
     p.add_argument("--strategies", metavar="X,Y", help="run these strategies (comma-separated)")
     p.add_argument("--repeats", type=int, metavar="N", help="repeats per task x strategy")
+    p.add_argument(
+        "--max-total-usd",
+        type=float,
+        metavar="USD",
+        help="experiment-wide cap: start no run once the spend so far plus the most the runs in flight and "
+        "the new one can spend would pass it (limits.max_total_usd)",
+    )
+    p.add_argument(
+        "--sandbox",
+        choices=["bwrap", "podman", "docker", "none"],
+        help="where commands run (over the experiment's `sandbox`); podman and docker need "
+        "`python -m kit sandbox build-image` first (docs/sandbox.md)",
+    )
+    p.add_argument(
+        "--sandbox-image", metavar="IMAGE", help="with podman or docker: the image (over `sandbox_image`)"
+    )
     p.add_argument(
         "--api-base", metavar="URL", help="send every tier to this base URL (a proxy, a local or fake server)"
     )
@@ -276,9 +303,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_cmd_docs)
 
-    from kit.app import tasks_cli
+    from kit.app import sandbox_cli, tasks_cli
 
     tasks_cli.add_cli(sub)
+    sandbox_cli.add_cli(sub)
     from kit.app import export_inspect  # inspect_ai itself is imported only when the command runs
 
     export_inspect.add_cli(sub)

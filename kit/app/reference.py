@@ -38,10 +38,12 @@ EXAMPLES: dict[str, Any] = {
     "Experiment.prompt_overrides": {
         "vibe/coder": "You are a careful engineer. Run the tests before you stop."
     },
-    "Experiment.sandbox": "none",
+    "Experiment.sandbox": "podman",
+    "Experiment.sandbox_image": "localhost/my-python:3.8",
     "Experiment.tiers": {"workflow": {"analyzer": "medium"}, "pdca": "cheap"},
     "Limits.max_model_calls": 60,
     "Limits.max_usd": 2.5,
+    "Limits.max_total_usd": 40.0,
     "Limits.max_tokens": 2000000,
     "Profile.name": "my-models",
     "Profile.description": "Our gateway's models.",
@@ -97,6 +99,7 @@ EXAMPLES: dict[str, Any] = {
     "TaskFile.acceptance_layout": "repo",
     "TaskFile.packages": ["mylib"],
     "TaskFile.own_tests_deselect": ["tests/test_parser.py::test_trailing_comma_rejected"],
+    "TaskFile.sandbox_image": "python:3.11-slim",
     "TaskFile.source": {"kind": "git", "base": "4f1c...", "head": "9a2e..."},
     "TaskLimits.max_steps": 40,
     "TaskSource.repo_url": "https://github.com/me/mylib",
@@ -120,7 +123,7 @@ MEANINGS: dict[str, str] = {
 #: Default values that depend on the machine or the run, described instead of shown.
 DEFAULT_TEXT: dict[str, str] = {
     "ModelPrice.cache_write_1h": "2 × `input`",
-    "Experiment.sandbox": "bwrap on Linux, none elsewhere",
+    "Experiment.sandbox": "bwrap on Linux, docker elsewhere",
     "pdca.executor_steps": "the run's step cap",
     "pdca.scout_steps": "min(8, the step cap)",
 }
@@ -214,6 +217,14 @@ most one call past it. The bound is the smallest of `max_usd` + one call, `max_t
 per-token price + one call, and `max_model_calls` x one call (agents that run in parallel, as the
 workflow's, may each have one call in flight when the budget runs out). Without any of the three the
 spending is unbounded.
+
+The experiment-wide cap, `limits.max_total_usd` (or `--max-total-usd USD` on `kit run`): a run starts
+only if the experiment's spend so far (the run.json totals of its finished runs, the ones about to be
+redone left out) plus that bound for every run in flight and for the new one stays within the cap.
+Runs it does not start stay to do: `kit run` says how many and exits with status 3; the same command
+with a higher cap runs them (the cap is not part of a run's settings, so kept runs stay kept). The
+dry run shows the cap, the spend so far and how many of the runs to do can start. It needs one of the
+three per-run budgets above: without a bound on one run, it is refused.
 """
 
 

@@ -8,63 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kit import strategies
-from kit.config import Experiment, PriceSheet, Profile
+from kit.config import Experiment
 from kit.paths import results_root
 from kit.run.resume import describe, resume_plan
 from kit.run.runner import load_settings
+from kit.run.spend import spend_bound, spent_so_far
 from kit.tasks.validate import collection_checked
-from kit.usage import PER_MILLION
-
-
-def _call_cost(profile: Profile, sheet: PriceSheet, tier: str) -> float:
-    """The most one call on ``tier`` can cost: a full context window at the dearer of the input and
-    cache-write prices, plus the whole output cap."""
-    spec = profile.tiers[tier]
-    p = sheet.get(spec.price_key)
-    return (
-        spec.context_window * max(p.input, p.cache_write) + spec.max_output_tokens * p.output
-    ) / PER_MILLION
-
-
-def spend_bound(experiment: Experiment, profile: Profile, sheet: PriceSheet) -> tuple[float | None, str]:
-    """The most one run can spend (USD), and how that bound was found; None without any budget.
-
-    Over the tiers the experiment's strategies use: a call costs at most a full context window at the
-    dearest input rate plus the output cap (``call``). The budget is checked before each call, so a
-    run ends at most one call past it: ``max_usd + call``; ``max_tokens`` at the dearest rate per
-    token ``+ call``; ``max_model_calls x call``. The smallest of the bounds that apply. Agents
-    running in parallel (workflow) may each have one call in flight when the budget runs out."""
-    used = {
-        t
-        for s in experiment.strategies
-        for t in strategies.role_tiers(s, experiment.tiers.get(s), profile).values()
-    }
-    call = max(_call_cost(profile, sheet, t) for t in used)
-    rate = max(
-        max(p.input, p.output, p.cache_read, p.cache_write) / PER_MILLION
-        for p in (sheet.get(profile.tiers[t].price_key) for t in used)
-    )
-    lim, bounds = experiment.limits, []
-    if lim.max_usd is not None:
-        bounds.append((lim.max_usd + call, f"max_usd ${lim.max_usd:g} + one call past it (${call:.4g})"))
-    if lim.max_tokens is not None:
-        bounds.append(
-            (
-                lim.max_tokens * rate + call,
-                f"max_tokens {lim.max_tokens} at ${rate * PER_MILLION:g}/1M + one call",
-            )
-        )
-    if lim.max_model_calls is not None:
-        bounds.append(
-            (
-                lim.max_model_calls * call,
-                f"max_model_calls {lim.max_model_calls} x ${call:.4g} per call at most",
-            )
-        )
-    if not bounds:
-        return None, "no bound: the experiment sets no max_usd, max_tokens or max_model_calls"
-    return min(bounds)
 
 
 def _budget_line(experiment: Experiment) -> str:
@@ -72,6 +21,27 @@ def _budget_line(experiment: Experiment) -> str:
     fields = ["max_model_calls", "max_usd", "max_tokens", "max_steps", "command_timeout_s"]
     shown = ", ".join(f"{f} {getattr(lim, f) if getattr(lim, f) is not None else 'none'}" for f in fields)
     return f"budget per run: {shown} (all roles together; max_steps per agent)"
+
+
+def _cap_line(
+    experiment: Experiment, out: Path, resume: Any, per_run: float | None, todo: int, redo_changed: bool
+) -> str:
+    """The experiment-wide cap: what is spent, what a run may spend, how many runs it lets start."""
+    cap = experiment.limits.max_total_usd
+    if cap is None:
+        return "experiment-wide cap: none (limits.max_total_usd, or --max-total-usd)"
+    if per_run is None:
+        return (
+            f"experiment-wide cap: ${cap:g} -- kit run would refuse: set limits.max_usd too (a run's bound)"
+        )
+    redone = {rid for rid, spec in resume.specs.items() if spec in resume.todo}
+    redone |= set(resume.changed) if redo_changed else set()
+    spent = spent_so_far(out, redone)
+    starts = max(0, min(todo, int((cap - spent + 1e-12) // per_run))) if per_run > 0 else todo
+    return (
+        f"experiment-wide cap: ${cap:g} (limits.max_total_usd); spent so far ${spent:.4f}; a run may spend up "
+        f"to ${per_run:.2f}: at most {starts} of the {todo} run(s) to do will start"
+    )
 
 
 def dry_run(
@@ -107,6 +77,7 @@ def dry_run(
             f"most it can spend: ${per_run * todo:.2f} for the {todo} run(s) to do, ${per_run:.2f} per run"
             f"{prices}: {how}"
         )
+    lines.append(_cap_line(experiment, out, resume, per_run, todo, redo_changed))
     where = "exists" if out.is_dir() else "new"
     redo = len(resume.changed) if redo_changed else 0
     lines.append(

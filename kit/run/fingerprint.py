@@ -22,6 +22,7 @@ from kit import strategies
 from kit.config import Experiment, PriceSheet, Profile
 from kit.paths import PROMPTS_DIR, is_ignored
 from kit.run.plan import RunSpec, redacted
+from kit.run.sandboxing import run_sandbox
 from kit.strategies.options import SHARED_PROMPTS
 from kit.tasks.validate import task_hash
 
@@ -56,6 +57,10 @@ def prompt_texts(strategy: str, overrides: dict[str, str]) -> dict[str, str]:
     return texts
 
 
+#: Limits of the whole experiment, not of a run: they never change what a run does.
+EXPERIMENT_WIDE = {"max_total_usd"}
+
+
 def run_settings(
     spec: RunSpec, experiment: Experiment, profile: Profile, sheet: PriceSheet
 ) -> dict[str, Any]:
@@ -76,8 +81,9 @@ def run_settings(
         "models": {
             t: {k: v for k, v in models[t].items() if k != "api_key_env"} for t in used if t in models
         },
-        "limits": experiment.limits.model_dump(mode="json"),
+        "limits": _limits(experiment),
         "sandbox": experiment.sandbox,
+        **run_sandbox(experiment, spec.task).settings(),  # podman, docker: the image, by id
     }
     if experiment.limits.max_usd is not None:  # the prices decide when the run stops
         settings["prices"] = {
@@ -139,3 +145,16 @@ def _diff(where: str, a: Any, b: Any, lines: list[str]) -> None:
     before = "(unset)" if a is _UNSET else _short(a)
     after = "(unset)" if b is _UNSET else _short(b)
     lines.append(f"{where}: {before} -> {after}")
+
+
+#: Limits added after runs were first fingerprinted: left out of the settings at their defaults, so
+#: a run recorded before them is not "changed" by their arrival.
+LATER_LIMITS = ("disk_quota_mb", "disk_quota_files")
+
+
+def _limits(experiment: Experiment) -> dict[str, Any]:
+    limits = experiment.limits.model_dump(mode="json", exclude=EXPERIMENT_WIDE)
+    for key in LATER_LIMITS:
+        if limits.get(key) == type(experiment.limits).model_fields[key].default:
+            limits.pop(key)
+    return limits

@@ -36,12 +36,15 @@ from kit.run.results import (
     EXPERIMENT_COPY,
     INTERRUPTED,
     PRICE_SHEET_COPY,
+    check_free_space,
     outcome_counts,
     prepare_results,
     storage_error,
 )
 from kit.run.resume import resume_plan, settle
+from kit.run.sandboxing import run_sandbox
 from kit.run.single import PlayedRun, new_record, play_run, run_one, score_run
+from kit.run.spend import SpendCap, spend_bound, spent_so_far
 from kit.run.threads import run_threads
 from kit.sandbox.backends import check_available
 from kit.tasks.validate import collection_problems
@@ -88,6 +91,8 @@ def _narrowed(experiment: Experiment, overrides: dict[str, Any]) -> tuple[Experi
     options, prompt overrides and tiers, while ``full`` keeps the file's strategies (and adds the new)."""
     chosen = overrides.get("strategies")
     rest = {k: v for k, v in overrides.items() if k != "strategies"}
+    if "limits" in rest:  # a limit from the command line (--max-total-usd) joins the file's limits
+        rest["limits"] = {**experiment.limits.model_dump(), **rest["limits"]}
     try:
         full = Experiment.model_validate({**experiment.model_dump(), **rest})
         if chosen is None:
@@ -138,9 +143,11 @@ def load_settings(
         if source is None:
             raise
         raise ConfigError(f"{experiment_path(source)}: {e}") from None
-    check_available(experiment.sandbox)  # bwrap that cannot start fails here, saying how to opt out
+    check_available(experiment.sandbox)  # a sandbox that cannot start fails here, saying what to do
     for task in {s.task.id: s.task for s in specs}.values():  # not run, paid for, then `unscored`
-        problems = collection_problems(task, experiment.sandbox, static_only=not collect)
+        box = run_sandbox(experiment, task).spec  # a task's Containerfile is built here, once
+        check_available(box)
+        problems = collection_problems(task, box, static_only=not collect)
         if problems:
             raise TaskError(
                 f"task {task.id}: its hidden tests would not give a score:\n  " + "\n  ".join(problems),
@@ -183,10 +190,14 @@ def run_experiment(
         raise ConfigError("--address is for the Ray executor", "add --executor ray, or drop --address")
     loaded = load_settings(experiment, overrides, api_base)
     experiment, profile, sheet, specs = loaded.experiment, loaded.profile, loaded.sheet, loaded.specs
+    cap = experiment.limits.max_total_usd
+    per_run = spend_bound(experiment, profile, sheet)[0] if cap is not None else None
+    SpendCap(cap, per_run, 0.0)  # a cap without a per-run bound is refused before anything is written
     out = prepare_results(results_dir, experiment.name)
     with ResultsLock(out):  # one writer per results folder
         resume = resume_plan(out, specs, loaded.full, profile, sheet, retry_errors)
         settle(resume, experiment.name, redo_changed)  # refuses before anything is written
+        check_free_space(out, experiment.limits, experiment.concurrency, len(resume.todo))  # so does this
         for run_id in resume.redo:  # a redone changed run starts afresh: no workflow call replayed
             (out / "journals" / f"{run_id}.jsonl").unlink(missing_ok=True)
         try:
@@ -201,6 +212,8 @@ def run_experiment(
             raise storage_error(out, e) from None
         todo = resume.todo
         state.todo = len(todo)
+        state.spent_before = spent_so_far(out, {s.run_id(profile.name) for s in todo})
+        state.cap = SpendCap(cap, per_run, state.spent_before)
         if todo:
             Gateway(profile, sheet).preflight()  # a missing key fails here, once, before any run
         if executor == "ray":

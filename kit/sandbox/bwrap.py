@@ -20,6 +20,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from kit.sandbox import seccomp
 from kit.sandbox.base import (
     OPT_OUT,
     SANDBOX_GID,
@@ -60,6 +61,13 @@ def _world_readable(path: Path) -> bool:
     return bool(path.lstat().st_mode & stat.S_IROTH)
 
 
+def _readable_by_others(path: Path) -> bool:
+    try:
+        return _world_readable(path)
+    except OSError:
+        return False
+
+
 @functools.cache
 def _etc_dir() -> Path:
     """The sandbox's /etc, made once per kit process (removed at exit) and bound whole: copies of the
@@ -90,6 +98,18 @@ def _etc_dir() -> Path:
     for name in ("passwd", "group"):  # the copies kept their (world-readable) modes
         (folder / name).chmod(0o644)
     return folder
+
+
+@functools.cache
+def _empty_file() -> str:
+    """An empty, world-readable file (made once per kit process, removed at exit), bound over what
+    the sandbox must not read."""
+    folder = Path(tempfile.mkdtemp(prefix="orchbench-empty-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    folder.chmod(0o755)
+    (folder / "empty").write_bytes(b"")
+    (folder / "empty").chmod(0o444)
+    return str(folder / "empty")
 
 
 def _system_binds() -> list[str]:
@@ -127,17 +147,45 @@ def _drop_to_sandbox_user() -> tuple[list[str], list[str]]:
     return caps, [setpriv, *ids, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
 
 
-def _prefix_binds() -> list[Path]:
-    """The interpreter's prefixes (the venv included) outside the system folders. They are bound
-    after the private /tmp, so a venv that lives under /tmp (a checkout in a temp folder) stays
-    visible."""
+#: What the sandbox sees of an interpreter prefix (a venv, a pyenv or conda install) that lies outside
+#: the system folders: the interpreter and the scripts (``bin``), the standard library and the
+#: installed packages (``lib``, ``lib64``) and the venv marker ``pyvenv.cfg``. Nothing else -- not
+#: ``etc``, ``share``, ``conda-meta``, nor a ``pip.conf`` / ``.condarc`` / ``.netrc`` at its top,
+#: which may hold an index token.
+PREFIX_ALLOW = ("bin", "lib", "lib64", "pyvenv.cfg")
+
+
+def _prefixes() -> list[Path]:
+    """The interpreter's prefixes (the venv included)."""
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     prefixes.add(str(Path(sys.executable).resolve().parent.parent))
-    return [
-        Path(p).resolve()
-        for p in sorted(prefixes)
-        if not p.startswith(("/usr/", "/etc/")) and p != "/usr" and Path(p).is_dir()
-    ]
+    return sorted({Path(p).resolve() for p in prefixes if Path(p).is_dir()})
+
+
+def _in_system(path: Path) -> bool:
+    return path.parts[1:2] in (("usr",), ("etc",))
+
+
+def _prefix_binds(prefixes: Sequence[Path] | None = None) -> list[tuple[str, Path, str]]:
+    """(how, path, target) for the interpreter's prefixes: ``("bind", path, "")`` for each entry of
+    :data:`PREFIX_ALLOW` of a prefix outside the system folders (``("symlink", path, target)`` where
+    the entry is a link, as a venv's ``lib64``), and ``("hide", file, "")`` for each file at the top
+    of a prefix inside them (``/usr``: its ``pip.conf`` would be read through the /usr bind). They are
+    bound after the private /tmp, so a venv under /tmp (a checkout in a temp folder) stays visible."""
+    out: list[tuple[str, Path, str]] = []
+    for prefix in _prefixes() if prefixes is None else prefixes:
+        if _in_system(prefix):
+            for entry in sorted(prefix.iterdir()) if prefix.is_dir() else ():
+                if entry.name != "pyvenv.cfg" and entry.is_file() and not entry.is_symlink():
+                    out.append(("hide", entry, ""))
+            continue
+        for name in PREFIX_ALLOW:
+            entry = prefix / name
+            if entry.is_symlink():
+                out.append(("symlink", entry, os.readlink(entry)))
+            elif entry.exists():
+                out.append(("bind", entry, ""))
+    return out
 
 
 _SYSTEM_TOPS = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "dev"})
@@ -159,6 +207,11 @@ def _parent_dirs(path: Path, bound: list[Path]) -> list[str]:
     return args
 
 
+#: /proc files that show what other runs or the host hold (keyring descriptions and per-user key
+#: counts; host PIDs of timers and tasks): an empty file is bound over each one any user may read.
+PROC_HIDE = ("keys", "key-users", "timer_list", "timer_stats", "sched_debug", "latency_stats")
+
+
 class BwrapSandbox:
     """bubblewrap: see the module docstring for what is visible and what is not."""
 
@@ -169,18 +222,30 @@ class BwrapSandbox:
         self._system = _system_binds()
         self._prefixes = _prefix_binds()
         self._caps, self._become = _drop_to_sandbox_user()
+        self._proc_hide = [  # (one the sandbox user cannot read anyway needs no mount)
+            arg for name in PROC_HIDE if _readable_by_others(Path("/proc", name))
+            for arg in ("--ro-bind", _empty_file(), f"/proc/{name}")
+        ]  # fmt: skip
 
     def argv(
-        self, command: list[str], cwd: Path, *, writable: bool, ro_binds: Sequence[Path] = ()
+        self,
+        command: list[str],
+        cwd: Path,
+        *,
+        writable: bool,
+        ro_binds: Sequence[Path] = (),
+        scratch_mb: int = DEFAULT_LIMITS.scratch_mb,
+        seccomp_fd: int | None = None,
     ) -> list[str]:
         cwd = Path(cwd).resolve()
-        args = [self.binary, *self._system, "--perms", "1777", "--tmpfs", "/tmp"]
+        args = [self.binary, *self._system]
+        args += ["--perms", "1777", "--size", str(scratch_mb * 2**20), "--tmpfs", "/tmp"]
         args += ["--perms", "0777", "--dir", SANDBOX_HOME]
-        args += ["--proc", "/proc", "--dev", "/dev"]
+        args += ["--proc", "/proc", *self._proc_hide, "--dev", "/dev"]
         # a private, empty /dev/shm the sandbox user may write (bwrap's --dev makes root's 0755 one):
         # POSIX semaphores and shared memory -- multiprocessing's locks, queues and pools -- live there
-        args += ["--perms", "1777", "--tmpfs", "/dev/shm"]
-        binds = [(p, "--ro-bind") for p in self._prefixes]
+        args += ["--perms", "1777", "--size", str(scratch_mb * 2**20), "--tmpfs", "/dev/shm"]
+        binds = [(p, "--ro-bind") for how, p, _ in self._prefixes if how == "bind"]
         binds += [(Path(p).resolve(), "--ro-bind") for p in ro_binds]
         binds.append((cwd, "--bind" if writable else "--ro-bind"))
         bound: list[Path] = []
@@ -188,8 +253,16 @@ class BwrapSandbox:
             args += _parent_dirs(path, bound)
             args += [how, str(path), str(path)]
             bound.append(path)
+        for how, path, target in self._prefixes:
+            if how == "symlink":
+                args += ["--symlink", target, str(path)]
+            elif how == "hide":
+                args += ["--ro-bind", _empty_file(), str(path)]
         args += ["--chdir", str(cwd)]
         args += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox"]
+        args += ["--unshare-cgroup-try"]  # /proc/self/cgroup shows "/", not the kit's cgroup names
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
         args += ["--die-with-parent", "--new-session", *self._caps, "--"]
         return args + self._become + command
 
@@ -208,13 +281,25 @@ class BwrapSandbox:
     ) -> Result:
         if drops_to_sandbox_user() and os.stat(cwd).st_uid != SANDBOX_UID:
             hand_over(Path(cwd))  # the folder the command works in is the sandbox user's
-        full = self.argv(_as_argv(argv), cwd, writable=writable, ro_binds=ro_binds)
-        return run_process(
-            full,
-            cwd,
-            timeout_s=timeout_s,
-            limits=limits,
-            env=dict(env if env is not None else sandbox_env()),
-            pass_fds=pass_fds,
-            max_output_chars=max_output_chars,
-        )
+        filter_fd = seccomp.filter_fd()
+        try:
+            full = self.argv(
+                _as_argv(argv),
+                cwd,
+                writable=writable,
+                ro_binds=ro_binds,
+                scratch_mb=limits.scratch_mb,
+                seccomp_fd=filter_fd,
+            )
+            return run_process(
+                full,
+                cwd,
+                timeout_s=timeout_s,
+                limits=limits,
+                env=dict(env if env is not None else sandbox_env()),
+                pass_fds=[*pass_fds, *([filter_fd] if filter_fd is not None else [])],
+                max_output_chars=max_output_chars,
+            )
+        finally:
+            if filter_fd is not None:
+                os.close(filter_fd)

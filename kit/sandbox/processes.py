@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import math
 import os
 import resource
+import secrets
 import select
 import shutil
 import signal
@@ -34,6 +34,8 @@ class ProcessLimits:
     memory_mb: int = 4096
     processes: int = 512
     file_size_mb: int = 512
+    #: the sandbox's private /tmp (HOME included): a size-capped tmpfs per command, gone when it ends
+    scratch_mb: int = 512
 
 
 DEFAULT_LIMITS = ProcessLimits()
@@ -113,15 +115,13 @@ def process_limit_mechanism() -> str:
     return "RLIMIT_NPROC" if os.getuid() != 0 else "none (root without a writable pids cgroup)"
 
 
-_counter = itertools.count()
-
-
 class _Cgroup:
     """One command's pids cgroup: limits the process count, lists every process to kill at the end;
     and, where one can be made, its memory cgroup: caps the whole tree's memory."""
 
     def __init__(self, root: Path, max_pids: int, memory_mb: int) -> None:
-        self.path = root / f"orchbench-{os.getpid()}-{next(_counter)}"
+        # a random name: neither the kit's pid nor a count of commands (a command may see its cgroup)
+        self.path = root / f"orchbench-{secrets.token_hex(8)}"
         self.path.mkdir()
         (self.path / "pids.max").write_text(str(max_pids))
         self.procs = str(self.path / "cgroup.procs")

@@ -136,18 +136,23 @@ def read_requirements(acceptance_dir: Path) -> tuple[list[Requirement], list[str
 
 
 #: A test file larger than this is not parsed in the kit's process (its functions are not counted):
-#: parsing takes hundreds of times a file's size in memory, and the agent writes these files.
-MAX_PARSE_BYTES = 2 * 1024 * 1024
+#: parsing takes hundreds of times a file's size in memory (a 2 MB file cost 1 GB), and the agent
+#: writes these files. Nor is more than :data:`MAX_PARSE_TOTAL` parsed per count.
+MAX_PARSE_BYTES = 256 * 1024
+MAX_PARSE_TOTAL = 4 * 1024 * 1024
 
 
 def count_test_functions(folder: Path) -> int:
     """Test functions (``def test*``, module level or in ``Test*`` classes) in test files under folder
-    (files over :data:`MAX_PARSE_BYTES` are not parsed: they count none)."""
-    n = 0
+    (files over :data:`MAX_PARSE_BYTES`, and any after :data:`MAX_PARSE_TOTAL` bytes were parsed, count
+    none: one parse at a time, each bounded)."""
+    n = parsed = 0
     for path in test_files(folder):
         try:
-            if path.is_symlink() or path.stat().st_size > MAX_PARSE_BYTES:
+            size = path.lstat().st_size
+            if path.is_symlink() or size > MAX_PARSE_BYTES or parsed + size > MAX_PARSE_TOTAL:
                 continue
+            parsed += size
             tree = pyast.parse(path.read_text(encoding="utf-8"))
         except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
             continue  # the agent's files may be anything

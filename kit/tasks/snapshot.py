@@ -11,10 +11,12 @@ following links and copies into ``<folder>/tree``:
   compiled ``*.pyc`` / ``*.pyo``, nor the top-level ``.pdca`` (the pdca strategy's own status file);
 - never a compiled extension module (:data:`BINARY_SUFFIXES`: ``*.so``, ``*.pyd`` ...), noted as
   dropped -- the tasks are pure Python, and one would be imported ahead of the ``.py`` it shadows;
-- within caps: :class:`Limits` -- file count, bytes per file (apparent *and* allocated size) and bytes
-  in total (apparent size), taken breadth first (what is nearest the top of the clone is kept when a
+- within caps: :class:`Limits` -- entry count, folder depth, path length, bytes per file (apparent
+  *and* allocated size) and bytes in total (apparent size), taken breadth first (what is nearest the top of the clone is kept when a
   cap is reached: a vendored environment deep down goes first). Sparse files stay sparse (holes are skipped with ``SEEK_DATA`` /
   ``SEEK_HOLE``), so a huge sparse file costs nothing, and one over a cap is dropped, not densified;
+- nothing the clone holds stops the walk: an entry that cannot be read or copied is noted and
+  skipped, and once the entry cap is reached the rest is not even listed;
 - what was dropped, and why, goes to ``<folder>/notes.json`` (at most :data:`MAX_NOTES` entries),
   which the kit reads with a size cap; it becomes ``Score.dropped_files``.
 
@@ -55,6 +57,7 @@ class Limits:
     file_bytes: int = 64 * 1024 * 1024
     total_bytes: int = 256 * 1024 * 1024
     depth: int = 48
+    path_bytes: int = 1024  # a path (relative to the clone) longer than this is dropped
     timeout_s: float = 300.0
 
 
@@ -142,6 +145,9 @@ def link_target(path):
 os.mkdir("tree")
 queue = collections.deque([(src, "tree", 0)])  # breadth first: near the top is taken first
 while queue:
+    if count >= cfg["files"]:  # nothing more is taken: what is left is not even listed
+        note(os.path.relpath(queue[0][0], src), f"and all that follows: over the snapshot's {cfg['files']} entries")
+        break
     folder, out, depth = queue.popleft()
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
@@ -149,6 +155,9 @@ while queue:
         note(os.path.relpath(folder, src), f"folder unreadable ({e.strerror})")
         continue
     for entry in entries:
+        if count >= cfg["files"]:
+            note(os.path.relpath(entry.path, src), f"and the rest of its folder: over the snapshot's {cfg['files']} entries")
+            break
         rel = os.path.relpath(entry.path, src)
         name = entry.name
         if name in skip_dirs or name.endswith(skip_suffixes) or (depth == 0 and name in cfg["top_skip"]):
@@ -165,14 +174,18 @@ while queue:
             note(rel, f"unreadable ({e.strerror})")
             continue
         target = os.path.join(out, name)
-        if stat.S_ISDIR(st.st_mode):
+        if len(os.fsencode(rel)) > cfg["path_bytes"]:
+            note(rel, f"path longer than {cfg['path_bytes']} bytes")
+        elif stat.S_ISDIR(st.st_mode):
             if depth + 1 > cfg["depth"]:
                 note(rel, f"folder nested deeper than {cfg['depth']} levels")
-            elif count >= cfg["files"]:
-                note(rel, f"over the snapshot's {cfg['files']} entries")
             else:
+                try:
+                    os.mkdir(target)
+                except OSError as e:
+                    note(rel, f"could not be copied ({e.strerror})")
+                    continue
                 count += 1
-                os.mkdir(target)
                 queue.append((entry.path, target, depth + 1))
         elif stat.S_ISREG(st.st_mode):
             take_file(entry.path, rel, target)
@@ -227,6 +240,7 @@ def take(clone: Path, folder: Path, sandbox: str | None = None, limits: Limits =
         "file_bytes": limits.file_bytes,
         "total_bytes": limits.total_bytes,
         "depth": limits.depth,
+        "path_bytes": limits.path_bytes,
         "max_notes": MAX_NOTES,
         "links": MAX_LINKS,
         "skip_dirs": list(IGNORED_DIRS),

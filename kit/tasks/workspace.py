@@ -5,9 +5,10 @@ The base commit is built with a fixed author, committer and date, so the same ta
 same base commit id. A clone shares nothing with the cached base or another run (its objects are
 copied, not hard-linked) and belongs to the sandbox user (:func:`kit.sandbox.base.hand_over`).
 
-:func:`snapshot_diff` compares a snapshot of the clone (:mod:`kit.tasks.snapshot`: regular files only,
-taken through the sandbox) with the base commit, in a git folder of the kit's own that borrows the
-cached base's objects: no git runs in the clone, and nothing of the clone's ``.git`` is read.
+:func:`diff` and :func:`diff_stats` compare a snapshot of the clone (:mod:`kit.tasks.snapshot`:
+regular files only, taken through the sandbox) with the base commit, in a git folder of the kit's
+own that borrows the cached base's objects (:mod:`kit.tasks.patch`): no git runs in the clone, and
+nothing of the clone's ``.git`` is read.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ import hashlib
 import json
 import os
 import shutil
-import stat
-import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,8 @@ from kit.errors import TaskError
 from kit.paths import IGNORED_DIRS, IGNORED_SUFFIXES, is_ignored, results_root
 from kit.sandbox.base import hand_over
 from kit.sandbox.commands import run_command
-from kit.tasks.git import GIT_OPTS, GIT_TIMEOUT_S, SAFE_SETTINGS, git_env, run_git
+from kit.tasks.git import git_env, run_git
+from kit.tasks.patch import DIFF_OPTS, capped_patch, snapshot_diff, snapshot_env  # noqa: F401 - re-exported
 from kit.tasks.snapshot import Snapshot, snapshot
 
 if TYPE_CHECKING:
@@ -65,11 +65,9 @@ def create_workspace(task: Task, dest: Path, sandbox: str | None = None) -> Work
     nor the base scoring reads), with no remote left behind.
     """
     dest = Path(dest)
-    if dest.exists():
-        if not dest.is_dir() or any(dest.iterdir()):
-            raise TaskError(f"workspace folder {dest} already exists and is not empty")
-        dest.rmdir()
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise TaskError(f"workspace folder {dest} already exists and is not empty")
+    dest.parent.mkdir(parents=True, exist_ok=True)  # (an empty dest stays: it may be a quota mount)
     base = base_repository(task)
     env = git_env()
     clone = ["clone", "-q", "--local", "--no-hardlinks", "--template=", str(base), str(dest)]
@@ -129,93 +127,6 @@ def _build_base(task: Task, dest: Path) -> None:
     run_git(dest, "commit", "-q", "--allow-empty", "--no-verify", "-m", f"base: task {task.id}", env=env)
 
 
-def _tree_files(tree: Path) -> list[tuple[str, str]]:
-    """(mode, path relative to ``tree``) of every regular file of a snapshot tree, sorted."""
-    out = []
-    for folder, dirs, files in os.walk(tree):
-        dirs.sort()
-        for name in sorted(files):
-            st = os.lstat(os.path.join(folder, name))
-            if stat.S_ISREG(st.st_mode):
-                rel = os.path.relpath(os.path.join(folder, name), tree)
-                out.append(("100755" if st.st_mode & 0o100 else "100644", rel))
-    return out
-
-
-_HASH_BATCH = 500
-#: Every diff git runs with these (and :data:`kit.tasks.git.SAFE_SETTINGS`); paths git's defaults
-#: would refuse (NTFS / HFS look-alikes of .git) are still recorded.
-_DIFF_OPTS = ["-c", "core.protectNTFS=false", "-c", "core.protectHFS=false"]
-_DIFF_OPTS += [arg for key, value in SAFE_SETTINGS.items() for arg in ("-c", f"{key}={value}")]
-
-
-def _plain_git(cwd: Path, env: dict[str, str], *args: str, input: bytes | None = None) -> bytes:
-    """git in a git folder of the kit's own making (nothing of the agent's config, hooks or
-    attributes exists there); stdout; TaskError when it fails or takes over GIT_TIMEOUT_S."""
-    try:
-        proc = subprocess.run(
-            ["git", *GIT_OPTS, *_DIFF_OPTS, *args],
-            cwd=cwd,
-            env=env,
-            input=input,
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-        )
-    except subprocess.TimeoutExpired:
-        raise TaskError(f"git {args[0]} on a snapshot took longer than {GIT_TIMEOUT_S:g} s") from None
-    if proc.returncode != 0:
-        raise TaskError(
-            f"git {args[0]} on a snapshot failed: {proc.stderr.decode('utf-8', 'replace')[-500:]}"
-        )
-    return proc.stdout
-
-
-def _snapshot_index(ws: Workspace, snap: Snapshot) -> dict[str, str]:
-    """The environment of a git folder next to the snapshot's tree (made once per snapshot) whose
-    index holds every file of the tree, hashed as it is (``--no-filters``: no ``.gitattributes``
-    conversion), and which borrows the cached base's objects."""
-    home = snap.tree.parent / "kit-git"
-    env = git_env()
-    env.update(
-        GIT_DIR=str(home / "git"),
-        GIT_WORK_TREE=str(snap.tree),
-        GIT_INDEX_FILE=str(home / "index"),
-        GIT_ALTERNATE_OBJECT_DIRECTORIES=str(Path(ws.base_git_dir or "") / "objects"),
-        GIT_CEILING_DIRECTORIES=str(snap.tree.parent),
-    )
-    if (home / "index").is_file():
-        return env
-    for sub in ("objects", "refs/heads"):
-        (home / "git" / sub).mkdir(parents=True, exist_ok=True)
-    (home / "git" / "HEAD").write_text("ref: refs/heads/main\n")
-    (home / "git" / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tbare = false\n")
-    files = _tree_files(snap.tree)
-    entries = []
-    for i in range(0, len(files), _HASH_BATCH):
-        batch = files[i : i + _HASH_BATCH]
-        out = _plain_git(
-            snap.tree, env, "hash-object", "-w", "--no-filters", "--", *(rel for _, rel in batch)
-        )
-        shas = out.split()
-        if len(shas) != len(batch):
-            raise TaskError(f"git hash-object gave {len(shas)} ids for {len(batch)} files")
-        for (mode, rel), sha in zip(batch, shas, strict=True):
-            entries.append(b"%s %s\t%s\0" % (mode.encode(), sha, os.fsencode(rel)))
-    _plain_git(snap.tree, env, "update-index", "-z", "--add", "--index-info", input=b"".join(entries))
-    return env
-
-
-def snapshot_diff(ws: Workspace, snap: Snapshot, *diff_args: str) -> bytes:
-    """``git diff --cached ARGS <base>`` of the snapshot's tree, as bytes: every file the snapshot
-    holds (ignored ones included) against the base commit, in a git folder of the kit's that borrows
-    the cached base's objects -- no config, hook, attribute or nested repository of the agent's."""
-    if ws.base_git_dir is None or not ws.base_git_dir.is_dir():
-        raise TaskError(f"the cached base of {ws.root} is gone: no diff against {ws.base_commit[:12]}")
-    env = _snapshot_index(ws, snap)
-    args = ["diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv", *diff_args, ws.base_commit]
-    return _plain_git(snap.tree, env, *args)
-
-
 def diff_stats_of(ws: Workspace, snap: Snapshot) -> tuple[int, int, int]:
     """(files touched, lines added, lines removed) from the base to the snapshot; binary files count 0 lines."""
     out = snapshot_diff(ws, snap, "--numstat").decode("utf-8", "replace")
@@ -232,9 +143,10 @@ def diff_stats_of(ws: Workspace, snap: Snapshot) -> tuple[int, int, int]:
 
 def diff(ws: Workspace) -> str:
     """Unified diff from the base commit to the clone as it is now (a fresh snapshot), new untracked
-    and ignored files included; bytes that are not UTF-8 are replaced."""
+    and ignored files included, capped (:func:`kit.tasks.patch.capped_patch`: what was left out is
+    listed at its end); bytes that are not UTF-8 are replaced."""
     with snapshot(ws.root, ws.sandbox) as snap:
-        return snapshot_diff(ws, snap, "--binary").decode("utf-8", "replace")
+        return capped_patch(ws, snap).with_trailer().decode("utf-8", "replace")
 
 
 def diff_stats(ws: Workspace) -> tuple[int, int, int]:

@@ -10,6 +10,7 @@ from kit.records.recorder import RunRecorder
 from kit.records.schema import EVENTS, read_jsonl
 from kit.sandbox.commands import scrubbed_env
 from kit.secrets import is_secret_env
+from tests.support.sandboxes import backends
 
 
 @pytest.fixture
@@ -195,7 +196,7 @@ def test_run_output_and_exit_code(root):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+@pytest.mark.parametrize("sandbox", [*backends(), "none"])
 def test_run_timeout_kills_the_process_group(root, sandbox):
     marker = f"{time.time_ns() % 10**6 + 31}.5"  # a unique `sleep` argument to find the child by
     box = Toolbox(root, ["exec"], timeout_s=30, sandbox=sandbox)

@@ -1,9 +1,12 @@
 """The sandbox, tried the way a cheating agent would: each escape is attempted for real, and each
 test also shows the same probe succeeding where it should (unsandboxed, or on the clone), so a
-sandbox that stopped working would fail it."""
+sandbox that stopped working would fail it. Every guarantee is tested under every backend that gives
+it -- bwrap, podman, docker (``backend``: tests/support/sandboxes.py; a container engine that cannot
+run here skips its cases with the reason)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import sys
@@ -24,11 +27,13 @@ from kit.sandbox.backends import (
     sandbox_env,
 )
 from kit.sandbox.processes import memory_limit_mechanism
+from tests.support.sandboxes import backends
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap needs Linux")
 
 BWRAP = get_sandbox("bwrap") if sys.platform == "linux" else None
 NONE = get_sandbox("none")
+ALL = backends()  # bwrap, podman, docker
 
 
 @pytest.fixture
@@ -46,10 +51,19 @@ def runs(tmp_path):
 
 
 def sh(command, cwd, *, writable=True, sandbox=BWRAP, **kw):
+    if isinstance(sandbox, str):
+        sandbox = get_sandbox(sandbox)
     return sandbox.run(command, cwd, writable=writable, timeout_s=kw.pop("timeout_s", 20), **kw)
 
 
-def test_files_outside_the_clone_cannot_be_read_or_written(runs, tmp_path):
+def shell_in(backend: str):
+    """``sh`` with ``backend`` as its sandbox unless a call names another."""
+    return functools.partial(sh, sandbox=backend)
+
+
+@pytest.mark.parametrize("backend", ALL)
+def test_files_outside_the_clone_cannot_be_read_or_written(runs, tmp_path, backend):
+    sh = shell_in(backend)
     _, mine = runs
     outside = tmp_path / "outside.txt"
     assert "OUTSIDE-SECRET" in sh(f"cat {outside}", mine, sandbox=NONE).output  # the probe works
@@ -60,7 +74,9 @@ def test_files_outside_the_clone_cannot_be_read_or_written(runs, tmp_path):
     assert sh("echo mine > new.txt", mine).exit_code == 0 and (mine / "new.txt").read_text() == "mine\n"
 
 
-def test_other_runs_are_invisible(runs):
+@pytest.mark.parametrize("backend", ALL)
+def test_other_runs_are_invisible(runs, backend):
+    sh = shell_in(backend)
     runs_dir, mine = runs
     listing = sh(f"ls {runs_dir}; cat {runs_dir}/task__pdca__p__r1/repo/answer.txt", mine)
     assert "task__vibe__p__r1" in listing.output  # its own run's folder is on the path to the clone
@@ -72,7 +88,9 @@ def test_other_runs_are_invisible(runs):
     )
 
 
-def test_the_kit_datasets_and_home_are_unreachable(runs):
+@pytest.mark.parametrize("backend", ALL)
+def test_the_kit_datasets_and_home_are_unreachable(runs, backend):
+    sh = shell_in(backend)
     _, mine = runs
     acceptance = next(REPO_ROOT.glob("datasets/tasks/*/acceptance"))
     secret_places = [REPO_ROOT / "kit", REPO_ROOT / "kit" / "sandbox.py", REPO_ROOT / "datasets", acceptance]
@@ -86,14 +104,18 @@ def test_the_kit_datasets_and_home_are_unreachable(runs):
     assert f"VISIBLE {acceptance}" in plain and "IMPORTED" in plain  # unsandboxed, the probe gets in
 
 
-def test_the_system_and_the_kit_venv_are_read_only(runs):
+@pytest.mark.parametrize("backend", ALL)
+def test_the_system_and_the_kit_venv_are_read_only(runs, backend):
+    sh = shell_in(backend)
     _, mine = runs
     res = sh(f"touch {sys.prefix}/planted /usr/planted /etc/planted; echo done", mine)
     assert "Read-only file system" in res.output
     assert not Path(sys.prefix, "planted").exists() and not Path("/usr/planted").exists()
 
 
-def test_no_network_even_to_the_host_loopback(runs):
+@pytest.mark.parametrize("backend", ALL)
+def test_no_network_even_to_the_host_loopback(runs, backend):
+    sh = shell_in(backend)
     _, mine = runs
     server = socket.create_server(("127.0.0.1", 0))
     port = server.getsockname()[1]
@@ -124,7 +146,7 @@ def _live(marker: str) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize("backend", ["bwrap", "none"])
+@pytest.mark.parametrize("backend", [*ALL, "none"])
 def test_setsid_and_background_children_do_not_outlive_the_command(runs, backend):
     _, mine = runs
     marker = f"{time.time_ns() % 10**6 + 100}.25"
@@ -138,7 +160,9 @@ def test_setsid_and_background_children_do_not_outlive_the_command(runs, backend
     assert _live(marker) == []
 
 
-def test_memory_limit_holds(runs):
+@pytest.mark.parametrize("backend", ALL)
+def test_memory_limit_holds(runs, backend):
+    sh = shell_in(backend)
     _, mine = runs
     grab = "python -c 'x = bytearray(400 * 1024 * 1024); print(\"GOT\", len(x))'"
     assert "GOT" in sh(grab, mine, limits=ProcessLimits(memory_mb=2048)).output
@@ -146,12 +170,18 @@ def test_memory_limit_holds(runs):
     assert "GOT" not in res.output and "MemoryError" in res.output
 
 
-@pytest.mark.skipif(
-    process_limit_mechanism().startswith("none"),
-    reason="no writable pids cgroup and running as root: only the PID namespace and the timeout contain a fork bomb",
-)
-@pytest.mark.parametrize("backend", ["bwrap", "none"])
+def _host_limits_only(backend: str) -> bool:
+    """bwrap and none limit processes through the kit's own cgroup, where one is writable (a
+    container engine always makes one)."""
+    return backend in ("bwrap", "none") and process_limit_mechanism().startswith("none")
+
+
+@pytest.mark.parametrize("backend", [*ALL, "none"])
 def test_process_limit_holds_even_as_root(runs, backend):
+    if _host_limits_only(backend):
+        pytest.skip(
+            "no writable pids cgroup and running as root: only the PID namespace and the timeout contain a fork bomb"
+        )
     _, mine = runs
     spawn = (
         "python -c '\n"
@@ -170,16 +200,18 @@ def test_process_limit_holds_even_as_root(runs, backend):
     assert "REFUSED" in res.output and started < 20, res.output
 
 
-def test_a_fork_bomb_is_contained_and_cleaned_up(runs):
+@pytest.mark.parametrize("backend", ALL)
+def test_a_fork_bomb_is_contained_and_cleaned_up(runs, backend):
     """Under a process limit the bomb's forks are refused and it ends by itself; without one (no
     writable pids cgroup, as root) only the timeout ends it. Either way nothing of it survives."""
+    sh = shell_in(backend)
     _, mine = runs
     marker = f"{time.time_ns() % 10**6 + 200}.75"
     bomb = f"b() {{ sleep {marker} & b & b; }}; b"
     started = time.monotonic()
     res = sh(bomb, mine, limits=ProcessLimits(processes=64), timeout_s=10)
     assert time.monotonic() - started < 20
-    if process_limit_mechanism().startswith("none"):
+    if _host_limits_only(backend):
         assert res.timed_out, res.output[-300:]
     else:
         assert not res.timed_out and "Cannot fork" in res.output, res.output[-300:]
@@ -188,9 +220,10 @@ def test_a_fork_bomb_is_contained_and_cleaned_up(runs):
 
 
 @pytest.mark.slow
-def test_the_agent_cannot_raise_its_own_timeout(runs):
+@pytest.mark.parametrize("backend", ALL)
+def test_the_agent_cannot_raise_its_own_timeout(runs, backend):
     _, mine = runs
-    box = Toolbox(mine, ["exec"], timeout_s=1)
+    box = Toolbox(mine, ["exec"], timeout_s=1, sandbox=backend)
     for asked in (100, "inf", float("nan"), -5, 0):
         started = time.monotonic()
         r = box.execute("run", {"command": "sleep 4; echo FINISHED", "timeout_s": asked})
@@ -200,18 +233,21 @@ def test_the_agent_cannot_raise_its_own_timeout(runs):
     assert r.output.endswith("killed after 0.2 s (timeout)")
 
 
-def test_a_read_only_role_cannot_change_the_clone_through_the_shell(runs):
+@pytest.mark.parametrize("backend", ALL)
+def test_a_read_only_role_cannot_change_the_clone_through_the_shell(runs, backend):
     _, mine = runs
     attack = "echo changed > README.md; rm -f README.md; touch planted; mkdir d; echo exit=$?"
-    analyst = Toolbox(mine, ["read", "exec"], role="analyst")
+    analyst = Toolbox(mine, ["read", "exec"], role="analyst", sandbox=backend)
     r = analyst.execute("run", {"command": attack})
     assert "Read-only file system" in r.output
     assert (mine / "README.md").read_text() == "hello\n" and not (mine / "planted").exists()
-    coder = Toolbox(mine, ["read", "write", "exec"], role="coder")
+    coder = Toolbox(mine, ["read", "write", "exec"], role="coder", sandbox=backend)
     assert coder.execute("run", {"command": attack}).ok and (mine / "planted").exists()
 
 
-def test_commands_get_an_allow_listed_env_and_a_private_home(runs, monkeypatch):
+@pytest.mark.parametrize("backend", ALL)
+def test_commands_get_an_allow_listed_env_and_a_private_home(runs, monkeypatch, backend):
+    sh = shell_in(backend)
     _, mine = runs
     monkeypatch.setenv("ORCHBENCH_CANARY_SETTING", "should-not-pass")
     env = sandbox_env({"EXTRA_OK": "1", "SNEAKY_TOKEN": "x"})
@@ -222,7 +258,9 @@ def test_commands_get_an_allow_listed_env_and_a_private_home(runs, monkeypatch):
     assert f"home={Path.home()}" not in res.output
 
 
-def test_pass_fds_and_ro_binds_reach_the_command(runs, tmp_path):
+@pytest.mark.parametrize("backend", ALL)
+def test_pass_fds_and_ro_binds_reach_the_command(runs, tmp_path, backend):
+    sh = shell_in(backend)
     _, mine = runs
     hidden = tmp_path / "hidden_tests"
     hidden.mkdir()
@@ -244,8 +282,8 @@ def test_pass_fds_and_ro_binds_reach_the_command(runs, tmp_path):
 
 
 def test_unknown_or_broken_sandbox_gives_one_clear_error(monkeypatch):
-    with pytest.raises(ValueError, match="valid: bwrap, none"):
-        get_sandbox("docker")
+    with pytest.raises(ValueError, match="valid: bwrap, docker, none, podman"):
+        get_sandbox("lxc")
     broken = type(BWRAP)()
     broken.binary = "/bin/false"
     monkeypatch.setattr("kit.sandbox.backends.get_sandbox", lambda name: broken)
@@ -299,7 +337,9 @@ def test_the_clones_git_config_cannot_make_the_kits_git_run_commands(tmp_path):
     assert list(tmp_path.glob("RAN*"))  # a plain `git add` would have run the agent's commands
 
 
-def test_a_read_only_bind_inside_the_clone_stays_read_only(runs):
+@pytest.mark.parametrize("backend", ALL)
+def test_a_read_only_bind_inside_the_clone_stays_read_only(runs, backend):
+    sh = shell_in(backend)
     _, mine = runs
     (mine / "tests_hidden").mkdir()
     res = sh(
@@ -314,18 +354,21 @@ def test_a_venv_under_tmp_stays_visible_over_the_private_tmp(monkeypatch):
     prefixes must be bound after the private /tmp, or the command cannot even start."""
     import kit.sandbox.bwrap as sandbox_mod
 
-    monkeypatch.setattr(sandbox_mod, "_prefix_binds", lambda: [Path("/tmp/some-checkout/.venv")])
+    venv_lib = Path("/tmp/some-checkout/.venv/lib")
+    monkeypatch.setattr(sandbox_mod, "_prefix_binds", lambda: [("bind", venv_lib, "")])
     argv = sandbox_mod.BwrapSandbox().argv(["true"], Path("/tmp/run/repo"), writable=True)
     tmpfs = argv.index("--tmpfs")
-    venv = argv.index("/tmp/some-checkout/.venv")
+    venv = argv.index(str(venv_lib))
     assert argv[tmpfs + 1] == "/tmp" and venv > tmpfs
     assert argv[venv - 1] == "--ro-bind"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the kit runs as a normal user: commands are that user already")
-def test_a_root_only_file_is_unreadable_and_nothing_runs_as_root(runs, tmp_path):
+@pytest.mark.parametrize("backend", ALL)
+def test_a_root_only_file_is_unreadable_and_nothing_runs_as_root(runs, tmp_path, backend):
     """The sandbox is not root: a 0600 root file it can see (in a bound folder, or planted in the clone
     by the kit) is unreadable, files the command makes are not root's, and /etc is minimal."""
+    sh = shell_in(backend)
     _, mine = runs
     sh("true", mine)  # the clone is the sandbox user's from its first command on
     secret_dir = tmp_path / "kit-folder"
@@ -347,11 +390,12 @@ def test_a_root_only_file_is_unreadable_and_nothing_runs_as_root(runs, tmp_path)
     assert keys.exit_code != 0 and "PRIVATE KEY" not in keys.output
 
 
-def test_what_the_kits_file_tools_write_stays_the_agents_to_change(runs):
+@pytest.mark.parametrize("backend", ALL)
+def test_what_the_kits_file_tools_write_stays_the_agents_to_change(runs, backend):
     """The file tools run in the kit's process (as root here); what they create -- folders too -- is
     given to the clone's owner, so the agent's non-root shell can still edit or delete it."""
     _, mine = runs
-    coder = Toolbox(mine, ["read", "write", "exec"], role="coder")
+    coder = Toolbox(mine, ["read", "write", "exec"], role="coder", sandbox=backend)
     assert coder.execute("run", {"command": "true"}).ok
     assert coder.execute("write_file", {"path": "pkg/sub/new.py", "content": "A = 1\n"}).ok
     r = coder.execute(
@@ -361,13 +405,14 @@ def test_what_the_kits_file_tools_write_stays_the_agents_to_change(runs):
     assert (mine / "pkg" / "sub" / "new.py").read_text() == "A = 1\nB = 2\n"
 
 
-@pytest.mark.skipif(
-    process_limit_mechanism() != "cgroup pids.max" or os.geteuid() != 0,
-    reason="needs a writable pids cgroup and commands dropped to the sandbox user",
-)
-def test_one_runs_processes_do_not_count_against_another_run(runs, tmp_path):
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs commands dropped to the sandbox user")
+@pytest.mark.parametrize("backend", ALL)
+def test_one_runs_processes_do_not_count_against_another_run(runs, tmp_path, backend):
     """Every run's commands are the same sandbox user: the process limit is per command (its cgroup),
     not per user, so a run holding many processes does not stop another from starting any."""
+    if backend == "bwrap" and process_limit_mechanism() != "cgroup pids.max":
+        pytest.skip("needs a writable pids cgroup")
+    sh = shell_in(backend)
     _, mine = runs
     other = tmp_path / "other-run"
     other.mkdir()
@@ -389,12 +434,13 @@ def test_one_runs_processes_do_not_count_against_another_run(runs, tmp_path):
         hog.join()
 
 
-@pytest.mark.skipif(
-    not memory_limit_mechanism().startswith("cgroup"), reason="needs a writable memory cgroup"
-)
-def test_the_memory_of_a_commands_whole_process_tree_is_capped(runs):
+@pytest.mark.parametrize("backend", ALL)
+def test_the_memory_of_a_commands_whole_process_tree_is_capped(runs, backend):
     """RLIMIT_AS caps each process; three processes under it together exceed the tree's cap (the
     attacker's sketch: 512 processes of 4 GB each would take the host)."""
+    if backend == "bwrap" and not memory_limit_mechanism().startswith("cgroup"):
+        pytest.skip("needs a writable memory cgroup")
+    sh = shell_in(backend)
     _, mine = runs
     grab = "python3 -c 'b = b\"x\" * (60 * 2**20); import time; time.sleep(3)'"
     one = sh(f"{grab} && echo ONE-OK", mine, limits=ProcessLimits(memory_mb=100))
@@ -406,3 +452,31 @@ def test_the_memory_of_a_commands_whole_process_tree_is_capped(runs):
     )
     statuses = [line.split("=")[1] for line in three.output.split() if line[:2] in ("A=", "B=", "C=")]
     assert len(statuses) == 3 and set(statuses) != {"0"}, three.output  # one at least was killed
+
+
+@pytest.mark.parametrize("backend", ALL)
+def test_output_is_capped_keeping_its_head_and_tail(runs, backend):
+    sh = shell_in(backend)
+    _, mine = runs
+    res = sh("seq 1 2000000; echo LAST", mine, max_output_chars=2000)
+    assert res.exit_code == 0 and res.truncated_chars > 10_000_000
+    assert res.output.startswith("1\n2\n3\n") and res.output.rstrip().endswith("1999999\n2000000\nLAST")
+    assert len(res.output) < 2100
+
+
+@pytest.mark.parametrize("backend", ALL)
+def test_a_disk_filler_is_stopped_in_the_clone_and_in_tmp(runs, backend):
+    """A file past the file-size limit is cut off (SIGXFSZ); the private /tmp, filled file by file
+    under that limit, holds no more than the command's memory (a tmpfs: its pages are its memory)."""
+    sh = shell_in(backend)
+    _, mine = runs
+    big = sh(
+        "head -c 20000000 /dev/zero > big.bin; echo clone=$?", mine, limits=ProcessLimits(file_size_mb=5)
+    )
+    assert "clone=" in big.output and "clone=0" not in big.output, big.output
+    assert (mine / "big.bin").stat().st_size <= 5 * 2**20
+    if backend == "bwrap" and not memory_limit_mechanism().startswith("cgroup"):
+        return  # bwrap's /tmp is capped by the memory cgroup only
+    fill = "for i in $(seq 80); do head -c 5000000 /dev/zero > /tmp/f$i || break; done; echo files=$i"
+    res = sh(fill, mine, limits=ProcessLimits(file_size_mb=10, memory_mb=256), timeout_s=60)
+    assert "files=80" not in res.output, res.output  # 400 MB asked, ~256 MB got

@@ -157,20 +157,20 @@ FRAMES_COMMITS: list[Commit] = [
 ]
 
 
-# --------------------------------------------------------------------------- the smallest fix
+# --------------------------------------------------------------------------- the smallest fix (a src/ layout)
 
 TINY_COMMITS: list[Commit] = [
     (
         "Start tiny",
         {
-            "tiny/__init__.py": "def area(w, h):\n    return w + h\n",
+            "src/tiny/__init__.py": "def area(w, h):\n    return w + h\n",
             "tests/test_tiny.py": "def test_imports():\n    import tiny  # noqa: F401\n",
         },
     ),
     (
         "area multiplies",
         {
-            "tiny/__init__.py": "def area(w, h):\n    return w * h  # fixed-by-the-reference-change\n",
+            "src/tiny/__init__.py": "def area(w, h):\n    return w * h  # fixed-by-the-reference-change\n",
             "tests/test_tiny.py": (
                 "from tiny import area\n\n\ndef test_imports():\n    import tiny  # noqa: F401\n\n\n"
                 "def test_area():\n    assert area(2, 3) == 6\n"

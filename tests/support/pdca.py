@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,9 +93,11 @@ class Cast:
     task_tests: bool = False  # prove with the task's own test command (any task), not TEST_CMD
     check_first: tuple[str, dict] | None = None  # the CHECK session's first action (before its runs)
     check_runs: bool = True  # False: the CHECK session reports without running anything
+    check_facts: list[Any] = field(default_factory=list)  # CHECK scout report overrides, per session
     briefs: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     status_updates: list[str] = field(default_factory=list)
     requests: list[scripted.Request] = field(default_factory=list)  # every request, as the model saw it
+    handoff: str = ""  # the orchestrator's latest hand-off: which session comes next (a run is sequential)
 
     def __call__(self, req: scripted.Request) -> Any:
         self.requests.append(req)
@@ -105,18 +108,23 @@ class Cast:
             return {"content": self.status_replies.pop(0) if self.status_replies else asked}
         # the orchestrator is one conversation: every turn is a hand-off (step 0 of its own)
         step = 0 if role == "orchestrator" else sum(1 for m in req.messages if m["role"] == "assistant")
-        first_user = next((m["content"] for m in req.messages if m["role"] == "user"), "")
-        if role == "executor" and str(first_user).startswith("CHECK re-run"):
+        first_user = str(next((m["content"] for m in req.messages if m["role"] == "user"), ""))
+        if role == "orchestrator":
+            self.handoff = req.last_user
+        if role == "executor" and "CHECK re-run:" in self.handoff:  # the session CHECK's hand-off briefed
             if step == 0:
                 self.briefs["executor-check"].append(req.last_user)
-            return self.check_session(str(first_user), mode, step - (self.check_first is not None))
+            return self.check_session(first_user, mode, step - (self.check_first is not None))
+        check = role == "scout" and "CHECK re-runs' output" in self.handoff  # CHECK's scout
         if step == 0:
             self.briefs[role].append(req.last_user)
+            if check:
+                self.briefs["scout-check"].append(req.last_user)
         if role in self.first_action and step == 0:
             tool, args = self.first_action[role]
             return render(mode, tool, args, f"{role} tries {tool}")
         step -= role in self.first_action
-        return getattr(self, role)(req, mode, step)
+        return self.check_scout(first_user, mode, step) if check else getattr(self, role)(req, mode, step)
 
     @staticmethod
     def _next(items: list[Any]) -> Any:
@@ -127,10 +135,10 @@ class Cast:
         return f"{head} {self.brief_text}" if self.brief_text is not None else f"{head}\n{req.last_user}"
 
     def check_session(self, brief: str, mode: str, step: int) -> Any:
-        """The executor's CHECK session: each listed command (``$ <command>``) run, then the report."""
-        commands = (
-            [line[2:] for line in brief.splitlines() if line.startswith("$ ")] if self.check_runs else []
-        )
+        """The executor's CHECK session: each command its brief lists (``"command": "..."``) run, then
+        the report."""
+        found = re.findall(r'"command": ("(?:[^"\\]|\\.)*")', brief) if self.check_runs else []
+        commands = list(dict.fromkeys(json.loads(c) for c in found))
         if step < 0 and self.check_first is not None:
             return render(mode, *self.check_first, "First this.")
         if step < len(commands):
@@ -146,6 +154,33 @@ class Cast:
             self.empty_scout_reports -= 1
             facts = {"facts": []}
         return render(mode, FINISH, facts, "Facts.")
+
+    def check_scout(self, brief: str, mode: str, step: int) -> Any:
+        """CHECK's scout: reads the raw output the kit appended to its brief (``$ command`` then
+        ``[status; proves C1, C2]``) and reports per criterion the command, exit status, how much
+        output there was and a pointer -- never the output itself, never a verdict."""
+        if step == 0:
+            return render(mode, "read_file", {"path": "textkit.py"}, "Look.")
+        if self.check_facts:
+            item = self.check_facts.pop(0)
+            return {"content": item} if isinstance(item, str) else render(mode, FINISH, item, "Facts.")
+        raw = brief.split("\n## Raw output", 1)[-1]
+        facts = []
+        for block in re.split(r"\n\n(?=\$ )", raw):
+            head = re.search(r"^\$ (.*)\n\[(.*?); proves (.*?)\]", block, flags=re.MULTILINE)
+            if head:
+                code = re.match(r"exit (\d+)", head.group(2))
+                for cid in head.group(3).split(", "):
+                    facts.append(
+                        {
+                            "criterion": cid,
+                            "command": head.group(1),
+                            "exit_code": int(code.group(1)) if code else None,
+                            "numbers": f"{block.count(chr(10)) - 1} lines of output",
+                            "pointers": ["textkit.py:9"],
+                        }
+                    )
+        return render(mode, FINISH, {"criteria": facts}, "Facts.")
 
     def command(self, req) -> str:
         return req.context["test_command"] if self.task_tests else TEST_CMD

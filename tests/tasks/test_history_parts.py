@@ -349,6 +349,8 @@ def test_export_writes_the_tree_as_committed_and_runs_nothing_of_the_repo(tmp_pa
     r.range_commits(r.resolve("HEAD~1"), r.resolve("HEAD"))
     assert not marker.exists()  # no filter, fsmonitor or hook of the repository ran
     assert r.remote_url() == "https://example.org/ann/r.git"  # credentials cut
+    git(repo, "config", "remote.origin.url", str(tmp_path / "elsewhere"))
+    assert r.remote_url() is None  # a local path is no public URL
     assert r.licence(r.resolve("HEAD")) is None
 
 
@@ -386,3 +388,41 @@ def test_plan_and_its_errors(tmp_path):
     with pytest.raises(TaskError, match="adds or changes no test module"):
         make_plan(r, *docs[:2], docs[2], trees, None)
     assert parse("def f(:\n", "x.py") is None
+
+
+# --------------------------------------------------------------------------- settling the assembled task
+
+
+def test_own_modules_that_do_not_collect_are_ignored_and_failing_own_tests_deselected():
+    from types import SimpleNamespace as NS
+
+    from kit.tasks.history import settle
+    from kit.tasks.history.result import ImportResult, own_test_command
+
+    start = NS(
+        own=NS(
+            errors=[
+                "tests/test_toml_tests.py: FileNotFoundError: toml-test",
+                "the session never started (exit 1)",
+            ],
+            outcomes={
+                "tests/t.py::test_a": (True, ""),
+                "tests/t.py::test_b": (False, "assert 1 == 2"),
+                "tests/t.py::test_c": (False, "skipped: not here"),
+                "tests/t.py::test_d": (True, ""),
+            },
+        )
+    )
+    end = NS(
+        own=NS(errors=[], outcomes={"tests/t.py::test_a": (True, ""), "tests/t.py::test_d": (False, "boom")})
+    )
+    r = ImportResult("x")
+    assert settle.uncollected(start, end, r) and not settle.uncollected(start, end, r)
+    assert list(r.ignored) == ["tests/test_toml_tests.py"]
+    assert r.ignored["tests/test_toml_tests.py"].startswith("does not collect at the base: FileNotFoundError")
+    assert own_test_command(r.ignored) == "python -m pytest -q --ignore=tests/test_toml_tests.py"
+    assert settle.own_failures(start, end, r)
+    assert r.deselected == {
+        "tests/t.py::test_b": "fails at the base: assert 1 == 2",
+        "tests/t.py::test_d": "fails with the reference solution: boom",
+    }  # a skip at the base is neutral: test_c stays

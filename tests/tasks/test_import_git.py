@@ -31,11 +31,6 @@ from tests.support.gitrepos import (
     make_repo,
 )
 
-#: Until scoring stops flagging the base's own introspection (helper scr, issue 29 item 2): strict, so
-#: the mark must go as soon as it does.
-NEEDS_AUDIT_FIX = pytest.mark.xfail(
-    strict=True, reason="scoring flags library code taking frames at the base as suspicious (item 2)"
-)
 MARKER = "fixed-by-the-reference-change"  # the solution's changed line (tests/support/gitrepos.py)
 
 
@@ -162,7 +157,6 @@ def test_runaway_tests_at_the_base_are_checked_one_by_one(tmp_path):
 
 
 @pytest.mark.slow
-@NEEDS_AUDIT_FIX
 def test_library_code_taking_frames_at_the_base_does_not_make_the_task_suspicious(tmp_path):
     make_repo(tmp_path / "frames", FRAMES_COMMITS)
     r = import_git(Options(repo=tmp_path / "frames", commit="HEAD", out=tmp_path / "t", timeout_s=60))
@@ -253,7 +247,8 @@ def test_nothing_of_the_answer_reaches_the_agent(tmp_path):
     r = import_git(Options(repo=tmp_path / "tiny", commit=shas[1], out=tmp_path / "tasks", timeout_s=60))
     assert r.ok, r.problems
     task = load_task(r.task_dir)
-    head_blob = _hash(task.solution_dir / "tiny" / "__init__.py")
+    assert task.packages == ["tiny"]  # found under src/: scoring imports it from there
+    head_blob = _hash(task.solution_dir / "src" / "tiny" / "__init__.py")
     commands = [
         "git rev-list --all | wc -l",
         f"for o in {head_blob} {shas[1]} {shas[0]}; do git cat-file -e $o 2>/dev/null && echo PRESENT $o || echo absent; done",
@@ -283,7 +278,7 @@ def test_nothing_of_the_answer_reaches_the_agent(tmp_path):
     commits, objects, counts, found, written = (out.split("\nexit code:")[0].strip() for out in seen)
     assert commits == "1"  # one commit in the clone
     assert objects == "absent\nabsent\nabsent"  # not the head's blob, nor either commit of the repo
-    assert counts == "count: 6\nin-pack: 0"  # the base commit, its 3 trees and 2 blobs: nothing else
+    assert counts == "count: 7\nin-pack: 0"  # the base commit, its 4 trees and 2 blobs: nothing else
     assert found == "searched"  # grep named no file
     assert int(written) > 5  # the search did see the kit's fresh files (the clone's included)
     assert MARKER not in task.prompt

@@ -4,12 +4,14 @@ import textwrap
 
 import pytest
 
+from kit.sandbox.backends import CONTAINER_BACKENDS
 from kit.tasks.requirements import read_requirements
 from kit.tasks.scoring import scorer as scoring
 from kit.tasks.scoring.scorer import score
 from kit.tasks.scoring.session import Canaries, read_stream
 from kit.tasks.task import apply_solution, list_tasks, load_task
 from kit.tasks.workspace import create_workspace
+from tests.support.sandboxes import backends
 
 TASK_IDS = ["micro-slugify", "table-computed-columns", "csv-export-stream", "bugfix-date-range"]
 
@@ -200,7 +202,7 @@ def test_modules_shadowing_pytest_or_the_stdlib_do_not_change_the_score(tmp_path
     assert not s.tampered and s.unscored_reason is None
 
 
-@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+@pytest.mark.parametrize("sandbox", [*backends(), "none"])
 def test_an_import_time_patch_of_pytest_reports_is_caught_by_the_canaries(tmp_path, sandbox):
     task, ws = _slugify_ws(tmp_path, solved=False)
     module = ws.root / "textkit.py"
@@ -492,3 +494,26 @@ def test_the_report_counts_tampered_and_unscored_runs(tmp_path):
     text = report.describe(analysis.load(exp))
     assert f"NOTE: {report.TAMPERED_LABEL} (1 of {len(run_files)} runs)" in text
     assert f"NOTE: {report.UNSCORED_LABEL} (1 of {len(run_files)} runs)" in text
+
+
+SCORE_FIELDS = (
+    "requirements_total", "requirements_failed", "defects", "own_tests_total", "regressions",
+    "tests_added", "tampered", "requirements_gamed", "requirements_sealed", "unscored_reason",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("sandbox", backends(*CONTAINER_BACKENDS))
+def test_scoring_in_a_container_gives_the_score_bwrap_gives(tmp_path, sandbox):
+    """The same clone, unsolved and solved, scored in fresh containers and in bwrap: the same score."""
+    task = load_task("micro-slugify")
+    ws = create_workspace(task, tmp_path / "ws")
+    for stage in ("start", "solved"):
+        if stage == "solved":
+            apply_solution(task, ws.root)
+        want = score(task, ws, claimed_done=True, sandbox="bwrap")
+        got = score(task, ws, claimed_done=True, sandbox=sandbox)
+        assert {f: getattr(got, f) for f in SCORE_FIELDS} == {f: getattr(want, f) for f in SCORE_FIELDS}, (
+            stage
+        )
+        assert [r.test for r in got.failed] == [r.test for r in want.failed]
+    assert want.requirements_failed == 0 and want.requirements_total > 0

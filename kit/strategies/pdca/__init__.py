@@ -4,13 +4,15 @@ every choice the kit makes where the source is silent: docs/strategies.md, ``## 
 
 The state machine is this code; the models only fill in the roles. The orchestrator is ONE
 conversation for the whole run: each hand-off is its next turn (the role's report: statuses, counts,
-pointers, never raw output), and its reply is the next role's brief (kit/strategies/pdca/roles.py).
+pointers, never raw output), and its reply is the next role's brief -- every role session's, CHECK's
+included (kit/strategies/pdca/roles.py).
 
     PLAN   scout facts (once) -> analyst plan -> gate PLAN->DO (plan.py)
     DO     the executor implements the ready units one at a time -> gate DO->CHECK
-    CHECK  an executor session re-runs every proving command (read + exec; evidence.py), the scout
-           reads around the changes, the auditor judges from the re-runs' output (given it directly)
-           -> gate CHECK->ACT; else DO (n += 1) or PLAN
+    CHECK  an executor session the orchestrator briefs re-runs every proving command (read + exec;
+           evidence.py), the scout reads its raw output (given it by the kit, no other role sees it)
+           and returns per criterion the command, exit status, numbers and pointers; the auditor
+           judges from that report -> gate CHECK->ACT; else DO (n += 1) or PLAN
     ESCALATE  the expert: replan, continue or stop (escalation.py)
     ACT    the status file finalised -> EXIT (outcome done, stop_reason pass)
 
@@ -183,8 +185,9 @@ class Loop:
         return "PLAN"
 
     def check(self) -> str:
-        """CHECK: fresh evidence (re-runs), the scout reads around it, the auditor judges; the code
-        applies the audit rules, then the CHECK->ACT gate."""
+        """CHECK: fresh evidence (the orchestrator briefs the re-run), the scout reads its raw output,
+        the auditor judges from the scout's report and the exit statuses; the code applies the audit
+        rules, then the CHECK->ACT gate."""
         self.enter("CHECK")
         plan = self.st.plan
         assert plan is not None
@@ -195,24 +198,19 @@ class Loop:
             changed_files(self.st),
             [r.brief() for r in reruns],
         )
-        facts = self.roles.scout(
-            "read the changed code around each acceptance criterion",
-            {"criteria": criteria, "check_reruns": statuses, "changed_files": changed},
-        )
+        pointers = {"criteria": criteria, "check_reruns": statuses, "changed_files": changed}
+        ids = [c.id for c in plan.active_criteria()]
+        facts = self.roles.check_scout(pointers, reruns, ids)  # the raw output goes to the scout only
         material = {
             "criteria": criteria,
             "check_reruns": statuses,
-            "scout_facts": facts.model_dump()["facts"],
+            "check_facts": facts.model_dump()["criteria"],
             "changed_files": changed,
-            "rule": "judge from the fresh evidence (every proving command re-run in CHECK) and the scout's facts",
+            "rule": "judge from the exit statuses of the re-runs (every proving command run again in "
+            "CHECK) and the scout's facts on their output",
         }
-        # the orchestrator carries statuses and pointers; the re-runs' output goes to the auditor directly
-        brief = self.roles.text(
-            "auditor_evidence",
-            brief=self.roles.brief(
-                "auditor", "judge every acceptance criterion on the fresh evidence", material
-            ),
-            evidence="\n\n".join(r.evidence() for r in reruns) or "(no command to re-run)",
+        brief = self.roles.brief(
+            "auditor", "judge every acceptance criterion on the fresh evidence", material
         )
 
         def unjudged(v: AuditVerdict) -> str | None:

@@ -1,6 +1,7 @@
 """CHECK's fresh evidence: every active criterion's proving command run again by an executor session
-(read + exec only, the clone read-only in the sandbox; each distinct command once), and what the scout
-and the auditor are shown of the plan. See docs/strategies.md, ``## pdca`` and ``## Where the kit chooses``."""
+the orchestrator briefs (read + exec only, the clone read-only in the sandbox; each distinct command
+once), and what the scout and the auditor are shown of the plan. See docs/strategies.md, ``## pdca``
+and ``## Where the kit chooses``."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ Log = Callable[[str, str], None]
 
 
 def rerun(roles: Roles, st: State, log: Callable[[str, str], None]) -> tuple[list[Rerun], int]:
-    """The re-runs that prove some criterion, and how many commands ran. The executor's CHECK session
-    runs them (``Roles.rerun``). A criterion whose ``how_verified`` is a reading (or not a command the
+    """The re-runs that prove some criterion, and how many commands were asked for. The executor's
+    CHECK session runs them (``Roles.rerun``, briefed by the orchestrator). A criterion whose ``how_verified`` is a reading (or not a command the
     shell finds: exit 127, then in a second session) is proved by the commands the executor verifiably
     ran for the units covering it."""
     plan = st.plan
@@ -63,7 +64,7 @@ def _session(roles: Roles, wanted: dict[str, list[str]], done: dict[str, Rerun],
     """One executor CHECK session over ``wanted``; a session that moves the scored diff fails all its
     re-runs (changed_clone)."""
     before = fingerprint(roles.ctx)
-    uses = roles.rerun(list(wanted))
+    uses = roles.rerun(wanted)
     changed = fingerprint(roles.ctx) != before
     for (command, criteria), use in zip(wanted.items(), uses, strict=True):
         if use is None:

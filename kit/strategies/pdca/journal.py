@@ -27,7 +27,7 @@ class Journal:
         self.pending = render_header(st, utc_now())  # status text waiting for the next progress line
 
     def enter(self, phase: str, detail: str = "") -> None:
-        self.st.phase = phase
+        self.st.phase = self.tally.phase = phase
         self.ctx.phase(phase, f"r{self.st.r} n{self.st.n}")
         self.snapshot(f"enter {phase}")
         self.log("enter", detail)

@@ -1,6 +1,7 @@
 """What the pdca roles hand back (pydantic schemas) and the rules the code applies to it: the
-executor's evidence checked against its own tool log, the proving commands re-run in CHECK, and the
-auditor's verdict judged against that fresh evidence (docs/strategies.md, ``## pdca``)."""
+executor's evidence checked against its own tool log, the proving commands re-run in CHECK, the
+scout's per-criterion report on them, and the auditor's verdict judged against that fresh evidence
+(docs/strategies.md, ``## pdca``)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,31 @@ class Fact(_Lenient):
 
 class ScoutReport(_Lenient):
     facts: list[Fact] = Field(default_factory=list)
+
+
+class CriterionFacts(_Lenient):
+    """What the scout read for one criterion in CHECK -- facts, never a verdict (a "status" or
+    "verdict" it adds is dropped: no field holds it)."""
+
+    criterion: str = ""
+    command: str = Field("", description="The proving command whose output you read, exactly.")
+    exit_code: int | None = Field(
+        None, description="Its exit status in the re-run; null if killed or not run."
+    )
+    numbers: str = Field("", description="What the output counts, e.g. '12 passed, 1 failed'.")
+    pointers: list[str] = Field(
+        default_factory=list, description="path:line of what bears on it: a failing test, the changed code."
+    )
+
+
+class CheckFacts(_Lenient):
+    """The scout's CHECK report: one entry per acceptance criterion."""
+
+    criteria: list[CriterionFacts] = Field(default_factory=list)
+
+    def missing(self, ids: list[str]) -> list[str]:
+        given = {c.criterion for c in self.criteria}
+        return [i for i in ids if i not in given]
 
 
 class Evidence(_Lenient):
@@ -143,7 +169,8 @@ class Rerun:
         return f"exit {self.exit_code}" if self.exit_code is not None else "killed (timeout)"
 
     def brief(self) -> dict[str, object]:
-        """What the orchestrator may carry: the command, its criteria and its status, no output."""
+        """What the orchestrator (and through it the scout and the auditor) may carry: the command,
+        its criteria and its status, no output."""
         return {
             "command": self.command,
             "for_criteria": self.criteria,
@@ -152,7 +179,8 @@ class Rerun:
         }
 
     def evidence(self) -> str:
-        """What the auditor gets straight from the executor's session: status and the output's end."""
+        """What the scout gets straight from the executor's session (raw data: no other role reads
+        it): the command, its status and the end of its output."""
         warning = " (the CHECK session changed files in the clone)" if self.changed_clone else ""
         head = f"$ {self.command}\n[{self.status}{warning}; proves {', '.join(self.criteria)}]"
         return f"{head}\n{self.output_tail}" if self.output_tail else head

@@ -1,7 +1,7 @@
 """The pdca role sessions: one fresh agent per role call, the orchestrator's hand-off brief before each
-(the orchestrator is ONE conversation for the whole run: each hand-off is its next turn), CHECK's
-re-runs as an executor session, and the re-ask of a missing or malformed report (a format retry, never
-a rejection). See docs/strategies.md, ``## pdca``."""
+(the orchestrator is ONE conversation for the whole run: each hand-off is its next turn) -- CHECK's
+re-run session and the scout reading its raw output included -- and the re-ask of a missing or
+malformed report (a format retry, never a rejection). See docs/strategies.md, ``## pdca``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,15 @@ from pydantic import BaseModel
 from kit.agent.loop import Agent, ToolUse
 from kit.strategies.context import RunContext
 from kit.strategies.pdca.plan import Plan, PlanDraft, Unit, resolve
-from kit.strategies.pdca.reports import Defect, ExecutorReport, ScoutReport, check_evidence, same_command
+from kit.strategies.pdca.reports import (
+    CheckFacts,
+    Defect,
+    ExecutorReport,
+    Rerun,
+    ScoutReport,
+    check_evidence,
+    same_command,
+)
 from kit.strategies.pdca.settings import RERUN_PERMISSIONS, ROLES, PdcaSettings
 from kit.strategies.pdca.status import UnitRun, status_guard
 from kit.strategies.pdca.tally import Tally
@@ -49,7 +57,7 @@ class Roles:
         """One more session (or orchestrator turn) of ``role``; the role-call cap ends the run."""
         if sum(self.calls.values()) >= self.p.max_role_calls:
             raise Stop(f"cap:max_role_calls ({self.p.max_role_calls})")
-        self.calls[role] += 1
+        self.tally.session(role)
 
     def agent(
         self, role: str, schema: type[BaseModel] | None, permissions: frozenset[str] | None = None
@@ -107,6 +115,7 @@ class Roles:
         first); the safety net (off by default) appends what the brief missed."""
         data = material if isinstance(material, str) else json.dumps(material, indent=1, default=str)
         self.count("orchestrator")
+        self.tally.handoffs[role] += 1
         turn = "handoff_first" if self.orchestrator is None else "handoff"
         if self.orchestrator is None:
             self.orchestrator = self.agent("orchestrator", None)
@@ -121,14 +130,16 @@ class Roles:
                 text = self.text("safety_net", brief=text, goal=self.goal, material=data)
         return text
 
-    def rerun(self, commands: list[str]) -> list[ToolUse | None]:
-        """CHECK's fresh evidence: one executor session (its tier, read + exec: the clone read-only
-        in the sandbox) runs the proving commands; what counts is its tool log, not its report. Each
-        command's last exact run, None for a command it did not run."""
-        listing = "\n".join(f"$ {c}" for c in commands)
+    def rerun(self, wanted: dict[str, list[str]]) -> list[ToolUse | None]:
+        """CHECK's fresh evidence: the orchestrator briefs one executor session (its tier, read + exec:
+        the clone read-only in the sandbox) with the proving commands and the criteria they prove;
+        what counts is its tool log, not its report. Each command's last exact run, None for a
+        command it did not run (a command the brief miscopied is not run)."""
+        commands = list(wanted)
+        material = {"commands": [{"command": c, "for_criteria": ids} for c, ids in wanted.items()]}
         res = self.ask(
             "executor",
-            self.text("check_rerun", commands=listing),
+            self.brief("executor", self.text("check_rerun"), material),
             ExecutorReport,
             permissions=RERUN_PERMISSIONS,
             steps=len(commands) + 2,
@@ -155,6 +166,24 @@ class Roles:
         report = self.report("scout", brief, ScoutReport, lambda r: None if r.facts else "no facts")
         self.log("scout report", f"{len(report.facts) if report else 0} facts")
         return report or ScoutReport()
+
+    def check_scout(self, material: dict[str, Any], reruns: list[Rerun], ids: list[str]) -> CheckFacts:
+        """CHECK's reading: the orchestrator briefs the scout (statuses and pointers); the kit appends
+        the re-runs' raw output, which no other role sees. Per criterion: command, exit status,
+        numbers, pointers -- no verdict. A report that leaves a criterion out is asked again."""
+        brief = self.text(
+            "scout_evidence",
+            brief=self.brief("scout", "read the CHECK re-runs' output and the changed code", material),
+            evidence="\n\n".join(r.evidence() for r in reruns) or "(no command was re-run)",
+        )
+
+        def uncovered(r: CheckFacts) -> str | None:
+            missing = r.missing(ids)
+            return f"no facts for criteria {', '.join(missing)}" if missing else None
+
+        report = self.report("scout", brief, CheckFacts, uncovered, keep_partial=True)
+        self.log("scout report", f"facts on {len(report.criteria) if report else 0} criteria")
+        return report or CheckFacts()
 
     def analyst(self, facts: ScoutReport | None, previous: Plan | None, fix_these: list[str]) -> PlanDraft:
         material = {

@@ -13,7 +13,10 @@ from kit.strategies.pdca.status import State
 
 @dataclass
 class Tally:
+    phase: str = "PLAN"  # the phase the loop is in (Journal.enter sets it)
     role_calls: Counter[str] = field(default_factory=Counter)  # role sessions, re-asks included
+    phase_calls: dict[str, Counter[str]] = field(default_factory=dict)  # phase -> role -> sessions
+    handoffs: Counter[str] = field(default_factory=Counter)  # orchestrator hand-offs, per role briefed
     format_retries: Counter[str] = field(default_factory=Counter)
     gate_rejections: Counter[str] = field(default_factory=Counter)
     do_rejections: Counter[int] = field(default_factory=Counter)  # per plan revision
@@ -21,6 +24,11 @@ class Tally:
     escalations: int = 0
     safety_net: int = 0  # brief safety-net appends
     reruns: int = 0  # CHECK re-runs
+
+    def session(self, role: str) -> None:
+        """One more session (or orchestrator turn) of ``role``, in the current phase."""
+        self.role_calls[role] += 1
+        self.phase_calls.setdefault(self.phase, Counter())[role] += 1
 
 
 def outcome(passed: bool, reason: str) -> str:
@@ -45,7 +53,7 @@ def counters(
     denials: int,
     status_file: str,
 ) -> dict[str, Any]:
-    """The run's counters, in the order run.json has always listed them."""
+    """The run's counters, in the order run.json has always listed them (newer ones beside their kin)."""
     return {
         "outcome": outcome(passed, reason),
         "stop_reason": "pass" if passed else reason,
@@ -59,6 +67,10 @@ def counters(
         "gate_rejections_by_gate": dict(tally.gate_rejections),
         "format_retries": dict(tally.format_retries),
         "role_calls": dict(tally.role_calls),
+        "role_calls_by_phase": {phase: dict(calls) for phase, calls in tally.phase_calls.items()},
+        "handoffs": sum(tally.handoffs.values()),
+        "handoffs_by_role": dict(tally.handoffs),
+        "check_scout_sessions": tally.phase_calls.get("CHECK", Counter())["scout"],
         "status_updates": status_updates,
         "brief_safety_net_appends": tally.safety_net,
         "check_reruns": tally.reruns,

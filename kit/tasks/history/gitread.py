@@ -124,9 +124,12 @@ class Repo:
         return self.run("merge-base", "--is-ancestor", base, head, check=False).returncode == 0
 
     def remote_url(self) -> str | None:
-        """The ``origin`` remote's URL with any credentials cut, or None."""
+        """The ``origin`` remote's URL with any credentials cut; None when there is none or it is a
+        local path (a clone of a clone says nothing public)."""
         proc = self.run("config", "--get", "remote.origin.url", check=False)
         url = proc.stdout.strip() if proc.returncode == 0 else ""
+        if not url or url.startswith(("/", ".", "~", "file:")) or re.match(r"^[A-Za-z]:[\\/]", url):
+            return None
         return re.sub(r"^([a-z+]+://)[^/@]*@", r"\1", url) or None
 
     # ------------------------------------------------------------------ trees

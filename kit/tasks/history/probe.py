@@ -58,7 +58,7 @@ class Verdict:
             return f"skips at the base ({self.base.message[:120]})"
         if self.change.outcome in (Outcome.SKIPPED, Outcome.XFAILED):
             return f"skips with the change ({self.change.message[:120]})"
-        return f"fails with the change: {self.change.message[:160]}"
+        return f"fails with the change: {self.change.message[:300]}"
 
 
 def marked(source: str, module: str, severities: dict[str, str]) -> str:
@@ -80,6 +80,7 @@ class Prober:
     def __init__(
         self,
         spec: dict,
+        repo_dir: Path,
         support: dict[str, Path],
         packages: list[str],
         ws: Workspace,
@@ -90,6 +91,7 @@ class Prober:
         progress: Progress,
     ) -> None:
         self.spec = {**spec, "test_command": "true"}
+        self.repo_dir = repo_dir  # the task's repo/ (the base tree)
         self.support = support  # repo-relative path -> the head's file
         self.packages = set(packages)
         self.ws = ws
@@ -123,6 +125,8 @@ class Prober:
     def _evaluate(self, module: str, source: str, keys: list[str], side: str) -> Evaluation:
         folder = self.scratch / f"probe-{next(self._ids)}"
         acceptance = folder / "acceptance"
+        acceptance.mkdir(parents=True)
+        (folder / "repo").symlink_to(self.repo_dir)  # scoring finds the packages' import roots there
         for rel, src in self.support.items():
             (acceptance / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, acceptance / rel)

@@ -35,8 +35,11 @@ from pathlib import Path, PurePosixPath
 from kit import pyast
 from kit.tasks.scoring.clean_copy import SKIP_NAMES, is_test_path
 
-#: A changed file larger than this is not parsed: all of it counts as the agent's.
-MAX_PARSE_BYTES = 2 * 1024 * 1024
+#: A changed file larger than this is not parsed: all of it counts as the agent's. Parsing takes
+#: hundreds of times a file's size in the kit's memory (a 2 MB file cost 1 GB), and the agent writes
+#: these files; nor is more than MAX_PARSE_TOTAL parsed per scoring copy (docs/sandbox.md).
+MAX_PARSE_BYTES = 256 * 1024
+MAX_PARSE_TOTAL = 4 * 1024 * 1024
 
 
 def _span(node: ast.stmt) -> tuple[int, int]:
@@ -115,6 +118,7 @@ def base_code(copy: Path, base: Path) -> dict:
     scoring copy ``copy`` against the base commit's tree ``base`` (paths relative, POSIX)."""
     same: list[str] = []
     changed: dict[str, list[list[int]]] = {}
+    parsed = 0
     for rel in _py_files(copy):
         then = _read(base / rel)
         if then is None:
@@ -124,5 +128,7 @@ def base_code(copy: Path, base: Path) -> dict:
             same.append(rel)
         elif now is not None:
             big = max(len(now), len(then)) > MAX_PARSE_BYTES
+            big = big or parsed + len(now) + len(then) > MAX_PARSE_TOTAL
+            parsed += 0 if big else len(now) + len(then)
             changed[rel] = [] if big else unchanged_lines(now, then)
     return {"same": sorted(same), "changed": changed}

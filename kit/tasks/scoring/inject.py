@@ -1,19 +1,23 @@
 """What the kit writes into its copy of the hidden acceptance tests before a scoring session: in
 every test module, its **sealed checks** (:mod:`kit.tasks.scoring.seal`: equalities whose expected
 value leaves the module, first), a must-fail **twin** of each test that still has an in-process
-check (:mod:`kit.tasks.scoring.twins`; a twin only evaluates the value of a sealed check) and two
-**canaries** -- one that must pass, one that must fail.
+check (:mod:`kit.tasks.scoring.twins`; a twin only evaluates the value of a sealed check) and
+**canaries** -- one that must pass and one that must fail in every class of tests, and another pair
+at module level where the module has tests of its own.
 
-The canaries call the code under test the way the requirements do: each runs a copy of one of the
-module's tests (picked at random among the cheaper half, judged from the source: loops and large
+The canaries call the code under test the way the requirements do: each runs a copy of one of its
+scope's tests (picked at random among the cheaper half, judged from the source: loops and large
 numbers cost) with its assertions turned into plain evaluations, inside
 ``try/except BaseException``, then asserts something whose outcome is known whatever the code does:
 the value last checked ``is not`` / ``is`` a fresh sentinel class. The failing canary is a copy in the
-test's own scope (same class, decorators and fixtures); the passing one sits at module level (a
-class-based test is run on an instance made in its body), so a failing ``setUp`` of an honest but
-broken solution cannot make it fail. Twins and canaries get names made of the module's own test-name
-words, and random positions after the test they come from: nothing about them stands out from the
-requirements. Only the kit knows which name is what (:class:`Injected`).
+test's own scope (same class, decorators and fixtures); the passing one takes only the test's marks
+and no fixture. A passing canary that fails in a class whose every test failed is excused by the
+session (:mod:`.session`): an honest solution whose ``setUp`` breaks gets nothing credited from that
+class anyway. Twins and canaries get names made of the module's own test-name words, sit in the
+same classes as the requirements, at random positions after the test they come from: by name,
+class or position nothing tells a canary from a twin or a requirement, so a forger that knows the
+upstream test names and fails (or passes) every other test of a class meets a canary either way.
+Only the kit knows which name is what (:class:`Injected`).
 
 A test that holds an integer literal of 100 000 or more (say, 200k rows streamed) gets no twin -- it
 would double the scoring time of the task -- and is counted ``unguarded``.
@@ -35,7 +39,7 @@ from pathlib import Path
 from kit import pyast
 from kit.tasks.requirements import is_test_class, is_test_func, test_files
 from kit.tasks.scoring.seal import Site, module_names, seal_test
-from kit.tasks.scoring.twins import Names, capture_body, make_twin, own_nodes, straight
+from kit.tasks.scoring.twins import Names, capture_body, make_twin, no_args, own_nodes, straight
 
 FILLER = [
     "value",
@@ -124,26 +128,43 @@ def _try_all(body: list[ast.stmt]) -> ast.Try:
 
 
 def _canary(
-    source: ast.FunctionDef, cls: ast.ClassDef | None, name: str, names: Names, value: str, must_pass: bool
+    source: ast.FunctionDef,
+    home: ast.ClassDef | None,
+    into: ast.ClassDef | None,
+    name: str,
+    names: Names,
+    value: str,
+    must_pass: bool,
 ) -> ast.FunctionDef:
-    """A canary running a copy of ``source`` (a test of class ``cls``, or module-level)."""
+    """A canary running a copy of ``source`` (a test of class ``home``, or module-level), to sit in
+    class ``into`` (or at module level). The failing canary in its test's own scope is the test's
+    copy with its decorators and fixtures; any other takes only its marks and the plain signature of
+    where it sits (a fixture it would have needed fails inside its ``try``, as does a method of
+    another class). At module level a copy of a class's test runs on an instance made in its body."""
     start = pyast.parse(f"{value} = None").body
     body = capture_body(source, value, names.observe)
-    if must_pass and cls is not None:  # module level: make the instance the test would run on
+    if into is None and home is not None:  # module level: make the instance the test would run on
         make = (
-            f"self = {cls.name}({source.name!r})\nself.setUp()" if _testcase(cls) else f"self = {cls.name}()"
+            f"self = {home.name}({source.name!r})\nself.setUp()"
+            if _testcase(home)
+            else f"self = {home.name}()"
         )
         body = pyast.parse(make).body + body
+    own = home is into and not must_pass
+    args = no_args()
+    if own:
+        args = copy.deepcopy(source.args)
+    elif into is not None:
+        args.args = [ast.arg(arg="self")]
     check = pyast.parse(f"assert {value} is {'not ' if must_pass else ''}{names.sentinel}").body
-    canary = ast.FunctionDef(
+    return ast.FunctionDef(
         name=name,
-        args=copy.deepcopy(source.args) if not must_pass else ast.arguments([], [], None, [], [], None, []),
+        args=args,
         body=[*start, _try_all(body), *check],
-        decorator_list=[copy.deepcopy(d) for d in source.decorator_list if not must_pass or _is_mark(d)],
+        decorator_list=[copy.deepcopy(d) for d in source.decorator_list if own or _is_mark(d)],
         returns=None,
         type_comment=None,
     )
-    return canary
 
 
 def _testcase(cls: ast.ClassDef) -> bool:
@@ -226,24 +247,7 @@ def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) ->
         found.twins[twin.name] = key
         scope = class_extra.setdefault(top, []) if cls else module_extra
         scope.append((rng.randint(idx, len(cls.body if cls else tree.body) - 1), twin))
-    simple = [t for t in tests if straight(t[3])]
-    for must_pass in (False, True):
-        pool = [
-            t
-            for t in simple
-            if not must_pass or (_plain_args(t[3], t[1]) and all(_is_mark(d) for d in t[3].decorator_list))
-        ]
-        if not pool:
-            continue
-        pool.sort(key=lambda t: _cost(t[3]))  # a canary re-runs its test: one of the cheaper half
-        top, cls, idx, source = rng.choice(pool[: max(1, (len(pool) + 1) // 2)])
-        name = namer.test_name()
-        found.canaries[name] = (rel, must_pass)
-        canary = _canary(source, cls, name, names, namer.ident(), must_pass)
-        if cls is not None and not must_pass:
-            class_extra.setdefault(top, []).append((rng.randint(idx, len(cls.body) - 1), canary))
-        else:
-            module_extra.append((rng.randint(top, len(tree.body) - 1), canary))
+    _add_canaries(tree, rel, tests, namer, names, found, module_extra, class_extra)
     for top, extra in class_extra.items():
         cls_node = tree.body[top]
         assert isinstance(cls_node, ast.ClassDef)
@@ -255,6 +259,48 @@ def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) ->
                 test.body.insert(0, ast.Expr(ast.Call(ast.Name(names.guard, ast.Load()), [], [])))  # type: ignore[attr-defined]
     tree.body[_after_header(tree.body) : _after_header(tree.body)] = names.helpers()
     return True
+
+
+def _add_canaries(
+    tree: ast.Module,
+    rel: str,
+    tests: list[tuple[int, ast.ClassDef | None, int, ast.FunctionDef]],
+    namer: _Namer,
+    names: Names,
+    found: Injected,
+    module_extra: list[tuple[int, ast.stmt]],
+    class_extra: dict[int, list[tuple[int, ast.stmt]]],
+) -> None:
+    """Both canaries -- one that must pass, one that must fail -- in every class of tests and at
+    module level (where the module has tests of its own), each a copy of one of the cheaper tests of
+    its scope (of the module's when its scope has none that fits), at a random place after it: where
+    a canary sits tells nothing of what it is, nor of it from a twin."""
+    rng = namer.rng
+    simple = [t for t in tests if straight(t[3])]
+    scopes: dict[int | None, ast.ClassDef | None] = {top: cls for top, cls, _, _ in tests if cls is not None}
+    if any(cls is None for _, cls, _, _ in tests):
+        scopes[None] = None
+    first = min(top for top, _, _, _ in tests)  # module-level canaries go after the imports
+    for top, into in scopes.items():
+        scope_body = into.body if into is not None else tree.body
+        for must_pass in (False, True):
+            own = [t for t in simple if t[1] is into and (not must_pass or _plain(t[3], t[1]))]
+            pool = own or simple
+            if not pool:
+                continue
+            pool.sort(key=lambda t: _cost(t[3]))  # a canary re-runs its test: one of the cheaper half
+            src_top, home, idx, source = rng.choice(pool[: max(1, (len(pool) + 1) // 2)])
+            name = namer.test_name()
+            found.canaries[name] = (rel + (f"::{into.name}" if into is not None else ""), must_pass)
+            canary = _canary(source, home, into, name, names, namer.ident(), must_pass)
+            after = (idx if into is not None else src_top) if own else (0 if into is not None else first)
+            placed = (rng.randint(after, len(scope_body) - 1), canary)
+            (class_extra.setdefault(top, []) if into is not None else module_extra).append(placed)
+
+
+def _plain(func: ast.FunctionDef, cls: ast.ClassDef | None) -> bool:
+    """A test a passing canary can copy in its own scope: no fixture, no decorator but marks."""
+    return _plain_args(func, cls) and all(_is_mark(d) for d in func.decorator_list)
 
 
 def _after_header(body: list[ast.stmt]) -> int:

@@ -178,7 +178,7 @@ def _base_info(session: Sessions, task: Task, ws: Workspace, base_dir: Path) -> 
     key = (
         ws.base_commit,
         task.test_command,
-        session.sandbox.name,
+        getattr(session.sandbox, "spec", session.sandbox.name),  # (a container image: its own)
         *task.own_tests_deselect,
         "|",
         *task.packages,

@@ -38,7 +38,7 @@ EXIT_NAMES = {
 @dataclass
 class Expect:
     """The tests the kit added to a session, by test function name: canaries (name -> (node id of
-    the module they sit in, "" for the own-tests canary file; must pass)) and twins (name ->
+    the module or class they sit in, "" for the own-tests canary file; must pass)) and twins (name ->
     requirement key)."""
 
     canaries: dict[str, tuple[str, bool]]
@@ -146,14 +146,22 @@ class _Reader:
         """Did any test of ``module`` report? (Then it was imported: its canaries are not excused.)"""
         return any(nodeid.startswith(module + "::") for nodeid in self.reported)
 
+    def all_failed(self, scope: str) -> bool:
+        """Did every test of ``scope`` (a class's node id) that reported fail?"""
+        mine = [ok for nodeid, (ok, _) in self.out.outcomes.items() if nodeid.startswith(scope + "::")]
+        return bool(mine) and not any(mine)
+
     def check_canaries(self) -> None:
-        for name, (module, want) in self.expect.canaries.items():
+        for name, (scope, want) in self.expect.canaries.items():
             got = self.canaries.get(name)
+            module = scope.split("::", 1)[0]
             label = "canary test that must " + ("pass" if want else "fail")
             if got and any(g != want for g in got):
+                if want and "::" in scope and self.all_failed(scope):
+                    continue  # its class's setUp or fixture breaks every test of it: nothing is credited
                 self.out.tamper.append(f"{label} was reported {'failed' if want else 'passed'}")
             elif not got and not (module and module in self.uncollected and not self.ran(module)):
-                self.out.tamper.append(f"{label} ({module or 'canary file'}) is missing from the report")
+                self.out.tamper.append(f"{label} ({scope or 'canary file'}) is missing from the report")
 
 
 def read_stream(

@@ -154,7 +154,7 @@ def straight(func: ast.AST) -> bool:
     return not any(isinstance(n, ast.Return | ast.Yield | ast.YieldFrom | ast.Await) for n in own_nodes(func))
 
 
-def _no_args() -> ast.arguments:
+def no_args() -> ast.arguments:
     return ast.arguments(
         posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
     )
@@ -250,7 +250,7 @@ class _Twin:
                 ),
             ]
         else:  # raises(E, <returns None>) / raises(S, int, "x")
-            quiet.args[1:], quiet.keywords = [ast.Lambda(args=_no_args(), body=ast.Constant(None))], []
+            quiet.args[1:], quiet.keywords = [ast.Lambda(args=no_args(), body=ast.Constant(None))], []
             other.args[1:], other.keywords = [_name("int"), ast.Constant("x")], []
             checks = [ast.Expr(quiet), ast.Expr(other)]
         out: list[ast.stmt] = []

@@ -43,8 +43,15 @@ def test_happy_path_plan_do_check_act_exit(tmp_path, mode):
         0,
         0,
     )
-    # executor: the unit's session and CHECK's re-run session
-    assert c["role_calls"] == {"orchestrator": 5, "scout": 2, "analyst": 1, "executor": 2, "auditor": 1}
+    # executor: the unit's session and CHECK's re-run session, each briefed by the orchestrator
+    assert c["role_calls"] == {"orchestrator": 6, "scout": 2, "analyst": 1, "executor": 2, "auditor": 1}
+    assert c["handoffs_by_role"] == {"scout": 2, "analyst": 1, "executor": 2, "auditor": 1}
+    assert c["handoffs"] == 6 and c["check_scout_sessions"] == 1
+    assert c["role_calls_by_phase"] == {
+        "PLAN": {"orchestrator": 2, "scout": 1, "analyst": 1},
+        "DO": {"orchestrator": 1, "executor": 1},
+        "CHECK": {"orchestrator": 3, "executor": 1, "scout": 1, "auditor": 1},
+    }
     assert [(r[1], r[5]) for r in out.log] == [
         ("PLAN", "enter"),
         ("PLAN", "scout report"),

@@ -4,6 +4,7 @@ the expert's three decisions, fresh evidence in CHECK, and the status file writt
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
@@ -183,8 +184,10 @@ def test_check_reruns_the_proving_command_and_catches_a_change_since_do(tmp_path
     assert notes[0].startswith(f"C1 judged met but `{TEST_CMD}` failed in CHECK (exit ")
     assert [d["key"] for d in c["defect_history"]] == ["criterion-c1", "criterion-c2"]
     assert f"`{TEST_CMD}` -> exit 0" in logged(out, "unit U1 done")[0][6]  # DO's stale evidence said pass
-    evidence = out.cast.briefs["auditor"][0].split("## Fresh evidence")[1]  # straight from the executor
-    assert f"$ {TEST_CMD}\n[exit 1; proves C1, C2]" in evidence and "SyntaxError" in evidence
+    raw = out.cast.briefs["scout-check"][0].split("## Raw output")[1]  # straight from the executor
+    assert f"$ {TEST_CMD}\n[exit 1; proves C1, C2]" in raw and "SyntaxError" in raw
+    first_audit = out.cast.briefs["auditor"][0]  # the exit status and the scout's facts, not the output
+    assert '"exit_code": 1' in first_audit and "SyntaxError" not in first_audit
 
 
 def test_expert_continue_is_the_next_attempt_on_the_same_revision(tmp_path):
@@ -255,9 +258,12 @@ def test_the_run_call_budget_stops_the_run_by_name_and_the_kit_writes_the_stop(t
 
 
 def test_the_orchestrator_brief_is_all_a_role_gets_unless_the_safety_net_is_on(tmp_path):
-    out = run_cast(tmp_path, Cast(brief_text="implement it."), status_writer="kit")
+    out = run_cast(tmp_path, Cast(brief_text="implement it."), status_writer="kit", max_attempts=1)
     assert out.cast.briefs["executor"] == ["Brief 3: implement it."]
-    assert out.result.counters["brief_safety_net_appends"] == 0
+    # CHECK's re-run too: a brief without the commands runs none, so nothing is verified
+    assert out.cast.briefs["executor-check"] == ["Brief 4: implement it."]
+    assert out.result.counters["brief_safety_net_appends"] == 0 and not out.result.claimed_done
+    assert f"C1 judged met but `{TEST_CMD}` was not re-run -> unverified" in [r[6] for r in out.log]
     net = run_cast(
         tmp_path / "b", Cast(brief_text="implement it."), status_writer="kit", brief_safety_net=True
     )
@@ -265,7 +271,8 @@ def test_the_orchestrator_brief_is_all_a_role_gets_unless_the_safety_net_is_on(t
         "Brief 3: implement it.\n\n## Reference (appended by the kit)"
     )
     assert '"id": "U1"' in net.cast.briefs["executor"][0]
-    assert net.result.counters["brief_safety_net_appends"] == 4  # not the first scout's: nothing to carry
+    assert json.dumps(TEST_CMD) in net.cast.briefs["executor-check"][0] and net.result.claimed_done
+    assert net.result.counters["brief_safety_net_appends"] == 5  # not the first scout's: nothing to carry
 
 
 def test_tool_attempt_reads_both_written_forms_and_leaves_answers_alone():

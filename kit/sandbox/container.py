@@ -1,0 +1,329 @@
+"""The ``podman`` and ``docker`` backends: every command in a fresh container of its own, removed when
+the command ends (one container per command -- measured against an ``exec`` into one container per
+run in ``tests/benchmarks/sandbox_overhead.py``; what it costs and guarantees: ``docs/sandbox.md``).
+
+A command's container (:meth:`ContainerSandbox.argv`):
+
+- **sees** the image read-only (``--read-only``), a private ``/tmp`` (a size-capped tmpfs; HOME lives
+  there), the command's folder at its host path -- the only writable place, or read-only when
+  ``writable=False`` -- and the ``ro_binds`` read-only. Nothing else of the host: not the kit's
+  checkout, ``datasets/``, ``results/``, other runs, the kit's environment or its ``/proc``;
+- **is not root**: the sandbox user :data:`~kit.sandbox.base.SANDBOX_UID` when the kit runs as root
+  (the folder is handed to that user first, as for bwrap), else the kit's own user; every capability
+  dropped, ``no-new-privileges``, and a seccomp profile that also denies the kernel-keyring, BPF,
+  perf and userfaultfd calls (:mod:`kit.sandbox.profile`);
+- has **no network** (``--network none``: a loopback of its own, not the host's), its own PID, IPC
+  and UTS namespaces, and an init process (``--init``): when the command ends, every process it
+  started -- setsid'd or in the background -- ends with the container;
+- is **limited**: the whole tree's memory (``--memory``, swap included) and process count
+  (``--pids-limit``), CPU seconds, address space and file size per process (``--ulimit``), the
+  ``/tmp`` size; its output is read by the kit keeping head and tail, and the container writes no log
+  of its own (``--log-driver none``: a command printing without end fills no disk);
+- **times out**: the kit removes the container (``rm -f``) when the timeout passes; podman's
+  ``--timeout`` also stops it should the kit itself die.
+
+The kit's interpreter does not exist in the image: a command that starts it (``sys.executable``, as
+scoring, snapshots and searches do) runs the image's ``python3``, and ``PATH`` is the system's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from kit.sandbox.base import (
+    SANDBOX_GID,
+    SANDBOX_HOME,
+    SANDBOX_UID,
+    SYSTEM_PATH,
+    SandboxUnavailable,
+    drops_to_sandbox_user,
+    hand_over,
+    interpreter_bin,
+    sandbox_env,
+)
+from kit.sandbox.client import FdPlan, run_client
+from kit.sandbox.processes import DEFAULT_LIMITS, ProcessLimits, Result, _as_argv, _check_timeout
+
+#: The image every command runs in unless an experiment or a task names another (built here by
+#: ``python -m kit sandbox build-image``: the kit's Python version, pytest, git and a shell userland).
+DEFAULT_IMAGE = f"localhost/orchbench-python:{sys.version_info.major}.{sys.version_info.minor}"
+FILE_DESCRIPTORS = 1024
+NPROC = 32768
+#: What the container's own /tmp (and so HOME) may hold at most, in MB (it counts as its memory too).
+TMP_MB = 512
+_names = itertools.count()
+
+
+HOST_LABEL = "orchbench.kit-host"
+
+
+def _host() -> str:
+    """This machine's name, as a container label: a sweep leaves other machines' containers alone."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname())[:63] or "host"
+
+
+def _alive(container: str) -> bool:
+    """Whether the kit process that named ``container`` (``orchbench-<pid>-...``) still runs."""
+    try:
+        os.kill(int(container.split("-")[1]), 0)
+    except (IndexError, ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def install_hint(binary: str) -> str:
+    if binary == "docker":
+        return (
+            "install Docker (macOS, Windows: Docker Desktop; Linux: `apt-get install -y docker.io` and a "
+            "running `dockerd`)"
+        )
+    return "install podman (Debian, Ubuntu: `apt-get install -y podman runc`; macOS: `brew install podman`, then `podman machine init && podman machine start`)"
+
+
+def _checked_path(path: Path) -> str:
+    text = str(path)
+    if any(c in text for c in ",:\n="):
+        raise ValueError(f"a container cannot mount {text!r}: its path has ',', ':', '=' or a newline")
+    return text
+
+
+class ContainerSandbox:
+    """One container per command (see the module docstring); subclasses name the client."""
+
+    name = "container"
+    binary = "true"
+
+    def __init__(self, image: str | None = None) -> None:
+        self.image = image or DEFAULT_IMAGE
+        found = shutil.which(self.binary)
+        if found is None:
+            raise SandboxUnavailable(
+                f"`sandbox: {self.name}` needs {self.binary}, which is not installed: {install_hint(self.binary)}"
+            )
+        self.client = found
+
+    @property
+    def spec(self) -> str:
+        """The sandbox spec naming this backend and its image (``podman@IMAGE``)."""
+        return f"{self.name}@{self.image}"
+
+    # ----------------------------------------------------------------- what a subclass adds
+
+    def global_args(self) -> list[str]:
+        return []
+
+    def run_args(self, timeout_s: float) -> list[str]:
+        return []
+
+    # ----------------------------------------------------------------- the command line
+
+    def user(self) -> list[str]:
+        if drops_to_sandbox_user():
+            return ["--user", f"{SANDBOX_UID}:{SANDBOX_GID}"]
+        return ["--user", f"{os.getuid()}:{os.getgid()}"]
+
+    def limits_args(self, limits: ProcessLimits) -> list[str]:
+        mb = 2**20
+        ulimits = {  # (the address space is set by the command's shell: :meth:`wrap`)
+            "cpu": limits.cpu_s,
+            "fsize": limits.file_size_mb * mb,
+            "nofile": FILE_DESCRIPTORS,
+            # the pids cgroup counts this command's processes; RLIMIT_NPROC would count every process
+            # of the sandbox user on the host (every run's commands), so it is set out of the way (the
+            # most podman's runc accepts here: a higher value fails as "error setting rlimit type 6")
+            "nproc": max(NPROC, limits.processes),
+        }
+        args = [f"--memory={limits.memory_mb}m", f"--memory-swap={limits.memory_mb}m"]
+        args += [f"--pids-limit={limits.processes}"]
+        for key, value in ulimits.items():
+            args += ["--ulimit", f"{key}={value}:{value}"]
+        return args
+
+    def env_args(self, env: dict[str, str]) -> list[str]:
+        env = dict(env)
+        path = [p for p in env.get("PATH", "").split(os.pathsep) if p and p != interpreter_bin()]
+        env["PATH"] = os.pathsep.join(path or SYSTEM_PATH)
+        args: list[str] = []
+        for key, value in env.items():
+            if "=" in key or "\0" in key + value:
+                continue
+            args += ["--env", f"{key}={value}"]
+        return args
+
+    def mounts(self, cwd: Path, writable: bool, ro_binds: Sequence[Path]) -> list[str]:
+        args = []
+        for path, ro in [(cwd, not writable), *((Path(p).resolve(), True) for p in ro_binds)]:
+            spec = f"type=bind,source={_checked_path(path)},destination={_checked_path(path)}"
+            args += ["--mount", spec + (",readonly=true" if ro else "")]
+        return args
+
+    def argv(
+        self,
+        command: list[str],
+        cwd: Path,
+        *,
+        container: str,
+        writable: bool,
+        timeout_s: float,
+        limits: ProcessLimits = DEFAULT_LIMITS,
+        env: dict[str, str] | None = None,
+        ro_binds: Sequence[Path] = (),
+        plan: FdPlan | None = None,
+    ) -> list[str]:
+        """The client's command line for one command in a fresh container named ``container``."""
+        cwd = Path(cwd).resolve()
+        if command and command[0] in (sys.executable, os.path.realpath(sys.executable)):
+            command = ["python3", *command[1:]]  # the kit's interpreter is not in the image
+        args = [self.client, *self.global_args(), "run", "--rm", "--name", container]
+        args += ["--label", f"{HOST_LABEL}={_host()}", "--pull=never"]
+        args += ["--network=none", "--hostname=sandbox", "--cgroupns=private", "--init", "--log-driver=none"]
+        args += [*self.user(), "--cap-drop=all", "--security-opt=no-new-privileges"]
+        args += ["--read-only", "--tmpfs", f"/tmp:rw,nosuid,nodev,size={TMP_MB}m,mode=1777"]
+        args += self.limits_args(limits) + self.run_args(timeout_s)
+        args += self.mounts(cwd, writable, ro_binds) + ["--workdir", str(cwd)]
+        args += self.env_args(env if env is not None else sandbox_env())
+        if plan:
+            args.append("--interactive")
+        return [*args, self.image, *self.wrap(command, limits, plan)]
+
+    @staticmethod
+    def wrap(command: list[str], limits: ProcessLimits, plan: FdPlan | None) -> list[str]:
+        """``command`` behind a shell that caps each process's address space (``ulimit -v``: podman
+        has no ``--ulimit as``), makes HOME, and joins standard error to standard output in the
+        container, their order kept (with descriptors to pass, the prelude does that last part)."""
+        script = (
+            f'ulimit -v {limits.memory_mb * 1024} || exit 125; mkdir -p {SANDBOX_HOME} 2>/dev/null; exec "$@"'
+        )
+        if plan:
+            return ["/bin/sh", "-c", script, "sh", *plan.wrap(command)]
+        return ["/bin/sh", "-c", script + " 2>&1", "sh", *command]
+
+    # ----------------------------------------------------------------- running
+
+    def sweep(self) -> list[str]:
+        """Remove the containers a kit process on this host left when it died (Docker has no
+        ``--timeout``: a command that never ends would outlive its kit); the names removed."""
+        res = subprocess.run(
+            [self.client, *self.global_args(), "ps", "--all", "--filter", f"label={HOST_LABEL}={_host()}"]
+            + ["--format", "{{.Names}}"],
+            capture_output=True, text=True, env=self.client_env(), timeout=60, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        stale = [n for n in res.stdout.split() if not _alive(n)]
+        for name in stale:
+            self.remove(name)
+        return stale
+
+    def remove(self, container: str) -> None:
+        """Force-remove ``container`` (killing what runs in it); quiet if it is gone already."""
+        subprocess.run(
+            [self.client, *self.global_args(), "rm", "--force", container],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=60,
+            check=False,
+        )
+
+    def client_env(self) -> dict[str, str]:
+        """The client's own environment: the allow-list plus what finds the engine (never a key)."""
+        env = {k: v for k, v in sandbox_env().items() if k != "PATH"}
+        env["PATH"] = os.pathsep.join(SYSTEM_PATH)
+        env["HOME"] = os.environ.get("HOME", "/root")
+        for key in (
+            "XDG_RUNTIME_DIR",
+            "DOCKER_HOST",
+            "DOCKER_CONTEXT",
+            "CONTAINER_HOST",
+            "CONTAINER_CONNECTION",
+        ):
+            if key in os.environ:
+                env[key] = os.environ[key]
+        return env
+
+    def run(
+        self,
+        argv: str | list[str],
+        cwd: Path,
+        *,
+        writable: bool,
+        timeout_s: float,
+        limits: ProcessLimits = DEFAULT_LIMITS,
+        env: dict[str, str] | None = None,
+        ro_binds: Sequence[Path] = (),
+        pass_fds: Sequence[int] = (),
+        max_output_chars: int = 10_000,
+    ) -> Result:
+        _check_timeout(timeout_s)
+        if drops_to_sandbox_user() and os.stat(cwd).st_uid != SANDBOX_UID:
+            hand_over(Path(cwd))  # the folder the command works in is the sandbox user's
+        plan = FdPlan(pass_fds)
+        container = f"orchbench-{os.getpid()}-{next(_names)}-{plan.marker[:8]}"
+        full = self.argv(
+            _as_argv(argv),
+            cwd,
+            container=container,
+            writable=writable,
+            timeout_s=timeout_s,
+            limits=limits,
+            env=env,
+            ro_binds=ro_binds,
+            plan=plan,
+        )
+        return run_client(
+            full,
+            env=self.client_env(),
+            timeout_s=timeout_s,
+            max_output_chars=max_output_chars,
+            plan=plan,
+            remove=lambda: self.remove(container),
+        )
+
+
+#: (what the engine says, what to do) for the ways a container engine fails to start a command.
+FAILURES = (
+    (
+        "cgroups in hybrid mode not supported",
+        "podman's OCI runtime crun cannot run on this host's hybrid (v1 + v2) cgroups: install runc "
+        "(`apt-get install -y runc`) and set ORCHBENCH_PODMAN_RUNTIME=runc in the kit's environment (or "
+        '`runtime = "runc"` under [engine] in /etc/containers/containers.conf)',
+    ),
+    (
+        "Cannot connect to the Docker daemon",
+        "start Docker (Docker Desktop on macOS and Windows; `dockerd` on Linux)",
+    ),
+    (
+        "permission denied while trying to connect",
+        "let this user use Docker (the docker group) or run as root",
+    ),
+    (
+        "error setting rlimit",
+        "the runtime could not set the command's limits: run the kit as root or use runc",
+    ),
+    ("image not known", "build the image: `python -m kit sandbox build-image`"),
+    ("No such image", "build the image: `python -m kit sandbox build-image --sandbox docker`"),
+    (
+        "executable file not found",
+        "the runtime or the image's shell is missing: install runc, or use an image with /bin/sh",
+    ),
+    (
+        "OCI runtime",
+        "the OCI runtime failed: install runc (`apt-get install -y runc`), set ORCHBENCH_PODMAN_RUNTIME=runc",
+    ),
+)
+
+
+def diagnose(binary: str, output: str) -> str:
+    """One message saying why ``binary`` could not run a command here, and what to do."""
+    fix = next((todo for said, todo in FAILURES if said.lower() in output.lower()), None)
+    fix = fix or f"check that `{binary} run --rm {DEFAULT_IMAGE} true` works, or use another sandbox"
+    return f"{binary} could not start a container here ({output.strip()[-400:]}): {fix}"

@@ -1,0 +1,82 @@
+"""The ``podman`` backend: a container per command (:mod:`kit.sandbox.container`), run by podman, under
+a seccomp profile of the kit's.
+
+The profile is podman's own default with the calls in :data:`DENIED` taken out of its allow rules and
+denied (EPERM). Why: a container without a user namespace shares the host's user keyrings, and every
+run's commands are the same sandbox user -- podman's default profile allows ``keyctl`` (``add_key``
+and ``request_key`` fall to its default ENOSYS), so one run could leave data in a keyring another run
+reads. BPF objects, performance counters and userfaultfd are denied for the same reason as under
+bwrap. (Docker's default profile denies all of these already: :mod:`kit.sandbox.docker`.)
+"""
+
+from __future__ import annotations
+
+import atexit
+import errno
+import functools
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from kit.sandbox.base import SandboxUnavailable
+from kit.sandbox.container import ContainerSandbox
+
+DENIED = ("add_key", "request_key", "keyctl", "bpf", "perf_event_open", "userfaultfd")
+
+
+def tightened(profile: dict) -> dict:
+    """``profile`` (an OCI seccomp profile as podman and Docker write them) with :data:`DENIED` denied."""
+    out = dict(profile)
+    rules = []
+    for rule in profile.get("syscalls", []):
+        names = [n for n in rule.get("names", []) if n not in DENIED]
+        if names:
+            rules.append({**rule, "names": names})
+    rules.append({"names": list(DENIED), "action": "SCMP_ACT_ERRNO", "errnoRet": errno.EPERM})
+    out["syscalls"] = rules
+    return out
+
+
+@functools.cache
+def podman_profile(client: str) -> Path:
+    """The tightened profile for ``client`` (podman), written once per kit process (removed at exit)."""
+    try:
+        where = subprocess.run(
+            [client, "info", "--format", "{{.Host.Security.SECCOMPProfilePath}}"],
+            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        ).stdout.strip()  # fmt: skip
+        base = json.loads(Path(where).read_text(encoding="utf-8"))
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        raise SandboxUnavailable(
+            f"podman's default seccomp profile could not be read ({exc}): install containers-common "
+            "(`apt-get install -y podman` brings it), or use `sandbox: docker`"
+        ) from exc
+    fd, name = tempfile.mkstemp(prefix="orchbench-seccomp-", suffix=".json")
+    atexit.register(lambda: os.path.exists(name) and os.unlink(name))
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(tightened(base), fh)
+    os.chmod(name, 0o644)
+    return Path(name)
+
+
+class PodmanSandbox(ContainerSandbox):
+    """podman (rootful here; rootless maps the kit's user into the container with ``keep-id``). The
+    OCI runtime is podman's default unless ``ORCHBENCH_PODMAN_RUNTIME`` names one (``runc`` where
+    ``crun`` cannot run, as on a host with hybrid cgroups)."""
+
+    name = "podman"
+    binary = "podman"
+
+    def global_args(self) -> list[str]:
+        runtime = os.environ.get("ORCHBENCH_PODMAN_RUNTIME", "")
+        return ["--runtime", runtime] if runtime else []
+
+    def run_args(self, timeout_s: float) -> list[str]:
+        # conmon kills the container past the kit's timeout even if the kit itself died meanwhile
+        args = [f"--timeout={int(timeout_s) + 60}", f"--security-opt=seccomp={podman_profile(self.client)}"]
+        args.append(
+            "--security-opt=mask=/proc/key-users"
+        )  # every uid's key counts (keys, timers: masked already)
+        return args + (["--userns=keep-id"] if os.geteuid() != 0 else [])

@@ -1,0 +1,55 @@
+"""``kit run`` with ``sandbox: podman`` / ``docker``: the scripted smoke task end to end in containers,
+with the outcome and score it gets under bwrap, and run.json saying which image every command ran in."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from kit.paths import EXPERIMENTS_DIR
+from kit.run.runner import run_experiment
+from kit.sandbox import images
+from kit.sandbox.backends import CONTAINER_BACKENDS, get_sandbox
+from kit.sandbox.container import DEFAULT_IMAGE
+from tests.support.helpers import run_json
+from tests.support.sandboxes import backends
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bwrap, the reference, needs Linux")
+
+SMOKE = EXPERIMENTS_DIR / "scripted-smoke.yaml"
+SCORE = ("requirements_total", "requirements_failed", "own_tests_total", "regressions", "tampered", "failed")
+
+
+def _run(folder, sandbox: str) -> dict:
+    out = run_experiment(
+        SMOKE, results_dir=folder, progress=False, overrides={"tasks": ["micro-slugify"], "sandbox": sandbox}
+    )
+    (run_dir,) = (out / "runs").iterdir()
+    return run_json(run_dir)
+
+
+@pytest.fixture(scope="module")
+def under_bwrap(tmp_path_factory) -> dict:
+    return _run(tmp_path_factory.mktemp("bwrap"), "bwrap")
+
+
+@pytest.mark.parametrize("backend", backends(*CONTAINER_BACKENDS))
+def test_the_scripted_smoke_task_runs_in_containers_as_it_runs_under_bwrap(tmp_path, backend, under_bwrap):
+    run = _run(tmp_path, backend)
+    image_id = images.image_id(get_sandbox(backend), DEFAULT_IMAGE)
+    assert (run["sandbox"], run["sandbox_image"], run["sandbox_image_id"]) == (
+        backend,
+        DEFAULT_IMAGE,
+        image_id,
+    )
+    assert run["settings"]["sandbox_image"] == image_id  # a rebuilt image: a changed run
+    assert (under_bwrap["sandbox"], under_bwrap["sandbox_image"], under_bwrap["sandbox_image_id"]) == (
+        "bwrap",
+        "",
+        "",
+    )
+    assert "sandbox_image" not in under_bwrap["settings"]  # bwrap runs keep their fingerprints
+    assert run["outcome"] == under_bwrap["outcome"] == "done" and run["error"] is None
+    assert {k: run["score"][k] for k in SCORE} == {k: under_bwrap["score"][k] for k in SCORE}
+    assert run["score"]["requirements_failed"] == 0 and run["score"]["requirements_total"] == 7
