@@ -52,6 +52,7 @@ class PlayedRun:
     workspace: Workspace | None
     started: float  # time.monotonic() when the run started
     quota: Quota | None = None  # the clone's disk quota, released once the run is recorded
+    played: float = 0.0  # time.monotonic() when the strategy phase ended (0: not recorded)
 
 
 def new_record(
@@ -160,7 +161,7 @@ def play_run(
         record.stop_reason = str(record.counters.get("stop_reason") or "")  # what the strategy had reached
     _settle_interrupt(record, recorder, budget)
     _settle_disk_quota(record, recorder, budget, quota)
-    return PlayedRun(spec, experiment, record, recorder, workspace, t0, quota)
+    return PlayedRun(spec, experiment, record, recorder, workspace, t0, quota, time.monotonic())
 
 
 def failed_run(
@@ -286,13 +287,15 @@ def score_run(played: PlayedRun) -> RunRecord:
     the live clone after the agent's last step): hidden acceptance tests (not for an interrupted run),
     the diff, then run.json -- written last, it marks the run done."""
     record, recorder = played.record, played.recorder
+    scoring_started = time.monotonic()  # a wait for a scoring worker before this is not the run's time
     try:
         _score_and_diff(played)
     finally:
         if played.quota is not None:
             release(played.quota)  # the clone stays as its image, repo.img
     record.finished_at = utc_now()
-    record.wall_s = round(time.monotonic() - played.started, 3)
+    waited = max(0.0, scoring_started - played.played) if played.played else 0.0
+    record.wall_s = round(time.monotonic() - played.started - waited, 3)
     record.model_s = round(recorder.model_s, 3)
     record.tool_s = round(recorder.tool_s, 3)
     record.totals = recorder.totals

@@ -87,3 +87,25 @@ def test_kit_run_shows_each_running_run_as_its_calls_finish_and_counts_kept_runs
     assert again.lines[0].startswith(f"${first:.4f} (incl. ${first:.4f} kept)")
     total = first + run_json(out / "runs" / "micro-slugify__vibe__scripted-test__r2")["totals"]["cost_usd"]
     assert again.line().startswith(f"${total:.4f} (incl. ${first:.4f} kept)")
+
+
+def test_a_runs_wall_time_leaves_out_its_wait_for_a_scoring_worker(tmp_path):
+    """issue 32, item 5: each run carries its own duration -- not the time it queued behind other runs'
+    scoring (the Inspect export showed durations spanning the experiment)."""
+    import time
+
+    from kit.config import load_profile
+    from kit.run.plan import plan
+    from kit.run.single import play_run, score_run
+
+    profile_path = write_profile(tmp_path, "scripted/oracle", "native")
+    exp = experiment("wait", profile_path, ["micro-slugify"], ["vibe"])
+    profile, sheet = load_profile(profile_path)
+    (spec,) = plan(exp)
+    t0 = time.monotonic()
+    played = play_run(spec, exp, profile, sheet, tmp_path / "results" / "wait")
+    time.sleep(3.0)  # queued: every scoring worker is busy with other runs
+    record = score_run(played)
+    elapsed = time.monotonic() - t0
+    assert record.outcome == "done" and record.wall_s <= elapsed - 2.9
+    assert record.wall_s >= record.score.scoring_s
