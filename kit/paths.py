@@ -17,6 +17,13 @@ PROMPTS_DIR = KIT_DIR / "prompts"
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 
 
+def built_tasks_dir() -> Path:
+    """Where ``kit tasks build-suite`` writes the tasks it builds from a suite's manifest (git-ignored
+    ``datasets/built/`` unless ORCHBENCH_BUILT_DIR is set); the task loader looks there after
+    ``datasets/tasks/``. Absolute, like :func:`results_root`."""
+    return Path(os.environ.get("ORCHBENCH_BUILT_DIR") or DATASETS / "built").expanduser().resolve()
+
+
 def results_root() -> Path:
     """The folder experiments write into (``results/`` unless ORCHBENCH_RESULTS_DIR is set), as an
     absolute path (a relative ORCHBENCH_RESULTS_DIR is taken from the current folder): git and the

@@ -96,14 +96,14 @@ def test_malformed_experiment_yaml(tmp_path):
 def test_every_shipped_experiment_and_profile_passes_the_strict_checks():
     from kit import strategies
     from kit.paths import PROFILES_DIR
-    from kit.run.plan import plan
+    from tests.support.helpers import plan_shipped
 
     for path in sorted(PROFILES_DIR.glob("*.yaml")):
         load_profile(path)
     for path in sorted(EXPERIMENTS_DIR.glob("*.yaml")):
         exp = load_experiment(path)
         strategies.check_experiment(exp)  # options, prompt names, roles
-        assert plan(exp), path
+        assert plan_shipped(exp), path
 
 
 TYPOS = [

@@ -1,18 +1,22 @@
-"""``python -m kit tasks list | validate | import-exercism | import-git``."""
+"""``python -m kit tasks list | validate | import-exercism | import-git | build-suite``."""
 
 from __future__ import annotations
 
 import argparse
 import shlex
 import sys
+import time
 from pathlib import Path
 
 from kit.errors import KitError
-from kit.paths import TASKS_DIR
+from kit.paths import REPO_ROOT, TASKS_DIR, built_tasks_dir
+from kit.tasks import suite_build
 from kit.tasks.exercism.importer import import_exercism, summary_table
+from kit.tasks.requirements import read_requirements
 from kit.tasks.task import (
     SUITE_PREFIX,
     TASK_FILE,
+    Suite,
     expand_tasks,
     list_tasks,
     load_suite,
@@ -27,7 +31,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     if (folder / TASK_FILE).is_file():
         entries = [folder]
     elif folder.is_dir():
-        entries = sorted(d for d in folder.iterdir() if (d / TASK_FILE).is_file())
+        roots = [folder, built_tasks_dir()] if folder == TASKS_DIR else [folder]  # + the built suites
+        entries = [
+            d for root in roots if root.is_dir() for d in sorted(root.iterdir()) if (d / TASK_FILE).is_file()
+        ]
     else:
         print(f"✗ {folder}: no such folder")
         return 1
@@ -45,8 +52,13 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(f"{d.name:<{width}}  ✗ {str(e).splitlines()[0]}")
     if folder == TASKS_DIR:
         for name in suite_names():
-            suite = load_suite(name)
+            suite = load_suite(name, check_tasks=False)
             print(f"suite {SUITE_PREFIX}{name}: {len(suite.tasks)} tasks: {', '.join(suite.tasks)}")
+            unbuilt = [i.id for i in suite.imports if not (built_tasks_dir() / i.id / TASK_FILE).is_file()]
+            if unbuilt:
+                print(
+                    f"  not built: {len(unbuilt)} of {len(suite.tasks)}: python -m kit tasks build-suite {name} --repos DIR"
+                )
     return 1 if bad else 0
 
 
@@ -117,10 +129,84 @@ def cmd_import_git(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def _run_import(argv: list[str]) -> int:
+    """``python -m kit ARGV`` (a ``tasks import-git`` command line) in this process: build-suite's
+    way to run the importer exactly as its README command lines do."""
+    parser = argparse.ArgumentParser(prog="python -m kit")
+    add_cli(parser.add_subparsers())
+    args = parser.parse_args(argv)
+    saved, sys.argv = sys.argv, ["kit", *argv]  # import-git records its own command line in task.yaml
+    try:
+        return int(args.func(args) or 0)
+    except KitError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    finally:
+        sys.argv = saved
+
+
+def cmd_build_suite(args: argparse.Namespace) -> int:
+    suite = load_suite(args.name, check_tasks=False)
+    only = [i for i in (args.only or "").split(",") if i] or None
+    if args.dry_run:
+        return _print_import_commands(suite, args.repos, only)
+    started, out = time.monotonic(), built_tasks_dir()
+    results = suite_build.build_suite(
+        suite, args.repos, _run_import, allow_clone=args.clone, only=only, force=args.force
+    )
+    for r in results if args.validate else []:  # a task import-git built was validated by it just now
+        if r.status == "kept":
+            report = validate_task(load_task(out / r.id), getattr(args, "sandbox", None))
+            print(
+                f"{'✓' if report.ok else '✗'} {r.id} validated ({report.durations.get('total_s', 0):.0f} s)"
+            )
+            r.status, r.detail = ("kept", r.detail) if report.ok else ("invalid", "; ".join(report.problems))
+    before, after = suite_build.share_identical_files(out) if out.is_dir() else (0, 0)
+    _print_build_summary(results, out)
+    ok = sum(r.status in ("built", "kept") for r in results)
+    skipped = sum(r.status == "no-source" for r in results) if args.skip_missing else 0
+    print(
+        f"{ok}/{len(results)} tasks built in {out}{f', {skipped} skipped (no clone)' if skipped else ''} "
+        f"({time.monotonic() - started:.0f} s); {before / 1e6:.1f} MB of files, "
+        f"{after / 1e6:.1f} MB on disk after sharing identical files"
+    )
+    return 0 if ok + skipped == len(results) else 1
+
+
+def _print_import_commands(suite: Suite, repos: str | None, only: list[str] | None) -> int:
+    """The import-git command lines of the suite's tasks, with paths as the README shows them."""
+    out = built_tasks_dir()
+    shown = out.relative_to(REPO_ROOT) if out.is_relative_to(REPO_ROOT) else out
+    folder = Path(repos) if repos else Path("DIR")
+    for item in suite.imports:
+        if not only or item.id in only:
+            project = suite.projects[item.project]
+            found = suite_build.find_clone(project, folder) if repos else None
+            argv = suite_build.import_argv(item, project, str(found or folder / project.name), shown)
+            print(suite_build.command_line(argv))
+    return 0
+
+
+def _print_build_summary(results: list[suite_build.BuildResult], out: Path) -> None:
+    print(f"\n{'task':<34} {'status':<9} {'hidden':>6} {'py files':>8} {'py lines':>8}  long")
+    for r in results:
+        if r.status in ("built", "kept"):
+            task = load_task(out / r.id)
+            files, lines = suite_build.solution_size(out / r.id)
+            hidden = sum(not r.baseline_pass for r in read_requirements(task.acceptance_dir)[0])
+            long = "yes" if task.long else "no"
+            print(f"{r.id:<34} {r.status:<9} {hidden:>6} {files:>8} {lines:>8}  {long}")
+        else:
+            print(f"{r.id:<34} {r.status:<9}  {r.detail.splitlines()[0][:120]}")
+
+
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``tasks list | validate | import-exercism`` (each leaf sets ``func``)."""
+    """Register ``tasks list | validate | import-exercism | import-git | build-suite`` (each leaf sets
+    ``func``)."""
     tasks = subparsers.add_parser("tasks", help="list, validate and import tasks")
-    sub = tasks.add_subparsers(dest="tasks_command", metavar="{list,validate,import-exercism,import-git}")
+    sub = tasks.add_subparsers(
+        dest="tasks_command", metavar="{list,validate,import-exercism,import-git,build-suite}"
+    )
     tasks.set_defaults(func=lambda _args: (tasks.print_help(), 2)[1])
 
     p = sub.add_parser(
@@ -152,6 +238,39 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--progress", action="store_true", help="print each exercise as it is done")
     p.set_defaults(func=cmd_import_exercism)
 
+    _add_import_git(sub)
+
+    _add_build_suite(sub)
+
+
+def _add_build_suite(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "build-suite", help="build a suite's tasks from clones of its projects (datasets/suites/<name>.yaml)"
+    )
+    p.add_argument("name", help="the suite, e.g. real-repos")
+    p.add_argument(
+        "--repos",
+        default=None,
+        help="folder of the projects' clones: DIR/<name> or DIR/<owner>+<name>/repo "
+        f"(default with --clone: {built_tasks_dir() / '.clones'})",
+    )
+    p.add_argument("--clone", action="store_true", help="git clone a project missing from --repos")
+    p.add_argument("--only", default=None, metavar="ID,ID", help="build these tasks only")
+    p.add_argument("--force", action="store_true", help="rebuild tasks already built")
+    p.add_argument(
+        "--skip-missing", action="store_true", help="a project with no clone skips its tasks (exit 0)"
+    )
+    p.add_argument(
+        "--validate",
+        action="store_true",
+        help="validate the tasks already built (import-git validates new ones)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="print the import-git command lines; build nothing")
+    p.set_defaults(func=cmd_build_suite)
+
+
+def _add_import_git(sub: argparse._SubParsersAction) -> None:
+    """``tasks import-git`` (docs/tasks.md, "Bring your own task")."""
     p = sub.add_parser(
         "import-git",
         help="turn a commit or a range of a local git repository into a task (see docs/tasks.md)",

@@ -19,13 +19,13 @@ import shutil
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kit.config import SafeName, load_yaml_model
 from kit.errors import ConfigError, TaskError
-from kit.paths import TASKS_DIR, is_ignored
+from kit.paths import TASKS_DIR, built_tasks_dir, is_ignored
 from kit.tasks.packages import name_problems
+from kit.tasks.suite_manifest import BUILD_COMMAND, SuiteManifest
 
 TASK_FILE = "task.yaml"
 DELETED_FILE = "DELETED.txt"
@@ -144,12 +144,20 @@ def _task_folder(id_or_path: str | Path) -> Path:
         return p.parent
     if p.is_dir() and (p / TASK_FILE).is_file():
         return p
-    candidate = TASKS_DIR / str(id_or_path)
-    if (candidate / TASK_FILE).is_file():
-        return candidate
+    for root in (TASKS_DIR, built_tasks_dir()):
+        candidate = root / str(id_or_path)
+        if (candidate / TASK_FILE).is_file():
+            return candidate
     if p.is_dir():
         raise ConfigError(
             f"{p} is a folder but has no {TASK_FILE}", "a task folder holds task.yaml, repo/, acceptance/"
+        )
+    suite = _building_suite(str(id_or_path))
+    if suite is not None:
+        raise ConfigError(
+            f"task {str(id_or_path)!r} of suite {suite!r} is not built (no {built_tasks_dir() / str(id_or_path)})",
+            f"build it from clones of the suite's projects: {BUILD_COMMAND.format(name=suite)} "
+            "(datasets/suites/README.md)",
         )
     known = ", ".join(_task_ids()) or "(none)"
     raise ConfigError(
@@ -158,16 +166,30 @@ def _task_folder(id_or_path: str | Path) -> Path:
 
 
 def _task_ids() -> list[str]:
-    if not TASKS_DIR.is_dir():
-        return []
-    return sorted(d.name for d in TASKS_DIR.iterdir() if (d / TASK_FILE).is_file())
+    ids: set[str] = set()
+    for root in (TASKS_DIR, built_tasks_dir()):
+        if root.is_dir():
+            ids |= {d.name for d in root.iterdir() if (d / TASK_FILE).is_file()}
+    return sorted(ids)
+
+
+def _building_suite(task_id: str) -> str | None:
+    """The suite whose manifest builds ``task_id`` (None: no suite does)."""
+    for name in suite_names():
+        try:
+            suite = load_yaml_model(SUITES_DIR / f"{name}.yaml", Suite, "suite")
+        except ConfigError:
+            continue  # a broken suite file says so when it is used
+        if any(item.id == task_id for item in suite.imports):
+            return name
+    return None
 
 
 def load_task(id_or_path: str | Path) -> Task:
     """A task by id (a folder of datasets/tasks/) or by folder path."""
     folder = _task_folder(id_or_path).resolve()
     spec = load_yaml_model(folder / TASK_FILE, TaskFile, "task")
-    if folder.parent == TASKS_DIR.resolve() and spec.id != folder.name:
+    if folder.parent in (TASKS_DIR.resolve(), built_tasks_dir()) and spec.id != folder.name:
         raise ConfigError(
             f"{folder / TASK_FILE}: field `id`: {spec.id!r} differs from the folder name {folder.name!r}",
             "make them equal",
@@ -179,8 +201,17 @@ def load_task(id_or_path: str | Path) -> Task:
     return task
 
 
-def list_tasks() -> list[Task]:
-    return [load_task(TASKS_DIR / i) for i in _task_ids()]
+def list_tasks(built: bool = False) -> list[Task]:
+    """The shipped tasks (``datasets/tasks/``); with ``built``, the tasks built from suite manifests
+    (:func:`kit.paths.built_tasks_dir`) after them."""
+    roots = [TASKS_DIR, built_tasks_dir()] if built else [TASKS_DIR]
+    return [
+        load_task(d)
+        for root in roots
+        if root.is_dir()
+        for d in sorted(root.iterdir())
+        if (d / TASK_FILE).is_file()
+    ]
 
 
 # --------------------------------------------------------------------------- suites
@@ -189,8 +220,9 @@ SUITES_DIR = TASKS_DIR.parent / "suites"
 SUITE_PREFIX = "suite:"
 
 
-class Suite(BaseModel):
-    """A named, fixed list of task ids (``datasets/suites/<name>.yaml``)."""
+class Suite(SuiteManifest):
+    """A named, fixed list of task ids (``datasets/suites/<name>.yaml``); a suite built from
+    repositories' history also has the manifest its tasks are built from (:mod:`kit.tasks.suite_manifest`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -199,13 +231,22 @@ class Suite(BaseModel):
     source: str = Field("", description="Where the tasks come from (repository, commit, licence).")
     tasks: list[str] = Field(min_length=1)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _tasks_from_imports(cls, data: object) -> object:
+        if isinstance(data, dict) and "tasks" not in data and isinstance(data.get("imports"), list):
+            ids = [i.get("id") for i in data["imports"] if isinstance(i, dict)]
+            return {**data, "tasks": ids}
+        return data
+
 
 def suite_names() -> list[str]:
     return sorted(p.stem for p in SUITES_DIR.glob("*.yaml")) if SUITES_DIR.is_dir() else []
 
 
-def load_suite(name: str) -> Suite:
-    """The suite ``name`` (or a path to a suite file); every task it names must exist."""
+def load_suite(name: str, check_tasks: bool = True) -> Suite:
+    """The suite ``name`` (or a path to a suite file); with ``check_tasks``, every task it names must
+    exist (a task its manifest builds but nobody has built fails naming the build command)."""
     path = Path(name) if str(name).endswith((".yaml", ".yml")) else SUITES_DIR / f"{name}.yaml"
     if not path.is_file():
         raise ConfigError(f"unknown suite {name!r}", f"pick one of: {', '.join(suite_names()) or '(none)'}")
@@ -214,7 +255,7 @@ def load_suite(name: str) -> Suite:
         raise ConfigError(
             f"{path}: field `name`: {suite.name!r} differs from the file name", "make them equal"
         )
-    for task_id in suite.tasks:
+    for task_id in suite.tasks if check_tasks else []:
         _task_folder(task_id)  # an unknown task fails here, naming the valid ones
     return suite
 
@@ -227,30 +268,6 @@ def expand_tasks(entries: list[str]) -> list[str]:
         ids = load_suite(entry[len(SUITE_PREFIX) :]).tasks if entry.startswith(SUITE_PREFIX) else [entry]
         out += [i for i in ids if i not in out]
     return out
-
-
-class _BlockDumper(yaml.SafeDumper):
-    """Multi-line strings (the prompt) as readable literal blocks."""
-
-
-def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
-    style = "|" if "\n" in data else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-
-_BlockDumper.add_representer(str, _str_presenter)
-
-
-def write_task_file(folder: Path, spec: dict) -> Path:
-    """Write ``spec`` (checked against :class:`TaskFile`) as ``folder/task.yaml``, keys in the order
-    given, a multi-line prompt as a literal block."""
-    TaskFile.model_validate(spec)
-    path = Path(folder) / TASK_FILE
-    path.write_text(
-        yaml.dump(spec, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100),
-        encoding="utf-8",
-    )
-    return path
 
 
 def apply_solution(task: Task, root: Path) -> None:

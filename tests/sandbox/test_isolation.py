@@ -146,6 +146,8 @@ def test_the_interpreter_prefix_shows_only_what_python_needs(isolating, two_runs
     assert res.exit_code == 0 and "SECRET-INDEX-TOKEN" not in res.output, res.output
     for block in res.output.split("== ")[1:]:
         prefix, *names = block.split()
+        if "cannot access" in block:  # (a container backend shows none of the host's prefix)
+            continue
         if not prefix.startswith(("/usr/", "/etc/")):
             assert set(names) <= {"bin", "lib", "lib64", "pyvenv.cfg"}, (prefix, names)
 

@@ -86,7 +86,7 @@ def test_shipped_experiments_have_explicit_maps_one_budget_and_equal_tier_varian
         exp = load_experiment(name)
         assert set(exp.tiers) == set(exp.strategies), f"{name}: every strategy's map must be explicit"
         experiment_tiers(exp.strategies, exp.tiers)
-    for name in ("default", "full", "exercism-hard"):
+    for name in ("default", "full", "exercism-hard", "real-repos"):
         faithful, equal = load_experiment(name), load_experiment(f"{name}-equal-tier")
         assert (faithful.tasks, faithful.strategies, faithful.limits) == (
             equal.tasks,

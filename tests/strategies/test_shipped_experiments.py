@@ -17,13 +17,13 @@ from kit.model import scripted
 from kit.paths import EXPERIMENTS_DIR
 from kit.prompts import PromptBook
 from kit.records.schema import STOP_REASONS, load_run, normalise_outcome, stop_reason_key
-from kit.run.runner import plan, run_experiment
+from kit.run.runner import run_experiment
 from kit.strategies import experiment_tiers, harness
 from kit.strategies.context import RunContext
 from kit.strategies.pdca.settings import PdcaSettings
 from kit.strategies.workflow import WorkflowSettings
 from kit.tasks.task import load_task
-from tests.support.helpers import write_profile
+from tests.support.helpers import plan_shipped, write_profile
 from tests.support.perfect import Perfect
 
 FILES = sorted(
@@ -68,14 +68,14 @@ def read_settings(strategy: str, experiment: Experiment, task_id: str) -> tuple[
 def test_every_shipped_experiment_loads_plans_and_knows_its_options(path):
     """default-equal-tier.yaml set pdca's removed max_revisions: every pdca run of it ended `error`."""
     experiment = load_experiment(path)
-    specs = plan(experiment)
+    specs = plan_shipped(experiment)  # a suite built from clones first: its one error, then micro-slugify
     assert {s.strategy for s in specs} == set(experiment.strategies)
     for strategy in experiment.strategies:
         given, read = read_settings(strategy, experiment, specs[0].task.id)
         assert given <= read, f"{path.name}: {strategy} does not know the option(s) {sorted(given - read)}"
 
 
-@pytest.mark.parametrize("name", ["default", "full", "exercism-hard"])
+@pytest.mark.parametrize("name", ["default", "full", "exercism-hard", "real-repos"])
 def test_an_equal_tier_variant_differs_from_its_faithful_experiment_in_the_tier_map_only(name):
     faithful, equal = load_experiment(name), load_experiment(f"{name}-equal-tier")
     same = ("tasks", "strategies", "limits", "strategy_options", "prompt_overrides", "repeats", "profile")

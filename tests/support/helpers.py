@@ -51,3 +51,19 @@ def run_json(run_dir: Path) -> dict:
 
 def rows(run_dir: Path, name: str) -> list[dict]:
     return read_jsonl(run_dir / name)
+
+
+def plan_shipped(exp: Experiment) -> list:
+    """``plan(exp)`` for a shipped experiment. One whose suite is built from clones first (real-repos,
+    datasets/suites/README.md) and is not built here must stop with the one clear error naming the
+    build command; its strategies, options and limits are then planned on micro-slugify instead."""
+    from kit.errors import ConfigError
+    from kit.run.plan import plan
+    from kit.tasks.task import expand_tasks
+
+    try:
+        expand_tasks(exp.tasks)
+    except ConfigError as e:
+        assert "is not built" in str(e) and "python -m kit tasks build-suite" in str(e), e
+        return plan(exp.model_copy(update={"tasks": ["micro-slugify"]}))
+    return plan(exp)
