@@ -164,6 +164,10 @@ class Limits(_Strict):
     max_tokens: int | None = Field(None, gt=0, description="Stop a run after this many tokens in total.")
     command_timeout_s: float = Field(120.0, gt=0, description="Seconds one agent command may take.")
     max_format_errors: int = Field(3, ge=1, description="Invalid actions in a row before an agent stops.")
+    disk_quota_mb: int = Field(
+        1024, ge=16, description="Megabytes the run's clone may hold (a file system of its own as root)."
+    )
+    disk_quota_files: int = Field(100_000, ge=1000, description="Files and folders the run's clone may hold.")
     max_total_usd: float | None = Field(
         None,
         gt=0,
@@ -171,6 +175,15 @@ class Limits(_Strict):
         "plus the most every run in flight and the new one can spend would pass this; needs max_usd, "
         "max_tokens or max_model_calls (the most one run can spend). Not part of a run's settings.",
     )
+
+    @model_validator(mode="after")
+    def _quota_fits(self) -> Limits:
+        if self.disk_quota_files > self.disk_quota_mb * 1024:  # (the file table takes space too)
+            raise ValueError(
+                f"disk_quota_files {self.disk_quota_files} is more than one file per KB of disk_quota_mb "
+                f"{self.disk_quota_mb}: raise disk_quota_mb or lower disk_quota_files"
+            )
+        return self
 
 
 class Experiment(_Strict):
@@ -212,6 +225,15 @@ class Experiment(_Strict):
         "every role of it ({workflow: cheap}: the equal-tier variant). Roles left out keep the "
         "strategy's source-faithful default; this map wins over a profile's `roles`.",
     )
+
+    @model_validator(mode="after")
+    def _image_needs_a_container(self) -> Experiment:
+        if self.sandbox_image and self.sandbox not in ("podman", "docker"):
+            raise ValueError(
+                f"sandbox_image {self.sandbox_image!r} needs `sandbox: podman` or `sandbox: docker` "
+                f"(this experiment's sandbox is {self.sandbox}): set one, or remove sandbox_image"
+            )
+        return self
 
 
 # --------------------------------------------------------------------------- loading

@@ -19,6 +19,7 @@ from kit.model.actions import FINISH, render
 from kit.run.runner import redacted, run_experiment
 from kit.sandbox import backends as sandbox_mod
 from kit.sandbox.backends import SandboxUnavailable, get_sandbox
+from kit.sandbox.quota import kept_clone
 from kit.secrets import Redactor
 from tests.support.helpers import PRICE, experiment, run_json
 from tests.support.sandboxes import backends
@@ -139,7 +140,8 @@ def test_no_canary_in_records_or_in_a_commands_environment(tmp_path, canary_env)
     (run_dir,) = (out / "runs").iterdir()
     run = run_json(run_dir)
     assert run["sandbox"] == get_sandbox().name == "bwrap"
-    envdump = (run_dir / "repo" / "envdump.txt").read_text()  # the clone itself: never redacted
+    with kept_clone(run_dir / "repo") as clone:
+        envdump = (clone / "envdump.txt").read_text()  # the clone itself: never redacted
     assert "PATH=" in envdump and "listed" in envdump
     assert not any(c in envdump for c in CANARIES)
     transcript = (run_dir / "transcript.jsonl").read_text()

@@ -9,6 +9,7 @@ in front of the run's.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -42,14 +43,20 @@ class Budget:
     model_calls: int = 0  # calls started (or replayed from a journal) in this run
     stop: threading.Event | None = None
     interrupted: bool = False  # a check raised Interrupted (even if a strategy swallowed it)
+    #: the clone's disk quota (:meth:`kit.sandbox.quota.Quota.over`): why it is full, or None
+    disk: Callable[[], str | None] | None = None
+    disk_full: str | None = None  # a check found the quota reached (even if a strategy swallowed it)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def check(self) -> None:
-        """Raise Interrupted after Ctrl-C, BudgetExceeded if any part of the budget is used up
-        (counts nothing)."""
+        """Raise Interrupted after Ctrl-C, BudgetExceeded if any part of the budget -- the clone's
+        disk quota included -- is used up (counts nothing)."""
         if self.stop is not None and self.stop.is_set():
             self.interrupted = True
             raise Interrupted("the experiment was interrupted (Ctrl-C): this run stops here")
+        if self.disk is not None and (full := self.disk()):
+            self.disk_full = full
+            raise BudgetExceeded(full, "raise limits.disk_quota_mb / disk_quota_files in the experiment")
         if self.max_model_calls is not None and self.model_calls >= self.max_model_calls:
             raise BudgetExceeded(
                 f"run budget of {self.max_model_calls} model calls used up",

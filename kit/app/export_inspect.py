@@ -7,8 +7,11 @@ profile -- so ``inspect view --log-dir RESULTS/inspect`` shows the kit's runs in
   the ``eval_set_id``; the kit's git commit is the revision; each role's model comes from the run's
   role -> tier map (``model_roles``);
 * samples are tasks and epochs are repeats (:mod:`kit.app.inspect_sample` builds each sample);
-* ``results`` hold the mean and standard error of each score over the scored runs, computed here (runs
-  ending ``error`` or ``interrupted`` are left out and counted as unscored, as in the kit's report);
+* ``results`` hold the mean of each score over the scored runs, ``solved`` first, computed here (runs
+  ending ``error`` or ``interrupted`` are left out and counted as unscored, as in the kit's report),
+  and a standard error only when every run is the same task (no error bar pooled across tasks);
+* the viewer is told to trust nothing in the log (``ViewerConfig(trust_content=False)``: agent text shows
+  as text) and to lead the sample list with ``solved`` (:func:`viewer_config`);
   the log's status is ``error`` when a run errored or was interrupted, else ``success``;
 * ``stats`` hold the usage by model and by role, summed over every line of calls.jsonl.
 
@@ -100,19 +103,29 @@ def _clean(component: str) -> str:
     return component
 
 
-def _mean_stderr(values: list[float]) -> dict[str, Any]:
-    """Mean and standard error (sample sd / sqrt n; 0 for one value, as Inspect's ``stderr``; NaN for none)."""
+def _mean_stderr(values: list[float], one_task: bool = True) -> dict[str, Any]:
+    """The mean, and -- only over the repeats of one task -- the standard error (sample sd / sqrt n; 0
+    for one value, as Inspect's ``stderr``; NaN for none). Runs of different tasks are not repeats of
+    one measurement: over several tasks there is no error bar (the kit's report gives none either)."""
     from inspect_ai.log import EvalMetric
 
     n = len(values)
     mean = statistics.fmean(values) if n else math.nan
-    err = statistics.stdev(values) / math.sqrt(n) if n > 1 else (0.0 if n else math.nan)
-    return {"mean": EvalMetric(name="mean", value=mean), "stderr": EvalMetric(name="stderr", value=err)}
+    out = {"mean": EvalMetric(name="mean", value=mean)}
+    if one_task:
+        err = statistics.stdev(values) / math.sqrt(n) if n > 1 else (0.0 if n else math.nan)
+        out["stderr"] = EvalMetric(name="stderr", value=err)
+    return out
+
+
+#: The scores in the order the viewer shows them: solved first (the log list's SCORE is its mean).
+SCORE_ORDER = ("solved", "requirements_met", "defects_critical", "defects_major", "defects_minor")
 
 
 def eval_results(samples: list[Any]) -> Any:
-    """Each score's mean and standard error over the scored samples (``scored_samples`` /
-    ``unscored_samples`` say how many); defects per severity as one score each."""
+    """Each score's mean over the scored samples (``scored_samples`` / ``unscored_samples`` say how
+    many), solved first; a standard error only when every sample is the same task; defects per
+    severity as one score each."""
     from inspect_ai.log import EvalResults, EvalScore
 
     scored = [s for s in samples if s.scores]
@@ -126,15 +139,19 @@ def eval_results(samples: list[Any]) -> Any:
             columns.setdefault((f"defects_{sev}", "defects"), []).append(
                 float(s.scores["defects"].value[sev])
             )
-    names = [("requirements_met", "requirements_met"), *((f"defects_{sev}", "defects") for sev in SEVERITIES)]
-    names.append(("solved", "solved"))
+    names = [("solved", "solved"), ("requirements_met", "requirements_met")]
+    names += [(f"defects_{sev}", "defects") for sev in SEVERITIES]
+    one_task = len({str(s.id) for s in samples}) <= 1
     scores = [
         EvalScore(
             name=name,
             scorer=scorer,
             scored_samples=len(columns.get((name, scorer), [])),
             unscored_samples=len(samples) - len(columns.get((name, scorer), [])),
-            metrics=_mean_stderr(columns.get((name, scorer), [])),
+            metrics=_mean_stderr(columns.get((name, scorer), []), one_task),
+            metadata=None
+            if one_task
+            else {"note": "mean over runs of different tasks: not a verdict (python -m kit report gives it)"},
         )
         for name, scorer in names
     ]
@@ -179,6 +196,37 @@ def _spec_metadata(group: list[RunFiles], incomplete: list[str]) -> dict[str, An
         "models": models,
         **({"note": note} if note else {}),
     }
+
+
+def viewer_config() -> Any:
+    """How Inspect's viewer shows the kit's logs: nothing in them is trusted (``trust_content=False``:
+    the model's and tools' text, scores, explanations and metadata show as plain text -- no markdown,
+    image, link or HTML of an agent's is rendered); the sample list leads with ``solved`` (a red or
+    green pill that follows the score) instead of the completion mark, which is green for every run that
+    ended without a kit error, solved or not."""
+    from inspect_ai.viewer import ScoreColorScale, TaskSamplesColumn, TaskSamplesView, ViewerConfig
+
+    columns = [
+        TaskSamplesColumn(id="sampleStatus", visible=False),
+        TaskSamplesColumn(id="sampleId"),
+        TaskSamplesColumn(id="epoch"),
+        TaskSamplesColumn.score("solved"),
+        TaskSamplesColumn.score("requirements_met"),
+        TaskSamplesColumn(id="answer"),
+        TaskSamplesColumn(id="limit"),
+        TaskSamplesColumn(id="error"),
+        TaskSamplesColumn(id="tokens"),
+        TaskSamplesColumn(id="duration"),
+        TaskSamplesColumn(id="input"),
+    ]
+    view = TaskSamplesView(
+        name="orchbench",
+        columns=columns,
+        score_labels={"requirements_met": "requirements met"},
+        score_color_scales={"requirements_met": ScoreColorScale(palette="good-high", min=0.0, max=1.0)},
+        color_scales_enabled=True,
+    )
+    return ViewerConfig(trust_content=False, task_samples_view=view)
 
 
 def eval_log(group: list[RunFiles], incomplete: list[str]) -> Any:
@@ -231,6 +279,7 @@ def eval_log(group: list[RunFiles], incomplete: list[str]) -> Any:
         else None,
         tags=["orchbench", first.profile],
         metadata=_spec_metadata(group, incomplete),
+        viewer=viewer_config(),
     )
     errored = [s for s in samples if s.error is not None]
     return EvalLog(

@@ -8,8 +8,8 @@ The sample is the run's task, its epoch the run's repeat. Read from the run's re
   error) and one ``ToolEvent`` per tool call with its result; the kit's own events (phases, gates,
   denials, notes ...) as ``InfoEvent``; all in time order;
 * ``model_usage`` (by each call's model) and ``role_usage`` (by role): the sums of calls.jsonl;
-* ``scores`` -- ``requirements_met`` (share met; what went wrong in its metadata), ``defects`` (by
-  severity) and ``solved`` (C / I); none for a run that ended ``error`` or ``interrupted``, which
+* ``scores`` -- ``solved`` (C / I, first: the viewer colours its pill by it), ``requirements_met``
+  (share met; what went wrong in its metadata) and ``defects`` (by severity); none for a run that ended ``error`` or ``interrupted``, which
   carries an ``error`` instead; ``budget`` and ``capped`` runs carry their ``limit``.
 
 inspect_ai is imported by the caller only (it takes seconds): this module imports it inside functions.
@@ -347,6 +347,16 @@ def sample_scores(run: RunRecord) -> dict[str, Any] | None:
     detail |= s.model_dump(exclude={"defects"})
     solved = comp["solved"] == 1.0
     return {
+        "solved": Score(
+            value="C" if solved else "I",
+            answer=run.outcome,
+            explanation=(
+                "solved: no critical or major requirement failed"
+                if solved
+                else "NOT solved: a critical or major requirement failed"
+            )
+            + f" (the run ended {run.outcome})",
+        ),
         "requirements_met": Score(
             value=met,
             answer=run.outcome,
@@ -362,12 +372,6 @@ def sample_scores(run: RunRecord) -> dict[str, Any] | None:
         "defects": Score(
             value={sev: s.defects.get(sev, 0) for sev in ("critical", "major", "minor")},
             explanation="failed requirements by severity",
-        ),
-        "solved": Score(
-            value="C" if solved else "I",
-            explanation="no critical or major requirement failed"
-            if solved
-            else "a critical or major requirement failed",
         ),
     }
 

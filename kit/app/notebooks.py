@@ -33,7 +33,7 @@ from kit.app.notebook_helpers import (  # noqa: F401 - the notebooks' helpers, i
     whole,
 )
 from kit.errors import KitError
-from kit.paths import NOTEBOOKS_DIR, REPO_ROOT
+from kit.paths import NOTEBOOKS_DIR, PROMPTS_DIR, REPO_ROOT
 
 NOTEBOOKS = {
     "benchmark": "01_benchmark.ipynb",
@@ -344,8 +344,9 @@ def headless(environ: Mapping[str, str] | None = None, platform: str | None = No
 
 def lab_workspace(results: str | Path | None = None) -> Path:
     """``<results root>/lab-notebooks/``: a working copy of the tracked notebooks for JupyterLab, so
-    edits there never change ``notebooks/``. A notebook already copied is left as the user edited it;
-    one missing is copied. Returns the folder."""
+    edits there never change ``notebooks/``, and of the prompts (``prompts/<strategy>/<role>.md``), so
+    the prompt lab's prompt is a file the lab's file browser reaches. A file already copied is left as
+    the user edited it; one missing is copied. Returns the folder."""
     from kit.paths import results_root
 
     root = Path(results).expanduser().resolve() if results is not None else results_root()
@@ -355,6 +356,11 @@ def lab_workspace(results: str | Path | None = None) -> Path:
         for file in NOTEBOOKS.values():
             if not (folder / file).exists():
                 shutil.copyfile(NOTEBOOKS_DIR / file, folder / file)
+        for source in sorted(PROMPTS_DIR.rglob("*")):  # the prompts, editable from the file browser
+            target = folder / "prompts" / source.relative_to(PROMPTS_DIR)
+            if source.is_file() and source.suffix in (".md", ".yaml") and not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, target)
     except OSError as e:
         raise KitError(
             f"cannot make the notebooks' working copy in {folder}: {e.strerror or e}",
@@ -395,6 +401,11 @@ def _lab_cli(args: argparse.Namespace) -> int:
     workspace = lab_workspace(args.results)
     cmd = jupyter_lab_command([a for a in args.jupyter_args if a != "--"], workspace=workspace)
     print(f"working copy of the notebooks: {workspace} (notebooks/ stays as committed)", flush=True)
+    print(
+        f"editable copies of the prompts: {workspace / 'prompts'} (in 03_prompt_lab, set e.g. "
+        "prompt_file = 'prompts/vibe/coder.md' to run with your edited copy)",
+        flush=True,
+    )
     print(" ".join(cmd), flush=True)
     os.execv(cmd[0], cmd)  # replaces this process: Ctrl-C and the exit code are Jupyter's
     return 0  # not reached

@@ -3,17 +3,21 @@ replaced (the text given, or read from a file) -- and put the two runs side by s
 ``kit compare`` (:mod:`kit.analysis.compare`), the metrics, the prompt diff and a diff of the transcripts.
 
 Each of the two is its own experiment (its own folder under the lab's results root), so ``kit report``
-on that root shows them as two rows, never one.
+on that root shows them as two rows, never one. They are named by what changed:
+``lab-<strategy>-<role>-baseline`` and ``lab-<strategy>-<role>-<label>`` (the label given, else the
+first words of the new prompt); a folder of that name made under other settings (another prompt, task,
+profile or limits) is never reused: the next free ``-2``, ``-3`` ... is taken.
 
-Experiment names carry a short hash of everything that defines the run (task, profile, limits, prompt
-text), so the runner's resume never reuses a run made with another prompt.
+Every lab run has a budget (:data:`LAB_BUDGET`: model calls and dollars per run) unless ``limits`` sets
+its own (``max_usd: None`` lifts it). The transcript diff leaves out what differs between any two runs
+(timestamps, durations, call ids, temporary paths): what is left is what the prompt changed.
 """
 
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +29,7 @@ from kit import analysis
 from kit.analysis import compare
 from kit.config import Experiment, Limits
 from kit.errors import ConfigError, KitError
-from kit.paths import PROMPTS_DIR
+from kit.paths import PROMPTS_DIR, REPO_ROOT
 from kit.records.schema import TRANSCRIPT, read_jsonl
 
 METRICS = (
@@ -52,6 +56,10 @@ METRICS = (
 )
 
 
+#: Each lab run's budget unless ``limits`` sets its own: a pdca pair on a real model is hundreds of calls.
+LAB_BUDGET = {"max_model_calls": 40, "max_usd": 0.5}
+
+
 @dataclass
 class LabResult:
     """The two experiment folders, their metrics side by side and the diff of their transcripts."""
@@ -62,6 +70,8 @@ class LabResult:
     transcript_diff: str
     comparison: pd.DataFrame  # kit compare's table: A = baseline, B = modified
     prompt_diff: str
+    prompt_path: Path | None = None  # the file the new prompt was read from, when one was
+    budget: dict[str, Any] | None = None  # each run's budget (max_model_calls, max_usd, max_tokens)
 
 
 def prompt_file(strategy: str, role: str) -> Path:
@@ -77,12 +87,21 @@ def prompt_file(strategy: str, role: str) -> Path:
     raise ConfigError(f"strategy {strategy!r} has no role {role!r}", f"pick one of: {', '.join(roles)}")
 
 
+def resolve_prompt_file(prompt_file: str | Path) -> Path:
+    """``prompt_file`` as given when absolute; a relative one from the working folder (the lab's
+    notebook folder in JupyterLab) when it is there, else from the repository root."""
+    path = Path(prompt_file).expanduser()
+    if path.is_absolute() or path.exists():
+        return path.resolve()
+    return REPO_ROOT / path
+
+
 def override_text(prompt_override: str | None, prompt_file: str | Path | None = None) -> str:
-    """The replacement prompt: the text of ``prompt_file`` when given (a path, relative to the
-    repository root unless absolute), else ``prompt_override``; kept word for word."""
+    """The replacement prompt: the text of ``prompt_file`` when given (:func:`resolve_prompt_file`),
+    else ``prompt_override``; kept word for word."""
     if prompt_file is None or str(prompt_file) == "":
         return prompt_override or ""
-    path = analysis.repo_path(Path(prompt_file).expanduser())
+    path = resolve_prompt_file(prompt_file)
     try:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
@@ -92,8 +111,17 @@ def override_text(prompt_override: str | None, prompt_file: str | Path | None = 
         ) from None
 
 
-def _digest(*parts: Any) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:8]
+def label_of(text: str, words: int = 5) -> str:
+    """A folder-name label from the first words of a prompt: ``You are a careful engineer.`` ->
+    ``you-are-a-careful-engineer``."""
+    found = re.findall(r"[A-Za-z0-9]+", text.lower())[:words]
+    return "-".join(found)[:40].strip("-") or "modified"
+
+
+def lab_budget(limits: Limits | Mapping[str, Any] | None) -> Limits:
+    """``limits`` with :data:`LAB_BUDGET` filled in where it names no call or dollar cap."""
+    given = limits.model_dump(exclude_unset=True) if isinstance(limits, Limits) else dict(limits or {})
+    return Limits.model_validate({**LAB_BUDGET, **given})
 
 
 def lab_experiments(
@@ -103,17 +131,19 @@ def lab_experiments(
     task: str,
     profile: str = "local",
     limits: Limits | Mapping[str, Any] | None = None,
+    label: str | None = None,
 ) -> tuple[Experiment, Experiment]:
-    """The baseline and the modified experiment (same task, strategy, profile and limits)."""
+    """The baseline and the modified experiment (same task, strategy, profile and limits), named by
+    what changed: ``lab-<strategy>-<role>-baseline`` and ``lab-<strategy>-<role>-<label>``."""
     if not prompt_override.strip():
         raise ConfigError("prompt_override is empty", "give the text that replaces the role's prompt file")
-    baseline_text = prompt_file(strategy, role).read_text(encoding="utf-8")
-    lim = limits if isinstance(limits, Limits) else Limits.model_validate(dict(limits or {}))
+    prompt_file(strategy, role)  # the role must exist
+    lim = lab_budget(limits)
     common = dict(tasks=[task], strategies=[strategy], profile=profile, repeats=1, limits=lim)
-    setup = (task, profile, lim.model_dump())
-    base = Experiment(name=f"lab-{strategy}-{role}-baseline-{_digest(setup, baseline_text)}", **common)
+    tag = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-.") if label else label_of(prompt_override)
+    base = Experiment(name=f"lab-{strategy}-{role}-baseline", **common)
     modified = Experiment(
-        name=f"lab-{strategy}-{role}-modified-{_digest(setup, prompt_override)}",
+        name=f"lab-{strategy}-{role}-{tag or 'modified'}",
         prompt_overrides={f"{strategy}/{role}": prompt_override},
         **common,
     )
@@ -157,8 +187,29 @@ def _content_lines(content: Any) -> list[str]:
     return [json.dumps(content, default=str)]
 
 
-def render_transcript(run_dir: Path) -> list[str]:
-    """A run's transcript as readable lines: a header per message, its text, its tool calls."""
+#: What differs between any two runs of the same prompt -> what the diff shows instead (in this order).
+VOLATILE = (
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"), "<time>"),
+    (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b"), "<time>"),
+    (re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds)\b"), "<duration>"),
+    (re.compile(r"\b(?:call|toolu|chatcmpl|msg|req|run)_[A-Za-z0-9_-]{6,}\b"), "<id>"),
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<id>"),
+    (re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,64}\b"), "<hash>"),
+    (re.compile(r"\S*/runs/[^/\s]+/repo\b"), "<clone>"),
+    (re.compile(r"/tmp/[^\s'\"]+"), "<tmp>"),
+)
+
+
+def stable(line: str) -> str:
+    """``line`` with the volatile parts (:data:`VOLATILE`) replaced by placeholders."""
+    for pattern, placeholder in VOLATILE:
+        line = pattern.sub(placeholder, line)
+    return line
+
+
+def render_transcript(run_dir: Path, volatile: bool = False) -> list[str]:
+    """A run's transcript as readable lines: a header per message, its text, its tool calls (name and
+    arguments); without ``volatile``, timestamps, durations, ids and temporary paths are placeholders."""
     lines = []
     for entry in sorted(read_jsonl(Path(run_dir) / TRANSCRIPT), key=lambda e: e.get("seq", 0)):
         msg = entry.get("message") or {}
@@ -167,11 +218,12 @@ def render_transcript(run_dir: Path) -> list[str]:
         for call in msg.get("tool_calls") or []:
             fn = call.get("function", call) if isinstance(call, dict) else {}
             lines.append(f"-> {fn.get('name', '?')}({fn.get('arguments', '')})")
-    return lines
+    return lines if volatile else [stable(line) for line in lines]
 
 
 def transcript_diff(baseline_dir: Path, modified_dir: Path) -> str:
-    """Unified diff of the first run's transcript of each experiment folder."""
+    """Unified diff of the first run's transcript of each experiment folder, over its messages and tool
+    calls, the volatile parts left out (:func:`stable`)."""
     texts, names = [], []
     for folder in (baseline_dir, modified_dir):
         runs = analysis.load(folder).runs.sort_values(["repeat", "run_id"])
@@ -180,7 +232,27 @@ def transcript_diff(baseline_dir: Path, modified_dir: Path) -> str:
         texts.append(render_transcript(Path(runs["run_dir"].iloc[0])))
         names.append(f"{Path(folder).name}/{runs['run_id'].iloc[0]}")
     diff = list(difflib.unified_diff(texts[0], texts[1], fromfile=names[0], tofile=names[1], lineterm=""))
-    return "\n".join(diff) if diff else "(the two transcripts are identical)"
+    note = (
+        "(timestamps, durations, ids and temporary paths left out: <time>, <duration>, <id>, <hash>, <tmp>)"
+    )
+    return "\n".join([note, *diff]) if diff else f"(the two transcripts are the same) {note}"
+
+
+def _run(experiment: Experiment, root: Path | None, progress: bool) -> Path:
+    """Run ``experiment``; when its folder holds runs made under other settings (another prompt, task,
+    profile or limits), under the next free name ``<name>-2``, ``-3`` ... instead (never reused)."""
+    from kit.run.resume import SettingsChanged
+    from kit.run.runner import run_experiment  # the lab sits above the runner; imported on use
+
+    for n in range(1, 100):
+        named = experiment if n == 1 else experiment.model_copy(update={"name": f"{experiment.name}-{n}"})
+        try:
+            return run_experiment(named, results_dir=root, progress=progress)
+        except SettingsChanged:
+            continue
+    raise KitError(
+        f"99 lab folders named {experiment.name}-N already hold other settings", "clean up results/lab"
+    )
 
 
 def prompt_lab(
@@ -193,17 +265,18 @@ def prompt_lab(
     limits: Limits | Mapping[str, Any] | None = None,
     progress: bool = True,
     prompt_file: str | Path | None = None,
+    label: str | None = None,
 ) -> LabResult:
     """Run the baseline and the modified experiment (``results_dir`` is the results root they go
     under; None = the runner's default) and compare them. With ``prompt_file`` the replacement text
-    is that file's (:func:`override_text`)."""
-    from kit.run.runner import run_experiment  # the lab sits above the runner; imported on use
-
+    is that file's (:func:`override_text`); ``label`` names the modified run's folder (default: the
+    new prompt's first words); ``limits`` over :data:`LAB_BUDGET`."""
     text = override_text(prompt_override, prompt_file)
-    base, modified = lab_experiments(strategy, role, text, task, profile, limits)
+    base, modified = lab_experiments(strategy, role, text, task, profile, limits, label)
     root = analysis.repo_path(results_dir) if results_dir is not None else None
-    base_dir = run_experiment(base, results_dir=root, progress=progress)
-    modified_dir = run_experiment(modified, results_dir=root, progress=progress)
+    base_dir = _run(base, root, progress)
+    modified_dir = _run(modified, root, progress)
+    lim = base.limits
     return LabResult(
         baseline_dir=base_dir,
         modified_dir=modified_dir,
@@ -213,4 +286,6 @@ def prompt_lab(
             compare.compare_table(analysis.load(base_dir), analysis.load(modified_dir))
         ),
         prompt_diff=compare.prompt_diff(base_dir, modified_dir),
+        prompt_path=resolve_prompt_file(prompt_file) if prompt_file else None,
+        budget={k: getattr(lim, k) for k in ("max_model_calls", "max_usd", "max_tokens")},
     )

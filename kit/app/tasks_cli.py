@@ -244,6 +244,39 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--progress", action="store_true", help="print each exercise as it is done")
     p.set_defaults(func=cmd_import_exercism)
 
+    _add_import_git(sub)
+
+    _add_build_suite(sub)
+
+
+def _add_build_suite(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "build-suite", help="build a suite's tasks from clones of its projects (datasets/suites/<name>.yaml)"
+    )
+    p.add_argument("name", help="the suite, e.g. real-repos")
+    p.add_argument(
+        "--repos",
+        default=None,
+        help="folder of the projects' clones: DIR/<name> or DIR/<owner>+<name>/repo "
+        f"(default with --clone: {built_tasks_dir() / '.clones'})",
+    )
+    p.add_argument("--clone", action="store_true", help="git clone a project missing from --repos")
+    p.add_argument("--only", default=None, metavar="ID,ID", help="build these tasks only")
+    p.add_argument("--force", action="store_true", help="rebuild tasks already built")
+    p.add_argument(
+        "--skip-missing", action="store_true", help="a project with no clone skips its tasks (exit 0)"
+    )
+    p.add_argument(
+        "--validate",
+        action="store_true",
+        help="validate the tasks already built (import-git validates new ones)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="print the import-git command lines; build nothing")
+    p.set_defaults(func=cmd_build_suite)
+
+
+def _add_import_git(sub: argparse._SubParsersAction) -> None:
+    """``tasks import-git`` (docs/tasks.md, "Bring your own task")."""
     p = sub.add_parser(
         "import-git",
         help="turn a commit or a range of a local git repository into a task (see docs/tasks.md)",
@@ -284,31 +317,3 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
         help="where the checks run (default: bwrap on Linux)",
     )
     p.set_defaults(func=cmd_import_git)
-
-    _add_build_suite(sub)
-
-
-def _add_build_suite(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "build-suite", help="build a suite's tasks from clones of its projects (datasets/suites/<name>.yaml)"
-    )
-    p.add_argument("name", help="the suite, e.g. real-repos")
-    p.add_argument(
-        "--repos",
-        default=None,
-        help="folder of the projects' clones: DIR/<name> or DIR/<owner>+<name>/repo "
-        f"(default with --clone: {built_tasks_dir() / '.clones'})",
-    )
-    p.add_argument("--clone", action="store_true", help="git clone a project missing from --repos")
-    p.add_argument("--only", default=None, metavar="ID,ID", help="build these tasks only")
-    p.add_argument("--force", action="store_true", help="rebuild tasks already built")
-    p.add_argument(
-        "--skip-missing", action="store_true", help="a project with no clone skips its tasks (exit 0)"
-    )
-    p.add_argument(
-        "--validate",
-        action="store_true",
-        help="validate the tasks already built (import-git validates new ones)",
-    )
-    p.add_argument("--dry-run", action="store_true", help="print the import-git command lines; build nothing")
-    p.set_defaults(func=cmd_build_suite)

@@ -6,6 +6,8 @@ import json
 import threading
 import time
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,18 @@ if TYPE_CHECKING:
     from kit.secrets import Redactor
 
 
+@dataclass(frozen=True)
+class Progress:
+    """What a run has done so far, as its recorder saw it: for a live view (``kit run``'s bar, the lab)."""
+
+    run_id: str
+    calls: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    role: str = ""  # the role of the latest call
+    phase: str = ""  # the latest phase the strategy announced (PLAN, DO, CHECK, a workflow step ...)
+
+
 class RunRecorder:
     """Appends a run's records as they happen; thread-safe (workflow agents run in parallel).
 
@@ -41,7 +55,13 @@ class RunRecorder:
     line, in diff.patch and in run.json before it reaches the disk.
     """
 
-    def __init__(self, run_dir: Path, run_id: str, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        run_id: str,
+        redactor: Redactor | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> None:
         self.redact = redactor if redactor is not None else (lambda text: text)
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -57,6 +77,8 @@ class RunRecorder:
         self._by_conversation: dict[str, list[CallRecord]] = {}
         self.phase: str | None = None  # the last ``phase`` event's name: stamped on each call record
         self.started = time.monotonic()
+        self.on_progress = on_progress  # told after each call and phase; must be quick
+        self._role = ""  # the latest call's role
 
     # -- appenders -------------------------------------------------------------------------
     def _append(self, name: str, record: BaseModel) -> None:
@@ -79,6 +101,23 @@ class RunRecorder:
             if not record.replayed:  # a replayed call's time was spent by an earlier process
                 self.model_s += record.latency_s
             self._by_conversation.setdefault(record.conversation or record.role, []).append(record)
+            self._role = record.role
+        self._tell()
+
+    def progress(self) -> Progress:
+        """The run so far: calls, tokens, dollars, the latest call's role, the latest phase."""
+        with self._lock:
+            t = self.totals
+            tokens = t.input_uncached + t.cache_read + t.cache_write + t.output
+            return Progress(self.run_id, self.calls, tokens, t.cost_usd, self._role, self.phase or "")
+
+    def _tell(self) -> None:
+        if self.on_progress is not None:
+            try:
+                self.on_progress(self.progress())
+            except Exception as e:  # noqa: BLE001 - a live view must never break the run it shows
+                warnings.warn(f"the live progress view failed and is off for this run: {e!r}", stacklevel=2)
+                self.on_progress = None
 
     def calls_of(self, conversation: str) -> list[CallRecord]:
         """The call records of one conversation so far (the workflow journal stores them)."""
@@ -114,6 +153,8 @@ class RunRecorder:
                 self.phase = name
             if kind in ("tool", "denied"):
                 self.tool_s += duration_s
+        if kind == "phase":
+            self._tell()
 
     def transcript(self, conversation: str, role: str, message: dict[str, Any]) -> None:
         self._append(

@@ -74,12 +74,16 @@ OUTCOMES: dict[str, str] = {
     "done": "the strategy's own success end",
     "capped": "a cap of the strategy's own (steps, cycles, sessions) with run budget left",
     "incomplete": "the strategy stopped itself without success (no cap was reached)",
-    "budget": "the shared run budget (model calls, tokens, USD) was spent",
+    "budget": "the shared run budget (model calls, tokens, USD) was spent, or the clone's disk quota (stop reason disk-quota)",
     "tampered": "scoring found the tests' report rigged; every requirement counts as failed",
     "unscored": "scoring itself failed; every requirement counts as failed",
     "error": "a provider or kit failure, never agent input (see run.json error)",
     "interrupted": "Ctrl-C stopped the run; the next `kit run` redoes it",
 }
+
+#: The stop reason of a run whose clone reached its disk quota (limits.disk_quota_mb / _files), in
+#: every strategy: the runner ends it with outcome ``budget`` and scores what it has.
+DISK_QUOTA = "disk-quota"
 
 #: Each strategy's stop reasons -> the outcome it ends with (the legend of the report). pdca's reasons
 #: carry a detail in parentheses (``cap:budget (...)``): the key is the text before " (".
@@ -110,6 +114,8 @@ STOP_REASONS: dict[str, dict[str, str]] = {
         "budget": "budget",
     },
 }
+for _reasons in STOP_REASONS.values():  # the runner's own stop, in every strategy
+    _reasons[DISK_QUOTA] = "budget"
 
 #: Outcomes older records wrote for a strategy's success end: read as ``done`` with the old word as
 #: the stop reason (:func:`normalise_outcome`).

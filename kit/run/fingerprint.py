@@ -81,7 +81,7 @@ def run_settings(
         "models": {
             t: {k: v for k, v in models[t].items() if k != "api_key_env"} for t in used if t in models
         },
-        "limits": experiment.limits.model_dump(mode="json", exclude=EXPERIMENT_WIDE),
+        "limits": _limits(experiment),
         "sandbox": experiment.sandbox,
         **run_sandbox(experiment, spec.task).settings(),  # podman, docker: the image, by id
     }
@@ -145,3 +145,16 @@ def _diff(where: str, a: Any, b: Any, lines: list[str]) -> None:
     before = "(unset)" if a is _UNSET else _short(a)
     after = "(unset)" if b is _UNSET else _short(b)
     lines.append(f"{where}: {before} -> {after}")
+
+
+#: Limits added after runs were first fingerprinted: left out of the settings at their defaults, so
+#: a run recorded before them is not "changed" by their arrival.
+LATER_LIMITS = ("disk_quota_mb", "disk_quota_files")
+
+
+def _limits(experiment: Experiment) -> dict[str, Any]:
+    limits = experiment.limits.model_dump(mode="json", exclude=EXPERIMENT_WIDE)
+    for key in LATER_LIMITS:
+        if limits.get(key) == type(experiment.limits).model_fields[key].default:
+            limits.pop(key)
+    return limits

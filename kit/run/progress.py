@@ -3,9 +3,12 @@
 * :class:`ExperimentState` -- for whoever started :func:`kit.run.runner.run_experiment`: runs to do,
   runs done, cost so far, and runs still executing in this process. The CLI asks it after Ctrl-C
   whether anything is left to abandon.
-* :func:`progress_bar` -- the bar on the terminal. Both executors (:mod:`kit.run.threads`,
-  :mod:`kit.run.ray_executor`) show the same one: every run of the plan, those already done counted
-  in, the cost so far and the last run's outcome.
+* :func:`progress_bar` -- the bar on the terminal (and in a notebook: tqdm's widget). Both executors
+  (:mod:`kit.run.threads`, :mod:`kit.run.ray_executor`) show the same one: every run of the plan,
+  those already done counted in; the dollars so far (kept runs from earlier invocations, runs recorded,
+  and what the runs in flight have spent); per run in flight its calls, tokens, dollars, current role
+  and phase, updated as its calls finish (its recorder reports them: :class:`~kit.records.recorder.Progress`);
+  and the last run's outcome.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any, TypeVar
 
 from tqdm.auto import tqdm
 
+from kit.records.recorder import Progress
 from kit.records.schema import RunRecord
 from kit.run.plan import RunSpec
 from kit.run.spend import SpendCap
@@ -41,6 +45,8 @@ class ExperimentState:
         self.done = 0
         self.spent_usd = 0.0
         self.spent_before = 0.0  # what the folder's finished runs had spent when this call began
+        self.live: dict[str, Progress] = {}  # run id -> what a run in flight has done so far
+        self.last = ""  # the last run recorded, and its outcome
         self.cap = SpendCap(None, None, 0.0)  # the experiment-wide cap (limits.max_total_usd)
 
     @property
@@ -64,11 +70,61 @@ class ExperimentState:
         with self._lock:
             self.done += 1
             self.spent_usd += record.totals.cost_usd
+            self.live.pop(record.run_id, None)
+            self.last = f"{_label(record.run_id)} {record.outcome}"
         self.cap.ended(record.run_id, record.totals.cost_usd)
 
+    def update(self, progress: Progress) -> None:
+        """A running run made a call or entered a phase (any thread: a run's recorder calls it)."""
+        with self._lock:
+            self.live[progress.run_id] = progress
 
-def progress_bar(specs: list[RunSpec], todo: list[RunSpec], name: str, progress: bool) -> Any:
-    """The experiment's tqdm bar: every run of the plan, those already done counted in."""
+    def running(self) -> list[Progress]:
+        """The runs in flight that have made a call or announced a phase, oldest first."""
+        with self._lock:
+            return list(self.live.values())
+
+    def total_usd(self) -> float:
+        """Dollars so far: the runs kept from earlier invocations, the runs recorded by this one, and
+        what the runs in flight have spent."""
+        with self._lock:
+            return self.spent_before + self.spent_usd + sum(p.cost_usd for p in self.live.values())
+
+    def line(self, show: int = 2) -> str:
+        """The bar's text: the dollars, then per running run its calls, tokens, dollars, role and phase
+        (``show`` of them, "+N more" for the rest), then the last run recorded."""
+        running = self.running()
+        kept = f" (incl. ${self.spent_before:.4f} kept)" if self.spent_before else ""
+        parts = [f"${self.total_usd():.4f}{kept}"]
+        for p in running[:show]:
+            where = "/".join(x for x in (p.role, p.phase) if x) or "starting"
+            parts.append(
+                f"{_label(p.run_id)}: {p.calls} calls {_tokens(p.tokens)} tok ${p.cost_usd:.4f} {where}"
+            )
+        if len(running) > show:
+            parts.append(f"+{len(running) - show} more running")
+        if self.last:
+            parts.append(f"last: {self.last}")
+        return " | ".join(parts)
+
+
+def _label(run_id: str) -> str:
+    """``micro-slugify__vibe__local__r1`` -> ``vibe/micro-slugify r1``."""
+    parts = run_id.split("__")
+    if len(parts) >= 3:
+        return f"{parts[1]}/{parts[0]} {parts[-1]}"
+    return run_id
+
+
+def _tokens(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
+def progress_bar(
+    specs: list[RunSpec], todo: list[RunSpec], name: str, progress: bool, state: ExperimentState | None = None
+) -> Any:
+    """The experiment's tqdm bar: every run of the plan, those already done counted in; its text is
+    :meth:`ExperimentState.line` (refresh it with :func:`refresh`)."""
     bar = tqdm(
         total=len(specs),
         initial=len(specs) - len(todo),
@@ -77,5 +133,13 @@ def progress_bar(specs: list[RunSpec], todo: list[RunSpec], name: str, progress:
         disable=not progress,
         dynamic_ncols=True,
     )
-    bar.set_postfix_str("$0.0000")
+    bar.set_postfix_str(state.line() if state is not None else "$0.0000")
     return bar
+
+
+def refresh(bar: Any, state: ExperimentState) -> None:
+    """Redraw the bar's text when it changed (the executors call it as they wait)."""
+    text = state.line()
+    if text != getattr(bar, "_kit_text", None):
+        bar._kit_text = text
+        bar.set_postfix_str(text)

@@ -15,6 +15,8 @@ Ray is an optional dependency: ``pip install -e '.[ray]'``. The worker nodes nee
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import io
 import os
 import shutil
@@ -28,9 +30,10 @@ from typing import Any
 from kit import trees
 from kit.config import Experiment, PriceSheet, Profile
 from kit.errors import KitError
+from kit.records.recorder import Progress
 from kit.records.schema import RUN, RunRecord
 from kit.run.plan import RunSpec, kit_commit
-from kit.run.progress import ExperimentState, progress_bar
+from kit.run.progress import ExperimentState, progress_bar, refresh
 from kit.run.single import failed_run, run_one
 from kit.tasks.task import Task, load_task
 
@@ -71,6 +74,8 @@ def _files(root: Path, skip_top: str | None = None) -> dict[str, tuple[bytes, in
         here = Path(dirpath)
         if here == root and skip_top in dirnames:
             dirnames.remove(skip_top)
+        if here == root and skip_top and f"{skip_top}.img" in filenames:
+            filenames.remove(f"{skip_top}.img")
         for name in filenames:
             path = here / name
             if path.is_file() and not path.is_symlink():
@@ -86,18 +91,41 @@ def run_remote(
     profile: Profile,
     sheet: PriceSheet,
     commit: str,
+    progress: Any = None,
 ) -> dict[str, Any]:
-    """The body of one Ray task: one run in a worker-local temp folder; returns its files."""
+    """The body of one Ray task: one run in a worker-local temp folder; returns its files. ``progress``
+    (a Ray queue) is sent the run's :class:`~kit.records.recorder.Progress` after each call and phase."""
     with tempfile.TemporaryDirectory(prefix="orchbench-ray-") as tmp:
         task = _unpack_task(task_blob, Path(tmp) / "task")
         spec = RunSpec(task, strategy, repeat)
         out = Path(tmp) / "out" / experiment.name
-        run_one(spec, experiment, profile, sheet, out, commit)
+        run_one(spec, experiment, profile, sheet, out, commit, on_progress=_sender(progress))
         run_dir = out / "runs" / spec.run_id(profile.name)
         return {
-            "run": _files(run_dir, skip_top=WORKSPACE),
+            "run": _files(run_dir, skip_top=WORKSPACE),  # (and its quota image, repo.img)
             "other": {k: v for k, v in _files(out, skip_top="runs").items()},
         }
+
+
+def _sender(queue: Any) -> Callable[[Progress], None] | None:
+    """A worker's progress reports into the driver's queue (dropped when it is full: a live view)."""
+    if queue is None:
+        return None
+
+    def send(p: Progress) -> None:
+        with contextlib.suppress(Exception):  # a full or gone queue never fails the run
+            queue.put_nowait(dataclasses.asdict(p))
+
+    return send
+
+
+def _drain(queue: Any, on_progress: Callable[[Progress], None] | None) -> None:
+    """Hand every report waiting in ``queue`` to ``on_progress``."""
+    if queue is None or on_progress is None:
+        return
+    with contextlib.suppress(Exception):
+        while not queue.empty():
+            on_progress(Progress(**queue.get_nowait()))
 
 
 def _safe(root: Path, rel: str) -> Path:
@@ -135,6 +163,16 @@ def install_run(out: Path, run_id: str, files: dict[str, tuple[bytes, int]]) -> 
     return record
 
 
+def _progress_queue(ray: Any) -> Any:
+    """A Ray queue the workers send their runs' progress to (None when Ray's queue is not available)."""
+    try:
+        from ray.util.queue import Queue
+
+        return Queue(maxsize=10_000)
+    except Exception:  # noqa: BLE001 - no live view, the runs go on
+        return None
+
+
 def run_on_ray(
     todo: list[RunSpec],
     experiment: Experiment,
@@ -145,6 +183,8 @@ def run_on_ray(
     address: str | None = None,
     remote_fn: Callable[..., dict[str, Any]] = run_remote,
     may_start: Callable[[RunSpec], bool] = lambda spec: True,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_wait: Callable[[], None] | None = None,
 ) -> Iterator[RunRecord]:
     """Run ``todo`` as Ray tasks, at most ``experiment.concurrency`` in flight; yield each
     run's record as the driver writes it. Joins the running Ray instance if there is one, else
@@ -162,8 +202,10 @@ def run_on_ray(
                 "start a cluster (ray start --head) and pass --address auto, or ray://<head>:10001",
             ) from None
     shutil.rmtree(out / INCOMING, ignore_errors=True)  # left by a killed driver
+    reports = None
     try:
         task_fn = ray.remote(num_cpus=1, max_retries=0)(remote_fn)
+        reports = _progress_queue(ray) if on_progress is not None else None  # the live view's channel
         tasks = {s.task.id: s.task for s in todo}
         blobs = {tid: ray.put(pack_task(task)) for tid, task in tasks.items()}  # once per task
         queue, pending = list(todo), {}
@@ -173,12 +215,24 @@ def run_on_ray(
                 if not may_start(spec):  # the experiment's spend cap: this run is not started
                     continue
                 ref = task_fn.remote(
-                    blobs[spec.task.id], spec.strategy, spec.repeat, experiment, profile, sheet, commit
+                    blobs[spec.task.id],
+                    spec.strategy,
+                    spec.repeat,
+                    experiment,
+                    profile,
+                    sheet,
+                    commit,
+                    reports,
                 )
                 pending[ref] = spec
             if not pending:
                 break
-            ready, _ = ray.wait(list(pending), num_returns=1)
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+            _drain(reports, on_progress)
+            if on_wait is not None:
+                on_wait()
+            if not ready:
+                continue
             spec = pending.pop(ready[0])
             try:
                 files = ray.get(ready[0])
@@ -192,6 +246,9 @@ def run_on_ray(
                 )
             yield record
     finally:
+        if reports is not None:
+            with contextlib.suppress(Exception):
+                reports.shutdown()
         shutil.rmtree(out / INCOMING, ignore_errors=True)
         if started_here:
             ray.shutdown()
@@ -210,7 +267,7 @@ def run_ray(
 ) -> None:
     """The Ray executor as :func:`kit.run.runner.run_experiment` calls it: :func:`run_on_ray` with the
     experiment's progress bar; each record written counts in ``state``."""
-    spent, bar = 0.0, progress_bar(specs, todo, experiment.name, progress)
+    bar = progress_bar(specs, todo, experiment.name, progress, state)
     try:
         runs = run_on_ray(
             todo,
@@ -221,11 +278,12 @@ def run_ray(
             kit_commit(),
             address=address,
             may_start=lambda spec: state.cap.start(spec.run_id(profile.name)),
+            on_progress=state.update,
+            on_wait=lambda: refresh(bar, state),
         )
         for record in runs:
             state.recorded(record)
-            spent += record.totals.cost_usd
             bar.update(1)
-            bar.set_postfix_str(f"${spent:.4f} last: {record.strategy}/{record.task} {record.outcome}")
+            refresh(bar, state)
     finally:
         bar.close()

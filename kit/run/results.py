@@ -11,11 +11,16 @@ and is redone from scratch (no partial or duplicate records survive), and so is 
 from __future__ import annotations
 
 import errno
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
+from kit.config import Limits
 from kit.errors import ResultsError
 from kit.paths import results_root
 from kit.records.schema import load_run
+from kit.tasks.snapshot import DEFAULT_LIMITS as SNAPSHOT_LIMITS
 
 EXPERIMENT_COPY = "experiment.yaml"
 PRICE_SHEET_COPY = "price_sheet.yaml"
@@ -51,6 +56,40 @@ def storage_error(out: Path, err: OSError, detail: str = "") -> ResultsError:
         "free space (or fix the folder's permissions), then run the same command again: finished runs "
         "are kept, the others are redone",
     )
+
+
+#: What one run's records may take on the results disk besides its clone: run.json, the JSONL and
+#: Parquet files, the prompts and diff.patch (at most 8 MB: kit.tasks.patch).
+RECORDS_PER_RUN_MB = 32
+
+
+def space_needed(limits: Limits, concurrency: int, runs: int, same_disk_tmp: bool) -> tuple[int, str]:
+    """Bytes the results disk must have free for ``runs`` runs, and how that was counted: each
+    run's records, and for each run in flight its clone at its quota (and its snapshot, at its cap,
+    when the temporary folder is on the same disk)."""
+    if runs <= 0:
+        return 0, "no run to do"
+    in_flight = min(concurrency, runs)
+    clone_mb = limits.disk_quota_mb + (SNAPSHOT_LIMITS.total_bytes // 2**20 if same_disk_tmp else 0)
+    mb = runs * RECORDS_PER_RUN_MB + in_flight * clone_mb
+    how = f"{runs} run(s) x {RECORDS_PER_RUN_MB} MB of records + {in_flight} in flight x {clone_mb} MB"
+    how += " (the clone's disk quota" + (" and a snapshot)" if same_disk_tmp else ")")
+    return mb * 2**20, how
+
+
+def check_free_space(out: Path, limits: Limits, concurrency: int, runs: int) -> None:
+    """Refuse to start (ResultsError) when the results disk has less free space than ``runs`` runs
+    need for their records (:func:`space_needed`)."""
+    same = os.stat(out).st_dev == os.stat(tempfile.gettempdir()).st_dev
+    need, how = space_needed(limits, concurrency, runs, same)
+    free = shutil.disk_usage(out).free
+    if free < need:
+        raise ResultsError(
+            f"the results disk has {free / 2**30:.1f} GB free, and this experiment needs about "
+            f"{need / 2**30:.1f} GB for its records ({how}); nothing was run",
+            "free space, lower limits.disk_quota_mb or concurrency, or put the results on another disk "
+            "(--results)",
+        )
 
 
 def finished(run_dir: Path, retry_errors: bool) -> bool:

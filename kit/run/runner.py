@@ -36,6 +36,7 @@ from kit.run.results import (
     EXPERIMENT_COPY,
     INTERRUPTED,
     PRICE_SHEET_COPY,
+    check_free_space,
     outcome_counts,
     prepare_results,
     storage_error,
@@ -196,6 +197,7 @@ def run_experiment(
     with ResultsLock(out):  # one writer per results folder
         resume = resume_plan(out, specs, loaded.full, profile, sheet, retry_errors)
         settle(resume, experiment.name, redo_changed)  # refuses before anything is written
+        check_free_space(out, experiment.limits, experiment.concurrency, len(resume.todo))  # so does this
         for run_id in resume.redo:  # a redone changed run starts afresh: no workflow call replayed
             (out / "journals" / f"{run_id}.jsonl").unlink(missing_ok=True)
         try:

@@ -14,6 +14,7 @@ import contextlib
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,12 +25,14 @@ from kit.config import Experiment, PriceSheet, Profile, Tier
 from kit.errors import Interrupted
 from kit.model.gateway import Gateway
 from kit.prompts import PromptBook
-from kit.records.recorder import RunRecorder
-from kit.records.schema import RunRecord, utc_now
+from kit.records.recorder import Progress, RunRecorder
+from kit.records.schema import DISK_QUOTA, RunRecord, utc_now
 from kit.run.fingerprint import fingerprint, run_settings, write_prompts
 from kit.run.plan import RunSpec, redacted
 from kit.run.results import INTERRUPTED
 from kit.run.sandboxing import run_sandbox
+from kit.sandbox.base import SANDBOX_GID, SANDBOX_UID, drops_to_sandbox_user
+from kit.sandbox.quota import Quota, provide, release, unmount
 from kit.secrets import Redactor
 from kit.strategies.context import RunContext
 from kit.tasks.patch import capped_patch
@@ -48,6 +51,8 @@ class PlayedRun:
     recorder: RunRecorder
     workspace: Workspace | None
     started: float  # time.monotonic() when the run started
+    quota: Quota | None = None  # the clone's disk quota, released once the run is recorded
+    played: float = 0.0  # time.monotonic() when the strategy phase ended (0: not recorded)
 
 
 def new_record(
@@ -86,11 +91,13 @@ def run_one(
     out: Path,
     commit: str = "",
     stop: threading.Event | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
 ) -> RunRecord:
     """Run one (task, strategy, repeat) start to end: clone, strategy, scoring, records. Never raises
     for a failure inside the run (that becomes outcome ``error`` with its message); an OSError means
-    its records could not be written."""
-    return score_run(play_run(spec, experiment, profile, sheet, out, commit, stop))
+    its records could not be written. ``on_progress`` is told the run's progress after each call and
+    phase."""
+    return score_run(play_run(spec, experiment, profile, sheet, out, commit, stop, on_progress))
 
 
 def play_run(
@@ -101,14 +108,18 @@ def play_run(
     out: Path,
     commit: str = "",
     stop: threading.Event | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
 ) -> PlayedRun:
     """The strategy phase: a fresh clone and the strategy on it. ``stop`` (Ctrl-C) makes the agents
-    stop at their next step; the run is then ``interrupted``."""
+    stop at their next step; the run is then ``interrupted``. ``on_progress`` (a live view) is told
+    the run's calls, tokens, dollars, role and phase after each call and phase."""
     run_id = spec.run_id(profile.name)
     run_dir = out / "runs" / run_id
     if run_dir.exists():  # a torn or interrupted run: start it again from scratch
-        trees.remove_tree(run_dir)  # (whatever its clone holds: any depth, names, modes)
-    recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))
+        _remove_run(run_dir)
+    recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile), on_progress)
+    if on_progress is not None:
+        on_progress(recorder.progress())  # the run shows as started before its first call
     write_prompts(run_dir, spec.strategy, experiment.prompt_overrides)  # the texts its settings hash
     started_at, t0 = utc_now(), time.monotonic()
     tiers = strategies.role_tiers(spec.strategy, experiment.tiers.get(spec.strategy), profile)
@@ -124,9 +135,11 @@ def play_run(
         budget=budget.as_dict(),
         started_at=started_at,
     )
-    workspace = None
+    workspace = quota = None
     ctx: RunContext | None = None  # its counters are recorded if the strategy raises
     try:
+        quota = provide(run_dir / "repo", limits.disk_quota_mb * 2**20, limits.disk_quota_files, _owner())
+        budget.disk = quota.over
         box = run_sandbox(experiment, spec.task).spec  # the backend, and the image pinned by its id
         workspace = create_workspace(spec.task, run_dir / "repo", sandbox=box)
         record.base_commit = workspace.base_commit
@@ -147,7 +160,8 @@ def play_run(
         record.counters = {**(ctx.counters if ctx else {}), "permission_denials": recorder.denials}
         record.stop_reason = str(record.counters.get("stop_reason") or "")  # what the strategy had reached
     _settle_interrupt(record, recorder, budget)
-    return PlayedRun(spec, experiment, record, recorder, workspace, t0)
+    _settle_disk_quota(record, recorder, budget, quota)
+    return PlayedRun(spec, experiment, record, recorder, workspace, t0, quota, time.monotonic())
 
 
 def failed_run(
@@ -167,7 +181,7 @@ def failed_run(
     run_id = spec.run_id(profile.name)
     run_dir = out / "runs" / run_id
     if fresh and run_dir.exists():
-        trees.remove_tree(run_dir)
+        _remove_run(run_dir)
     recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))  # the error text is masked too
     recorder.event("note", "", "error", error[-2000:], ok=False)
     now = utc_now()
@@ -228,6 +242,36 @@ def _context(
     )
 
 
+def _owner() -> tuple[int, int] | None:
+    """Who the clone's file system belongs to: the sandbox user, when commands run as it."""
+    return (SANDBOX_UID, SANDBOX_GID) if drops_to_sandbox_user() else None
+
+
+def _remove_run(run_dir: Path) -> None:
+    """Remove a run folder to redo the run: its clone's quota mount first (a kit killed mid-run
+    leaves one), then every file, whatever the agent made (:func:`kit.trees.remove_tree`)."""
+    unmount(run_dir / "repo")
+    trees.remove_tree(run_dir)
+
+
+def _settle_disk_quota(record: RunRecord, recorder: RunRecorder, budget: Budget, quota: Quota | None) -> None:
+    """A run that reached its clone's disk quota ends with outcome ``budget`` and stop reason
+    ``disk-quota`` -- also when the full disk made the strategy fail (``error``) or when it swallowed
+    the budget's stop -- and is scored on what it has (docs/strategies.md)."""
+    if record.outcome == INTERRUPTED:
+        return
+    why = budget.disk_full or (quota.over() if quota is not None and record.outcome == "error" else None)
+    if not why:
+        return
+    if record.outcome == "error":
+        recorder.event(
+            "note", "", "error", f"after the disk quota was reached: {record.error}"[:2000], ok=False
+        )
+        record.error = None
+    record.outcome, record.stop_reason = "budget", DISK_QUOTA
+    recorder.event("note", "", DISK_QUOTA, why, ok=False)
+
+
 def _settle_interrupt(record: RunRecord, recorder: RunRecorder, budget: Budget) -> None:
     """A run the stop reached is ``interrupted`` even when its strategy swallowed the stop and
     reported another outcome; an interrupted run gets a note in events.jsonl."""
@@ -242,6 +286,29 @@ def score_run(played: PlayedRun) -> RunRecord:
     """The scoring phase, on a snapshot of the clone taken through the sandbox (the kit never reads
     the live clone after the agent's last step): hidden acceptance tests (not for an interrupted run),
     the diff, then run.json -- written last, it marks the run done."""
+    record, recorder = played.record, played.recorder
+    scoring_started = time.monotonic()  # a wait for a scoring worker before this is not the run's time
+    try:
+        _score_and_diff(played)
+    finally:
+        if played.quota is not None:
+            release(played.quota)  # the clone stays as its image, repo.img
+    record.finished_at = utc_now()
+    waited = max(0.0, scoring_started - played.played) if played.played else 0.0
+    record.wall_s = round(time.monotonic() - played.started - waited, 3)
+    record.model_s = round(recorder.model_s, 3)
+    record.tool_s = round(recorder.tool_s, 3)
+    record.totals = recorder.totals
+    record.calls = recorder.calls
+    try:
+        _finalize(record, recorder)
+    finally:
+        recorder.close()
+    return record
+
+
+def _score_and_diff(played: PlayedRun) -> None:
+    """Scoring (not for an interrupted run) and the diff, from one snapshot of the clone."""
     record, recorder, workspace = played.record, played.recorder, played.workspace
     if workspace is not None:
         with contextlib.ExitStack() as stack:
@@ -256,17 +323,6 @@ def score_run(played: PlayedRun) -> RunRecord:
                 except Exception as exc:  # noqa: BLE001 - a bug in scoring must not stop the experiment
                     record.error = (record.error + "; " if record.error else "") + f"scoring failed: {exc}"
                     record.outcome = "error"
-    record.finished_at = utc_now()
-    record.wall_s = round(time.monotonic() - played.started, 3)
-    record.model_s = round(recorder.model_s, 3)
-    record.tool_s = round(recorder.tool_s, 3)
-    record.totals = recorder.totals
-    record.calls = recorder.calls
-    try:
-        _finalize(record, recorder)
-    finally:
-        recorder.close()
-    return record
 
 
 def _finalize(record: RunRecord, recorder: RunRecorder) -> None:

@@ -18,7 +18,7 @@ from kit.config import Experiment, PriceSheet, Profile
 from kit.records.schema import RunRecord
 from kit.run.control import Interrupts
 from kit.run.plan import RunSpec, kit_commit
-from kit.run.progress import ExperimentState, progress_bar
+from kit.run.progress import ExperimentState, progress_bar, refresh
 from kit.run.results import storage_error
 from kit.run.single import PlayedRun, failed_run, play_run, score_run
 
@@ -69,7 +69,7 @@ def run_threads(
     (one still executing after a second Ctrl-C stays counted). Raises KeyboardInterrupt after a
     Ctrl-C and ResultsError when records could not be written."""
     commit = kit_commit()
-    spent, bar = 0.0, progress_bar(specs, todo, experiment.name, progress)
+    bar = progress_bar(specs, todo, experiment.name, progress, state)
     storage: list[tuple[str, OSError]] = []
     agents = ThreadPoolExecutor(max_workers=experiment.concurrency, thread_name_prefix="run")
     scorers = ThreadPoolExecutor(max_workers=_cores(), thread_name_prefix="score")
@@ -81,7 +81,7 @@ def run_threads(
                 return None
             if not state.cap.start(spec.run_id(profile.name)):  # the experiment's spend cap: not started
                 return None
-            return play_run(spec, experiment, profile, sheet, out, commit, ctl.stop)
+            return play_run(spec, experiment, profile, sheet, out, commit, ctl.stop, state.update)
 
         playing: dict[Future, RunSpec] = {state.track(agents.submit(play, s)): s for s in todo}
         scoring: dict[Future, RunSpec] = {}
@@ -89,6 +89,7 @@ def run_threads(
             while playing or scoring:
                 done, _ = wait([*playing, *scoring], timeout=0.2, return_when=FIRST_COMPLETED)
                 ctl.tick()
+                refresh(bar, state)  # the runs in flight: calls, tokens, dollars, role, phase
                 if ctl.draining.is_set():
                     for fut in playing:
                         fut.cancel()  # a run not started yet never starts (queued scorings still run)
@@ -108,11 +109,8 @@ def run_threads(
                         scoring[state.track(scorers.submit(score_run, result))] = spec
                     elif isinstance(result, RunRecord):
                         state.recorded(result)
-                        spent += result.totals.cost_usd
                         bar.update(1)
-                        bar.set_postfix_str(
-                            f"${spent:.4f} last: {result.strategy}/{result.task} {result.outcome}"
-                        )
+                        refresh(bar, state)
         except BaseException:  # the second Ctrl-C, or a bug in the runner: stop without waiting
             ctl.stop.set()
             hard_stop = True

@@ -19,7 +19,6 @@ import shutil
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kit.config import SafeName, load_yaml_model
@@ -269,30 +268,6 @@ def expand_tasks(entries: list[str]) -> list[str]:
         ids = load_suite(entry[len(SUITE_PREFIX) :]).tasks if entry.startswith(SUITE_PREFIX) else [entry]
         out += [i for i in ids if i not in out]
     return out
-
-
-class _BlockDumper(yaml.SafeDumper):
-    """Multi-line strings (the prompt) as readable literal blocks."""
-
-
-def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
-    style = "|" if "\n" in data else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-
-_BlockDumper.add_representer(str, _str_presenter)
-
-
-def write_task_file(folder: Path, spec: dict) -> Path:
-    """Write ``spec`` (checked against :class:`TaskFile`) as ``folder/task.yaml``, keys in the order
-    given, a multi-line prompt as a literal block."""
-    TaskFile.model_validate(spec)
-    path = Path(folder) / TASK_FILE
-    path.write_text(
-        yaml.dump(spec, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100),
-        encoding="utf-8",
-    )
-    return path
 
 
 def apply_solution(task: Task, root: Path) -> None:

@@ -65,11 +65,9 @@ def create_workspace(task: Task, dest: Path, sandbox: str | None = None) -> Work
     nor the base scoring reads), with no remote left behind.
     """
     dest = Path(dest)
-    if dest.exists():
-        if not dest.is_dir() or any(dest.iterdir()):
-            raise TaskError(f"workspace folder {dest} already exists and is not empty")
-        dest.rmdir()
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise TaskError(f"workspace folder {dest} already exists and is not empty")
+    dest.parent.mkdir(parents=True, exist_ok=True)  # (an empty dest stays: it may be a quota mount)
     base = base_repository(task)
     env = git_env()
     clone = ["clone", "-q", "--local", "--no-hardlinks", "--template=", str(base), str(dest)]

@@ -292,3 +292,52 @@ def test_main_conversation_is_the_lead_roles_and_caps_are_named_by_the_stop_reas
     assert [m.text for m in lead.messages] == ["executor says hi", "executor says hi"]
     assert other.metadata["main_conversation"] == "orchestrator"  # no map recorded: the first conversation
     assert (other.limit.type, other.limit.limit) == ("custom", 16) and "max_cycles=16" in other.limit.reason
+
+
+def test_the_viewer_trusts_nothing_leads_with_solved_and_pools_no_error_bar_across_tasks(tmp_path):
+    """issue 30 item 5 and issue 32 item 5: agent content untrusted; solved first and its pill follows
+    the score (the completion mark, green for every run, hidden); a standard error only over the
+    repeats of one task; each sample its run's own duration."""
+    exp = write_experiment(tmp_path / "results", incomplete=False)
+    runs = exp / "runs"
+    _rewrite(runs / "micro-slugify__pdca__r0", outcome="capped")  # ended capped, still solved
+    one_task = check_against_records(exp, export_inspect(exp).logs)
+    for log in one_task.values():
+        assert log.eval.viewer.trust_content is False
+        view = log.eval.viewer.task_samples_view
+        columns = [(c.id, c.visible) for c in view.columns]
+        assert columns[:4] == [("sampleStatus", False), ("sampleId", True), ("epoch", True),
+                               ("score__solved__solved", True)]  # fmt: skip
+        assert [s.name for s in log.results.scores][0] == "solved"
+        assert "stderr" in log.results.scores[0].metrics  # one task: the repeats' standard error
+        for sample in log.samples:
+            run = raw_runs(exp)[sample.metadata["run_id"]]["run"]
+            assert list(sample.scores)[0] == "solved"
+            solved = run["score"]["defects"]["critical"] + run["score"]["defects"]["major"] == 0
+            assert sample.scores["solved"].value == ("C" if solved else "I")
+            assert sample.total_time == run["wall_s"]
+    for run in runs.glob("*__r1"):  # the second repeats become another task: runs of two tasks
+        data = json.loads((run / "run.json").read_text())
+        data["task"] = "csv-export-stream"
+        (run / "run.json").write_text(json.dumps(data))
+    two_tasks = check_against_records(exp, export_inspect(exp).logs)
+    for log in two_tasks.values():
+        for score in log.results.scores:
+            assert set(score.metrics) == {"mean"}  # no error bar pooled across tasks
+            assert "not a verdict" in score.metadata["note"]
+
+
+def test_the_html_report_of_the_scripted_smoke_experiment_is_one_offline_file_with_figures(smoke, tmp_path):
+    """issue 32: `kit report --format html` on the scripted smoke experiment writes one file that opens
+    offline with its figures (nothing it references lives anywhere else)."""
+    import base64
+    import re
+
+    out = tmp_path / "report.html"
+    assert cli.main(["report", str(smoke), "--format", "html", "--out", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    sources = re.findall(r'(?:src|href)="([^"]*)"', page)
+    images = [s for s in sources if s.startswith("data:image/png;base64,")]
+    assert len(images) >= 3 and all(base64.b64decode(s.split(",", 1)[1])[:4] == b"\x89PNG" for s in images)
+    assert all(s.startswith(("data:", "#")) for s in sources)  # no file, server or CDN to reach
+    assert "scripted model" in page and "Summary: solved vibe 2/2 (100%)" in page

@@ -13,90 +13,14 @@ its visible text saved beside the PNG. Chromium and ``inspect view`` are always 
 from __future__ import annotations
 
 import argparse
-import base64
-import json
-import shutil
-import subprocess
 import sys
 import tempfile
-import time
 import urllib.parse
 from pathlib import Path
 
-import websocket  # websocket-client
-
 from kit.app.export_inspect import export_inspect
-from tests.support.inspect_view import free_port, get_json, inspect_view, stop
-
-
-class Page:
-    """One Chromium tab over the DevTools protocol."""
-
-    def __init__(self, ws_url: str) -> None:
-        self.ws = websocket.create_connection(ws_url, timeout=60, suppress_origin=True)
-        self.next_id = 0
-
-    def call(self, method: str, **params: object) -> dict:
-        self.next_id += 1
-        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
-        while True:
-            msg = json.loads(self.ws.recv())
-            if msg.get("id") == self.next_id:
-                if "error" in msg:
-                    raise RuntimeError(f"{method}: {msg['error']}")
-                return msg.get("result", {})
-
-    def text(self) -> str:
-        res = self.call("Runtime.evaluate", expression="document.body ? document.body.innerText : ''")
-        return res.get("result", {}).get("value", "")
-
-    def show(self, url: str, expect: list[str], timeout_s: float = 60.0) -> str:
-        """Navigate to ``url`` and wait until the page shows every text of ``expect``; its text."""
-        self.call("Page.navigate", url=url)
-        deadline = time.monotonic() + timeout_s
-        while True:
-            text = self.text()
-            if all(e in text for e in expect):
-                time.sleep(1.0)  # let the last renders settle
-                return self.text()
-            if time.monotonic() > deadline:
-                missing = [e for e in expect if e not in text]
-                raise TimeoutError(
-                    f"{url}: {missing} not shown within {timeout_s} s; page text:\n{text[:2000]}"
-                )
-            time.sleep(0.5)
-
-    def shoot(self, path: Path) -> None:
-        data = self.call("Page.captureScreenshot", format="png")["data"]
-        path.write_bytes(base64.b64decode(data))
-
-
-def chromium(port: int, profile: Path) -> subprocess.Popen:
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        sys.exit("chromium is not installed (Debian: apt-get install chromium)")
-    return subprocess.Popen(
-        [exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
-        + [f"--remote-debugging-port={port}", "--remote-allow-origins=*", f"--user-data-dir={profile}"]
-        + ["--window-size=1440,1000", "--no-first-run", "about:blank"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-
-
-def page_ws(port: int, timeout_s: float = 30.0) -> str:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            pages = [p for p in get_json(f"http://127.0.0.1:{port}/json/list") if p.get("type") == "page"]
-            if pages:
-                return pages[0]["webSocketDebuggerUrl"]
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            raise TimeoutError("chromium's DevTools endpoint did not answer")
-        time.sleep(0.3)
+from tests.support.browser import Page, chromium, page_ws
+from tests.support.inspect_view import free_port, inspect_view, stop
 
 
 def main() -> None:
@@ -129,6 +53,7 @@ def main() -> None:
             sample = f"{base}/#/logs/{name}/samples/sample/{urllib.parse.quote(str(sample_id))}/{epoch}"
             shots = [
                 ("1-log-list", f"{base}/#/logs", [task]),
+                ("0-samples", f"{base}/#/logs/{name}/samples", [str(sample_id)]),
                 ("2-sample-scores", f"{sample}/scoring", ["requirements_met", "solved"]),
                 ("3-models-tab", f"{base}/#/logs/{name}/models", ["Cache read"]),
                 ("4-sample-transcript", f"{sample}/transcript", [conversation.upper()]),

@@ -157,3 +157,27 @@ def test_a_killed_driver_then_a_rerun_finishes_every_run_exactly_once(cluster, t
     for name, mtime in mtimes.items():  # finished runs were skipped, not redone
         assert (runs / name / "run.json").stat().st_mtime_ns == mtime
     assert not (runs.parent / INCOMING).exists()
+
+
+def test_ray_runs_report_their_progress_to_the_driver_as_they_go(cluster, tmp_path):
+    """issue 32, item 2: the bar moves with Ray too -- each worker's run sends its calls, tokens,
+    dollars, role and phase to the driver while it goes."""
+    from kit.run.progress import ExperimentState
+
+    profile = write_profile(tmp_path, "scripted/oracle", "native")
+    exp = experiment("live", profile, ["micro-slugify"], ["vibe"], repeats=2, concurrency=2)
+    seen, state = [], ExperimentState()
+    original = state.update
+
+    def spy(progress):
+        original(progress)
+        seen.append((progress, state.line()))
+
+    state.update = spy
+    out = run_experiment(exp, results_dir=tmp_path / "ray", progress=False, executor="ray", state=state)
+    for run_dir in (out / "runs").iterdir():
+        mine = [p for p, _ in seen if p.run_id == run_dir.name]
+        calls = rows(run_dir, "calls.jsonl")
+        assert [p.calls for p in mine if p.calls] == list(range(1, len(calls) + 1)), run_dir.name
+        assert mine[-1].role == "coder" and mine[-1].phase == "code"
+    assert any(" calls " in line and "coder/code" in line for _, line in seen)

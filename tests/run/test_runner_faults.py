@@ -20,6 +20,7 @@ from kit.paths import REPO_ROOT
 from kit.run.control import ResultsLock
 from kit.run.progress import ExperimentState
 from kit.run.runner import run_experiment
+from kit.sandbox.quota import kept_clone
 from tests.support.helpers import experiment, rows, run_json, write_profile
 
 RUN_IDS = [f"micro-slugify__vibe__scripted-test__r{i}" for i in range(1, 4)]
@@ -156,7 +157,8 @@ def test_a_relative_results_path_puts_the_clone_in_the_right_place(tmp_path, mon
     (run_dir,) = (tmp_path / "out" / "rel-results" / "rel" / "runs").iterdir()
     run = run_json(run_dir)
     assert run["outcome"] == "done" and run["score"]["requirements_failed"] == 0
-    assert (run_dir / "repo" / ".git").is_dir()
+    with kept_clone(run_dir / "repo") as clone:
+        assert (clone / ".git").is_dir()
     assert not list(tmp_path.rglob("out/rel-results/rel/runs/*/repo/out"))  # no nested clone
 
 

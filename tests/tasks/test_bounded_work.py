@@ -93,3 +93,20 @@ def test_the_diff_is_capped_and_lists_what_it_left_out(tmp_path):
     assert omitted and any("huge.bin" in o for o in omitted), omitted
     assert b"left out of this diff" in patch
     assert peak < 40, f"writing the diff took {peak:.0f} MB"
+
+
+def test_telling_base_code_from_the_agents_parses_a_bounded_amount(tmp_path):
+    """scoring's audit hook learns which units of changed base files are unchanged
+    (kit/tasks/scoring/basecode.py): the agent changes every base file, each just under 2 MB."""
+    from kit.tasks.scoring.basecode import base_code
+
+    base, copy = tmp_path / "base", tmp_path / "copy"
+    for folder in (base, copy):
+        folder.mkdir()
+    body = _data_module(2 * MB - 4096)
+    for i in range(3):
+        (base / f"mod{i}.py").write_text(body)
+        (copy / f"mod{i}.py").write_text(body + "X = 1\n")
+    found, peak = peak_mb(lambda: base_code(copy, base))
+    assert set(found["changed"]) == {"mod0.py", "mod1.py", "mod2.py"}
+    assert peak < 200, f"telling base code apart took {peak:.0f} MB"

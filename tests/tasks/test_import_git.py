@@ -31,11 +31,6 @@ from tests.support.gitrepos import (
     make_repo,
 )
 
-#: Until scoring stops flagging the base's own introspection (helper scr, issue 29 item 2): strict, so
-#: the mark must go as soon as it does.
-NEEDS_AUDIT_FIX = pytest.mark.xfail(
-    strict=True, reason="scoring flags library code taking frames at the base as suspicious (item 2)"
-)
 MARKER = "fixed-by-the-reference-change"  # the solution's changed line (tests/support/gitrepos.py)
 
 
@@ -162,7 +157,6 @@ def test_runaway_tests_at_the_base_are_checked_one_by_one(tmp_path):
 
 
 @pytest.mark.slow
-@NEEDS_AUDIT_FIX
 def test_library_code_taking_frames_at_the_base_does_not_make_the_task_suspicious(tmp_path):
     make_repo(tmp_path / "frames", FRAMES_COMMITS)
     r = import_git(Options(repo=tmp_path / "frames", commit="HEAD", out=tmp_path / "t", timeout_s=60))

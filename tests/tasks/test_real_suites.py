@@ -180,3 +180,19 @@ def test_the_agents_code_reaching_introspection_through_base_code_is_still_suspi
     s = score(task, ws, claimed_done=True)
     line = _line_of(lib, evidence)
     assert any(e.startswith(f"lib.py:{line} ") for e in s.suspicious_evidence), s.suspicious_evidence
+
+
+def test_the_own_tests_copys_base_code_is_derived_without_reading_it_again(tmp_path):
+    from kit.tasks.scoring.basecode import base_code, with_base_tests
+    from kit.tasks.scoring.clean_copy import use_base_tests
+    from tests.tasks.taskmaker import write_tree
+
+    base, copy = tmp_path / "base", tmp_path / "copy"
+    write_tree(base, {"lib.py": INTRO_LIB, "tests/test_lib.py": INTRO_OWN, "tests/helper.py": "X = 1\n"})
+    write_tree(copy, {"lib.py": INTRO_LIB + "\nY = 2\n", "tests/test_lib.py": "", "tests/new_test.py": ""})
+    derived = with_base_tests(base_code(copy, base), base)
+    use_base_tests(copy, base)
+    assert derived == base_code(copy, base)
+    assert derived["same"] == ["tests/helper.py", "tests/test_lib.py"] and list(derived["changed"]) == [
+        "lib.py"
+    ]

@@ -216,3 +216,42 @@ def test_the_hidden_tests_own_conftest_and_data_reads_are_not_suspicious(tmp_pat
     task = _task(tmp_path)
     s = score(task, workspace(task, tmp_path), claimed_done=True)
     assert not s.suspicious, s.suspicious_evidence
+
+
+def test_own_tests_deselect_leaves_out_exactly_what_it_names(tmp_path):
+    # pytest's --deselect takes any prefix: "::test_f" would leave out "::test_foo" too
+    own = """
+import pytest
+
+
+def test_f():
+    assert True
+
+
+def test_foo():
+    assert True
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_p(n):
+    assert n
+
+
+class TestC:
+    def test_m(self):
+        assert True
+"""
+    hidden = '@__import__("pytest").mark.severity("minor")\ndef test_x():\n    import lib\n    assert lib.X\n'
+    task = make_task(
+        tmp_path / "desel",
+        {"lib.py": "X = 0\n", "tests/test_own.py": own},
+        {"test_x.py": hidden},
+        {"lib.py": "X = 1\n"},
+        own_tests_deselect=[
+            "tests/test_own.py::test_f",
+            "tests/test_own.py::test_p",
+            "tests/test_own.py::TestC",
+        ],
+    )
+    s = score(task, workspace(task, tmp_path), claimed_done=True)
+    assert s.own_tests_total == 1 and s.regressions == 0 and s.requirements_failed == 0, s

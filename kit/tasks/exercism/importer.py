@@ -32,7 +32,7 @@ from pathlib import Path
 from kit import pyast
 from kit.errors import KitError
 from kit.tasks.exercism.marks import SeverityMap, load_severity_map, mark_source, test_functions
-from kit.tasks.task import write_task_file
+from kit.tasks.taskyaml import write_task_file
 
 TAGS = ["exercism", "function"]
 SKIP_NO_FAILING = "no test fails on the stub (a refactoring exercise: the stub already works)"

@@ -16,8 +16,10 @@
 4. **Validation** (``kit tasks validate``'s own check, :mod:`.settle`): the assembled task scored with
    its own tests at the base and with the solution; own tests that fail at the base or with the
    reference solution, and hidden tests that are not fail -> pass here, are left out (each named,
-   with why) and it is validated again. A task that still does not validate is refused with the
-   reasons (nothing is written); a valid one is swapped into place whole.
+   with why) and it is validated again. A hidden test that runs past the time limit at the base is
+   left out too when it hangs the base's whole session: the kit's scoring has no per-test time
+   limit, so it would make every unsolved run ``tampered``. A task that still does not validate is
+   refused with the reasons (nothing is written); a valid one is swapped into place whole.
 """
 
 from __future__ import annotations

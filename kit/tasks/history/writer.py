@@ -8,7 +8,8 @@ import shutil
 from pathlib import Path
 
 from kit.tasks.history.gitread import Change
-from kit.tasks.task import DELETED_FILE, write_task_file
+from kit.tasks.task import DELETED_FILE
+from kit.tasks.taskyaml import write_task_file
 
 
 def write_solution(folder: Path, head: Path, changes: list[Change]) -> list[str]:

@@ -30,13 +30,16 @@ from __future__ import annotations
 import ast
 import os
 from collections import Counter
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from kit import pyast
-from kit.tasks.scoring.clean_copy import SKIP_NAMES
+from kit.tasks.scoring.clean_copy import SKIP_NAMES, is_test_path
 
-#: A changed file larger than this is not parsed: all of it counts as the agent's.
-MAX_PARSE_BYTES = 2 * 1024 * 1024
+#: A changed file larger than this is not parsed: all of it counts as the agent's. Parsing takes
+#: hundreds of times a file's size in the kit's memory (a 2 MB file cost 1 GB), and the agent writes
+#: these files; nor is more than MAX_PARSE_TOTAL parsed per scoring copy (docs/sandbox.md).
+MAX_PARSE_BYTES = 256 * 1024
+MAX_PARSE_TOTAL = 4 * 1024 * 1024
 
 
 def _span(node: ast.stmt) -> tuple[int, int]:
@@ -93,25 +96,39 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
+def _py_files(root: Path) -> list[str]:
+    out = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in SKIP_NAMES]
+        out += [Path(folder, f).relative_to(root).as_posix() for f in files if f.endswith(".py")]
+    return out
+
+
+def with_base_tests(code: dict, base: Path) -> dict:
+    """:func:`base_code` of a copy once its test side is the base's (``use_base_tests``: the own-tests
+    copy), from the copy's ``code``: no file is read again."""
+    same = [r for r in code["same"] if not is_test_path(PurePosixPath(r))]
+    same += [r for r in _py_files(base) if is_test_path(PurePosixPath(r))]
+    changed = {r: s for r, s in code["changed"].items() if not is_test_path(PurePosixPath(r))}
+    return {"same": sorted(same), "changed": changed}
+
+
 def base_code(copy: Path, base: Path) -> dict:
     """``{"same": [rel, ...], "changed": {rel: [[first, last], ...]}}`` for the Python files of the
     scoring copy ``copy`` against the base commit's tree ``base`` (paths relative, POSIX)."""
     same: list[str] = []
     changed: dict[str, list[list[int]]] = {}
-    for folder, dirs, files in os.walk(copy):
-        dirs[:] = [d for d in dirs if d not in SKIP_NAMES]
-        for name in files:
-            if not name.endswith(".py"):
-                continue
-            path = Path(folder, name)
-            rel = path.relative_to(copy).as_posix()
-            then = _read(base / rel)
-            if then is None:
-                continue  # a new file: the agent's
-            now = _read(path)
-            if now == then:
-                same.append(rel)
-            elif now is not None:
-                big = max(len(now), len(then)) > MAX_PARSE_BYTES
-                changed[rel] = [] if big else unchanged_lines(now, then)
+    parsed = 0
+    for rel in _py_files(copy):
+        then = _read(base / rel)
+        if then is None:
+            continue  # a new file: the agent's
+        now = _read(copy / rel)
+        if now == then:
+            same.append(rel)
+        elif now is not None:
+            big = max(len(now), len(then)) > MAX_PARSE_BYTES
+            big = big or parsed + len(now) + len(then) > MAX_PARSE_TOTAL
+            parsed += 0 if big else len(now) + len(then)
+            changed[rel] = [] if big else unchanged_lines(now, then)
     return {"same": sorted(same), "changed": changed}

@@ -94,7 +94,9 @@ def install(settings: dict) -> object:
     send = _sender(fd, lock, seq)
     send(kind="start")
     shuffle = bool(settings.get("shuffle", settings.get("hidden")))
-    hooks = _hooks(send, settings.get("canary_file"), settings["canaries"], shuffle)
+    hooks = _hooks(
+        send, settings.get("canary_file"), settings["canaries"], shuffle, settings.get("deselect", [])
+    )
     if settings.get("observer"):  # sealed checks (kit/tasks/scoring/seal.py) call it by this name
         observe = _private_scope(vars(_load(settings["plugin"], "observe")))["observer"]
         setattr(builtins, settings["observer"], observe(_rebind(_sender, _private_scope())(fd, lock, seq)))
@@ -177,12 +179,23 @@ def _sender(fd: int, lock: threading.Lock, seq: list[int]) -> Callable[..., None
     return send
 
 
+def _deselected(nodeid: str, ids: tuple[str, ...]) -> bool:
+    """Is ``nodeid`` one of ``ids`` or under one (a folder, a module, a class, a parametrized test)?
+    (pytest's ``--deselect`` matches any prefix: ``::test_f`` would take ``::test_foo`` too.)"""
+    return any(nodeid == i or nodeid.startswith((i + "::", i + "[", i.rstrip("/") + "/")) for i in ids)
+
+
 def _hooks(
-    send: Callable[..., None], canary_file: str | None, canary_names: list[str], shuffle: bool
+    send: Callable[..., None],
+    canary_file: str | None,
+    canary_names: list[str],
+    shuffle: bool,
+    deselect: list[str] = (),  # type: ignore[assignment]
 ) -> object:
     """The pytest hooks, as plain closures (pluggy binds each function when the plugin registers:
-    replacing an attribute of the returned object later does nothing)."""
-    canaries = set(canary_names)
+    replacing an attribute of the returned object later does nothing). ``deselect``: node ids left
+    out (the task's ``own_tests_deselect``)."""
+    canaries, left_out = set(canary_names), tuple(deselect)
     pending: dict[str, tuple[str, str]] = {}
 
     def pytest_configure(config: pytest.Config) -> None:
@@ -194,7 +207,11 @@ def _hooks(
             config.args.append(canary_file)
 
     @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+        gone = [i for i in items if _deselected(i.nodeid, left_out)] if left_out else []
+        if gone:
+            items[:] = [i for i in items if not _deselected(i.nodeid, left_out)]
+            config.hook.pytest_deselected(items=gone)
         last = [i for i in items if i.name in canaries]
         items[:] = [i for i in items if i.name not in canaries] + last
         if shuffle:  # a random order inside each class or module: a test and its twin either way

@@ -65,7 +65,7 @@ from kit.records.schema import Score
 from kit.tasks.git import git
 from kit.tasks.requirements import Requirement, count_test_functions, read_requirements, test_files  # noqa: F401 - re-exported
 from kit.tasks.scoring import verdicts
-from kit.tasks.scoring.basecode import base_code
+from kit.tasks.scoring.basecode import base_code, with_base_tests
 from kit.tasks.scoring.clean_copy import copy_clean, copy_sparse, use_base_tests
 from kit.tasks.scoring.session import PytestRun
 from kit.tasks.scoring.sessions import Sessions
@@ -222,7 +222,8 @@ def evaluate(
         shutil.copytree(acc_dir, own_dir, copy_function=copy_sparse)
         _extract_commit(ws, base_dir)
         use_base_tests(own_dir, base_dir)
-        acc_code, own_code = base_code(acc_dir, base_dir), base_code(own_dir, base_dir)
+        acc_code = base_code(acc_dir, base_dir)
+        own_code = with_base_tests(acc_code, base_dir)
         with ThreadPoolExecutor(3) as pool:
             f_acc = pool.submit(session.acceptance, acc_dir, acc_code)
             f_own = pool.submit(session.own, "own", own_dir, task.test_command, own_code)

@@ -109,8 +109,6 @@ class Sessions:
             return run_shell(self.sandbox, repo, command, self.timeout_s, env)
         ini = pytest_config_file(repo) or self.own_dir / "empty.ini"
         args = [*args, "-c", str(ini), f"--rootdir={repo}", f"--confcutdir={repo}", *_COMMON]
-        for nodeid in self.task.own_tests_deselect:  # the base versions of tests the change modified
-            args += ["--deselect", nodeid]
         return run_pytest(
             self.sandbox,
             repo,
@@ -124,6 +122,7 @@ class Sessions:
             extra={
                 **self.packages(repo),
                 "audit": _write_json(self.own_dir / f"{label}-{AUDIT_SETTINGS}", code or {}),
+                "deselect": self.task.own_tests_deselect,  # base versions of tests the change modified
             },
         )
 

@@ -1,0 +1,199 @@
+"""A byte and file quota on each run's clone (the experiment's ``limits.disk_quota_mb`` and
+``disk_quota_files``), so one agent cannot fill the results disk and stop the experiment.
+
+Two mechanisms; :func:`quota_mechanism` says which holds here:
+
+- ``loop`` (the kit runs as root on Linux with loop devices, ``mkfs.ext4`` and ``mount``): the clone
+  lives on a file system of its own -- an ext4 image (``<run>/repo.img``, sparse: it takes on disk
+  what the clone holds) loop-mounted on the clone's folder, of exactly the quota's bytes and files.
+  A write past it fails (``ENOSPC``) whatever writes it: a command, a tool, the kit's own file
+  tools. When the run ends, :func:`release` unmounts it: the image stays in the run folder as the
+  clone (read it with ``debugfs -R 'rdump / OUT' repo.img`` as any user, or mount it read-only),
+  and removing a run is removing one file -- never a walk of what the agent made.
+- ``checked`` (anything else): the clone stays a plain folder; its size and file count are measured
+  (a walk of at most the quota's files, nothing read) before every model call of the run. A single
+  command can write past the quota before that check (each file stays under
+  ``ProcessLimits.file_size_mb``).
+
+Either way, :meth:`Quota.over` says when the clone reached its quota; the run's budget then ends the
+run (stop reason ``disk-quota``, docs/strategies.md) and it is scored on what it has. The sandbox's
+own scratch space (``/tmp``, ``/dev/shm``) is a size-capped tmpfs per command
+(``ProcessLimits.scratch_mb``), gone when the command ends.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from kit import trees
+from kit.errors import KitError
+
+IMAGE_SUFFIX = ".img"
+#: A clone counts as full when less than this is left (a write that needs more fails already).
+SLACK_BYTES = 256 * 1024
+SLACK_FILES = 16
+_TOOLS = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@functools.cache
+def quota_mechanism() -> str:
+    """``loop`` where the kit can give each clone a file system of its own, else ``checked``."""
+    if platform.system() != "Linux" or os.geteuid() != 0 or not Path("/dev/loop-control").exists():
+        return "checked"
+    if not all(shutil.which(tool, path=_TOOLS) for tool in ("mkfs.ext4", "mount", "umount")):
+        return "checked"
+    return "loop"
+
+
+def _run(*argv: str) -> None:
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, env={"PATH": _TOOLS})
+    if proc.returncode != 0:
+        raise KitError(f"{' '.join(argv[:2])} failed: {(proc.stderr or proc.stdout).strip()[-500:]}")
+
+
+@dataclass
+class Quota:
+    """The quota of one clone: ``folder`` is the clone, ``image`` its file system's image (``loop``)."""
+
+    folder: Path
+    max_bytes: int
+    max_files: int
+    image: Path | None = None
+
+    def usage(self) -> tuple[int, int]:
+        """(bytes, files and folders) the clone takes now; a ``checked`` walk stops past the quota."""
+        if self.image is not None:
+            st = os.statvfs(self.folder)
+            return (st.f_blocks - st.f_bfree) * st.f_frsize, st.f_files - st.f_ffree
+        used = [0, 0]
+
+        def count(_fd: int, _name: str, st: os.stat_result) -> None:
+            used[0] += st.st_blocks * 512
+            used[1] += 1
+            if used[1] > self.max_files or used[0] > self.max_bytes:
+                raise _Full
+
+        try:
+            trees.visit(self.folder, count)
+        except _Full:
+            pass
+        except OSError:
+            pass  # a folder the agent locked: counted up to there
+        return used[0], used[1]
+
+    def over(self) -> str | None:
+        """Why the clone is at its quota, or None."""
+        if self.image is not None:
+            st = os.statvfs(self.folder)
+            if st.f_bavail * st.f_frsize < SLACK_BYTES or st.f_favail < SLACK_FILES:
+                return self._why(*self.usage())
+            return None
+        used, files = self.usage()
+        if used > self.max_bytes - SLACK_BYTES or files > self.max_files - SLACK_FILES:
+            return self._why(used, files)
+        return None
+
+    def _why(self, used: int, files: int) -> str:
+        return (
+            f"the clone reached its disk quota ({used // 2**20} of {self.max_bytes // 2**20} MB, "
+            f"{files} of {self.max_files} files and folders)"
+        )
+
+
+class _Full(Exception):
+    pass
+
+
+def image_of(folder: Path) -> Path:
+    return folder.with_name(folder.name + IMAGE_SUFFIX)
+
+
+def provide(folder: Path, max_bytes: int, max_files: int, owner: tuple[int, int] | None) -> Quota:
+    """An empty clone folder at ``folder`` under a quota: with ``loop``, a fresh file system of
+    ``max_bytes`` and ``max_files`` mounted there (its root owned by ``owner``)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if quota_mechanism() != "loop":
+        return Quota(folder, max_bytes, max_files)
+    image = image_of(folder)
+    with open(image, "wb") as fh:
+        fh.truncate(max_bytes)
+    uid, gid = owner or (os.getuid(), os.getgid())
+    options = f"root_owner={uid}:{gid},lazy_itable_init=1,nodiscard"
+    _run(
+        "mkfs.ext4",
+        "-q",
+        "-F",
+        "-O",
+        "^has_journal",
+        "-m",
+        "0",
+        "-N",
+        str(max_files),
+        "-E",
+        options,
+        str(image),
+    )
+    _run("mount", "-o", "loop,nosuid,nodev,noatime", str(image), str(folder))
+    _MOUNTED.add(folder)
+    (folder / "lost+found").rmdir()
+    return Quota(folder, max_bytes, max_files, image)
+
+
+_MOUNTED: set[Path] = set()  # quota mounts this process made and has not released
+
+
+def release(quota: Quota) -> None:
+    """End a clone's quota (``loop``): unmount it, leaving the image beside the run's records as
+    the clone (``repo.img``: read it with ``debugfs -R 'rdump / OUT' repo.img`` as any user, or
+    mount it read-only), and remove the empty mount point. Safe to call twice."""
+    if quota.image is not None:
+        unmount(quota.folder)
+
+
+def unmount(folder: Path) -> None:
+    """Unmount the quota file system at ``folder`` if one is there (a run torn by a killed kit
+    leaves one), then remove the empty mount point; nothing there is fine."""
+    folder = Path(folder)
+    if os.path.ismount(folder):
+        try:
+            _run("umount", str(folder))
+        except KitError:
+            _run("umount", "-l", str(folder))  # something still holds it: detach it now
+    _MOUNTED.discard(folder)
+    if image_of(folder).is_file():
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+@contextlib.contextmanager
+def kept_clone(folder: Path) -> Iterator[Path]:
+    """The clone a finished run kept at ``folder`` (``<run>/repo``), to read: its image mounted
+    read-only in a temporary folder while the block runs (the kit as root), or the folder itself."""
+    folder, image = Path(folder), image_of(Path(folder))
+    if not image.is_file() or os.path.ismount(folder):
+        yield folder
+        return
+    with tempfile.TemporaryDirectory(prefix="orchbench-clone-") as tmp:
+        _run("mount", "-o", "loop,ro,nosuid,nodev,noexec", str(image), tmp)
+        try:
+            yield Path(tmp)
+        finally:
+            _run("umount", tmp)
+
+
+@atexit.register
+def _release_all() -> None:
+    for folder in list(_MOUNTED):
+        with contextlib.suppress(Exception):
+            unmount(folder)
