@@ -191,8 +191,14 @@ def _print_import_commands(suite: Suite, repos: str | None, only: list[str] | No
             project = suite.projects[item.project]
             found = suite_build.find_clone(project, folder) if repos else None
             argv = suite_build.import_argv(item, project, str(found or folder / project.name), shown)
-            print(suite_build.command_line(argv))
+            print(suite_build.command_line([_from_root(a) for a in argv]))
     return 0
+
+
+def _from_root(arg: str) -> str:
+    """A path inside the kit's checkout as a relative one (the README's commands run from its root)."""
+    path = Path(arg)
+    return str(path.relative_to(REPO_ROOT)) if path.is_absolute() and path.is_relative_to(REPO_ROOT) else arg
 
 
 def _print_build_summary(results: list[suite_build.BuildResult], out: Path) -> None:
