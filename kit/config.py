@@ -176,6 +176,15 @@ class Limits(_Strict):
         "max_tokens or max_model_calls (the most one run can spend). Not part of a run's settings.",
     )
 
+    @model_validator(mode="after")
+    def _quota_fits(self) -> Limits:
+        if self.disk_quota_files > self.disk_quota_mb * 1024:  # (the file table takes space too)
+            raise ValueError(
+                f"disk_quota_files {self.disk_quota_files} is more than one file per KB of disk_quota_mb "
+                f"{self.disk_quota_mb}: raise disk_quota_mb or lower disk_quota_files"
+            )
+        return self
+
 
 class Experiment(_Strict):
     """What to run: tasks x strategies x repeats on one profile."""
@@ -216,6 +225,15 @@ class Experiment(_Strict):
         "every role of it ({workflow: cheap}: the equal-tier variant). Roles left out keep the "
         "strategy's source-faithful default; this map wins over a profile's `roles`.",
     )
+
+    @model_validator(mode="after")
+    def _image_needs_a_container(self) -> Experiment:
+        if self.sandbox_image and self.sandbox not in ("podman", "docker"):
+            raise ValueError(
+                f"sandbox_image {self.sandbox_image!r} needs `sandbox: podman` or `sandbox: docker` "
+                f"(this experiment's sandbox is {self.sandbox}): set one, or remove sandbox_image"
+            )
+        return self
 
 
 # --------------------------------------------------------------------------- loading

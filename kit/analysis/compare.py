@@ -153,7 +153,8 @@ def _changed(metric: str, a: object, b: object, change: object) -> bool:
         return a is not None and b is not None and _names_of(a) != _names_of(b)
     if isinstance(change, str) or change is None:
         return False
-    return not math.isnan(float(change)) and abs(float(change)) > 1e-12
+    step = 0.005 if metric in PERCENT else 1e-12  # a share moved by less than half a point shows as +0
+    return not math.isnan(float(change)) and abs(float(change)) >= step
 
 
 def _names_of(counts: object) -> set[str]:

@@ -144,6 +144,7 @@ STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
 h1 { font-size: 1.6em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
 pre { white-space: pre-wrap; background: #f6f6f6; padding: .6em; font-size: .9em; }
+pre.summary { font-size: 1em; background: #eef4fb; border-left: 4px solid #4a78b5; }
 table { border-collapse: collapse; font-size: .85em; margin: .5em 0; }
 th, td { border: 1px solid #ddd; padding: .2em .5em; text-align: right; vertical-align: top; }
 th { background: #f0f0f0; } .wide { overflow-x: auto; }
@@ -178,7 +179,8 @@ def render_html(sections: list[Section], title: str) -> str:
         if s.title:
             body.append(f'<h2 id="{_anchor(i)}">{esc(s.title)}</h2>')
         if s.lines:
-            body.append("<pre>" + esc("\n".join(s.lines)) + "</pre>")
+            kind = ' class="summary"' if not s.title else ""
+            body.append(f"<pre{kind}>" + esc("\n".join(s.lines)) + "</pre>")
         if s.table is not None:
             body.append('<div class="wide">' + s.table.to_html(escape=True, border=0) + "</div>")
         if s.after:

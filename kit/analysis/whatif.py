@@ -188,12 +188,18 @@ def why_unchanged(
         reasons.append(f"the {n} calls are priced at $0")
     if all((a[c].to_numpy() == b[c].to_numpy()).all() for c in SPLIT if c in a and c in b):
         resim = "cache_resimulated" in a and bool(a["cache_resimulated"].any())
-        reasons.append(
-            "the re-simulated cache split equals the recorded one"
-            if resim
-            else "their cache split is kept as recorded: no breakpoint records to re-simulate it from "
-            "(the scripted and embedded models place none)"
-        )
+        if not resim:
+            reasons.append(
+                "their cache split is kept as recorded: no breakpoint records to re-simulate it from "
+                "(the scripted and embedded models place none)"
+            )
+        elif not (a["cache_write"].to_numpy() > 0).any() and not (a["cache_read"].to_numpy() > 0).any():
+            reasons.append(
+                "the re-simulated cache split equals the recorded one: none of them writes to or reads "
+                "from the cache (no prompt reaches its model's minimum cacheable size)"
+            )
+        else:
+            reasons.append("the re-simulated cache split equals the recorded one")
     return "; ".join(reasons) or "the changes cancel out"
 
 

@@ -150,9 +150,10 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from kit.analysis.compare import resolve
     from kit.analysis.report import report
 
-    text = report(Path(args.results_dir), args.format, _width(args.width), summary_only=args.summary)
+    text = report(resolve(args.results_dir), args.format, _width(args.width), summary_only=args.summary)
     if args.out is None:
         print(text, end="" if text.endswith("\n") else "\n")
         return 0
@@ -207,7 +208,7 @@ def _add_report_cli(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report", help="the report: who won, per strategy, context, counters, per role x tier, cache"
     )
-    p.add_argument("results_dir", help="results/NAME")
+    p.add_argument("results_dir", help="results/NAME, or an experiment name")
     p.add_argument(
         "--format",
         choices=["text", "markdown", "html"],

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kit.config import Experiment
+from kit.errors import ConfigError
 from kit.sandbox import images
 from kit.sandbox.backends import CONTAINER_BACKENDS, get_sandbox
 from kit.tasks.task import Task
@@ -32,14 +33,25 @@ class RunSandbox:
 
 def run_sandbox(experiment: Experiment, task: Task) -> RunSandbox:
     """The sandbox of ``task``'s runs in ``experiment`` (builds the task's image on first use)."""
-    backend = experiment.sandbox
-    if backend not in CONTAINER_BACKENDS:
-        return RunSandbox(backend, backend)
+    return task_sandbox(experiment.sandbox, task, experiment.sandbox_image)
+
+
+def task_sandbox(backend: str, task: Task, image: str | None = None) -> RunSandbox:
+    """The sandbox ``task`` runs in under ``backend`` (``image``: for tasks that name none)."""
     containerfile = Path(task.path) / CONTAINERFILE
+    if backend not in CONTAINER_BACKENDS:
+        if task.sandbox_image or containerfile.is_file():
+            own = f"sandbox_image {task.sandbox_image!r}" if task.sandbox_image else "a Containerfile"
+            raise ConfigError(
+                f"task {task.id} names the image it runs in ({own}), which `sandbox: {backend}` cannot "
+                "run: give the experiment `sandbox: podman` or `sandbox: docker` (or --sandbox), or leave "
+                "the task out (--tasks)"
+            )
+        return RunSandbox(backend, backend)
     if containerfile.is_file():
         st = containerfile.stat()
         return _task_built(backend, task.id, str(containerfile), st.st_size, st.st_mtime_ns)
-    return _named(backend, task.sandbox_image or experiment.sandbox_image)
+    return _named(backend, task.sandbox_image or image)
 
 
 @functools.lru_cache(maxsize=256)

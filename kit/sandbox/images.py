@@ -31,7 +31,8 @@ from importlib import metadata
 from pathlib import Path
 
 from kit.sandbox.base import SANDBOX_UID, SandboxUnavailable
-from kit.sandbox.container import DEFAULT_IMAGE, ContainerSandbox, diagnose
+from kit.sandbox.container import ContainerSandbox
+from kit.sandbox.engine import DEFAULT_IMAGE, diagnose
 
 CONTAINERFILE = Path(__file__).with_name("Containerfile")
 INPUTS_LABEL = "orchbench.inputs"

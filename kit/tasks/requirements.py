@@ -54,8 +54,21 @@ def _read_marks(exprs: list[ast.expr]) -> tuple[str | None, bool]:
 
 
 def _skip_mark(*levels: list[ast.expr]) -> str | None:
-    """The first skip / skipif / xfail mark among the decorators and ``pytestmark`` lists given."""
-    return next((_mark_name(e) for exprs in levels for e in exprs if _mark_name(e) in SKIP_MARKS), None)
+    """The first skip / skipif / xfail mark among the decorators and ``pytestmark`` lists given that
+    applies whatever the platform: a ``skipif`` / ``xfail`` whose condition is an expression (``sys.
+    implementation.name != "cpython"``) is left to the sessions, which show whether the test ran."""
+    return next(
+        (_mark_name(e) for exprs in levels for e in exprs if _mark_name(e) in SKIP_MARKS and _always(e)), None
+    )
+
+
+def _always(mark: ast.expr) -> bool:
+    """Whether a skip mark applies unconditionally: no condition, or a literal true one."""
+    args = list(mark.args) if isinstance(mark, ast.Call) else []
+    args += [k.value for k in mark.keywords if k.arg == "condition"] if isinstance(mark, ast.Call) else []
+    if _mark_name(mark) == "skip" or not args:
+        return True
+    return all(isinstance(a, ast.Constant) and bool(a.value) for a in args)
 
 
 def _pytestmark(body: list[ast.stmt]) -> list[ast.expr]:

@@ -325,3 +325,19 @@ def test_the_viewer_trusts_nothing_leads_with_solved_and_pools_no_error_bar_acro
         for score in log.results.scores:
             assert set(score.metrics) == {"mean"}  # no error bar pooled across tasks
             assert "not a verdict" in score.metadata["note"]
+
+
+def test_the_html_report_of_the_scripted_smoke_experiment_is_one_offline_file_with_figures(smoke, tmp_path):
+    """issue 32: `kit report --format html` on the scripted smoke experiment writes one file that opens
+    offline with its figures (nothing it references lives anywhere else)."""
+    import base64
+    import re
+
+    out = tmp_path / "report.html"
+    assert cli.main(["report", str(smoke), "--format", "html", "--out", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    sources = re.findall(r'(?:src|href)="([^"]*)"', page)
+    images = [s for s in sources if s.startswith("data:image/png;base64,")]
+    assert len(images) >= 3 and all(base64.b64decode(s.split(",", 1)[1])[:4] == b"\x89PNG" for s in images)
+    assert all(s.startswith(("data:", "#")) for s in sources)  # no file, server or CDN to reach
+    assert "scripted model" in page and "Summary: solved vibe 2/2 (100%)" in page

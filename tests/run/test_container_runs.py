@@ -53,3 +53,29 @@ def test_the_scripted_smoke_task_runs_in_containers_as_it_runs_under_bwrap(tmp_p
     assert run["outcome"] == under_bwrap["outcome"] == "done" and run["error"] is None
     assert {k: run["score"][k] for k in SCORE} == {k: under_bwrap["score"][k] for k in SCORE}
     assert run["score"]["requirements_failed"] == 0 and run["score"]["requirements_total"] == 7
+
+
+def test_an_image_without_a_container_backend_is_one_clear_error(tmp_path):
+    """An image named for bwrap or none would be silently ignored: the experiment, or the task that
+    needs its own image, is refused with what to do."""
+    from kit.config import Experiment
+    from kit.errors import ConfigError
+    from kit.run.sandboxing import run_sandbox
+    from kit.tasks.task import load_task
+
+    with pytest.raises(ValueError, match="needs `sandbox: podman` or `sandbox: docker`"):
+        Experiment(
+            name="x", tasks=["micro-slugify"], strategies=["vibe"], profile="scripted", sandbox_image="img"
+        )
+    bwrap = Experiment(
+        name="x", tasks=["micro-slugify"], strategies=["vibe"], profile="scripted", sandbox="bwrap"
+    )
+    task = load_task("micro-slugify")
+    assert run_sandbox(bwrap, task).spec == "bwrap"
+    with pytest.raises(ConfigError, match="give the experiment `sandbox: podman` or `sandbox: docker`"):
+        run_sandbox(bwrap, task.model_copy(update={"sandbox_image": "localhost/py38"}))
+    folder = tmp_path / "task"
+    folder.mkdir()
+    (folder / "Containerfile").write_text("FROM localhost/orchbench-python:3.11\n")
+    with pytest.raises(ConfigError, match="a Containerfile"):
+        run_sandbox(bwrap, task.model_copy(update={"path": folder}))

@@ -220,10 +220,11 @@ def test_a_fork_bomb_is_contained_and_cleaned_up(runs, backend):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ALL)
-def test_the_agent_cannot_raise_its_own_timeout(runs, backend):
+def test_the_agent_cannot_raise_its_own_timeout(runs):
+    """The toolbox's clamp, whatever the backend (that a timeout kills everything in each backend:
+    test_containers.py, tests/agent/test_tools.py)."""
     _, mine = runs
-    box = Toolbox(mine, ["exec"], timeout_s=1, sandbox=backend)
+    box = Toolbox(mine, ["exec"], timeout_s=1)
     for asked in (100, "inf", float("nan"), -5, 0):
         started = time.monotonic()
         r = box.execute("run", {"command": "sleep 4; echo FINISHED", "timeout_s": asked})
@@ -480,3 +481,22 @@ def test_a_disk_filler_is_stopped_in_the_clone_and_in_tmp(runs, backend):
     fill = "for i in $(seq 80); do head -c 5000000 /dev/zero > /tmp/f$i || break; done; echo files=$i"
     res = sh(fill, mine, limits=ProcessLimits(file_size_mb=10, memory_mb=256), timeout_s=60)
     assert "files=80" not in res.output, res.output  # 400 MB asked, ~256 MB got
+
+
+@pytest.mark.parametrize("backend", ALL)
+def test_the_clones_disk_quota_holds_for_its_commands(tmp_path, backend):
+    """A clone under its quota (a file system of its own, kit/sandbox/quota.py) is full for a command
+    in any backend: a container's bind mount of the clone is that file system."""
+    from kit.sandbox.base import SANDBOX_GID, SANDBOX_UID
+    from kit.sandbox.quota import provide, quota_mechanism, release
+
+    if quota_mechanism() != "loop":
+        pytest.skip("the clone's quota is a file system of its own only when the kit runs as root")
+    quota = provide(tmp_path / "run" / "repo", 16 * 2**20, 1000, (SANDBOX_UID, SANDBOX_GID))
+    try:
+        fill = "for i in 1 2 3 4 5; do head -c 6000000 /dev/zero > f$i.bin || break; done; echo files=$i; df -m ."
+        res = shell_in(backend)(fill, quota.folder, timeout_s=60)
+        assert "No space left on device" in res.output and "files=5" not in res.output, res.output
+        assert quota.over()
+    finally:
+        release(quota)

@@ -115,7 +115,12 @@ class FakeServer:
     provider = ""
 
     def __init__(
-        self, responder: Responder | None = None, *, retry_after: str = "1", stall_s: float = 3.0
+        self,
+        responder: Responder | None = None,
+        *,
+        retry_after: str = "1",
+        stall_s: float = 3.0,
+        port: int = 0,
     ) -> None:
         self.responder = responder or say()
         self.retry_after = retry_after
@@ -124,7 +129,7 @@ class FakeServer:
         self._faults: deque[str] = deque()
         self._lock = threading.Lock()
         self._cache: dict[str, int] = {}
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.fake = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)

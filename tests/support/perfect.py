@@ -1,4 +1,5 @@
-"""A perfect scripted model for every strategy, on micro-slugify: one callable that plays each
+"""A perfect scripted model for every strategy, on micro-slugify (or, with ``any_task``, on any task
+whose reference solution it can write: the real-repos suite's): one callable that plays each
 strategy's roles the way a flawless model would (it dispatches on the call context's ``strategy`` and
 keeps one cast per run). For tests of shipped experiments: can each strategy reach its own success end
 within the experiment's limits? Pipeline validation, never a benchmark.
@@ -9,6 +10,10 @@ within the experiment's limits? Pipeline validation, never a benchmark.
 * workflow -- implements the solution, every analyzer reports clean (``tests/support/workflow.py``);
 * harness  -- an initializer that writes a one-feature list, init.sh and the progress file and commits;
   a coder that writes the solution, flips the feature and commits.
+
+With ``any_task`` every role writes all the solution's files and proves with the task's own test
+command (linear: :func:`any_task_skill`; pdca: the cast's ``task_tests``); files the solution deletes
+are left in place.
 """
 
 from __future__ import annotations
@@ -38,23 +43,24 @@ def _steps(request: Request) -> int:
 
 
 def harness(request: Request) -> dict[str, Any]:
-    """The initializer's four actions, or a coder session's four (orient, implement, flip, commit)."""
+    """The initializer's four actions, or a coder session's (orient, implement, flip, commit)."""
     ws, step, mode = Path(request.context["workspace"]), _steps(request), _mode(request)
+    test = request.context.get("test_command") or "python -m pytest -q"
     if request.context["role"] == "initializer":
-        feature = {"id": "F1", "category": "functional", "description": "slugify follows the specification",
-                   "steps": ["python -m pytest -q"], "passes": False}  # fmt: skip
+        feature = {"id": "F1", "category": "functional", "description": "the task is done as specified",
+                   "steps": [test], "passes": False}  # fmt: skip
         plan = [
             ("write_file", {"path": FEATURES, "content": json.dumps([feature], indent=2)}),
-            ("write_file", {"path": "init.sh", "content": "#!/bin/sh\npython -m pytest -q\n"}),
+            ("write_file", {"path": "init.sh", "content": f"#!/bin/sh\n{test}\n"}),
             ("write_file", {"path": "harness-progress.md", "content": "# Progress\n- initializer\n"}),
             ("run", {"command": f"{COMMIT} 'harness: feature list'"}),
         ]
     else:
-        (path, content), *_ = solution_files(request.context["task_path"])
+        files = solution_files(request.context["task_path"])
         flipped = [{**f, "passes": True} for f in json.loads((ws / FEATURES).read_text())]
-        plan = [
-            ("write_file", {"path": path, "content": content}),
-            ("run", {"command": "python -m pytest -q"}),
+        plan = [("write_file", {"path": path, "content": content}) for path, content in files]
+        plan += [
+            ("run", {"command": test}),
             ("write_file", {"path": FEATURES, "content": json.dumps(flipped, indent=2)}),
             ("run", {"command": f"echo '- coder: F1 done' >> harness-progress.md && {COMMIT} F1"}),
         ]
@@ -64,22 +70,43 @@ def harness(request: Request) -> dict[str, Any]:
     return render(mode, FINISH, {"summary": "Done."}, "Done.")
 
 
+def any_task_skill(task_path: Path, test_command: str) -> Any:
+    """linear on any task: each default step's work, the whole reference solution in step 4."""
+    from tests.strategies.test_linear import scripted_skill
+
+    files = solution_files(str(task_path))
+    return scripted_skill(
+        {
+            2: [("read_file", {"path": files[0][0]})],
+            3: [("write_file", {"path": "PLAN.md", "content": "1. make the change\n2. test it\n"})],
+            4: [("write_file", {"path": path, "content": content}) for path, content in files],
+            5: [("run", {"command": test_command})],
+            6: [("run", {"command": "git diff --stat"})],
+        }
+    )
+
+
 class Perfect:
     """The callable the scripted profile registers: one fresh cast per run (keyed by run id)."""
 
-    def __init__(self) -> None:
+    def __init__(self, any_task: bool = False) -> None:
         self._casts: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self.any_task = any_task
 
-    def _cast(self, strategy: str, run_id: str, task_path: str) -> Any:
+    def _cast(self, strategy: str, run_id: str, task_path: str, test_command: str) -> Any:
         from tests.strategies.test_linear import diligent  # the linear tests' step-by-step policy
 
         with self._lock:
             if run_id not in self._casts:
                 self._casts[run_id] = {
                     "vibe": lambda: policies.oracle,
-                    "linear": lambda: diligent(Path(task_path)),
-                    "pdca": Cast,
+                    "linear": lambda: (
+                        any_task_skill(Path(task_path), test_command)
+                        if self.any_task
+                        else diligent(Path(task_path))
+                    ),
+                    "pdca": lambda: Cast(task_tests=self.any_task),
                     "workflow": lambda: WorkflowPolicy(verdicts=["clean"]),
                     "harness": lambda: harness,
                 }[strategy]()
@@ -87,4 +114,5 @@ class Perfect:
 
     def __call__(self, request: Request) -> Any:
         context = request.context
-        return self._cast(context["strategy"], context.get("run_id", ""), context["task_path"])(request)
+        test = context.get("test_command") or "python -m pytest -q"
+        return self._cast(context["strategy"], context.get("run_id", ""), context["task_path"], test)(request)

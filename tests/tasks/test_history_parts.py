@@ -158,6 +158,11 @@ def test_reduce_module_keeps_what_the_tests_need():
     )
     ns: dict = {}
     exec(compile(emptied, "m", "exec"), ns)  # the emptied base class still parses and runs
+    # a test the module runs at import (boltons' test_listutils.py: `test_barrel_list()`) goes with its call
+    at_import = reduce_module(
+        "def test_a():\n    pass\n\n\ndef test_b():\n    pass\n\n\ntest_a()\n", {"test_b"}
+    )
+    exec(compile(at_import, "m", "exec"), {})  # NameError: name 'test_a' is not defined, before
     assert [n for n in vars(ns["TestK"]) if n.startswith("test")] == ["test_b"]
 
 

@@ -126,3 +126,14 @@ def test_a_hidden_test_marked_xfail_or_skip_is_a_task_problem(tmp_path, mark):
         f"acceptance test test_triple.py::test_triple is marked {req.skip_mark}: a hidden test is "
         "credited only when it plainly passes"
     ) in validate_task(task).problems
+
+
+def test_a_hidden_test_skipped_only_elsewhere_is_a_requirement(tmp_path):
+    # tomlkit 0.15.1's `skipif(sys.implementation.name != "cpython")`: it runs (and is credited) here;
+    # the import of that release was refused for it
+    mark = "skipif(sys.implementation.name != 'cpython', reason='CPython only')"
+    acceptance = "import sys\n" + HIDDEN.replace("def test_triple", f"@pytest.mark.{mark}\ndef test_triple")
+    task = _task(tmp_path, acceptance)
+    (req,), _ = read_requirements(task.acceptance_dir)
+    assert req.skip_mark is None
+    assert validate_task(task).problems == []

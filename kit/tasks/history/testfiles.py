@@ -100,7 +100,8 @@ def reduce_module(source: str, keep: set[str]) -> str:
     """``source`` with every test function not keyed in ``keep`` removed. A test class left without
     tests is removed too, unless a kept class derives from it (then it keeps its other members, and
     ``pass`` if nothing is left). Everything else -- imports, helpers, fixtures, non-test classes,
-    the non-test methods of test classes -- stays as written."""
+    the non-test methods of test classes -- stays as written, but a module-level call of a removed
+    test function (a test run at import) goes with it."""
     tree = pyast.parse(source)
     lines = source.splitlines(keepends=True)
     kept_classes = {k.split("::")[0] for k in keep if "::" in k}
@@ -114,8 +115,10 @@ def reduce_module(source: str, keep: set[str]) -> str:
                 needed.add(base)
                 todo.append(base)
     cuts: list[tuple[int, int, str]] = []
+    removed = {n.name for n in tree.body if is_test_func(n) and n.name not in keep}  # type: ignore[union-attr]
     for node in tree.body:
-        if is_test_func(node) and node.name not in keep:  # type: ignore[union-attr]
+        gone = is_test_func(node) and node.name in removed  # type: ignore[union-attr]
+        if gone or _calls_one_of(node, removed):  # a removed test, or a call of one at import (boltons)
             cuts.append((*_span(node), ""))
         elif is_test_class(node):
             cls: ast.ClassDef = node  # type: ignore[assignment]
@@ -131,6 +134,12 @@ def reduce_module(source: str, keep: set[str]) -> str:
     for start, end, text in sorted(cuts, reverse=True):
         lines[start:end] = [text] if text else []
     return "".join(lines)
+
+
+def _calls_one_of(node: ast.stmt, names: set[str]) -> bool:
+    """A module-level statement that is just a call of one of ``names`` (``test_x()``)."""
+    call = node.value if isinstance(node, ast.Expr) else None
+    return isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in names
 
 
 # --------------------------------------------------------------------------- names the base may lack

@@ -5,14 +5,13 @@ expected values' forms the same way."""
 
 from __future__ import annotations
 
-import collections
 import datetime
 import decimal
 import fractions
 import hashlib
 import json
 import reprlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 _dumps = json.dumps
 _sha256 = hashlib.sha256
@@ -73,20 +72,16 @@ def _number(value: object, kind: type) -> object:
 
 
 def _base(value: object) -> type | None:
-    """The plain type ``value`` compares as: its exact type, or the plain base of a subclass that
-    keeps the base's ``__eq__`` (a namedtuple, an IntEnum, a StrEnum); None for anything else."""
+    """The plain type ``value`` compares as: its exact type, or the plain base of a subclass -- by
+    the base's contents, whatever the subclass's own ``__eq__`` says. So a real suite's
+    ``assert doc == {"a": 1}`` on a dict subclass (a tomlkit Table, a boltons OrderedMultiDict) is
+    decided by the items it holds, and a value rigged to equal everything is judged by its contents;
+    a subclass whose ``==`` means more than its contents fails with the reference solution, and
+    ``kit tasks import-git`` / ``validate`` say so. None for anything else."""
     kind = type(value)
     if kind in _PLAIN or kind in _TIMES or value is None:
         return kind
-    if kind in (collections.OrderedDict, collections.Counter):
-        return dict  # compared with a plain dict: as a dict (a Counter's missing keys aside)
-    for base in _PLAIN:
-        if isinstance(value, base):
-            mro = type.__dict__["__mro__"].__get__(kind)
-            for klass in mro:
-                if "__eq__" in type.__dict__["__dict__"].__get__(klass):
-                    return base if klass is base else None
-    return None
+    return next((base for base in _PLAIN if issubclass(kind, base)), None)  # the real type, not __class__
 
 
 def canonical(value: object, budget: list[int] | None = None, depth: int = 0) -> object:
@@ -115,16 +110,27 @@ def canonical(value: object, budget: list[int] | None = None, depth: int = 0) ->
         if getattr(value, "tzinfo", None) is not None:
             return None  # aware times compare across zones: not canonicalised
         return [kind.__name__, value.isoformat()]  # type: ignore[attr-defined]
-    if kind in (list, tuple):
-        items = list.__iter__(value) if kind is list else tuple.__iter__(value)  # type: ignore[arg-type]
-        forms = [canonical(item, budget, depth + 1) for item in items]
-        return None if None in forms else [kind.__name__, forms]
-    if kind in (set, frozenset):
-        forms = [canonical(item, budget, depth + 1) for item in set(value)]  # type: ignore[call-overload]
-        if None in forms:
+    forms = []
+    for item in _contents(value, kind):
+        if budget[0] < 0:  # a subclass's own iteration may not end
             return None
-        return ["set", sorted(_dumps(f, separators=(",", ":")) for f in forms)]
-    pairs = [(canonical(k, budget, depth + 1), canonical(v, budget, depth + 1)) for k, v in dict.items(value)]  # type: ignore[arg-type]
-    if any(k is None or v is None for k, v in pairs):
-        return None
-    return ["dict", sorted(_dumps(p, separators=(",", ":")) for p in pairs)]
+        if kind is dict:
+            key, val = item  # a pair, or the walk fails (the value then has no form)
+            form = [canonical(key, budget, depth + 1), canonical(val, budget, depth + 1)]
+        else:
+            form = canonical(item, budget, depth + 1)
+        if form is None or (kind is dict and None in form):
+            return None
+        forms.append(form)
+    if kind in (list, tuple):
+        return [kind.__name__, forms]
+    return ["set" if kind is not dict else "dict", sorted(_dumps(f, separators=(",", ":")) for f in forms)]
+
+
+def _contents(value: object, kind: type) -> Iterable:
+    """What a container holds: a plain one's through the base type, a subclass's through its own
+    protocol (``items()`` / ``iter``), which is what its ``==`` looks at -- a tomlkit Table keeps
+    the dict it derives from out of step with its contents."""
+    if type(value) is kind:
+        return dict.items(value) if kind is dict else kind.__iter__(value)  # type: ignore[attr-defined]
+    return value.items() if kind is dict else iter(value)  # type: ignore[attr-defined,call-overload]

@@ -13,9 +13,10 @@ So nothing inside the session -- no frame, no file, no patched report -- holds w
 expects: forging its outcome means computing the right value, which is doing the task. A forged
 or missing observation, or one that does not match, fails the requirement whatever the session
 says of the test itself. The canonical form follows ``==`` on the plain types (``1 == 1.0 ==
-True``, sets and dicts unordered, a tuple never equal to a list, subclasses that keep the base's
-``__eq__`` as their base); any other object (say, one equal to everything) has no canonical form
-and meets no expectation. An expectation with no faithful canonical form (a complex number,
+True``, sets and dicts unordered, a tuple never equal to a list); a subclass of a plain type counts
+as its base's contents, whatever its own ``__eq__`` says (a tomlkit Table checked against a dict
+literal; a str rigged to equal everything is judged by its characters); any other object has no
+canonical form and meets no expectation. An expectation with no faithful canonical form (a complex number,
 ``pytest.approx``, an object of the code under test) is left as it was: an in-process check, twinned
 as before (:mod:`kit.tasks.scoring.twins`).
 
