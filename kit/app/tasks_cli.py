@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kit.errors import KitError
 from kit.paths import REPO_ROOT, TASKS_DIR, built_tasks_dir
+from kit.run.sandboxing import task_sandbox
 from kit.tasks import suite_build
 from kit.tasks.exercism.importer import import_exercism, summary_table
 from kit.tasks.requirements import read_requirements
@@ -17,6 +18,7 @@ from kit.tasks.task import (
     SUITE_PREFIX,
     TASK_FILE,
     Suite,
+    Task,
     expand_tasks,
     list_tasks,
     load_suite,
@@ -24,6 +26,12 @@ from kit.tasks.task import (
     suite_names,
 )
 from kit.tasks.validate import requirements_line, validate_task
+
+
+def _sandbox(args: argparse.Namespace, task: Task) -> str | None:
+    """The sandbox spec a task's checks run in (podman, docker: the task's image, pinned by id)."""
+    backend = getattr(args, "sandbox", None)
+    return task_sandbox(backend, task).spec if backend else None
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -77,7 +85,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return 1
     failed = 0
     for task in tasks:
-        report = validate_task(task, getattr(args, "sandbox", None))
+        report = validate_task(task, _sandbox(args, task))
         mark = "✓" if report.ok else "✗"
         took = report.durations.get("total_s", 0)
         print(f"{mark} {task.id}  ({took:.1f} s)  {requirements_line(task)}", flush=True)
@@ -156,7 +164,7 @@ def cmd_build_suite(args: argparse.Namespace) -> int:
     )
     for r in results if args.validate else []:  # a task import-git built was validated by it just now
         if r.status == "kept":
-            report = validate_task(load_task(out / r.id), getattr(args, "sandbox", None))
+            report = validate_task(load_task(out / r.id), _sandbox(args, load_task(out / r.id)))
             print(
                 f"{'✓' if report.ok else '✗'} {r.id} validated ({report.durations.get('total_s', 0):.0f} s)"
             )
@@ -226,9 +234,9 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--all", action="store_true", help="validate every task in datasets/tasks")
     p.add_argument(
         "--sandbox",
-        choices=["bwrap", "none"],
+        choices=["bwrap", "podman", "docker", "none"],
         default=None,
-        help="where the tests run (default: bwrap on Linux)",
+        help="where the tests run (default: bwrap on Linux; podman, docker: in the task's image)",
     )
     p.set_defaults(func=cmd_validate)
 

@@ -33,7 +33,11 @@ class RunSandbox:
 
 def run_sandbox(experiment: Experiment, task: Task) -> RunSandbox:
     """The sandbox of ``task``'s runs in ``experiment`` (builds the task's image on first use)."""
-    backend = experiment.sandbox
+    return task_sandbox(experiment.sandbox, task, experiment.sandbox_image)
+
+
+def task_sandbox(backend: str, task: Task, image: str | None = None) -> RunSandbox:
+    """The sandbox ``task`` runs in under ``backend`` (``image``: for tasks that name none)."""
     containerfile = Path(task.path) / CONTAINERFILE
     if backend not in CONTAINER_BACKENDS:
         if task.sandbox_image or containerfile.is_file():
@@ -47,7 +51,7 @@ def run_sandbox(experiment: Experiment, task: Task) -> RunSandbox:
     if containerfile.is_file():
         st = containerfile.stat()
         return _task_built(backend, task.id, str(containerfile), st.st_size, st.st_mtime_ns)
-    return _named(backend, task.sandbox_image or experiment.sandbox_image)
+    return _named(backend, task.sandbox_image or image)
 
 
 @functools.lru_cache(maxsize=256)

@@ -78,5 +78,6 @@ class PodmanSandbox(ContainerSandbox):
         args = [f"--timeout={int(timeout_s) + 60}", f"--security-opt=seccomp={podman_profile(self.client)}"]
         args.append(
             "--security-opt=mask=/proc/key-users"
-        )  # every uid's key counts (keys, timers: masked already)
+        )  # each uid's count of keys (podman masks /proc/keys)
+        args.append("--read-only-tmpfs=false")  # no writable /run and /var/tmp: the kit's /tmp is the scratch
         return args + (["--userns=keep-id"] if os.geteuid() != 0 else [])

@@ -37,7 +37,7 @@ def validate_task(
     task: Task, sandbox: str | None = None, evaluations: dict | None = None
 ) -> ValidationReport:
     """Check the task contract on a fresh workspace (see the module docstring); ``sandbox`` is the
-    scoring sandbox (``bwrap`` or ``none``; default the platform's). ``evaluations``, when given,
+    scoring sandbox (a spec: ``bwrap``, ``none``, ``podman@IMAGE`` ...; default the platform's). ``evaluations``, when given,
     receives the two scorings (``start``, ``solution``: :class:`~kit.tasks.scoring.scorer.Evaluation`)."""
     evaluations = {} if evaluations is None else evaluations
     problems: list[str] = []

@@ -253,3 +253,28 @@ def test_a_missing_image_says_how_to_get_it(monkeypatch, backend):
         SandboxUnavailable, match=f"build it: `python -m kit sandbox build-image --sandbox {backend}`"
     ):
         images.resolve(get_sandbox(backend))
+
+
+@pytest.mark.parametrize("backend", CONTAINER_BACKENDS)
+def test_the_containerfile_build_passes_the_kits_versions_and_labels_its_inputs(monkeypatch, backend):
+    """Where a registry is reachable (macOS, Windows) the default image comes from kit/sandbox/Containerfile;
+    no registry is reachable here, so this checks the build the kit asks for, not its result."""
+    from importlib import metadata
+
+    asked: list[list[str]] = []
+    monkeypatch.setattr(images, "image_id", lambda box, name: None)
+    monkeypatch.setattr(images, "_checked", lambda box, args, what: asked.append(args))
+    monkeypatch.setattr(images, "resolve", lambda box, name=None: images.Image(DEFAULT_IMAGE, "sha256:0"))
+    box = BACKENDS[backend]()
+    _, built = images.build_default(box, source="containerfile")
+    (args,) = asked
+    assert (
+        built and args[:3] == ["build", "-t", DEFAULT_IMAGE] and args[-1] == str(images.CONTAINERFILE.parent)
+    )
+    assert (
+        f"PYTEST={metadata.version('pytest')}" in args
+        and f"PYTHON={sys.version_info[0]}.{sys.version_info[1]}" in args
+    )
+    assert any(a.startswith(f"{images.INPUTS_LABEL}=") for a in args)
+    text = images.CONTAINERFILE.read_text()
+    assert "python:${PYTHON}-slim" in text and '"pytest==${PYTEST}"' in text and "useradd -u" in text
