@@ -17,9 +17,16 @@ def test_the_task_is_found_in_briefs_that_quote_no_prompt():
     fake = Responder()
     ids = [t.id for t in fake.tasks]
     assert ids[0] != "micro-slugify"  # the fallback would be the wrong task
-    executor = PromptBook("pdca").get("executor")
-    brief = 'Brief 3:\nHand-off to the executor: implement unit U1.\n{"pointer": "textkit.py:9"}'
-    assert fake._task(_request(executor, brief)).id == "micro-slugify"  # pdca's executor: a file it names
+    book = PromptBook("pdca")
+    slugify = next(t for t in fake.tasks if t.id == "micro-slugify")
+    turn = _request(book.get("orchestrator"), f"Goal:\n{slugify.prompt}")
+    turn.messages += [{"role": "assistant", "content": "Brief 1: ..."},
+                      {"role": "user", "content": 'Hand-off to the executor: implement unit U1.\n{"unit": "U1"}'}]  # fmt: skip
+    brief = fake(turn)["content"]
+    executor = _request(book.get("executor"), brief)  # pdca's executor: the orchestrator's brief, no prompt
+    assert "textkit" not in brief and fake._task(executor).id == "micro-slugify"
+    named = 'Hand-off to the scout.\n{"pointer": "textkit.py:9"}'
+    assert fake._task(_request(book.get("scout"), named)).id == "micro-slugify"  # a file it names
     update = "Event: enter\nAppend to csv-export-stream-1.md:\n\n- task: csv-export-stream\n"
     assert fake._task(_request("x", update)).id == "csv-export-stream"  # a status update: the task named
     prompt = next(t for t in fake.tasks if t.id == "table-computed-columns").prompt

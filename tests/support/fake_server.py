@@ -51,21 +51,26 @@ class Responder:
         self.phrases = {**role_phrases("pdca", PDCA_ROLES), **role_phrases("vibe", ["coder"])}
         self.files = {t.id: _code_files(t.path / "repo") for t in self.tasks}
         self.casts: dict[str, Cast] = {}
+        self.handed: dict[str, set[str]] = {}  # each brief an orchestrator wrote -> the tasks it was for
         self.lock = threading.Lock()
         self.index = 0
 
     def _task(self, request: WireRequest) -> Any:
-        """The task whose prompt the conversation quotes; else the one it names (a pdca status update:
-        ``task: micro-slugify``); else the one whose code files it names most (a sub-agent's brief quotes
-        no prompt: ``textkit.py:9``). The first task only when nothing tells them apart."""
+        """The task whose prompt the conversation quotes; else the task of the orchestrator whose brief it
+        is (a pdca sub-agent's brief quotes no prompt); else the one it names (a status update: ``task:
+        micro-slugify``); else the one whose code files it names most. The first task only when nothing
+        tells them apart."""
         text = " ".join(str(m.get("content")) for m in request.messages if m["role"] == "user")
         quoted = [t for t in self.tasks if t.prompt.strip()[:200] in text]
+        with self.lock:
+            ids = {i for brief, owners in self.handed.items() if brief in text for i in owners}
+        handed = [t for t in self.tasks if t.id in ids]
         named = [t for t in self.tasks if re.search(rf"(?<![\w-]){re.escape(t.id)}(?![\w-])", text)]
         hits = {t.id: sum(bool(re.search(rf"(?<![\w.-]){re.escape(f)}\b", text)) for f in self.files[t.id])
                 for t in self.tasks}  # fmt: skip
         best = max(hits.values(), default=0)
         by_files = [t for t in self.tasks if best and hits[t.id] == best]
-        for found in (quoted, named, by_files):
+        for found in (quoted, handed, named, by_files):
             if len(found) == 1:
                 return found[0]
         return self.tasks[0]
@@ -94,6 +99,9 @@ class Responder:
         )  # fmt: skip
         policy = cast if role in PDCA_ROLES else policies.oracle
         reply = scripted.to_reply(policy(req))
+        if role == "orchestrator" and reply.content and reply.content.strip():
+            with self.lock:
+                self.handed.setdefault(reply.content.strip(), set()).add(task.id)
         time.sleep(0.05)  # a model takes some time: the progress bar has something to show
         return {"content": reply.content, "tool_calls": reply.tool_calls}
 
