@@ -106,3 +106,21 @@ def test_kit_run_ends_with_the_summary_last(exp, monkeypatch, capsys):
     assert out[-1] == f"results: {exp}"
     start = max(i for i, line in enumerate(out) if line.startswith("Summary: solved"))
     assert all("Per role" not in line and "Runs by outcome" not in line for line in out[start:])
+
+
+def test_runs_answered_by_a_server_on_this_machine_say_so(tmp_path):
+    """The README's fake server (``--api-base http://127.0.0.1:PORT``) answers under the provider's model
+    names: the report says the numbers are that server's, not the models'."""
+    exp = write_experiment(tmp_path / "results")
+    assert "served on this machine" not in report(exp, "text", width=200)
+    for path in exp.glob("runs/*__vibe__*/run.json"):
+        data = json.loads(path.read_text())
+        for tier in data["profile_spec"]["tiers"].values():
+            tier["api_base"] = "http://127.0.0.1:38505"
+        path.write_text(json.dumps(data))
+    text = report(exp, "text", width=200, summary_only=True)
+    assert (
+        "NOTE: served on this machine: the models named were answered by a server at http://127.0.0.1:38505"
+        in text
+    )
+    assert "(2 of 4 runs)" in text
