@@ -27,7 +27,12 @@ from kit.analysis.formats import (  # noqa: F401 - the table formats, importable
     format_role_tier_table,
     format_strategy_table,
 )
-from kit.analysis.render import FORMATS, Section, render, render_text
+from kit.analysis.render import FORMATS, Section, render
+from kit.analysis.sections import (  # noqa: F401 - importable from here as before
+    cache_lines,
+    cache_sections,
+    figure_sections,
+)
 from kit.analysis.summary import counters_table, groups, summary_lines
 from kit.errors import KitError
 from kit.records.schema import OUTCOMES, STOP_REASONS, load_run
@@ -210,42 +215,6 @@ def fairness_lines(records: Records) -> list[str]:
     return out
 
 
-def cache_sections(records: Records) -> list[Section]:
-    """Cache busts per strategy × role × tier (and their dollars), the cache-read share per role (main
-    agent vs sub-agents) and, in words, every tier whose cache figure is 0 % or missing."""
-    from kit.analysis import busts as cache
-
-    found = cache.cache_busts(records)
-    title = (
-        "Cache busts per strategy × role × tier (a call that wrote again or left uncached a prefix the "
-        "previous call of its conversation had cached; $ = cost beyond a cache hit)"
-    )
-    if found.empty:
-        out = [Section(title, ["  none"])]
-    else:
-        table = cache.bust_table(records, found)
-        table["lost_tokens"] = table["lost_tokens"].map(_tokens)
-        table["extra_usd"] = table["extra_usd"].map("{:.4f}".format)
-        out = [Section(title, table=table)]
-    share = cache.cache_read_share(records)
-    share["read_share"] = share["read_share"].map(lambda v: "-" if pd.isna(v) else f"{v:.0%}")
-    share["prompt_tokens"] = share["prompt_tokens"].map(_tokens)
-    share["cache_read"] = share["cache_read"].map(_tokens)
-    share["calls_per_conversation"] = share["calls_per_conversation"].map("{:.1f}".format)
-    out.append(
-        Section("Cache-read share per role (main = the strategy's longest conversations)", table=share)
-    )
-    notes = cache.cache_notes(records, busts=found)
-    if notes:
-        out.append(Section("Why a cache figure is 0 % or missing", [f"  {n}" for n in notes]))
-    return out
-
-
-def cache_lines(records: Records) -> list[str]:
-    """:func:`cache_sections` as plain lines."""
-    return render_text(cache_sections(records)).rstrip("\n").splitlines()
-
-
 def summary_section(records: Records) -> Section:
     """The first screen: what was loaded and its caveats, then who won in plain words."""
     lines = describe(records).splitlines()
@@ -317,41 +286,6 @@ def report_sections(records: Records, figures: bool = False) -> list[Section]:
     if figures:
         sections += figure_sections(records)
     return sections
-
-
-def figure_sections(records: Records) -> list[Section]:
-    """The notebooks' figures (01: cost vs failed share, calls over time; 02: cost per tier; 04: the
-    frontier), drawn by the same functions."""
-    from kit.analysis import figures, verdict
-
-    runs, calls = records.runs, records.calls
-    out = [
-        Section(
-            "Figure: cost vs failed share per run",
-            [
-                "One point per scored run; colour = strategy, marker = task; runs left out are counted in the title."
-            ],
-            figure=lambda: figures.pareto_figure(runs),
-        )
-    ]
-    if not calls.empty:
-        out.append(Section("Figure: calls over time by role", figure=lambda: figures.timeline_figure(calls)))
-        out.append(
-            Section(
-                "Figure: cost per tier by token bucket, per strategy",
-                figure=lambda: figures.tier_cost_figure(calls),
-            )
-        )
-    frontier = verdict.frontier_table(runs)
-    kept = frontier.dropna(subset=["cost_usd", "failed_share"]) if not frontier.empty else frontier
-    if not kept.empty:
-        out.append(
-            Section(
-                "Figure: cost-quality frontier per task family",
-                figure=lambda: figures.frontier_figure(kept, left_out=len(frontier) - len(kept)),
-            )
-        )
-    return out
 
 
 def report(

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import shutil
 import sys
 from pathlib import Path
 
+from kit.app import cli_analysis
+from kit.app.cli_analysis import _names, _width
 from kit.errors import KitError
 
 
@@ -73,25 +74,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 1 if errors else 3 if capped else 0
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """``text`` into ``path``: a reader sees the old file or the whole new one."""
-    path = path.expanduser()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _width(asked: int | None) -> int | None:
-    """The text report's width: ``--width`` (0: no limit), else the terminal's (COLUMNS, else the
-    terminal's size, else 100 when the output is not a terminal)."""
-    if asked is not None:
-        return asked or None
-    return shutil.get_terminal_size((100, 24)).columns
-
-
 def _overrides(args: argparse.Namespace) -> dict[str, object] | None:
     """The experiment fields the command line sets: --profile, --tasks, --strategies, --repeats,
     --sandbox, --sandbox-image."""
@@ -149,37 +131,6 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _cmd_report(args: argparse.Namespace) -> int:
-    from kit.analysis.compare import resolve
-    from kit.analysis.report import report
-
-    text = report(resolve(args.results_dir), args.format, _width(args.width), summary_only=args.summary)
-    if args.out is None:
-        print(text, end="" if text.endswith("\n") else "\n")
-        return 0
-    _write_atomic(args.out, text)
-    print(f"wrote {args.out} ({args.format}, {len(text.encode()):,} bytes)")
-    return 0
-
-
-def _cmd_compare(args: argparse.Namespace) -> int:
-    from kit.analysis.compare import compare_text
-
-    lists = {n: _names(getattr(args, n), n) for n in ("strategies", "tasks")}
-    print(compare_text(args.a, args.b, every_pair=args.every_pair, **lists), end="")
-    return 0
-
-
-def _names(value: str | None, flag: str) -> list[str] | None:
-    """A comma-separated ``--flag`` value as a list (None when not given); an empty one is an error."""
-    if value is None:
-        return None
-    items = [v.strip() for v in value.split(",") if v.strip()]
-    if not items:
-        raise KitError(f"--{flag} is empty", f"give a comma-separated list, e.g. --{flag} a,b")
-    return items
-
-
 def _cmd_models_check(args: argparse.Namespace) -> int:
     from kit.config import load_profile
     from kit.model.check import check_profile, format_result
@@ -202,47 +153,6 @@ def _cmd_docs(args: argparse.Namespace) -> int:
     for _, page in pages:
         print(f"wrote {page.write()}")
     return 0
-
-
-def _add_report_cli(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "report", help="the report: who won, per strategy, context, counters, per role x tier, cache"
-    )
-    p.add_argument("results_dir", help="results/NAME, or an experiment name")
-    p.add_argument(
-        "--format",
-        choices=["text", "markdown", "html"],
-        default="text",
-        help="text (default; fitted to the terminal), markdown, or html (one self-contained file with the figures)",
-    )
-    p.add_argument(
-        "--summary", action="store_true", help="only the first screen: what was loaded and who won"
-    )
-    p.add_argument("--out", type=Path, default=None, help="write the report to this file (else stdout)")
-    p.add_argument(
-        "--width",
-        type=int,
-        default=None,
-        metavar="N",
-        help="text width (default: the terminal's; 0: no limit)",
-    )
-    p.set_defaults(func=_cmd_report)
-
-
-def _add_compare_cli(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "compare", help="two results folders side by side per strategy x task, with the prompt diff"
-    )
-    p.add_argument("a", help="results/NAME, or an experiment name (A)")
-    p.add_argument("b", help="results/NAME, or an experiment name (B); changes are B - A")
-    p.add_argument("--strategies", metavar="X,Y", help="compare only these strategies")
-    p.add_argument("--tasks", metavar="A,B", help="compare only these tasks")
-    p.add_argument(
-        "--every-pair",
-        action="store_true",
-        help="also tabulate the strategy x task pairs only one side ran (default: one line for them)",
-    )
-    p.set_defaults(func=_cmd_compare)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -281,9 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_cmd_run)
 
-    _add_report_cli(sub)
-
-    _add_compare_cli(sub)
+    cli_analysis.add_cli(sub)
 
     p = sub.add_parser("models", help="check the models of a profile")
     msub = p.add_subparsers(dest="models_command", required=True)
@@ -346,6 +254,9 @@ def _interrupted(abandon: bool) -> int:
         local = sys.modules.get("kit.model.embedded")
         if local is not None:
             local.stop_server()  # os._exit skips atexit, which would stop the embedded model
+        quota = sys.modules.get("kit.sandbox.quota")
+        if quota is not None:
+            quota.release_all()  # nor would the clones' quota mounts be released
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(130)

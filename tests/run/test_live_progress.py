@@ -4,6 +4,8 @@ include the runs kept from earlier invocations."""
 
 from __future__ import annotations
 
+import pytest
+
 from kit.records.recorder import Progress, RunRecorder
 from kit.records.schema import CallRecord
 from kit.run.progress import ExperimentState
@@ -62,6 +64,7 @@ class Spy(ExperimentState):
         self.lines.append(self.line())
 
 
+@pytest.mark.slow  # two scripted runs
 def test_kit_run_shows_each_running_run_as_its_calls_finish_and_counts_kept_runs(tmp_path):
     profile = write_profile(tmp_path, "scripted/oracle", "native")
     exp = experiment("live", profile, ["micro-slugify"], ["vibe"], repeats=1)
@@ -89,6 +92,7 @@ def test_kit_run_shows_each_running_run_as_its_calls_finish_and_counts_kept_runs
     assert again.line().startswith(f"${total:.4f} (incl. ${first:.4f} kept)")
 
 
+@pytest.mark.slow  # a scripted run and a 3 s wait
 def test_a_runs_wall_time_leaves_out_its_wait_for_a_scoring_worker(tmp_path):
     """issue 32, item 5: each run carries its own duration -- not the time it queued behind other runs'
     scoring (the Inspect export showed durations spanning the experiment)."""

@@ -26,6 +26,7 @@ def test_the_cap_reserves_what_runs_in_flight_may_spend():
         SpendCap(1.0, None, 0.0)  # nothing bounds what a run spends: the cap cannot be kept
 
 
+@pytest.mark.slow  # three scripted runs
 def test_kit_run_stops_starting_runs_at_the_cap_and_the_dry_run_says_so(tmp_path, capsys):
     exp = tmp_path / "capped.yaml"
     spec = {"name": "capped", "tasks": ["micro-slugify"], "strategies": ["vibe"], "profile": "scripted",

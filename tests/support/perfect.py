@@ -19,6 +19,7 @@ are left in place.
 from __future__ import annotations
 
 import json
+import shlex
 import threading
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,18 @@ def any_task_skill(task_path: Path, test_command: str) -> Any:
     )
 
 
+class ProvingCast(Cast):
+    """The PDCA cast on any task: it proves with the task's test command less the own tests the task
+    deselects (their base versions fail with the reference solution -- tests the change rewrote, or
+    ones that cannot pass here), as a perfect agent that updated those tests would see it."""
+
+    def command(self, req: Request) -> str:
+        from kit.tasks.task import load_task
+
+        deselect = load_task(req.context["task_path"]).own_tests_deselect
+        return " ".join([req.context["test_command"], *(f"--deselect={shlex.quote(n)}" for n in deselect)])
+
+
 class Perfect:
     """The callable the scripted profile registers: one fresh cast per run (keyed by run id)."""
 
@@ -106,7 +119,7 @@ class Perfect:
                         if self.any_task
                         else diligent(Path(task_path))
                     ),
-                    "pdca": lambda: Cast(task_tests=self.any_task),
+                    "pdca": lambda: ProvingCast(task_tests=True) if self.any_task else Cast(),
                     "workflow": lambda: WorkflowPolicy(verdicts=["clean"]),
                     "harness": lambda: harness,
                 }[strategy]()
