@@ -54,7 +54,6 @@ import contextlib
 import io
 import shutil
 import tarfile
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -62,6 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.records.schema import Score
+from kit.sandbox import quota
 from kit.tasks.git import git
 from kit.tasks.requirements import Requirement, count_test_functions, read_requirements, test_files  # noqa: F401 - re-exported
 from kit.tasks.scoring import verdicts
@@ -215,8 +215,9 @@ def evaluate(
     data files of the tree it reads (``Evaluation.acceptance.reads``: the importer's probes)."""
     timeout = timeout_s or task.limits.scoring_timeout_s
     requirements, problems = read_requirements(task.acceptance_dir)
-    with tempfile.TemporaryDirectory(prefix="orchbench-score-") as tmp_name:
-        tmp = Path(tmp_name)
+    # a capped tmpfs where the kit is root: what the code under test writes while it is scored (a
+    # deep tree, a disk's worth of files) neither fills the disk nor breaks the removal
+    with quota.scratch("orchbench-score-") as tmp:
         session = Sessions(task, sandbox, tmp / "kit", timeout)
         acc_dir, own_dir, base_dir = tmp / "acc", tmp / "own", tmp / "base"
         dropped = [*(dropped or []), *copy_clean(tree, acc_dir)]
