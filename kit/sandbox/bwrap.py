@@ -236,6 +236,7 @@ class BwrapSandbox:
         ro_binds: Sequence[Path] = (),
         scratch_mb: int = DEFAULT_LIMITS.scratch_mb,
         seccomp_fd: int | None = None,
+        pins: Sequence[Path] = (),
     ) -> list[str]:
         cwd = Path(cwd).resolve()
         args = [self.binary, *self._system]
@@ -248,6 +249,8 @@ class BwrapSandbox:
         binds = [(p, "--ro-bind") for how, p, _ in self._prefixes if how == "bind"]
         binds += [(Path(p).resolve(), "--ro-bind") for p in ro_binds]
         binds.append((cwd, "--bind" if writable else "--ro-bind"))
+        # folders under cwd bound onto themselves: a mount point cannot be renamed or removed
+        binds += [(Path(p).resolve(), "--bind" if writable else "--ro-bind") for p in pins]
         bound: list[Path] = []
         for path, how in sorted(binds, key=lambda b: len(b[0].parts)):  # outer folders first
             args += _parent_dirs(path, bound)
@@ -278,6 +281,7 @@ class BwrapSandbox:
         ro_binds: Sequence[Path] = (),
         pass_fds: Sequence[int] = (),
         max_output_chars: int = 10_000,
+        pins: Sequence[Path] = (),
     ) -> Result:
         if drops_to_sandbox_user() and os.stat(cwd).st_uid != SANDBOX_UID:
             hand_over(Path(cwd))  # the folder the command works in is the sandbox user's
@@ -290,6 +294,7 @@ class BwrapSandbox:
                 ro_binds=ro_binds,
                 scratch_mb=limits.scratch_mb,
                 seccomp_fd=filter_fd,
+                pins=pins,
             )
             return run_process(
                 full,

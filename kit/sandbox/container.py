@@ -127,9 +127,15 @@ class ContainerSandbox:
             args += ["--env", f"{key}={value}"]
         return args
 
-    def mounts(self, cwd: Path, writable: bool, ro_binds: Sequence[Path]) -> list[str]:
+    def mounts(
+        self, cwd: Path, writable: bool, ro_binds: Sequence[Path], pins: Sequence[Path] = ()
+    ) -> list[str]:
+        """``--mount`` arguments, outer folders first: ``cwd``, the ``pins`` (folders under it bound
+        onto themselves, so they cannot be renamed or removed) and the ``ro_binds``."""
         args = []
-        for path, ro in [(cwd, not writable), *((Path(p).resolve(), True) for p in ro_binds)]:
+        mounts = [(cwd, not writable), *((Path(p).resolve(), not writable) for p in pins)]
+        mounts += [(Path(p).resolve(), True) for p in ro_binds]
+        for path, ro in sorted(mounts, key=lambda m: len(m[0].parts)):
             spec = f"type=bind,source={_checked_path(path)},destination={_checked_path(path)}"
             args += ["--mount", spec + (",readonly=true" if ro else "")]
         return args
@@ -146,6 +152,7 @@ class ContainerSandbox:
         env: dict[str, str] | None = None,
         ro_binds: Sequence[Path] = (),
         plan: FdPlan | None = None,
+        pins: Sequence[Path] = (),
     ) -> list[str]:
         """The client's command line for one command in a fresh container named ``container``."""
         cwd = Path(cwd).resolve()
@@ -158,7 +165,7 @@ class ContainerSandbox:
         args += ["--read-only", "--tmpfs", f"/tmp:rw,nosuid,nodev,size={limits.scratch_mb}m,mode=1777"]
         args += [f"--shm-size={limits.scratch_mb}m"]
         args += self.limits_args(limits) + self.run_args(timeout_s)
-        args += self.mounts(cwd, writable, ro_binds) + ["--workdir", str(cwd)]
+        args += self.mounts(cwd, writable, ro_binds, pins) + ["--workdir", str(cwd)]
         args += self.env_args(env if env is not None else sandbox_env())
         if plan:
             args.append("--interactive")
@@ -232,6 +239,7 @@ class ContainerSandbox:
         ro_binds: Sequence[Path] = (),
         pass_fds: Sequence[int] = (),
         max_output_chars: int = 10_000,
+        pins: Sequence[Path] = (),
     ) -> Result:
         _check_timeout(timeout_s)
         if drops_to_sandbox_user() and os.stat(cwd).st_uid != SANDBOX_UID:
@@ -248,6 +256,7 @@ class ContainerSandbox:
             env=env,
             ro_binds=ro_binds,
             plan=plan,
+            pins=pins,
         )
         return run_client(
             full,

@@ -32,6 +32,7 @@ class NoSandbox:
         ro_binds: Sequence[Path] = (),
         pass_fds: Sequence[int] = (),
         max_output_chars: int = 10_000,
+        pins: Sequence[Path] = (),  # (nothing is bound here: unsandboxed)
     ) -> Result:
         env = dict(env if env is not None else sandbox_env())
         if env.get("HOME") == SANDBOX_HOME:

@@ -206,11 +206,13 @@ def evaluate(
     *,
     sandbox: str | None = None,
     dropped: list[str] | None = None,
+    record_reads: bool = False,
 ) -> Evaluation:
     """Run acceptance and own tests on clean copies of ``tree`` in fresh sandboxes (``sandbox``: a
     :mod:`kit.sandbox.backends` backend name, default the platform's); ``ws`` gives the base commit.
     ``tree`` is a snapshot (:func:`score`) or a tree of the kit's own (``tasks validate``); ``dropped``:
-    what the snapshot left out, reported first."""
+    what the snapshot left out, reported first; ``record_reads``: the acceptance session reports the
+    data files of the tree it reads (``Evaluation.acceptance.reads``: the importer's probes)."""
     timeout = timeout_s or task.limits.scoring_timeout_s
     requirements, problems = read_requirements(task.acceptance_dir)
     # a capped tmpfs where the kit is root: what the code under test writes while it is scored (a
@@ -226,7 +228,7 @@ def evaluate(
         acc_code = base_code(acc_dir, base_dir)
         own_code = with_base_tests(acc_code, base_dir)
         with ThreadPoolExecutor(3) as pool:
-            f_acc = pool.submit(session.acceptance, acc_dir, acc_code)
+            f_acc = pool.submit(session.acceptance, acc_dir, acc_code, record_reads)
             f_own = pool.submit(session.own, "own", own_dir, task.test_command, own_code)
             f_base = pool.submit(_base_info, session, task, ws, base_dir)
             acc, own, base = f_acc.result(), f_own.result(), f_base.result()
