@@ -11,6 +11,7 @@ can see is unreadable, and nothing the command writes belongs to root. Its ``/et
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import os
 import shutil
@@ -20,7 +21,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from kit.sandbox import seccomp
+from kit.sandbox import seccomp, throwaway
 from kit.sandbox.base import (
     OPT_OUT,
     SANDBOX_GID,
@@ -33,6 +34,7 @@ from kit.sandbox.base import (
     sandbox_env,
 )
 from kit.sandbox.processes import DEFAULT_LIMITS, ProcessLimits, Result, _as_argv, run_process
+from kit.sandbox.throwaway import THROWAWAY, Layer, Writable
 
 
 def bwrap_binary() -> Path:
@@ -212,6 +214,13 @@ def _parent_dirs(path: Path, bound: list[Path]) -> list[str]:
 PROC_HIDE = ("keys", "key-users", "timer_list", "timer_stats", "sched_debug", "latency_stats")
 
 
+def _overlay(folder: Path, layer: Layer | None) -> list[str]:
+    """bwrap's arguments for a throwaway overlay over ``folder`` (:mod:`kit.sandbox.throwaway`)."""
+    if layer is None:
+        return ["--overlay-src", str(folder), "--tmp-overlay", str(folder)]
+    return ["--overlay-src", str(folder), "--overlay", str(layer.upper), str(layer.work), str(folder)]
+
+
 class BwrapSandbox:
     """bubblewrap: see the module docstring for what is visible and what is not."""
 
@@ -232,11 +241,14 @@ class BwrapSandbox:
         command: list[str],
         cwd: Path,
         *,
-        writable: bool,
+        writable: Writable,
         ro_binds: Sequence[Path] = (),
         scratch_mb: int = DEFAULT_LIMITS.scratch_mb,
         seccomp_fd: int | None = None,
+        layer: Layer | None = None,
     ) -> list[str]:
+        """The bwrap command line; with ``writable="throwaway"``, ``cwd`` is an overlay whose upper
+        layer is ``layer`` (None: bwrap's own ``--tmp-overlay``)."""
         cwd = Path(cwd).resolve()
         args = [self.binary, *self._system]
         args += ["--perms", "1777", "--size", str(scratch_mb * 2**20), "--tmpfs", "/tmp"]
@@ -247,11 +259,11 @@ class BwrapSandbox:
         args += ["--perms", "1777", "--size", str(scratch_mb * 2**20), "--tmpfs", "/dev/shm"]
         binds = [(p, "--ro-bind") for how, p, _ in self._prefixes if how == "bind"]
         binds += [(Path(p).resolve(), "--ro-bind") for p in ro_binds]
-        binds.append((cwd, "--bind" if writable else "--ro-bind"))
+        binds.append((cwd, {True: "--bind", False: "--ro-bind"}.get(writable, THROWAWAY)))
         bound: list[Path] = []
         for path, how in sorted(binds, key=lambda b: len(b[0].parts)):  # outer folders first
             args += _parent_dirs(path, bound)
-            args += [how, str(path), str(path)]
+            args += _overlay(path, layer) if how == THROWAWAY else [how, str(path), str(path)]
             bound.append(path)
         for how, path, target in self._prefixes:
             if how == "symlink":
@@ -271,7 +283,7 @@ class BwrapSandbox:
         argv: str | list[str],
         cwd: Path,
         *,
-        writable: bool,
+        writable: Writable,
         timeout_s: float,
         limits: ProcessLimits = DEFAULT_LIMITS,
         env: dict[str, str] | None = None,
@@ -279,10 +291,16 @@ class BwrapSandbox:
         pass_fds: Sequence[int] = (),
         max_output_chars: int = 10_000,
     ) -> Result:
+        throwaway.check(writable)
         if drops_to_sandbox_user() and os.stat(cwd).st_uid != SANDBOX_UID:
             hand_over(Path(cwd))  # the folder the command works in is the sandbox user's
-        filter_fd = seccomp.filter_fd()
-        try:
+        with contextlib.ExitStack() as stack:
+            layer = None
+            if writable == THROWAWAY:  # gone -- unmounted or removed -- when the block ends
+                layer = stack.enter_context(throwaway.layer(limits.scratch_mb, cwd))
+            filter_fd = seccomp.filter_fd()
+            if filter_fd is not None:
+                stack.callback(os.close, filter_fd)
             full = self.argv(
                 _as_argv(argv),
                 cwd,
@@ -290,6 +308,7 @@ class BwrapSandbox:
                 ro_binds=ro_binds,
                 scratch_mb=limits.scratch_mb,
                 seccomp_fd=filter_fd,
+                layer=layer,
             )
             return run_process(
                 full,
@@ -300,6 +319,3 @@ class BwrapSandbox:
                 pass_fds=[*pass_fds, *([filter_fd] if filter_fd is not None else [])],
                 max_output_chars=max_output_chars,
             )
-        finally:
-            if filter_fd is not None:
-                os.close(filter_fd)
