@@ -254,6 +254,9 @@ def _interrupted(abandon: bool) -> int:
         local = sys.modules.get("kit.model.embedded")
         if local is not None:
             local.stop_server()  # os._exit skips atexit, which would stop the embedded model
+        quota = sys.modules.get("kit.sandbox.quota")
+        if quota is not None:
+            quota.release_all()  # nor would the clones' quota mounts be released
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(130)

@@ -193,7 +193,9 @@ def kept_clone(folder: Path) -> Iterator[Path]:
 
 
 @atexit.register
-def _release_all() -> None:
+def release_all() -> None:
+    """Unmount every quota this process mounted and has not released (at exit; and before an
+    ``os._exit`` that skips atexit, e.g. a second Ctrl-C), so no run leaves a mount behind."""
     for folder in list(_MOUNTED):
         with contextlib.suppress(Exception):
             unmount(folder)

@@ -104,6 +104,7 @@ def test_a_second_ctrl_c_stops_at_once(tmp_path):
     assert stopped_in < 3.0  # did not wait for the 5 s model calls in flight, nor the 60 s grace
     assert sorted(d.name for d in runs.iterdir()) == RUN_IDS[:2]
     assert not list(runs.glob("*/run.json"))  # left torn: the next run redoes them
+    assert not [d for d in runs.iterdir() if os.path.ismount(d / "repo")]  # no quota mount left behind
 
 
 # --------------------------------------------------------------------------- one writer per folder
