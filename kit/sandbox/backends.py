@@ -122,12 +122,17 @@ CONTAINERS_INSTEAD = (
 )
 
 
-@functools.cache
 def check_available(spec: str) -> None:
     """Raise SandboxUnavailable, saying what to do, unless ``spec`` can run a command here: for a
-    container backend its client, its engine, its runtime and its image are all checked."""
+    container backend its client, its engine, its runtime and its image are all checked (once per
+    process). Each call first removes the throwaway layers a kit that died left behind."""
+    throwaway.sweep()
+    _check_available(spec)
+
+
+@functools.cache
+def _check_available(spec: str) -> None:
     name, image = split_spec(spec)
-    throwaway.sweep()  # throwaway layers a kit that died left mounted
     if name == "none":
         return
     if name == "bwrap" and platform.system() != "Linux":

@@ -138,7 +138,8 @@ def layer(size_mb: int, like: Path, *, always: bool = False) -> Iterator[Layer |
 
 
 @atexit.register
-def _unmount_all() -> None:
+def release_all() -> None:
+    """Unmount and remove this process's layers (at exit; the CLI calls it before ``os._exit``)."""
     for root in list(_MOUNTED):
         _unmount(root)
         with contextlib.suppress(OSError):
@@ -148,7 +149,7 @@ def _unmount_all() -> None:
 def sweep() -> list[Path]:
     """Remove the layers a kit process that died left behind -- unmount each tmpfs (it holds at most
     its ``size_mb`` of memory until then), remove each folder -- and return them. Called when a
-    backend is checked (every run of an experiment starts with that)."""
+    backend is checked (:func:`kit.sandbox.backends.check_available`: an experiment starts with it)."""
     pattern = re.compile(rf"/{_PREFIX}(\d+)-[^/]*$")
     found: set[Path] = set()
     with contextlib.suppress(OSError), open("/proc/self/mountinfo", encoding="utf-8") as fh:

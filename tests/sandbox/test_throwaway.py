@@ -10,14 +10,15 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from kit.agent.toolbox import Toolbox
 from kit.sandbox import throwaway
-from kit.sandbox.backends import ProcessLimits, get_sandbox
-from tests.support.sandboxes import backends
+from kit.sandbox.backends import ProcessLimits, check_available, get_sandbox
+from tests.support.sandboxes import backends, skip_unless_ready
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap needs Linux")
 
@@ -28,8 +29,12 @@ ATTACK = (
     "echo new > made.txt && mkdir -p cache/deep && echo c > cache/deep/c.bin && "
     "echo more >> README.md && ln src/lib.py hard && echo evil >> hard && rm src/gone.py && "
     "mv src/keep.py src/moved.py && chmod 000 src/moved.py && echo gitx >> .git/HEAD && "
+    "echo via-link >> link && ln -sfn /etc/hostname link && ln -s ../README.md src/up && echo up >> src/up && "
+    "touch -d 2000-01-01 README.md && chmod 700 . && "
     "cat README.md made.txt && ls src && echo END"
 )
+# then removes everything it can see, the folder's own mode included
+WIPE = "rm -rf ./* ./.git; ls -A; chmod 000 . && echo WIPED"
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, str]]:
@@ -41,7 +46,9 @@ def snapshot(root: Path) -> dict[str, tuple[int, str]]:
             st = path.lstat()
             body = os.readlink(path) if path.is_symlink() else (
                 hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "")  # fmt: skip
-            out[str(path.relative_to(root))] = (st.st_mode, body)
+            out[str(path.relative_to(root))] = (st.st_mode, st.st_nlink, st.st_mtime_ns, body)
+    st = root.stat()
+    out["."] = (st.st_mode, st.st_nlink, st.st_mtime_ns, "")
     return out
 
 
@@ -73,7 +80,11 @@ def test_a_throwaway_command_writes_and_sees_it_and_the_folder_is_untouched(clon
     before = snapshot(clone)
     res = get_sandbox(backend).run(ATTACK, clone, writable="throwaway", timeout_s=60)
     assert res.exit_code == 0 and res.output.rstrip().endswith("END"), res.output
-    assert "hello\nmore\nnew\n" in res.output and "moved.py" in res.output and "gone.py" not in res.output
+    assert "hello\nmore\nup\nnew\n" in res.output and "moved.py" in res.output and "gone.py" not in res.output
+    assert snapshot(clone) == before
+    assert layers_left() == []
+    res = get_sandbox(backend).run(WIPE, clone, writable="throwaway", timeout_s=60)
+    assert res.output.strip() == "WIPED", res.output
     assert snapshot(clone) == before
     assert layers_left() == []
 
@@ -144,8 +155,6 @@ def test_a_bad_writable_value_is_one_clear_error(clone):
 @pytest.mark.parametrize("backend", ["docker", "none"])
 def test_a_copied_layer_refuses_a_read_only_bind_inside_the_folder(clone, backend):
     if backend == "docker":
-        from tests.support.sandboxes import skip_unless_ready
-
         skip_unless_ready("docker")
     with pytest.raises(ValueError, match="cannot hold the read-only bind"):
         get_sandbox(backend).run("true", clone, writable="throwaway", timeout_s=10, ro_binds=[clone / "src"])
@@ -177,3 +186,47 @@ def test_a_layer_a_dead_kit_left_mounted_is_swept(tmp_path):
     finally:
         throwaway._unmount(mine)
         mine.rmdir()
+
+
+def test_the_layer_folder_a_dead_kit_left_unmounted_is_swept():
+    """Where the kit may not mount a tmpfs the layer is a plain folder: a kit killed mid-command
+    leaves it, and the next check of a backend removes it (a live kit's stays)."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    left = Path(tempfile.mkdtemp(prefix=f"orchbench-throwaway-{dead.pid}-"))
+    (left / "upper" / "deep").mkdir(parents=True)
+    (left / "upper" / "deep" / "f").write_text("x")
+    mine = Path(tempfile.mkdtemp(prefix=f"orchbench-throwaway-{os.getpid()}-"))
+    try:
+        check_available("none")
+        assert not left.exists() and mine.exists()
+    finally:
+        mine.rmdir()
+
+
+@pytest.mark.parametrize("backend", backends("bwrap", "podman"))
+def test_a_kit_killed_during_a_throwaway_command_leaves_nothing_after_the_sweep(clone, backend, tmp_path):
+    """SIGKILL -- no atexit, no finally -- while a command writes its layer: the next check of the
+    backend unmounts and removes what was left."""
+    if os.geteuid() != 0:
+        pytest.skip("the kit mounts its own layers as root only")
+    skip_unless_ready(backend)
+    script = (
+        "import sys; from pathlib import Path; from kit.sandbox.backends import get_sandbox; "
+        f"get_sandbox({backend!r}).run('echo x > w; touch started; sleep 60', Path(sys.argv[1]), "
+        "writable='throwaway', timeout_s=120)"
+    )
+    kit = subprocess.Popen([sys.executable, "-c", script, str(clone)])
+    try:
+        deadline = time.monotonic() + 60
+        while not any(str(kit.pid) in line for line in layers_left()):
+            assert time.monotonic() < deadline and kit.poll() is None, "no layer was made"
+            time.sleep(0.2)
+        time.sleep(2)  # the command is running in it
+    finally:
+        kit.kill()
+        kit.wait()
+    assert any(str(kit.pid) in line for line in layers_left())  # left mounted
+    check_available(backend)
+    assert [line for line in layers_left() if str(kit.pid) in line] == []
+    assert not (clone / "w").exists()
