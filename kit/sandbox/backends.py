@@ -159,3 +159,8 @@ def _check_available(spec: str) -> None:
             f"bwrap could not start a sandbox here ({detail}) -- user namespaces may be disabled: "
             f"{CONTAINERS_INSTEAD}; or {OPT_OUT}"
         )
+
+
+# the cached part, as callers knew it: cache_clear() forgets the checks, __wrapped__ checks afresh
+check_available.cache_clear = _check_available.cache_clear  # type: ignore[attr-defined]
+check_available.__wrapped__ = _check_available.__wrapped__  # type: ignore[attr-defined]

@@ -214,13 +214,6 @@ def _parent_dirs(path: Path, bound: list[Path]) -> list[str]:
 PROC_HIDE = ("keys", "key-users", "timer_list", "timer_stats", "sched_debug", "latency_stats")
 
 
-def _overlay(folder: Path, layer: Layer | None) -> list[str]:
-    """bwrap's arguments for a throwaway overlay over ``folder`` (:mod:`kit.sandbox.throwaway`)."""
-    if layer is None:
-        return ["--overlay-src", str(folder), "--tmp-overlay", str(folder)]
-    return ["--overlay-src", str(folder), "--overlay", str(layer.upper), str(layer.work), str(folder)]
-
-
 class BwrapSandbox:
     """bubblewrap: see the module docstring for what is visible and what is not."""
 
@@ -263,7 +256,7 @@ class BwrapSandbox:
         bound: list[Path] = []
         for path, how in sorted(binds, key=lambda b: len(b[0].parts)):  # outer folders first
             args += _parent_dirs(path, bound)
-            args += _overlay(path, layer) if how == THROWAWAY else [how, str(path), str(path)]
+            args += throwaway.bwrap_args(path, layer) if how == THROWAWAY else [how, str(path), str(path)]
             bound.append(path)
         for how, path, target in self._prefixes:
             if how == "symlink":

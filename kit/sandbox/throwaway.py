@@ -177,6 +177,14 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def bwrap_args(folder: Path, layer: Layer | None) -> list[str]:
+    """bwrap's arguments for a throwaway overlay over ``folder``: ``layer`` as its upper layer, or
+    (None) bwrap's own ``--tmp-overlay``."""
+    if layer is None:
+        return ["--overlay-src", str(folder), "--tmp-overlay", str(folder)]
+    return ["--overlay-src", str(folder), "--overlay", str(layer.upper), str(layer.work), str(folder)]
+
+
 def tree_bytes(folder: Path) -> int:
     """What ``folder`` takes in a tmpfs: its regular files' sizes, each rounded up to a page."""
     total = [0]
