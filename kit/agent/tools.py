@@ -302,7 +302,10 @@ def replace_definitions(box: ToolHost, code: str, path: str | None = None) -> To
         files = [box.resolve(path, write=True)] if path else _defining(box, [n.name for n in defs], deadline)
     except _TooMuch as exc:
         return ToolResult(False, str(exc))
-    where: dict[str, list[tuple[Path, ast.stmt]]] = {}
+    # only where each definition sits is kept, never a parsed tree: one file's tree at a time in
+    # memory (each up to MAX_PARSE_BYTES: ~60 MB of ast), however many files define the names
+    names = {n.name for n in defs}
+    where: dict[str, list[tuple[Path, int, int]]] = {}
     for file in files:
         deadline.check()
         try:
@@ -312,27 +315,24 @@ def replace_definitions(box: ToolHost, code: str, path: str | None = None) -> To
         except (SyntaxError, OSError, ValueError, RecursionError, MemoryError):
             continue
         for node in tree.body:
-            if isinstance(node, _DEFS):
-                where.setdefault(node.name, []).append((file, node))
+            if isinstance(node, _DEFS) and node.name in names:
+                where.setdefault(node.name, []).append(
+                    (file, _first_line(node), node.end_lineno or node.lineno)
+                )
+        del tree
     code_lines = code.splitlines()
     edits: dict[Path, list[tuple[int, int, list[str]]]] = {}
     for node in defs:
         found = where.get(node.name, [])
         if len(found) != 1:
-            places = ", ".join(sorted({box.rel(f) for f, _ in found})) or "no file"
+            places = ", ".join(sorted({box.rel(f) for f, _, _ in found})) or "no file"
             return ToolResult(
                 False,
                 f"`{node.name}` is defined in {places}; replace_definitions needs exactly one. "
                 "Give `path`, or write the whole file.",
             )
-        file, old = found[0]
-        edits.setdefault(file, []).append(
-            (
-                _first_line(old),
-                old.end_lineno or old.lineno,
-                code_lines[_first_line(node) - 1 : node.end_lineno],
-            )
-        )
+        file, start, end = found[0]
+        edits.setdefault(file, []).append((start, end, code_lines[_first_line(node) - 1 : node.end_lineno]))
     imports = [
         ast.get_source_segment(code, n) or "" for n in new.body if isinstance(n, ast.Import | ast.ImportFrom)
     ]

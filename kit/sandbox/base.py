@@ -43,6 +43,7 @@ class Sandbox(Protocol):
         ro_binds: Sequence[Path] = (),
         pass_fds: Sequence[int] = (),
         max_output_chars: int = 10_000,
+        pins: Sequence[Path] = (),
     ) -> Result: ...
 
 

@@ -238,6 +238,7 @@ class BwrapSandbox:
         ro_binds: Sequence[Path] = (),
         scratch_mb: int = DEFAULT_LIMITS.scratch_mb,
         seccomp_fd: int | None = None,
+        pins: Sequence[Path] = (),
         layer: Layer | None = None,
     ) -> list[str]:
         """The bwrap command line; with ``writable="throwaway"``, ``cwd`` is an overlay whose upper
@@ -252,7 +253,10 @@ class BwrapSandbox:
         args += ["--perms", "1777", "--size", str(scratch_mb * 2**20), "--tmpfs", "/dev/shm"]
         binds = [(p, "--ro-bind") for how, p, _ in self._prefixes if how == "bind"]
         binds += [(Path(p).resolve(), "--ro-bind") for p in ro_binds]
-        binds.append((cwd, {True: "--bind", False: "--ro-bind"}.get(writable, THROWAWAY)))
+        mode = throwaway.check(writable, pins)
+        binds.append((cwd, THROWAWAY if mode == THROWAWAY else "--bind" if mode else "--ro-bind"))
+        # folders under cwd bound onto themselves: a mount point cannot be renamed or removed
+        binds += [(Path(p).resolve(), "--bind" if writable is True else "--ro-bind") for p in pins]
         bound: list[Path] = []
         for path, how in sorted(binds, key=lambda b: len(b[0].parts)):  # outer folders first
             args += _parent_dirs(path, bound)
@@ -283,8 +287,9 @@ class BwrapSandbox:
         ro_binds: Sequence[Path] = (),
         pass_fds: Sequence[int] = (),
         max_output_chars: int = 10_000,
+        pins: Sequence[Path] = (),
     ) -> Result:
-        throwaway.check(writable)
+        throwaway.check(writable, pins)
         if drops_to_sandbox_user() and os.stat(cwd).st_uid != SANDBOX_UID:
             hand_over(Path(cwd))  # the folder the command works in is the sandbox user's
         with contextlib.ExitStack() as stack:
@@ -301,6 +306,7 @@ class BwrapSandbox:
                 ro_binds=ro_binds,
                 scratch_mb=limits.scratch_mb,
                 seccomp_fd=filter_fd,
+                pins=pins,
                 layer=layer,
             )
             return run_process(

@@ -134,12 +134,20 @@ class ContainerSandbox:
         cwd: Path,
         writable: Writable,
         ro_binds: Sequence[Path],
+        pins: Sequence[Path] = (),
         limits: ProcessLimits = DEFAULT_LIMITS,
         layer: Layer | None = None,
     ) -> list[str]:
-        args = self.throwaway_mounts(cwd, limits, layer) if writable == THROWAWAY else []
-        binds = [] if writable == THROWAWAY else [(cwd, not writable)]
-        for path, ro in [*binds, *((Path(p).resolve(), True) for p in ro_binds)]:
+        """``--mount`` arguments, outer folders first: ``cwd`` (throwaway: :meth:`throwaway_mounts`),
+        the ``pins`` (folders under it bound onto themselves, so they cannot be renamed or removed)
+        and the ``ro_binds``."""
+        args, mounts = [], []
+        if throwaway.check(writable, pins) == THROWAWAY:
+            args = self.throwaway_mounts(cwd, limits, layer)
+        else:
+            mounts = [(cwd, not writable), *((Path(p).resolve(), not writable) for p in pins)]
+        mounts += [(Path(p).resolve(), True) for p in ro_binds]
+        for path, ro in sorted(mounts, key=lambda m: len(m[0].parts)):
             spec = f"type=bind,source={_checked_path(path)},destination={_checked_path(path)}"
             args += ["--mount", spec + (",readonly=true" if ro else "")]
         return args
@@ -176,6 +184,7 @@ class ContainerSandbox:
         env: dict[str, str] | None = None,
         ro_binds: Sequence[Path] = (),
         plan: FdPlan | None = None,
+        pins: Sequence[Path] = (),
         layer: Layer | None = None,
     ) -> list[str]:
         """The client's command line for one command in a fresh container named ``container``
@@ -190,7 +199,7 @@ class ContainerSandbox:
         args += ["--read-only", "--tmpfs", f"/tmp:rw,nosuid,nodev,size={limits.scratch_mb}m,mode=1777"]
         args += [f"--shm-size={limits.scratch_mb}m"]
         args += self.limits_args(limits) + self.run_args(timeout_s)
-        args += self.mounts(cwd, writable, ro_binds, limits, layer) + ["--workdir", str(cwd)]
+        args += self.mounts(cwd, writable, ro_binds, pins, limits, layer) + ["--workdir", str(cwd)]
         args += self.env_args(env if env is not None else sandbox_env())
         if plan:
             args.append("--interactive")
@@ -270,9 +279,10 @@ class ContainerSandbox:
         ro_binds: Sequence[Path] = (),
         pass_fds: Sequence[int] = (),
         max_output_chars: int = 10_000,
+        pins: Sequence[Path] = (),
     ) -> Result:
         _check_timeout(timeout_s)
-        throwaway.check(writable)
+        throwaway.check(writable, pins)
         if drops_to_sandbox_user() and os.stat(cwd).st_uid != SANDBOX_UID:
             hand_over(Path(cwd))  # the folder the command works in is the sandbox user's
         if writable == THROWAWAY and self.copies_throwaway:
@@ -291,6 +301,7 @@ class ContainerSandbox:
                 env=env,
                 ro_binds=ro_binds,
                 plan=plan,
+                pins=pins,
                 layer=layer,
             )
             return run_client(

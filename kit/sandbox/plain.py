@@ -38,11 +38,12 @@ class NoSandbox:
         ro_binds: Sequence[Path] = (),
         pass_fds: Sequence[int] = (),
         max_output_chars: int = 10_000,
+        pins: Sequence[Path] = (),  # (nothing is bound here: unsandboxed)
     ) -> Result:
         env = dict(env if env is not None else sandbox_env())
         if env.get("HOME") == SANDBOX_HOME:
             env["HOME"] = _private_home()
-        if throwaway.check(writable) == THROWAWAY:
+        if throwaway.check(writable, pins) == THROWAWAY:
             throwaway.refuse_binds_inside(cwd, ro_binds, self.name)
             folder = Path(cwd).resolve()
             size = throwaway.tree_bytes(folder) // 2**20 + limits.scratch_mb

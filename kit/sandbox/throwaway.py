@@ -52,9 +52,13 @@ _PREFIX = "orchbench-throwaway-"
 _MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
 
 
-def check(writable: object) -> Writable:
-    """``writable`` if it is True, False or ``"throwaway"``; ValueError saying so otherwise."""
+def check(writable: object, pins: Sequence[Path] = ()) -> Writable:
+    """``writable`` if it is True, False or ``"throwaway"``; ValueError saying so otherwise, or when a
+    throwaway folder is given ``pins`` (folders of the real folder bound into it: scoring's, on its
+    writable copies, never a throwaway's)."""
     if writable is True or writable is False or writable == THROWAWAY:
+        if writable == THROWAWAY and pins:
+            raise ValueError(f"a throwaway folder cannot hold pinned folders (got {pins[0]})")
         return writable  # type: ignore[return-value]
     raise ValueError(f"writable must be True, False or {THROWAWAY!r} (got {writable!r})")
 

@@ -152,6 +152,15 @@ def test_a_bad_writable_value_is_one_clear_error(clone):
         get_sandbox("bwrap").run("true", clone, writable="yes", timeout_s=10)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("backend", EVERY)
+def test_a_throwaway_folder_refuses_pins(clone, backend):
+    """Pins bind folders of the real clone into it (scoring's, on its writable copies): over a
+    throwaway layer they would be the clone itself, writable."""
+    skip_unless_ready(backend)
+    with pytest.raises(ValueError, match="cannot hold pinned folders"):
+        get_sandbox(backend).run("true", clone, writable="throwaway", timeout_s=10, pins=[clone / "src"])
+
+
 @pytest.mark.parametrize("backend", ["docker", "none"])
 def test_a_copied_layer_refuses_a_read_only_bind_inside_the_folder(clone, backend):
     if backend == "docker":

@@ -15,8 +15,10 @@ Not a benchmark: the numbers are the fake's (4 characters a token), for trying t
 from __future__ import annotations
 
 import argparse
+import re
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from kit.model import policies
@@ -25,7 +27,19 @@ from kit.tasks.task import load_task
 from tests.support.fake_providers import FakeAnthropic, WireRequest, role_phrases
 from tests.support.pdca import Cast
 
-PDCA_ROLES = ["orchestrator", "scout", "analyst", "auditor", "expert", "executor"]
+#: pdca's roles, each told by its prompt (the status writer's file is status_writer.md)
+PDCA_ROLES = ["orchestrator", "scout", "analyst", "auditor", "expert", "executor", "status_writer"]
+
+
+def _code_files(repo: Path) -> set[str]:
+    """The names a brief may use for a task's own code: each .py file's path and name (not package
+    markers, conftests or test files, which every task has alike)."""
+    out: set[str] = set()
+    for f in repo.rglob("*.py"):
+        rel = f.relative_to(repo)
+        if f.name not in ("__init__.py", "conftest.py") and not f.name.startswith("test_"):
+            out |= {rel.as_posix(), f.name}
+    return out
 
 
 class Responder:
@@ -35,13 +49,31 @@ class Responder:
     def __init__(self) -> None:
         self.tasks = [load_task(p.name) for p in sorted(TASKS_DIR.iterdir()) if (p / "task.yaml").is_file()]
         self.phrases = {**role_phrases("pdca", PDCA_ROLES), **role_phrases("vibe", ["coder"])}
+        self.files = {t.id: _code_files(t.path / "repo") for t in self.tasks}
         self.casts: dict[str, Cast] = {}
+        self.handed: dict[str, set[str]] = {}  # each brief an orchestrator wrote -> the tasks it was for
         self.lock = threading.Lock()
         self.index = 0
 
     def _task(self, request: WireRequest) -> Any:
+        """The task whose prompt the conversation quotes; else the task of the orchestrator whose brief it
+        is (a pdca sub-agent's brief quotes no prompt); else the one it names (a status update: ``task:
+        micro-slugify``); else the one whose code files it names most. The first task only when nothing
+        tells them apart."""
         text = " ".join(str(m.get("content")) for m in request.messages if m["role"] == "user")
-        return next((t for t in self.tasks if t.prompt.strip()[:200] in text), self.tasks[0])
+        quoted = [t for t in self.tasks if t.prompt.strip()[:200] in text]
+        with self.lock:
+            ids = {i for brief, owners in self.handed.items() if brief in text for i in owners}
+        handed = [t for t in self.tasks if t.id in ids]
+        named = [t for t in self.tasks if re.search(rf"(?<![\w-]){re.escape(t.id)}(?![\w-])", text)]
+        hits = {t.id: sum(bool(re.search(rf"(?<![\w.-]){re.escape(f)}\b", text)) for f in self.files[t.id])
+                for t in self.tasks}  # fmt: skip
+        best = max(hits.values(), default=0)
+        by_files = [t for t in self.tasks if best and hits[t.id] == best]
+        for found in (quoted, handed, named, by_files):
+            if len(found) == 1:
+                return found[0]
+        return self.tasks[0]
 
     def __call__(self, request: WireRequest) -> dict[str, Any]:
         from kit.model import scripted
@@ -67,6 +99,9 @@ class Responder:
         )  # fmt: skip
         policy = cast if role in PDCA_ROLES else policies.oracle
         reply = scripted.to_reply(policy(req))
+        if role == "orchestrator" and reply.content and reply.content.strip():
+            with self.lock:
+                self.handed.setdefault(reply.content.strip(), set()).add(task.id)
         time.sleep(0.05)  # a model takes some time: the progress bar has something to show
         return {"content": reply.content, "tool_calls": reply.tool_calls}
 

@@ -5,6 +5,7 @@ and the patch's bytes are Python allocations): before the caps each case below c
 
 from __future__ import annotations
 
+import ast
 import os
 import tracemalloc
 
@@ -48,6 +49,22 @@ def test_replace_definitions_parses_only_the_file_that_defines_the_name(tmp_path
         "replace_definitions", {"code": "DATA = 1\ndef f():\n    pass\n", "path": "data_table.py"}
     )
     assert not refused.ok and "use edit_file" in refused.output
+
+
+def test_replace_definitions_holds_one_parsed_file_at_a_time(tmp_path):
+    """Many files that each define the name in one big body just under the parse cap: the kit's
+    memory stays that of one parse (it kept every definition's tree: 12 files cost 770 MB, the scan's
+    64 MB of such files would have cost over 10 GB and killed the kit)."""
+    ws = create_workspace(load_task("micro-slugify"), tmp_path / "repo")
+    body = "def slugify():\n    x = [" + "1," * 60_000 + "]\n"  # ~120 KB, under MAX_PARSE_BYTES
+    for i in range(8):
+        (ws.root / f"m{i}.py").write_text(body)
+    box = Toolbox(ws.root, ["read", "write"])
+    code = "def slugify(text):\n    return text\n"
+    res, peak = peak_mb(lambda: box.execute("replace_definitions", {"code": code}))
+    assert not res.ok and "m7.py" in res.output and "needs exactly one" in res.output
+    _, one_peak = peak_mb(lambda: ast.parse(body))
+    assert peak < 2.5 * one_peak, f"{peak:.0f} MB for 9 definitions, one parse takes {one_peak:.0f} MB"
 
 
 def test_counting_the_agents_tests_parses_a_bounded_amount(tmp_path):

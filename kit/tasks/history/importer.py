@@ -132,7 +132,8 @@ class _Import:
         """Every candidate through the kit's scorer, a test file at a time; the fail -> pass ones
         become hidden tests with a severity, the others are dropped with why."""
         head = self.trees["head"]
-        support = {rel: head / rel for rel in self.support}
+        candidates = layout.candidate_data(head, list(self.plan.candidates), self.opts.tests)
+        support = {rel: head / rel for rel in sorted({*self.support, *candidates})}
         prober = Prober(
             self.spec,
             self.folder / "repo",
@@ -151,6 +152,10 @@ class _Import:
                 f"  checking {module}: {len(keys)} new or changed tests, at the base and with the change"
             )
             verdicts.update(prober.check(module, (head / module).read_text(encoding="utf-8"), keys))
+        found = set(layout.read_data(head, prober.reads)) - set(self.support)
+        if found:
+            result.notes.append(f"laid the data files the hidden tests read: {', '.join(sorted(found)[:10])}")
+            self.support = sorted({*self.support, *found})
         for key, v in verdicts.items():
             if not is_hidden_test(v.transition):
                 result.dropped[key] = v.reason()

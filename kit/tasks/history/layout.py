@@ -5,7 +5,10 @@ own import names (``packages:``).
 Laid with each hidden module, from the head tree: the ``conftest.py`` files and test packages'
 ``__init__.py`` on its path, the local helper modules it (or they) import -- test-side files only:
 the code under test is never laid --, the test data files their string literals name (a file's name,
-or the name of a folder it sits in), and the file pytest takes its configuration from.
+or the name of a folder it sits in), the data files the hidden tests were seen to read in the
+importer's probes (:func:`read_data`, wherever they live: the probes lay every test-side data file,
+:func:`candidate_data`, and the audit hook reports what the tests open), and the file pytest takes
+its configuration from.
 """
 
 from __future__ import annotations
@@ -72,6 +75,37 @@ def _data_files(head: Path, modules: list[str], python: set[str], globs: list[st
                     return out
                 out.add(rel)
     return out
+
+
+def candidate_data(head: Path, modules: list[str], globs: list[str] | None = None) -> list[str]:
+    """Every non-Python test-side file under the hidden modules' top test folders (up to
+    MAX_DATA_BYTES): laid while the importer's probes run, so it can see which ones the hidden tests
+    read (:func:`read_data`) whatever their names are made of."""
+    roots = {PurePosixPath(m).parts[0] for m in modules if len(PurePosixPath(m).parts) > 1}
+    out: list[str] = []
+    total = 0
+    for root in sorted(roots):
+        for path in sorted((head / root).rglob("*")):
+            rel = path.relative_to(head).as_posix()
+            data = path.is_file() and not path.is_symlink() and not rel.endswith((".py", ".pyc"))
+            if data and is_test_side(rel, globs):
+                total += path.stat().st_size
+                if total > MAX_DATA_BYTES:
+                    return out
+                out.append(rel)
+    return out
+
+
+def read_data(head: Path, reads: dict[str, set[str]]) -> list[str]:
+    """The files of the head tree the hidden tests read in the probes with the change, and the code
+    under test did not (that would be the project's own data, not a test's): data files wherever
+    they live -- a golden file outside any test folder too."""
+    out = []
+    for rel, by in reads.items():
+        path = head / rel
+        if by == {"test"} and not rel.endswith((".py", ".pyc")) and path.is_file() and not path.is_symlink():
+            out.append(PurePosixPath(rel).as_posix())
+    return sorted(out)
 
 
 def support_files(head: Path, modules: list[str], globs: list[str] | None = None) -> list[str]:

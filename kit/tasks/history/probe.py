@@ -101,6 +101,8 @@ class Prober:
         self.sandbox = sandbox
         self.progress = progress
         self._ids = itertools.count()
+        #: data files of the tree the hidden tests read with the change (path -> "test" / "code")
+        self.reads: dict[str, set[str]] = {}
 
     def check(self, module: str, source: str, keys: list[str]) -> dict[str, Verdict]:
         """Each candidate of ``module`` (``keys``: ``Class::name``) on both sides."""
@@ -137,7 +139,17 @@ class Prober:
         )
         task = Task(**self.spec, path=folder)
         try:
-            return evaluate(task, self.trees[side], self.ws, self.timeout_s, sandbox=self.sandbox)
+            ev = evaluate(
+                task,
+                self.trees[side],
+                self.ws,
+                self.timeout_s,
+                sandbox=self.sandbox,
+                record_reads=side == "change",
+            )
+            for path, by in ev.acceptance.reads.items():
+                self.reads.setdefault(path, set()).update(by)
+            return ev
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 

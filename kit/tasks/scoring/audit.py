@@ -83,7 +83,7 @@ def audit_hook(send: Callable[..., None], audit: Audit) -> Callable[[str, tuple]
     """``audit`` as an audit hook: what it finds goes out through ``send`` as ``seen`` lines (held in
     this closure; nothing the code under test can reach without a heap walk leads here, and it keeps
     no state the pytest hooks share: a ``seen`` line after the end line is still read as one)."""
-    local, sent, check = _thread_local(), set(), audit.check
+    local, sent, check, read, reads = _thread_local(), set(), audit.check, audit.read, set()
 
     def hook(event: str, args: tuple) -> None:
         if event == "sys.addaudithook":  # refused: another hook runs inside this one's nested events,
@@ -107,6 +107,11 @@ def audit_hook(send: Callable[..., None], audit: Audit) -> Callable[[str, tuple]
         try:
             if event == _CALLED:  # a hidden test runs: collection is over
                 audit.collected = True
+            elif event == "open" and audit.record:
+                seen = read(args, _getframe(1))
+                if seen and seen not in reads and len(reads) < 2000:
+                    reads.add(seen)
+                    send(kind="read", path=seen[0], by=seen[1])
             what = check(event, args, _getframe(1))
             if what and (event, what) not in sent and len(sent) < 50:
                 sent.add((event, what))
@@ -126,11 +131,15 @@ class Audit:
     introspection is never the repo's. Nothing here can stop the code under test -- it makes it
     visible."""
 
-    def __init__(self, repo: str, hidden: str, processes: bool = True, laid: dict | None = None) -> None:
+    def __init__(
+        self, repo: str, hidden: str, processes: bool = True, laid: dict | None = None, record: bool = False
+    ) -> None:
         """``hidden``: the hidden tests' folder (the kit's); ``laid`` (the ``repo`` acceptance layout):
         ``tests`` -- the laid Python files (test code, not the repo's) and ``secret`` -- the laid
-        files the agent could not see at the base, absolute paths in the repo copy."""
+        files the agent could not see at the base, absolute paths in the repo copy; ``record``: tell
+        which data files of the repo copy are read, and by whom (:meth:`read`: the importer)."""
         self.processes = processes  # are processes the repo code starts seen? (not in own tests)
+        self.record = record
         self.repo = _realpath(repo).rstrip("/") + "/"
         self.hidden = _realpath(hidden).rstrip("/")
         self.kit = _realpath(os.path.dirname(self.hidden)).rstrip("/") + "/"  # the kit's folder
@@ -195,6 +204,35 @@ class Audit:
             return f"{where} took a frame ({args[1]})"  # (through traceback's helpers: not on its own)
         if hidden:
             return f"{where} read {args[1]} of hidden test code ({_basename(hidden)})"
+        return None
+
+    def read(self, args: tuple, frame: object) -> tuple[str, str] | None:
+        """(path relative to the repo copy, "test" or "code") of a data file of the copy opened for
+        reading -- by the tests (the nearest frame that is neither the stdlib's nor pytest's is
+        test code) or by the code under test -- or None."""
+        path = args[0] if args else None
+        if isinstance(path, int) and not isinstance(path, bool):
+            try:
+                path = _readlink(f"/proc/self/fd/{path}")
+            except OSError:
+                return None
+        if not isinstance(path, str | bytes):
+            return None
+        mode, flags = (args[1] if len(args) > 1 else None), (args[2] if len(args) > 2 else 0)
+        if (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+            mode is None and isinstance(flags, int) and flags & 3
+        ):
+            return None  # written, not read
+        full = _abspath(_fsdecode(path))
+        if not full.startswith(self.repo) or full.endswith((".py", ".pyc")) or not os.path.isfile(full):
+            return None
+        while frame is not None:
+            name = frame.f_code.co_filename  # type: ignore[attr-defined]
+            if name in self.tests or self.is_hidden(name):
+                return full[len(self.repo) :], "test"
+            if self.kind(name) in (_REPO, _BASE):
+                return full[len(self.repo) :], "code"
+            frame = frame.f_back  # type: ignore[attr-defined]
         return None
 
     def code_file(self, target: object) -> str:

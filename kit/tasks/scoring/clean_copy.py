@@ -24,6 +24,7 @@ import stat
 import tomllib
 from pathlib import Path, PurePosixPath
 
+from kit import trees
 from kit.paths import IGNORED_DIRS, IGNORED_SUFFIXES
 from kit.records.schema import file_name
 from kit.tasks.requirements import TEST_FILE_RE
@@ -210,7 +211,7 @@ def lay_file(src: Path, tree: Path, rel: PurePosixPath) -> Path:
             (tree / parent).unlink()  # the agent put a file where the base has a folder
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_dir():
-        shutil.rmtree(target)  # ... or a folder where the base has a file
+        trees.remove_tree(target)  # ... or a folder where the base has a file (any depth)
     shutil.copyfile(src, target)
     return target
 

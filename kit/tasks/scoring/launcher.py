@@ -52,7 +52,7 @@ def main() -> int:
     spec = importlib.util.spec_from_file_location("orchbench_scoring_plugin", settings["plugin"])
     plugin = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(plugin)  # not in sys.modules: the code under test cannot look it up by name
-    plugins = iter([plugin.install(settings)])  # install takes the pipe's fd out of settings
+    plugins = iter(plugin.install(settings))  # install takes the pipe's fd out of settings
     args = settings["args"]
     if settings.get("packages"):
         sys.meta_path.insert(0, _TreeFirst(settings["packages"], settings["package_roots"]))

@@ -81,8 +81,8 @@ def _phase_message(report: pytest.TestReport, outcome: str) -> str:
     return _message(report)
 
 
-def install(settings: dict) -> object:
-    """The session's pytest hooks (pass to ``pytest.main``), sending through a closure-held writer,
+def install(settings: dict) -> list[object]:
+    """The session's pytest plugins (pass to ``pytest.main``), sending through a closure-held writer,
     and the audit hook (installed here when ``settings`` names the hidden tests). Takes the pipe's
     fd out of ``settings``: after this, nothing the code under test can reach by frames or globals
     leads to the stream -- the hooks and the audit hook each hold a ``send`` of their own in closure
@@ -94,6 +94,7 @@ def install(settings: dict) -> object:
     send = _sender(fd, lock, seq)
     send(kind="start")
     shuffle = bool(settings.get("shuffle", settings.get("hidden")))
+    preloaded = _preload(settings, _rebind(_sender, _private_scope())(fd, lock, seq))
     hooks = _hooks(
         send, settings.get("canary_file"), settings["canaries"], shuffle, settings.get("deselect", [])
     )
@@ -107,9 +108,25 @@ def install(settings: dict) -> object:
             with open(settings["audit"], encoding="utf-8") as fh:
                 laid = _loads(fh.read())
         processes = bool(settings.get("processes", True))
-        audit = scope["Audit"](settings["repo"], settings["hidden"], processes, laid)
+        audit = scope["Audit"](
+            settings["repo"], settings["hidden"], processes, laid, bool(settings.get("record"))
+        )
         sys.addaudithook(scope["audit_hook"](_rebind(_sender, _private_scope())(fd, lock, seq), audit))
-    return hooks
+    return [hooks, preloaded]
+
+
+def _preload(settings: dict, send: Callable[..., None]) -> object:
+    """The test files the session may import, compiled now -- before the repo is importable -- and
+    served first on ``sys.meta_path``; the pytest hooks that keep it first and check, after
+    collection, that pytest got its modules (``preload.py``)."""
+    from _pytest.assertion.rewrite import rewrite_asserts
+
+    scope = _private_scope(vars(_load(settings["plugin"], "preload")))
+    plain = "--assert=plain" in settings["args"]
+    files = [[path, rewrite and not plain] for path, rewrite in settings.get("compiled", [])]
+    preloaded = scope["Preloaded"](scope["compile_files"](files, rewrite_asserts))
+    sys.meta_path.insert(0, preloaded)
+    return scope["session_hooks"](preloaded, send, _Hooks())
 
 
 def _load(plugin: str, name: str) -> types.ModuleType:

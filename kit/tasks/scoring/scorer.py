@@ -54,7 +54,6 @@ import contextlib
 import io
 import shutil
 import tarfile
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -62,6 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.records.schema import Score
+from kit.sandbox import quota
 from kit.tasks.git import git
 from kit.tasks.requirements import Requirement, count_test_functions, read_requirements, test_files  # noqa: F401 - re-exported
 from kit.tasks.scoring import verdicts
@@ -206,15 +206,18 @@ def evaluate(
     *,
     sandbox: str | None = None,
     dropped: list[str] | None = None,
+    record_reads: bool = False,
 ) -> Evaluation:
     """Run acceptance and own tests on clean copies of ``tree`` in fresh sandboxes (``sandbox``: a
     :mod:`kit.sandbox.backends` backend name, default the platform's); ``ws`` gives the base commit.
     ``tree`` is a snapshot (:func:`score`) or a tree of the kit's own (``tasks validate``); ``dropped``:
-    what the snapshot left out, reported first."""
+    what the snapshot left out, reported first; ``record_reads``: the acceptance session reports the
+    data files of the tree it reads (``Evaluation.acceptance.reads``: the importer's probes)."""
     timeout = timeout_s or task.limits.scoring_timeout_s
     requirements, problems = read_requirements(task.acceptance_dir)
-    with tempfile.TemporaryDirectory(prefix="orchbench-score-") as tmp_name:
-        tmp = Path(tmp_name)
+    # a capped tmpfs where the kit is root: what the code under test writes while it is scored (a
+    # deep tree, a disk's worth of files) neither fills the disk nor breaks the removal
+    with quota.scratch("orchbench-score-") as tmp:
         session = Sessions(task, sandbox, tmp / "kit", timeout)
         acc_dir, own_dir, base_dir = tmp / "acc", tmp / "own", tmp / "base"
         dropped = [*(dropped or []), *copy_clean(tree, acc_dir)]
@@ -225,7 +228,7 @@ def evaluate(
         acc_code = base_code(acc_dir, base_dir)
         own_code = with_base_tests(acc_code, base_dir)
         with ThreadPoolExecutor(3) as pool:
-            f_acc = pool.submit(session.acceptance, acc_dir, acc_code)
+            f_acc = pool.submit(session.acceptance, acc_dir, acc_code, record_reads)
             f_own = pool.submit(session.own, "own", own_dir, task.test_command, own_code)
             f_base = pool.submit(_base_info, session, task, ws, base_dir)
             acc, own, base = f_acc.result(), f_own.result(), f_base.result()

@@ -29,6 +29,7 @@ PLUGIN_FILE = "plugin.py"
 LAUNCHER_FILE = "launcher.py"
 OBSERVE_FILE = "observe.py"
 AUDIT_FILE = "audit.py"
+PRELOAD_FILE = "preload.py"
 MAX_STREAM_BYTES = 32 * 1024 * 1024
 
 
@@ -80,6 +81,7 @@ class PytestRun:
     #: nodeid -> outcome (:class:`kit.tasks.transitions.Outcome`); ``passed`` above is True for an
     #: xpassed test too (as pytest says), this tells them apart
     states: dict[str, str] = field(default_factory=dict)
+    reads: dict[str, set[str]] = field(default_factory=dict)  # data files read (``record``): path -> by
 
     @property
     def passed(self) -> set[str]:
@@ -99,7 +101,7 @@ def prepare_kit_dir(folder: Path) -> Path:
     """The kit-owned folder the sandbox sees read-only: the launcher, the plugin, its sealed checks'
     side (``observe.py``) and its audit hook (``audit.py``)."""
     folder.mkdir(parents=True, exist_ok=True)
-    for name in (PLUGIN_FILE, LAUNCHER_FILE, OBSERVE_FILE, AUDIT_FILE):
+    for name in (PLUGIN_FILE, LAUNCHER_FILE, OBSERVE_FILE, AUDIT_FILE, PRELOAD_FILE):
         shutil.copyfile(KIT_DIR / name, folder / name)
     return folder
 
@@ -159,6 +161,7 @@ def run_pytest(
     hidden: Path | None = None,
     extra: dict | None = None,
     ro_files: list[Path] | None = None,
+    pins: list[Path] | None = None,
 ) -> PytestRun:
     """One pytest session over ``repo`` (its working folder) in a fresh sandbox.
 
@@ -166,7 +169,8 @@ def run_pytest(
     collected paths (its tests run last); ``hidden``: the hidden tests' folder, watched by the audit
     hook (``audit.py``) -- in an own-tests session the canary file's folder. ``extra``: more
     settings for the launcher and plugin (``packages``, ``package_roots``, ``audit``); ``ro_files``:
-    files of ``repo`` the session may not write (the laid hidden files of the ``repo`` layout).
+    files and folders of ``repo`` the session may not write (the laid hidden files of the ``repo``
+    layout); ``pins``: folders of ``repo`` it may not rename or remove (those on the laid files' paths).
     """
     pipe = _PipeReader()
     try:
@@ -183,19 +187,21 @@ def run_pytest(
             "args": args,
             **(extra or {}),
         }
-        # the settings (canary names, the hidden folder) go through a pipe the launcher reads and
-        # closes before any code under test loads: no file in the sandbox holds them
-        data = json.dumps(settings).encode()
-        settings_read, settings_write = os.pipe()
-        if len(data) > 60_000:  # (a pipe holds 64 KiB: the launcher reads only after it starts)
-            raise ValueError(f"scoring settings too large for their pipe ({len(data)} bytes)")
-        os.write(settings_write, data)
-        os.close(settings_write)
+        # the settings (canary names, the hidden folder, what the audit hook is told of the copy)
+        # go through a pipe the launcher reads whole and closes before any code under test loads:
+        # no file in the sandbox holds them
+        settings_read = _feed(json.dumps(settings).encode())
         argv = [sys.executable, "-I", "-B", str(kit_dir / LAUNCHER_FILE), str(settings_read)]
         try:
             ro_binds = [kit_dir, *(ro_files or [])]
             res = _run(
-                sandbox, argv, repo, timeout_s, ro_binds=ro_binds, pass_fds=[pipe.write_fd, settings_read]
+                sandbox,
+                argv,
+                repo,
+                timeout_s,
+                ro_binds=ro_binds,
+                pass_fds=[pipe.write_fd, settings_read],
+                pins=pins or [],
             )
         finally:
             os.close(settings_read)
@@ -218,7 +224,26 @@ def run_pytest(
         got.seen,
         got.observed,
         got.states,
+        got.reads,
     )
+
+
+def _feed(data: bytes) -> int:
+    """The read end of a pipe a thread fills with ``data`` (then closes), whatever its size."""
+    read_fd, write_fd = os.pipe()
+
+    def write() -> None:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(write_fd, view) :]
+        except OSError:
+            pass  # the session never read it (it failed to start): its result says so
+        finally:
+            os.close(write_fd)
+
+    threading.Thread(target=write, daemon=True).start()
+    return read_fd
 
 
 def _run(

@@ -8,13 +8,16 @@ sessions get a kit folder of their own, without the acceptance copy, and leave o
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
-from pathlib import Path
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
 
 from kit.sandbox.backends import default_sandbox, get_sandbox
 from kit.tasks.packages import command_env, import_roots, root_paths
-from kit.tasks.scoring.clean_copy import pytest_config_file
+from kit.tasks.requirements import TEST_FILE_RE
+from kit.tasks.scoring.clean_copy import SKIP_NAMES, is_test_path, pytest_config_file
 from kit.tasks.scoring.inject import Injected, inject_folder
 from kit.tasks.scoring.layout import lay
 from kit.tasks.scoring.session import Canaries, Expect, PytestRun, prepare_kit_dir, run_pytest, run_shell
@@ -64,23 +67,28 @@ class Sessions:
         roots = import_roots(self.task.repo_dir, self.task.packages)
         return {"packages": self.task.packages, "package_roots": root_paths(repo, roots)}
 
-    def acceptance(self, repo: Path, code: dict | None = None) -> PytestRun:
+    def acceptance(self, repo: Path, code: dict | None = None, record: bool = False) -> PytestRun:
         """The hidden tests, with a must-fail twin beside each and canaries inside each module: from
         the kit's folder (``folder`` layout) or laid at their paths in ``repo`` (:mod:`.layout`).
-        ``code``: which code of ``repo`` is the base's (:mod:`.basecode`), for the audit hook."""
+        ``code``: which code of ``repo`` is the base's (:mod:`.basecode`), for the audit hook;
+        ``record``: report which data files of ``repo`` the session reads (``PytestRun.reads``)."""
         folder = self.kit_dir / ACCEPTANCE_DIRNAME
         shutil.copytree(self.task.acceptance_dir, folder, ignore=COPY_IGNORE)
         self.injected = inject_folder(folder)
         ini = self.kit_dir / "acceptance.ini"
         ini.write_text("[pytest]\npython_files = test_*.py *_test.py\n", encoding="utf-8")
-        extra, ro_files, audit = self.packages(repo), [], dict(code or {})
+        extra, ro_files, pins, audit = self.packages(repo), [], [], dict(code or {})
+        extra["record"] = record
         if self.task.acceptance_layout == "repo":
             self.prefix = ""
             laid = lay(folder, self.task.acceptance_dir, repo, self.task.repo_dir)
-            ini, root, paths, ro_files = laid.config or ini, repo, laid.modules, laid.files
+            ini, root, paths = laid.config or ini, repo, laid.modules
+            ro_files, pins = laid.read_only(), laid.pins
             audit.update(laid.audit())
+            extra["compiled"] = compiled(Path(p) for p in laid.tests)
         else:
             root, paths = self.kit_dir, [str(folder)]
+            extra["compiled"] = compiled(folder.rglob("*.py"))
         extra["audit"] = _write_json(self.kit_dir / AUDIT_SETTINGS, audit)
         canaries = {n: (self.prefix + m, must) for n, (m, must) in self.injected.canaries.items()}
         sealed = {site: check.digest for site, check in self.injected.sealed.items()}
@@ -98,6 +106,7 @@ class Sessions:
             hidden=folder,
             extra=extra,
             ro_files=ro_files,
+            pins=pins,
         )
 
     def own(self, label: str, repo: Path, command: str, code: dict | None = None) -> PytestRun:
@@ -121,10 +130,29 @@ class Sessions:
             hidden=self.own_canary.parent,  # the audit hook watches the own tests too
             extra={
                 **self.packages(repo),
+                "compiled": compiled([self.own_canary, *(repo / r for r in _test_side_py(repo))]),
                 "audit": _write_json(self.own_dir / f"{label}-{AUDIT_SETTINGS}", code or {}),
                 "deselect": self.task.own_tests_deselect,  # base versions of tests the change modified
             },
         )
+
+
+def compiled(paths: Iterable[Path]) -> list[list]:
+    """``[path, rewrite?]`` for each Python file a session compiles before any code under test runs
+    (``preload.py``): test modules and conftests get pytest's assertion rewriting, as pytest gives it."""
+    return [[str(p), bool(TEST_FILE_RE.match(p.name)) or p.name == "conftest.py"] for p in paths]
+
+
+def _test_side_py(root: Path) -> list[str]:
+    """The Python files of ``root``'s test side (:func:`~.clean_copy.is_test_path`), relative."""
+    out = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in SKIP_NAMES]
+        for name in files:
+            rel = PurePosixPath(Path(folder, name).relative_to(root).as_posix())
+            if name.endswith(".py") and is_test_path(rel):
+                out.append(str(rel))
+    return out
 
 
 def _write_json(path: Path, data: dict) -> str:

@@ -61,6 +61,8 @@ class Stream:
     seen: list[str] = field(default_factory=list)  # introspection by the code under test (audit hook)
     #: sealed check -> (times sent, the first value that did not match, "" if none)
     observed: dict[str, tuple[int, str | None]] = field(default_factory=dict)
+    #: data files of the copy the session read (path -> "test" / "code"), when asked (``record``)
+    reads: dict[str, set[str]] = field(default_factory=dict)
 
 
 class _Reader:
@@ -98,6 +100,11 @@ class _Reader:
             self.collected = msg["count"]
         elif kind == "obs":
             self.observation(seq, msg)
+        elif kind == "tamper":  # the plugin's own checks (preload.py: a test module not the kit's)
+            out.tamper.append(str(msg.get("message", ""))[:300])
+        elif kind == "read" and isinstance(msg.get("path"), str):  # (only asked of the importer's probes)
+            if len(out.reads) < 2000:
+                out.reads.setdefault(msg["path"], set()).add(str(msg.get("by", "")))
         elif kind == "seen":
             if len(out.seen) < 20:
                 out.seen.append(str(msg.get("message", ""))[:300])
