@@ -109,6 +109,9 @@ def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
         price_sheet=run.price_sheet.get("name", ""),
         illustrative_prices=bool(run.price_sheet.get("illustrative", False)),
         models=",".join(sorted({t.get("model", "") for t in (run.profile_spec.get("tiers") or {}).values()})),
+        api_bases=",".join(
+            sorted({t.get("api_base") or "" for t in (run.profile_spec.get("tiers") or {}).values()} - {""})
+        ),
         scored=is_scored(run),
         sandbox=run.sandbox or "none",  # runs recorded before the field existed had no sandbox
     )

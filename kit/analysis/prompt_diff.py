@@ -71,6 +71,8 @@ def prompt_diff(a: Path, b: Path, strategies: set[str] | None = None) -> str:
                 x.splitlines(), y.splitlines(), fromfile=f"A {key}", tofile=f"B {key}", lineterm=""
             )
     body = "\n".join(blocks) if blocks else "(the prompts are the same)"
+    if strategies is not None and not strategies:  # nothing both ran: "the same" would claim a comparison
+        body = "(no strategy both sides ran: no prompts to compare)"
     scope = (
         f"; strategies both ran: {', '.join(sorted(strategies)) or 'none'}" if strategies is not None else ""
     )

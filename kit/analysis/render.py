@@ -14,6 +14,7 @@ import re
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -66,6 +67,12 @@ def fit_table(table: pd.DataFrame, width: int | None) -> str:
     label_w = max(map(len, first.to_string().splitlines()), default=0) - first_w - 2
     room = max(12, width - label_w - 2)
     strings = strings.map(lambda v: _cell(v, room))
+    return "\n\n".join(strings[cols].to_string() for cols in column_blocks(strings, room))
+
+
+def column_blocks(strings: pd.DataFrame, room: int) -> list[list[Any]]:
+    """The columns of ``strings`` (a table of strings) in consecutive blocks, each at most ``room``
+    characters wide (a column two wider than its widest cell or name); a wider column is a block alone."""
     blocks, block, used = [], [], 0
     for col in strings.columns:
         w = max(len(str(col)), int(strings[col].map(len).max() if len(strings) else 0)) + 2
@@ -76,7 +83,24 @@ def fit_table(table: pd.DataFrame, width: int | None) -> str:
         used += w
     if block:
         blocks.append(block)
-    return "\n\n".join(strings[cols].to_string() for cols in blocks)
+    return blocks
+
+
+#: How many characters of cells a table in the HTML report holds across (about 1,100 px at its font
+#: size: the page is 1,200 px wide); a wider table is split into column blocks, each repeating the
+#: row labels, so no column hides behind a scroll bar.
+HTML_TABLE_CHARS = 140
+
+
+def html_tables(table: pd.DataFrame, chars: int = HTML_TABLE_CHARS) -> str:
+    """``table`` as HTML, split into column blocks that fit :data:`HTML_TABLE_CHARS` (the text report
+    splits the same way)."""
+    strings = table.astype(str)
+    index = table.index.to_frame(index=False).astype(str)
+    label_w = sum(max(len(str(n or "")), int(index[c].map(len).max() if len(index) else 0)) + 2
+                  for n, c in zip(table.index.names, index.columns, strict=True))  # fmt: skip
+    blocks = column_blocks(strings, max(12, chars - label_w)) if table.shape[1] > 1 else [list(table.columns)]
+    return "".join(table[cols].to_html(escape=True, border=0) for cols in blocks)
 
 
 def render_text(sections: list[Section], width: int | None = None) -> str:
@@ -182,7 +206,7 @@ def render_html(sections: list[Section], title: str) -> str:
             kind = ' class="summary"' if not s.title else ""
             body.append(f"<pre{kind}>" + esc("\n".join(s.lines)) + "</pre>")
         if s.table is not None:
-            body.append('<div class="wide">' + s.table.to_html(escape=True, border=0) + "</div>")
+            body.append('<div class="wide">' + html_tables(s.table) + "</div>")
         if s.after:
             body.append("<pre>" + esc("\n".join(s.after)) + "</pre>")
         if s.figure is not None:

@@ -39,6 +39,10 @@ from kit.records.schema import OUTCOMES, STOP_REASONS, load_run
 
 SCRIPTED_LABEL = "scripted model — pipeline validation, not a benchmark"
 EMBEDDED_LABEL = "embedded SmolLM2-135M — real but tiny model"
+LOCAL_SERVER_LABEL = (
+    "served on this machine: the models named were answered by a server at {bases}, not their provider"
+    " (a fake or local server: its numbers are that server's)"
+)
 UNSANDBOXED_LABEL = (
     "unsandboxed: agent commands ran with `sandbox: none` (they could read the kit and other runs)"
 )
@@ -91,7 +95,29 @@ def labels(records: Records) -> list[str]:
         not runs.empty and (runs["profile"] == "local").any()
     ):
         out.append(EMBEDDED_LABEL)
+    else:
+        out += _local_server_label(runs)
     return out
+
+
+def _local_server_label(runs: pd.DataFrame) -> list[str]:
+    """A run whose tiers' ``api_base`` is this machine (``--api-base http://127.0.0.1:PORT``): the
+    provider's model names are on it, but a fake or local server answered."""
+    if runs.empty or "api_bases" not in runs:
+        return []
+    local = runs["api_bases"].map(lambda bs: [b for b in bs.split(",") if b and _on_this_machine(b)])
+    bases = sorted({b for bs in local for b in bs})
+    if not bases:
+        return []
+    n = int(local.map(bool).sum())
+    return [f"{LOCAL_SERVER_LABEL.format(bases=', '.join(bases))} ({n} of {len(runs)} runs)"]
+
+
+def _on_this_machine(url: str) -> bool:
+    from urllib.parse import urlparse
+
+    host = (urlparse(url).hostname or "").lower()
+    return host in ("localhost", "::1", "0.0.0.0") or host.startswith("127.")
 
 
 def _twin_labels(runs: pd.DataFrame) -> list[str]:

@@ -106,3 +106,57 @@ def test_kit_run_ends_with_the_summary_last(exp, monkeypatch, capsys):
     assert out[-1] == f"results: {exp}"
     start = max(i for i, line in enumerate(out) if line.startswith("Summary: solved"))
     assert all("Per role" not in line and "Runs by outcome" not in line for line in out[start:])
+
+
+def test_runs_answered_by_a_server_on_this_machine_say_so(tmp_path):
+    """The README's fake server (``--api-base http://127.0.0.1:PORT``) answers under the provider's model
+    names: the report says the numbers are that server's, not the models'."""
+    exp = write_experiment(tmp_path / "results")
+    assert "served on this machine" not in report(exp, "text", width=200)
+    for path in exp.glob("runs/*__vibe__*/run.json"):
+        data = json.loads(path.read_text())
+        for tier in data["profile_spec"]["tiers"].values():
+            tier["api_base"] = "http://127.0.0.1:38505"
+        path.write_text(json.dumps(data))
+    text = report(exp, "text", width=200, summary_only=True)
+    assert (
+        "NOTE: served on this machine: the models named were answered by a server at http://127.0.0.1:38505"
+        in text
+    )
+    assert "(2 of 4 runs)" in text
+
+
+def _wide_boxes(page) -> list:
+    """Every table box of the HTML report wider than the page holds (it would hide columns behind a
+    scroll bar): its section's title and its width against the room."""
+    return page.js(
+        "[...document.querySelectorAll('div.wide')].filter(d => d.scrollWidth > d.clientWidth + 1)"
+        ".map(d => [d.previousElementSibling ? d.previousElementSibling.innerText.slice(0, 40) : '',"
+        " d.scrollWidth, d.clientWidth])"
+    )
+
+
+def test_html_tables_are_split_to_fit_the_page_not_scrolled(exp):
+    """A wide table is split into column blocks that repeat the row labels (as the text report does):
+    the per-strategy table's cost column was past the right edge of a 1,440 px window, behind a scroll
+    bar."""
+    page = report(exp, "html")
+    section = re.split(r'id="s\d+">Per strategy \(', page)[1].split("<h2")[0]
+    tables = re.findall(r"<table.*?</table>", section, flags=re.S)
+    assert len(tables) >= 2 and all("<th>strategy</th>" in t for t in tables)  # row labels repeated
+    heads = [h for t in tables for h in re.findall(r"<th>([^<]*)</th>", t.split("</tr>")[0])]
+    assert "cost $" in heads and "solved [95% Wilson]" in heads  # every column kept, once
+
+
+@pytest.mark.slow  # a real headless Chromium
+def test_html_tables_fit_the_page_in_a_browser(exp, tmp_path):
+    from tests.support.browser import browser, chromium_path
+
+    if chromium_path() is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium)")
+    out = tmp_path / "report.html"
+    out.write_text(report(exp, "html"), encoding="utf-8")
+    with browser() as page:
+        page.show(out.as_uri(), ["Summary: solved"])
+        assert page.js("document.querySelectorAll('div.wide').length") >= 6
+        assert _wide_boxes(page) == []

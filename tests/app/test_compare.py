@@ -225,6 +225,7 @@ def test_compare_shows_what_both_ran_the_change_first_and_filters(tmp_path, caps
     assert main(["compare", str(a), str(b), "--strategies", "pdca"]) == 0
     only = capsys.readouterr().out
     assert "only A ran: pdca × micro-slugify" in only and "no strategy × task both sides ran" in only
+    assert "no prompts to compare" in only and "the prompts are the same" not in only  # nothing compared
     assert main(["compare", str(a), str(b), "--tasks", "micro-slugify", "--strategies", "vibe"]) == 0
     assert "compared: strategies vibe; tasks micro-slugify" in capsys.readouterr().out
     assert main(["compare", str(a), str(b), "--strategies", "harness"]) == 2
