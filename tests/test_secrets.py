@@ -199,7 +199,7 @@ def test_bwrap_that_cannot_start_stops_the_experiment_before_any_run(tmp_path, m
     broken = sandbox_mod.BwrapSandbox()
     broken.binary = "/bin/false"
     monkeypatch.setattr(sandbox_mod, "get_sandbox", lambda name="bwrap": broken)
-    sandbox_mod.check_available.cache_clear()
+    sandbox_mod._check_available.cache_clear()
     profile = write_profile(tmp_path, "scripted/done")
     try:
         with pytest.raises(SandboxUnavailable, match="sandbox: none"):
@@ -209,5 +209,5 @@ def test_bwrap_that_cannot_start_stops_the_experiment_before_any_run(tmp_path, m
                 progress=False,
             )
     finally:
-        sandbox_mod.check_available.cache_clear()
+        sandbox_mod._check_available.cache_clear()
     assert not (tmp_path / "results" / "nobwrap").exists()  # failed before any run folder

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from kit.agent import safefs
 from kit.sandbox.backends import Sandbox
+from kit.sandbox.throwaway import Writable
 
 
 class ToolHost(Protocol):
@@ -20,7 +21,7 @@ class ToolHost(Protocol):
 
     root: Path  # the clone, resolved
     sandbox: Sandbox  # where commands (and searches) run
-    writable: bool  # False: the role has no write permission; the sandbox mounts the clone read-only
+    writable: Writable  # True: the role may write; "throwaway": exec without write (Toolbox.writable)
     timeout_s: float  # the experiment's per-command limit
     max_read_bytes: int
     max_output_chars: int

@@ -8,8 +8,10 @@ Every call goes through :meth:`Toolbox.execute`, which
   and writes under ``.git`` (also "denied" events);
 * records every executed call as a "tool" event with a short summary of its arguments;
 * runs commands -- and searches, whose regexes cannot be interrupted in-process -- in the run's
-  sandbox (:mod:`kit.sandbox.backends`); a role without ``write`` gets the clone read-only there too. The
-  command's time limit is the experiment's; the agent's ``timeout_s`` may only lower it;
+  sandbox (:mod:`kit.sandbox.backends`); a role without ``write`` cannot change the clone there either:
+  with ``exec`` its commands write a throwaway layer over it (:mod:`kit.sandbox.throwaway`), without
+  it the clone is read-only. The command's time limit is the experiment's; the agent's
+  ``timeout_s`` may only lower it;
 * gives every call a time limit, reads and writes regular files only, and writes without following
   a symlink swapped in after the check (:mod:`kit.agent.safefs`); bad input (a NUL byte, an over-long or
   over-deep argument) is a tool error for the agent, never a crashed run.
@@ -31,6 +33,7 @@ from kit.agent.tools import TOOLS, BadArgs, Refused, ToolResult, ToolSpec
 from kit.errors import KitError
 from kit.records.recorder import RunRecorder
 from kit.sandbox.backends import default_sandbox, get_sandbox
+from kit.sandbox.throwaway import THROWAWAY, Writable
 
 __all__ = ["PERMISSIONS", "TOOL_PERMISSION", "TOOLS", "ToolResult", "ToolSpec", "Toolbox"]
 
@@ -94,8 +97,12 @@ class Toolbox:
         self.max_output_chars = max_output_chars
         self.guard = guard
         self.sandbox = get_sandbox(sandbox or default_sandbox())
-        #: roles without the write permission get the clone read-only in the sandbox as well
-        self.writable = "write" in self.permissions
+        #: what a command may do to the clone: a role with write changes it; one with exec but no
+        #: write runs its commands over a throwaway layer (a test suite may write its caches and
+        #: files there, and nothing reaches the clone); any other gets it read-only
+        self.writable: Writable = (
+            True if "write" in self.permissions else THROWAWAY if "exec" in self.permissions else False
+        )
 
     # -- description -------------------------------------------------------------------------
     def specs(self) -> list[ToolSpec]:

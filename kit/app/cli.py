@@ -257,6 +257,9 @@ def _interrupted(abandon: bool) -> int:
         quota = sys.modules.get("kit.sandbox.quota")
         if quota is not None:
             quota.release_all()  # nor would the clones' quota mounts be released
+        throwaway = sys.modules.get("kit.sandbox.throwaway")
+        if throwaway is not None:
+            throwaway.release_all()  # nor the throwaway layers of the commands running
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(130)

@@ -12,7 +12,9 @@ scoring call only this. A spec is a backend's name, for podman and docker option
   a checkout under /tmp works), of each interpreter prefix only ``bin``, ``lib``, ``lib64`` and
   ``pyvenv.cfg`` (the venv's editable finder points at the kit's checkout, which is not bound, so
   ``import kit`` fails inside; no ``pip.conf`` or other configuration of the prefix), the
-  ``ro_binds``, and ``cwd`` -- the only writable place, or read-only when ``writable=False``. New
+  ``ro_binds``, and ``cwd`` -- the only writable place, read-only when ``writable=False``, or an
+  overlay whose writes are discarded when the command ends when ``writable="throwaway"``
+  (:mod:`kit.sandbox.throwaway`, which also says how the other backends do it). New
   network, PID, IPC, UTS and cgroup namespaces, a private /dev, ``--die-with-parent`` and
   ``--new-session``; every capability dropped; a seccomp filter (:mod:`kit.sandbox.seccomp`) denies
   the kernel keyrings, BPF, perf events and userfaultfd -- the kernel state no namespace makes
@@ -51,6 +53,7 @@ import tempfile
 from pathlib import Path
 
 from kit.config import default_sandbox  # noqa: F401 - re-exported: the sandbox's public names
+from kit.sandbox import throwaway
 from kit.sandbox.base import (  # noqa: F401 - re-exported
     ENV_ALLOW,
     OPT_OUT,
@@ -119,10 +122,16 @@ CONTAINERS_INSTEAD = (
 )
 
 
-@functools.cache
 def check_available(spec: str) -> None:
     """Raise SandboxUnavailable, saying what to do, unless ``spec`` can run a command here: for a
-    container backend its client, its engine, its runtime and its image are all checked."""
+    container backend its client, its engine, its runtime and its image are all checked (once per
+    process). Each call first removes the throwaway layers a kit that died left behind."""
+    throwaway.sweep()
+    _check_available(spec)
+
+
+@functools.cache
+def _check_available(spec: str) -> None:
     name, image = split_spec(spec)
     if name == "none":
         return
@@ -150,3 +159,8 @@ def check_available(spec: str) -> None:
             f"bwrap could not start a sandbox here ({detail}) -- user namespaces may be disabled: "
             f"{CONTAINERS_INSTEAD}; or {OPT_OUT}"
         )
+
+
+# the cached part, as callers knew it: cache_clear() forgets the checks, __wrapped__ checks afresh
+check_available.cache_clear = _check_available.cache_clear  # type: ignore[attr-defined]
+check_available.__wrapped__ = _check_available.__wrapped__  # type: ignore[attr-defined]

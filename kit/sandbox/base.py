@@ -14,6 +14,7 @@ from typing import Protocol
 from kit import trees
 from kit.errors import KitError
 from kit.sandbox.processes import DEFAULT_LIMITS, ProcessLimits, Result
+from kit.sandbox.throwaway import Writable
 from kit.secrets import is_secret_env
 
 OPT_OUT = "set `sandbox: none` in the experiment to opt out (unsandboxed)"
@@ -24,6 +25,10 @@ class SandboxUnavailable(KitError):
 
 
 class Sandbox(Protocol):
+    """``run`` one command in ``cwd``. ``writable``: True -- ``cwd`` is the command's to change;
+    False -- read-only; ``"throwaway"`` -- the command may write there, and what it wrote is
+    discarded when it ends, ``cwd`` itself unchanged (:mod:`kit.sandbox.throwaway`)."""
+
     name: str
 
     def run(
@@ -31,7 +36,7 @@ class Sandbox(Protocol):
         argv: str | list[str],
         cwd: Path,
         *,
-        writable: bool,
+        writable: Writable,
         timeout_s: float,
         limits: ProcessLimits = DEFAULT_LIMITS,
         env: dict[str, str] | None = None,

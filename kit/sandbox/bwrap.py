@@ -11,6 +11,7 @@ can see is unreadable, and nothing the command writes belongs to root. Its ``/et
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import os
 import shutil
@@ -20,7 +21,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from kit.sandbox import seccomp
+from kit.sandbox import seccomp, throwaway
 from kit.sandbox.base import (
     OPT_OUT,
     SANDBOX_GID,
@@ -33,6 +34,7 @@ from kit.sandbox.base import (
     sandbox_env,
 )
 from kit.sandbox.processes import DEFAULT_LIMITS, ProcessLimits, Result, _as_argv, run_process
+from kit.sandbox.throwaway import THROWAWAY, Layer, Writable
 
 
 def bwrap_binary() -> Path:
@@ -232,12 +234,15 @@ class BwrapSandbox:
         command: list[str],
         cwd: Path,
         *,
-        writable: bool,
+        writable: Writable,
         ro_binds: Sequence[Path] = (),
         scratch_mb: int = DEFAULT_LIMITS.scratch_mb,
         seccomp_fd: int | None = None,
         pins: Sequence[Path] = (),
+        layer: Layer | None = None,
     ) -> list[str]:
+        """The bwrap command line; with ``writable="throwaway"``, ``cwd`` is an overlay whose upper
+        layer is ``layer`` (None: bwrap's own ``--tmp-overlay``)."""
         cwd = Path(cwd).resolve()
         args = [self.binary, *self._system]
         args += ["--perms", "1777", "--size", str(scratch_mb * 2**20), "--tmpfs", "/tmp"]
@@ -248,13 +253,14 @@ class BwrapSandbox:
         args += ["--perms", "1777", "--size", str(scratch_mb * 2**20), "--tmpfs", "/dev/shm"]
         binds = [(p, "--ro-bind") for how, p, _ in self._prefixes if how == "bind"]
         binds += [(Path(p).resolve(), "--ro-bind") for p in ro_binds]
-        binds.append((cwd, "--bind" if writable else "--ro-bind"))
+        mode = throwaway.check(writable, pins)
+        binds.append((cwd, THROWAWAY if mode == THROWAWAY else "--bind" if mode else "--ro-bind"))
         # folders under cwd bound onto themselves: a mount point cannot be renamed or removed
-        binds += [(Path(p).resolve(), "--bind" if writable else "--ro-bind") for p in pins]
+        binds += [(Path(p).resolve(), "--bind" if writable is True else "--ro-bind") for p in pins]
         bound: list[Path] = []
         for path, how in sorted(binds, key=lambda b: len(b[0].parts)):  # outer folders first
             args += _parent_dirs(path, bound)
-            args += [how, str(path), str(path)]
+            args += throwaway.bwrap_args(path, layer) if how == THROWAWAY else [how, str(path), str(path)]
             bound.append(path)
         for how, path, target in self._prefixes:
             if how == "symlink":
@@ -274,7 +280,7 @@ class BwrapSandbox:
         argv: str | list[str],
         cwd: Path,
         *,
-        writable: bool,
+        writable: Writable,
         timeout_s: float,
         limits: ProcessLimits = DEFAULT_LIMITS,
         env: dict[str, str] | None = None,
@@ -283,10 +289,16 @@ class BwrapSandbox:
         max_output_chars: int = 10_000,
         pins: Sequence[Path] = (),
     ) -> Result:
+        throwaway.check(writable, pins)
         if drops_to_sandbox_user() and os.stat(cwd).st_uid != SANDBOX_UID:
             hand_over(Path(cwd))  # the folder the command works in is the sandbox user's
-        filter_fd = seccomp.filter_fd()
-        try:
+        with contextlib.ExitStack() as stack:
+            layer = None
+            if writable == THROWAWAY:  # gone -- unmounted or removed -- when the block ends
+                layer = stack.enter_context(throwaway.layer(limits.scratch_mb, cwd))
+            filter_fd = seccomp.filter_fd()
+            if filter_fd is not None:
+                stack.callback(os.close, filter_fd)
             full = self.argv(
                 _as_argv(argv),
                 cwd,
@@ -295,6 +307,7 @@ class BwrapSandbox:
                 scratch_mb=limits.scratch_mb,
                 seccomp_fd=filter_fd,
                 pins=pins,
+                layer=layer,
             )
             return run_process(
                 full,
@@ -305,6 +318,3 @@ class BwrapSandbox:
                 pass_fds=[*pass_fds, *([filter_fd] if filter_fd is not None else [])],
                 max_output_chars=max_output_chars,
             )
-        finally:
-            if filter_fd is not None:
-                os.close(filter_fd)

@@ -37,6 +37,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from kit.sandbox import throwaway
 from kit.sandbox.base import (
     SANDBOX_GID,
     SANDBOX_HOME,
@@ -51,6 +52,7 @@ from kit.sandbox.base import (
 from kit.sandbox.client import FdPlan, run_client
 from kit.sandbox.engine import DEFAULT_IMAGE, HOST_LABEL, _alive, _host, install_hint
 from kit.sandbox.processes import DEFAULT_LIMITS, ProcessLimits, Result, _as_argv, _check_timeout
+from kit.sandbox.throwaway import PRISTINE, THROWAWAY, Layer, Writable
 
 FILE_DESCRIPTORS = 1024
 NPROC = 32768
@@ -128,17 +130,47 @@ class ContainerSandbox:
         return args
 
     def mounts(
-        self, cwd: Path, writable: bool, ro_binds: Sequence[Path], pins: Sequence[Path] = ()
+        self,
+        cwd: Path,
+        writable: Writable,
+        ro_binds: Sequence[Path],
+        pins: Sequence[Path] = (),
+        limits: ProcessLimits = DEFAULT_LIMITS,
+        layer: Layer | None = None,
     ) -> list[str]:
-        """``--mount`` arguments, outer folders first: ``cwd``, the ``pins`` (folders under it bound
-        onto themselves, so they cannot be renamed or removed) and the ``ro_binds``."""
-        args = []
-        mounts = [(cwd, not writable), *((Path(p).resolve(), not writable) for p in pins)]
+        """``--mount`` arguments, outer folders first: ``cwd`` (throwaway: :meth:`throwaway_mounts`),
+        the ``pins`` (folders under it bound onto themselves, so they cannot be renamed or removed)
+        and the ``ro_binds``."""
+        args, mounts = [], []
+        if throwaway.check(writable, pins) == THROWAWAY:
+            args = self.throwaway_mounts(cwd, limits, layer)
+        else:
+            mounts = [(cwd, not writable), *((Path(p).resolve(), not writable) for p in pins)]
         mounts += [(Path(p).resolve(), True) for p in ro_binds]
         for path, ro in sorted(mounts, key=lambda m: len(m[0].parts)):
             spec = f"type=bind,source={_checked_path(path)},destination={_checked_path(path)}"
             args += ["--mount", spec + (",readonly=true" if ro else "")]
         return args
+
+    # ----------------------------------------------------------------- throwaway writes
+
+    #: True: the container's shell copies :data:`PRISTINE` into ``cwd`` before the command
+    copies_throwaway = True
+
+    def throwaway_layer(self, cwd: Path, limits: ProcessLimits) -> contextlib.AbstractContextManager:
+        """What the kit prepares on the host for one throwaway command: nothing here (podman's
+        overlay takes a :class:`~kit.sandbox.throwaway.Layer` as root)."""
+        return contextlib.nullcontext()
+
+    def throwaway_mounts(self, cwd: Path, limits: ProcessLimits, layer: Layer | None) -> list[str]:
+        """``cwd`` read-only at :data:`PRISTINE` and at ``cwd`` a tmpfs of the folder's size plus
+        the scratch space, owned like ``cwd``; :meth:`wrap` fills it with a copy first."""
+        size = throwaway.tree_bytes(cwd) // 2**20 + limits.scratch_mb
+        uid, gid = self.user()[1].split(":")
+        mode = oct(os.stat(cwd).st_mode & 0o7777)[2:]
+        tmpfs = f"{_checked_path(cwd)}:rw,exec,nosuid,nodev,size={size}m,mode={mode},uid={uid},gid={gid}"
+        pristine = f"type=bind,source={_checked_path(cwd)},destination={PRISTINE},readonly=true"
+        return ["--mount", pristine, "--tmpfs", tmpfs]
 
     def argv(
         self,
@@ -146,15 +178,17 @@ class ContainerSandbox:
         cwd: Path,
         *,
         container: str,
-        writable: bool,
+        writable: Writable,
         timeout_s: float,
         limits: ProcessLimits = DEFAULT_LIMITS,
         env: dict[str, str] | None = None,
         ro_binds: Sequence[Path] = (),
         plan: FdPlan | None = None,
         pins: Sequence[Path] = (),
+        layer: Layer | None = None,
     ) -> list[str]:
-        """The client's command line for one command in a fresh container named ``container``."""
+        """The client's command line for one command in a fresh container named ``container``
+        (``layer``: podman's throwaway overlay as root)."""
         cwd = Path(cwd).resolve()
         if command and command[0] in (sys.executable, os.path.realpath(sys.executable)):
             command = ["python3", *command[1:]]  # the kit's interpreter is not in the image
@@ -165,20 +199,26 @@ class ContainerSandbox:
         args += ["--read-only", "--tmpfs", f"/tmp:rw,nosuid,nodev,size={limits.scratch_mb}m,mode=1777"]
         args += [f"--shm-size={limits.scratch_mb}m"]
         args += self.limits_args(limits) + self.run_args(timeout_s)
-        args += self.mounts(cwd, writable, ro_binds, pins) + ["--workdir", str(cwd)]
+        args += self.mounts(cwd, writable, ro_binds, pins, limits, layer) + ["--workdir", str(cwd)]
         args += self.env_args(env if env is not None else sandbox_env())
         if plan:
             args.append("--interactive")
-        return [*args, self.image, *self.wrap(command, limits, plan)]
+        copy = writable == THROWAWAY and self.copies_throwaway
+        return [*args, self.image, *self.wrap(command, limits, plan, copy=copy)]
 
     @staticmethod
-    def wrap(command: list[str], limits: ProcessLimits, plan: FdPlan | None) -> list[str]:
+    def wrap(
+        command: list[str], limits: ProcessLimits, plan: FdPlan | None, *, copy: bool = False
+    ) -> list[str]:
         """``command`` behind a shell that caps each process's address space (``ulimit -v``: podman
         has no ``--ulimit as``), makes HOME, and joins standard error to standard output in the
-        container, their order kept (with descriptors to pass, the prelude does that last part)."""
+        container, their order kept (with descriptors to pass, the prelude does that last part).
+        ``copy``: the shell first copies :data:`PRISTINE` into the working folder (throwaway)."""
         script = (
             f'ulimit -v {limits.memory_mb * 1024} || exit 125; mkdir -p {SANDBOX_HOME} 2>/dev/null; exec "$@"'
         )
+        if copy:  # what cannot be read is left out: the command could not have read it either
+            script = f"cp -a {PRISTINE}/. . 2>/dev/null; {script}"
         if plan:
             return ["/bin/sh", "-c", script, "sh", *plan.wrap(command)]
         return ["/bin/sh", "-c", script + " 2>&1", "sh", *command]
@@ -232,7 +272,7 @@ class ContainerSandbox:
         argv: str | list[str],
         cwd: Path,
         *,
-        writable: bool,
+        writable: Writable,
         timeout_s: float,
         limits: ProcessLimits = DEFAULT_LIMITS,
         env: dict[str, str] | None = None,
@@ -242,27 +282,33 @@ class ContainerSandbox:
         pins: Sequence[Path] = (),
     ) -> Result:
         _check_timeout(timeout_s)
+        throwaway.check(writable, pins)
         if drops_to_sandbox_user() and os.stat(cwd).st_uid != SANDBOX_UID:
             hand_over(Path(cwd))  # the folder the command works in is the sandbox user's
+        if writable == THROWAWAY and self.copies_throwaway:
+            throwaway.refuse_binds_inside(cwd, ro_binds, self.name)
         plan = FdPlan(pass_fds)
         container = f"orchbench-{os.getpid()}-{next(_names)}-{plan.marker[:8]}"
-        full = self.argv(
-            _as_argv(argv),
-            cwd,
-            container=container,
-            writable=writable,
-            timeout_s=timeout_s,
-            limits=limits,
-            env=env,
-            ro_binds=ro_binds,
-            plan=plan,
-            pins=pins,
-        )
-        return run_client(
-            full,
-            env=self.client_env(),
-            timeout_s=timeout_s,
-            max_output_chars=max_output_chars,
-            plan=plan,
-            remove=lambda: self.remove(container),
-        )
+        prepared = self.throwaway_layer(cwd, limits) if writable == THROWAWAY else contextlib.nullcontext()
+        with prepared as layer:  # the container is gone (--rm, or removed) before the layer goes
+            full = self.argv(
+                _as_argv(argv),
+                cwd,
+                container=container,
+                writable=writable,
+                timeout_s=timeout_s,
+                limits=limits,
+                env=env,
+                ro_binds=ro_binds,
+                plan=plan,
+                pins=pins,
+                layer=layer,
+            )
+            return run_client(
+                full,
+                env=self.client_env(),
+                timeout_s=timeout_s,
+                max_output_chars=max_output_chars,
+                plan=plan,
+                remove=lambda: self.remove(container),
+            )

@@ -12,6 +12,7 @@ bwrap. (Docker's default profile denies all of these already: :mod:`kit.sandbox.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import errno
 import functools
 import json
@@ -20,8 +21,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from kit.sandbox import throwaway
 from kit.sandbox.base import SandboxUnavailable
-from kit.sandbox.container import ContainerSandbox
+from kit.sandbox.container import ContainerSandbox, _checked_path
+from kit.sandbox.processes import ProcessLimits
+from kit.sandbox.throwaway import Layer
 
 DENIED = ("add_key", "request_key", "keyctl", "bpf", "perf_event_open", "userfaultfd")
 
@@ -81,3 +85,16 @@ class PodmanSandbox(ContainerSandbox):
         )  # each uid's count of keys (podman masks /proc/keys)
         args.append("--read-only-tmpfs=false")  # no writable /run and /var/tmp: the kit's /tmp is the scratch
         return args + (["--userns=keep-id"] if os.geteuid() != 0 else [])
+
+    # throwaway writes: an overlay volume over the folder, no copy (kit.sandbox.throwaway)
+    copies_throwaway = False
+
+    def throwaway_layer(self, cwd: Path, limits: ProcessLimits) -> contextlib.AbstractContextManager:
+        """As root, a tmpfs of ``scratch_mb`` for the overlay's upper layer (rootless: None, podman's
+        own folder, removed with the container)."""
+        return throwaway.layer(limits.scratch_mb, cwd)
+
+    def throwaway_mounts(self, cwd: Path, limits: ProcessLimits, layer: Layer | None) -> list[str]:
+        path = _checked_path(cwd)
+        own = f",upperdir={_checked_path(layer.upper)},workdir={_checked_path(layer.work)}" if layer else ""
+        return ["--volume", f"{path}:{path}:O{own}"]

@@ -235,13 +235,17 @@ def test_the_agent_cannot_raise_its_own_timeout(runs):
 
 
 @pytest.mark.parametrize("backend", ALL)
-def test_a_read_only_role_cannot_change_the_clone_through_the_shell(runs, backend):
+def test_a_role_without_write_cannot_change_the_clone_through_the_shell(runs, backend):
+    """Its commands write a throwaway layer (tests/sandbox/test_throwaway.py); the clone stays as it was."""
     _, mine = runs
     attack = "echo changed > README.md; rm -f README.md; touch planted; mkdir d; echo exit=$?"
     analyst = Toolbox(mine, ["read", "exec"], role="analyst", sandbox=backend)
     r = analyst.execute("run", {"command": attack})
-    assert "Read-only file system" in r.output
+    assert "exit=0" in r.output and "Read-only file system" not in r.output
     assert (mine / "README.md").read_text() == "hello\n" and not (mine / "planted").exists()
+    assert not (mine / "d").exists()
+    res = get_sandbox(backend).run(attack, mine, writable=False, timeout_s=30)
+    assert "Read-only file system" in res.output and not (mine / "planted").exists()
     coder = Toolbox(mine, ["read", "write", "exec"], role="coder", sandbox=backend)
     assert coder.execute("run", {"command": attack}).ok and (mine / "planted").exists()
 

@@ -9,10 +9,11 @@ included (kit/strategies/pdca/roles.py).
 
     PLAN   scout facts (once) -> analyst plan -> gate PLAN->DO (plan.py)
     DO     the executor implements the ready units one at a time -> gate DO->CHECK
-    CHECK  an executor session the orchestrator briefs re-runs every proving command (read + exec;
-           evidence.py), the scout reads its raw output (given it by the kit, no other role sees it)
-           and returns per criterion the command, exit status, numbers and pointers; the auditor
-           judges from that report -> gate CHECK->ACT; else DO (n += 1) or PLAN
+    CHECK  an executor session the orchestrator briefs re-runs every proving command (read + exec,
+           its writes thrown away after each command; evidence.py), the scout reads its raw output
+           (given it by the kit, no other role sees it) and returns per criterion the command, exit
+           status, numbers and pointers; the auditor judges from that report -> gate CHECK->ACT;
+           else DO (n += 1) or PLAN
     ESCALATE  the expert: replan, continue or stop (escalation.py)
     ACT    the status file finalised -> EXIT (outcome done, stop_reason pass)
 

@@ -1,7 +1,8 @@
 """CHECK's fresh evidence: every active criterion's proving command run again by an executor session
-the orchestrator briefs (read + exec only, the clone read-only in the sandbox; each distinct command
-once), and what the scout and the auditor are shown of the plan. See docs/strategies.md, ``## pdca``
-and ``## Where the kit chooses``."""
+the orchestrator briefs (read + exec only: its commands write a throwaway layer over the clone that
+is discarded after each, so a test suite that writes files runs as it would, and the clone is never
+changed; each distinct command once), and what the scout and the auditor are shown of the plan. See
+docs/strategies.md, ``## pdca`` and ``## Where the kit chooses``."""
 
 from __future__ import annotations
 

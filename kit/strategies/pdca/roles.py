@@ -132,9 +132,9 @@ class Roles:
 
     def rerun(self, wanted: dict[str, list[str]]) -> list[ToolUse | None]:
         """CHECK's fresh evidence: the orchestrator briefs one executor session (its tier, read + exec:
-        the clone read-only in the sandbox) with the proving commands and the criteria they prove;
-        what counts is its tool log, not its report. Each command's last exact run, None for a
-        command it did not run (a command the brief miscopied is not run)."""
+        its commands write a throwaway layer, never the clone) with the proving commands and the
+        criteria they prove; what counts is its tool log, not its report. Each command's last exact
+        run, None for a command it did not run (a command the brief miscopied is not run)."""
         commands = list(wanted)
         material = {"commands": [{"command": c, "for_criteria": ids} for c, ids in wanted.items()]}
         res = self.ask(

@@ -43,8 +43,9 @@ Choices where the source workflow is silent (also in docs/strategies.md, ``## Wh
 * Tiers: implementer and editor cheap (they do the typing), analyzer and refuter medium (judgement, as
   the auditor in pdca). The experiment's ``tiers: {workflow: ...}`` (or a profile's ``roles``) may
   reassign any of them; ``tiers: {workflow: cheap}`` is the equal-tier variant.
-* Analyzers and refuters get the read and exec permissions, never write; the sandbox (when present)
-  mounts the clone read-only for their commands.
+* Analyzers and refuters get the read and exec permissions, never write; their commands run over a
+  throwaway layer (the test suite may write its caches; nothing reaches the clone:
+  :mod:`kit.sandbox.throwaway`).
 * A CallCapReached (the runtime's agent-call cap) is not a normal stop: it propagates and the run ends
   as ``error`` with the message saying how to raise the cap; the counters so far go with it.
 * The prompt of an analyzer names its round and seat ("Review round 3, reviewer 2 of 3") and that of a

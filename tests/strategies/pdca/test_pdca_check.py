@@ -138,3 +138,22 @@ def test_what_check_costs_per_role_is_in_the_calls_and_the_report(tmp_path):
     text = report_text(out)
     part = text.split("Of which in pdca's CHECK phase, per role × tier")[1]
     assert "scout" in part and "executor" in part and "analyst" not in part.split("\n\n")[0]
+
+
+# writes next to the code, as real test suites do (tomlkit's write into tests/examples/), and removes
+# what it wrote: it fails where the clone is read-only
+WRITES = "mkdir -p probe && python -c \"open('probe/out.txt', 'w').write('x'); print(6 * 7 * 1001)\" && rm -r probe"
+
+
+def test_check_proves_a_criterion_whose_command_writes_in_the_clone(tmp_path):
+    """CHECK's re-run session has read + exec, no write: its commands write a throwaway layer (not the
+    clone read-only), so a proving command that writes files passes there as it did in DO."""
+    criteria = [dict(CRITERIA[0]), {**CRITERIA[1], "how_verified": WRITES}]
+    out = run_cast(tmp_path, Cast(plans=[plan(acceptance_criteria=criteria)]), status_writer="kit")
+    assert out.result.claimed_done
+    (auditor,) = out.cast.briefs["auditor"]
+    shown = json.loads(auditor.split("Previous output:", 1)[1])
+    assert {r["command"]: r["exit_code"] for r in shown["check_reruns"]}[WRITES] == 0  # main: 1, read-only
+    (scout,) = out.cast.briefs["scout-check"]
+    assert MARK in scout.split("## Raw output")[1] and "Read-only file system" not in scout
+    assert not (out.ctx.workspace.root / "probe").exists()

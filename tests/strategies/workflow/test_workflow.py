@@ -225,8 +225,9 @@ def test_one_failed_skeptic_is_no_vote_and_a_tie_of_the_others_is_no_majority(tm
 
 
 def test_a_shell_write_by_an_analyzer_does_not_reach_the_scored_diff(tmp_path):
-    """An analyzer (read + exec, no write) runs a command that writes into the clone: the read-only
-    mount makes it fail, and the final diff holds the implementer's change only."""
+    """An analyzer (read + exec, no write) runs a command that writes into the clone: it writes a
+    throwaway layer, discarded when the command ends, and the final diff holds the implementer's
+    change only."""
     policy = WorkflowPolicy(verdicts=["clean", "clean"])
     fallback = policy.__call__
 
