@@ -1,12 +1,18 @@
 """The ``podman`` backend: a container per command (:mod:`kit.sandbox.container`), run by podman, under
 a seccomp profile of the kit's.
 
-The profile is podman's own default with the calls in :data:`DENIED` taken out of its allow rules and
-denied (EPERM). Why: a container without a user namespace shares the host's user keyrings, and every
-run's commands are the same sandbox user -- podman's default profile allows ``keyctl`` (``add_key``
-and ``request_key`` fall to its default ENOSYS), so one run could leave data in a keyring another run
-reads. BPF objects, performance counters and userfaultfd are denied for the same reason as under
-bwrap. (Docker's default profile denies all of these already: :mod:`kit.sandbox.docker`.)
+The profile is podman's own default with the calls the kit's bwrap filter denies
+(:data:`kit.sandbox.seccomp.DENIED`) taken out of its allow rules and denied (EPERM). Why: a container
+without a user namespace shares the host's user keyrings, and every run's commands are the same
+sandbox user -- podman's default profile allows ``keyctl`` (``add_key`` and ``request_key`` fall to
+its default ENOSYS), so one run could leave data in a keyring another run reads. BPF objects,
+performance counters and userfaultfd are denied for the same reason as under bwrap. Podman's profile
+also allows ``unshare``, ``clone`` with ``CLONE_NEW*`` flags and the mount calls: code in the
+container -- the code under test during scoring, in-process -- could make a user namespace of its
+own and mount over a read-only folder of hidden test data (``docs/sandbox.md``); here those are
+denied, ``clone`` is allowed only without a ``CLONE_NEW*`` flag and ``clone3`` (whose flags no filter
+can read) fails with ENOSYS, on which the C library falls back to ``clone``. (Docker's default
+profile denies all of these already: :mod:`kit.sandbox.docker`.)
 """
 
 from __future__ import annotations
@@ -21,24 +27,36 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from kit.sandbox import throwaway
+from kit.sandbox import seccomp, throwaway
 from kit.sandbox.base import SandboxUnavailable
 from kit.sandbox.container import ContainerSandbox, _checked_path
 from kit.sandbox.processes import ProcessLimits
 from kit.sandbox.throwaway import Layer
 
-DENIED = ("add_key", "request_key", "keyctl", "bpf", "perf_event_open", "userfaultfd")
+DENIED = (*seccomp.DENIED, "umount")  # (umount: the old call, on the machines that have it)
+_REPLACED = frozenset({*DENIED, "clone", "clone3"})
+_S390 = ["s390", "s390x"]  # where clone's flags are its second argument
+
+
+def _clone_allowed(index: int) -> dict:
+    """``clone`` allowed when its flags (argument ``index``) hold no CLONE_NEW* bit (as Docker's)."""
+    mask = {"index": index, "value": seccomp.CLONE_NEW, "valueTwo": 0, "op": "SCMP_CMP_MASKED_EQ"}
+    return {"names": ["clone"], "action": "SCMP_ACT_ALLOW", "args": [mask]}
 
 
 def tightened(profile: dict) -> dict:
-    """``profile`` (an OCI seccomp profile as podman and Docker write them) with :data:`DENIED` denied."""
+    """``profile`` (an OCI seccomp profile as podman and Docker write them) with :data:`DENIED` denied,
+    ``clone`` allowed only without CLONE_NEW* flags and ``clone3`` failing with ENOSYS."""
     out = dict(profile)
     rules = []
     for rule in profile.get("syscalls", []):
-        names = [n for n in rule.get("names", []) if n not in DENIED]
+        names = [n for n in rule.get("names", []) if n not in _REPLACED]
         if names:
             rules.append({**rule, "names": names})
     rules.append({"names": list(DENIED), "action": "SCMP_ACT_ERRNO", "errnoRet": errno.EPERM})
+    rules.append({**_clone_allowed(0), "excludes": {"arches": _S390}})
+    rules.append({**_clone_allowed(1), "includes": {"arches": _S390}})
+    rules.append({"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": errno.ENOSYS})
     out["syscalls"] = rules
     return out
 

@@ -123,6 +123,57 @@ def test_proc_shows_no_host_pid_or_count_of_commands(isolating, two_runs):
     assert not pids, f"host pids visible: {pids[:10]}"
 
 
+#: A user + mount namespace of the command's own, then a tmpfs over a folder: in-process (ctypes) and
+#: with util-linux's ``unshare`` (attack-iso-2's U1; F7 did the same in a scoring session)
+USERNS = r"""
+import ctypes, json, os, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+def call(f, *args):
+    ctypes.set_errno(0)
+    r = f(*args)
+    return [r, ctypes.get_errno()]
+uid, gid = os.getuid(), os.getgid()
+got = {"unshare": call(libc.unshare, 0x10000000 | 0x00020000)}  # CLONE_NEWUSER | CLONE_NEWNS
+if got["unshare"][0] == 0:
+    open("/proc/self/setgroups", "w").write("deny")
+    open("/proc/self/uid_map", "w").write(f"{uid} {uid} 1")
+    open("/proc/self/gid_map", "w").write(f"{gid} {gid} 1")
+got["mount"] = call(libc.mount, b"none", b"d", b"tmpfs", 0, None)
+got["unshare_user"] = call(libc.unshare, 0x10000000)
+if os.uname().machine == "x86_64":  # clone(CLONE_NEWUSER | SIGCHLD): a child in a namespace of its own
+    got["clone_newuser"] = r = call(libc.syscall, 56, 0x10000000 | 17, 0, 0, 0, 0)
+    if r[0] == 0:
+        os._exit(0)
+    if r[0] > 0:
+        os.waitpid(r[0], 0)
+cmd = "unshare -Urm sh -c 'mount -t tmpfs none d && echo fake > d/f'"
+got["unshare_cmd"] = subprocess.run(cmd, shell=True, capture_output=True, text=True).returncode
+got["file"] = open("d/f").read()
+print(json.dumps(got))
+"""
+
+
+def test_no_command_can_mount_or_make_a_namespace(isolating, two_runs):
+    """Before: under bwrap and podman a command (or the code under test, in-process) made a user
+    namespace of its own and mounted over a read-only folder there (attack-iso-2 U1, F7): mount,
+    unshare, setns and clone with CLONE_NEW* flags are now denied (EPERM) -- docker's profile already
+    denied them. Threads, processes and multiprocessing still work (clone3 falls back to clone)."""
+    a, _ = two_runs
+    (a / "d").mkdir()
+    (a / "d" / "f").write_text("orig\n")
+    (a / "userns.py").write_text(USERNS)
+    res = isolating.run(["python3", "userns.py"], a, writable=True, timeout_s=60)
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.output.strip().splitlines()[-1])
+    assert got["unshare"] == [-1, 1] and got["unshare_user"] == [-1, 1], got  # EPERM
+    assert got["mount"] == [-1, 1], got
+    assert got.get("clone_newuser", [-1, 1])[0] == -1, got  # (podman's profile: its default ENOSYS)
+    assert got["unshare_cmd"] != 0 and got["file"] == "orig\n", got
+    work = "import multiprocessing as m, subprocess; print(m.Pool(2).map(abs, [-1, -2])); subprocess.run(['true'])"
+    res = isolating.run(["python3", "-c", work], a, writable=True, timeout_s=60)
+    assert res.exit_code == 0 and "[1, 2]" in res.output, res.output
+
+
 def test_the_interpreter_prefix_shows_only_what_python_needs(isolating, two_runs):
     """A pip.conf (an index token) at the top of the interpreter's prefix stays out of the sandbox;
     so does everything there but the interpreter, its libraries and pyvenv.cfg (a container shows

@@ -5,8 +5,10 @@ place; 06 planted a tests/__init__.py.) Small tasks written here, no third-party
 
 import pytest
 
+from kit.sandbox.backends import CONTAINER_BACKENDS
 from kit.tasks.scoring.layout import lay
 from kit.tasks.scoring.scorer import score
+from tests.support.sandboxes import backends, skip_unless_ready
 from tests.tasks.taskmaker import make_task, workspace, write_tree
 
 RENDER = """
@@ -44,6 +46,20 @@ SWAPS = {
     ),
     "replace-the-file": (
         "(TESTS / 'fake.txt').write_text('FAKE')\nos.replace(TESTS / 'fake.txt', TESTS / 'golden' / 'rect.txt')\n"
+    ),
+    # F7 (attack-iso-2): a user + mount namespace of the pytest process's own, a tmpfs over the folder
+    "mount-over-the-data-folder": (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "uid, gid = os.getuid(), os.getgid()\n"
+        "if libc.unshare(0x10000000 | 0x00020000) != 0:\n"
+        "    raise OSError(ctypes.get_errno(), 'unshare')\n"
+        "Path('/proc/self/setgroups').write_text('deny')\n"
+        "Path('/proc/self/uid_map').write_text(f'{uid} {uid} 1')\n"
+        "Path('/proc/self/gid_map').write_text(f'{gid} {gid} 1')\n"
+        "if libc.mount(b'none', bytes(TESTS / 'golden'), b'tmpfs', 0, None) != 0:\n"
+        "    raise OSError(ctypes.get_errno(), 'mount')\n"
+        "(TESTS / 'golden' / 'rect.txt').write_text('FAKE')\n"
     ),
     "remove-and-rewrite": (
         "import shutil\nshutil.rmtree(TESTS / 'golden')\nos.mkdir(TESTS / 'golden')\n"
@@ -85,13 +101,27 @@ def test_the_reference_solution_reads_the_laid_golden_file(tmp_path):
 @pytest.mark.parametrize("how", sorted(SWAPS))
 def test_the_code_under_test_cannot_swap_the_laid_data_or_its_folders(tmp_path, how):
     # before: renaming the folder (or its parent) away worked -- only the laid files were bound
-    # read-only -- and the test compared the stub's output with the agent's own golden file
+    # read-only -- and the test compared the stub's output with the agent's own golden file; the
+    # mount over it (F7) worked until the seccomp filter denied unshare and mount
     task = _task(tmp_path)
     ws = workspace(task, tmp_path, solved=False)
     swap = "".join("    " + line + "\n" for line in SWAPS[how].splitlines())
     (ws.root / "shapes.py").write_text(CHEAT.format(swap=swap))
     s = score(task, ws, claimed_done=True)
     assert s.requirements_failed == s.requirements_total == 1, s
+
+
+@pytest.mark.parametrize("sandbox", backends(*CONTAINER_BACKENDS))
+def test_a_mount_over_the_data_folder_gets_no_credit_in_a_container(tmp_path, sandbox):
+    # before: under podman the mount worked as under bwrap (its seccomp profile allowed unshare and
+    # mount) and the test was credited; docker's profile already refused them
+    skip_unless_ready(sandbox)
+    task = _task(tmp_path)
+    ws = workspace(task, tmp_path, solved=False)
+    swap = "".join("    " + line + "\n" for line in SWAPS["mount-over-the-data-folder"].splitlines())
+    (ws.root / "shapes.py").write_text(CHEAT.format(swap=swap))
+    s = score(task, ws, claimed_done=True, sandbox=sandbox)
+    assert s.unscored_reason is None and s.requirements_failed == s.requirements_total == 1, s
 
 
 def test_an_init_file_the_agent_adds_on_a_hidden_path_is_removed_a_packages_own_is_kept(tmp_path):

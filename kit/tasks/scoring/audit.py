@@ -70,6 +70,8 @@ _SPAWN = frozenset(
     | {"os.forkpty", "ctypes.dlopen", "ctypes.dlsym"}  # (native code may do anything unseen: libc's system())
 )
 _CALLED = "orchbench.test_called"
+#: what is sent for an event whose check could not complete (when not even its name can be told)
+_UNCHECKED = "could not check an open, listing, frame read or process start of the code under test"
 #: names of the stdlib's one-line ``sys._getframe`` wrappers (``logging.currentframe`` is a lambda)
 _WRAPPERS = frozenset({"<lambda>", "currentframe"})
 _OTHER = frozenset({"object.__getattr__", _CALLED})
@@ -116,8 +118,22 @@ def audit_hook(send: Callable[..., None], audit: Audit) -> Callable[[str, tuple]
             if what and (event, what) not in sent and len(sent) < 50:
                 sent.add((event, what))
                 send(kind="seen", message=what[:300])
-        except Exception:  # noqa: BLE001 - an audit hook must never break the session
-            pass
+        except Exception as exc:  # noqa: BLE001 - the check could not complete: never silent
+            # (its own calls past the recursion limit -- the event raised from a stack ~1000 frames
+            # deep -- or an argument made to break it, a str subclass whose methods raise): the event
+            # is sent as seen; when not even that can be done, the hook raises, which stops the
+            # event's operation (the open, listdir, process start... does not happen)
+            if (event, _UNCHECKED) in sent:
+                return  # (the run is flagged already: one line per kind of event)
+            try:  # (no contextlib.suppress here: its calls fail as the check's did)
+                what = f"could not check {event} ({str(args[:1])[:150]}): {type(exc).__name__}"
+            except Exception:  # noqa: BLE001
+                what = _UNCHECKED
+            send(kind="seen", message=what)
+            try:  # noqa: SIM105
+                sent.add((event, _UNCHECKED))
+            except Exception:  # noqa: BLE001, S110 - at worst sent again
+                pass
         finally:
             local.busy = False
 
