@@ -4,7 +4,7 @@ backends (``bwrap``, ``podman``, ``docker``, ``none``) and the bounded process r
 * ``base`` -- the interface and the allow-listed environment; ``backends`` -- the registry
   (``get_sandbox``, ``check_available``) and what each backend shows and hides;
 * ``bwrap``, ``podman``, ``docker`` and ``plain`` (the ``none`` backend) -- one module per backend;
-  ``seccomp`` -- the filter bwrap loads (kernel keyrings and the like denied);
+  ``seccomp`` -- the filter bwrap loads (kernel keyrings, mounts, new namespaces denied);
 * ``container`` -- a fresh container per command, what podman and docker share; ``client`` -- running
   the engine's client (timeout, output, descriptors relayed); ``engine`` -- install hints, errors,
   leftover containers; ``images`` and ``rootfs`` -- the image (the kit's built from the host's files);

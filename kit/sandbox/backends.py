@@ -18,7 +18,8 @@ scoring call only this. A spec is a backend's name, for podman and docker option
   network, PID, IPC, UTS and cgroup namespaces, a private /dev, ``--die-with-parent`` and
   ``--new-session``; every capability dropped; a seccomp filter (:mod:`kit.sandbox.seccomp`) denies
   the kernel keyrings, BPF, perf events and userfaultfd -- the kernel state no namespace makes
-  private -- and /proc's ``keys``, ``key-users`` and ``timer_list`` read empty. So nothing a command
+  private -- and mounts and new namespaces (a mount over a read-only folder, in a user namespace
+  of the process's own, would change what it reads), and /proc's ``keys``, ``key-users`` and ``timer_list`` read empty. So nothing a command
   leaves outlives it except in ``cwd`` (docs/sandbox.md). Not root: when the kit runs as root the
   command becomes the unprivileged host user ``SANDBOX_UID`` through ``setpriv``
   (:mod:`kit.sandbox.bwrap`), ``cwd`` is handed to that user, and ``/etc`` is a minimal copy.

@@ -11,7 +11,7 @@ A command's container (:meth:`ContainerSandbox.argv`):
 - **is not root**: the sandbox user :data:`~kit.sandbox.base.SANDBOX_UID` when the kit runs as root
   (the folder is handed to that user first, as for bwrap), else the kit's own user; every capability
   dropped, ``no-new-privileges``, and a seccomp profile that also denies the kernel-keyring, BPF,
-  perf and userfaultfd calls (:mod:`kit.sandbox.profile`);
+  perf and userfaultfd calls, mounts and new namespaces (podman: :mod:`kit.sandbox.podman`);
 - has **no network** (``--network none``: a loopback of its own, not the host's), its own PID, IPC
   and UTS namespaces, and an init process (``--init``): when the command ends, every process it
   started -- setsid'd or in the background -- ends with the container;
