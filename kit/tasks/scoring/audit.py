@@ -12,7 +12,9 @@ loads native code (which could do all of that unseen), or calls a hidden test fu
 such event is charged to the frame of the code under test that raised it (looking through the
 stdlib's inspection helpers, and for file events through the whole stdlib and pytest's loader) and
 sent as a ``seen`` line: the kit flags the run ``suspicious``. After collection, an open of a hidden
-file by any thread but pytest's own is seen too. An audit hook added after this one is refused.
+file by any thread but pytest's own is seen too. An audit hook added after this one is refused. A
+check that cannot complete -- from a stack near the recursion limit, or on an argument made to break
+it -- is seen as such; where not even that can be sent, the hook raises and the operation is refused.
 
 In the ``repo`` acceptance layout the hidden test modules, their conftests, the task's pytest
 configuration and test data sit inside the repo copy (:class:`Audit` ``laid``): the laid Python files
@@ -126,7 +128,9 @@ def audit_hook(send: Callable[..., None], audit: Audit) -> Callable[[str, tuple]
             if (event, _UNCHECKED) in sent:
                 return  # (the run is flagged already: one line per kind of event)
             try:  # (no contextlib.suppress here: its calls fail as the check's did)
-                what = f"could not check {event} ({str(args[:1])[:150]}): {type(exc).__name__}"
+                what = (
+                    f"could not check {event} ({repr(args[0])[:150] if args else ''}): {type(exc).__name__}"
+                )
             except Exception:  # noqa: BLE001
                 what = _UNCHECKED
             send(kind="seen", message=what)
