@@ -167,9 +167,10 @@ class Toolbox:
         return self._capped(result)
 
     def _capped(self, result: ToolResult) -> ToolResult:
-        """No tool's output goes to the model (and the transcript) longer than a file read may be
-        (``max_read_bytes`` characters): a listing of 90,000 long paths was 340 MB a call."""
-        cap = max(self.max_read_bytes, self.max_output_chars)
+        """No tool's output goes to the model (and the transcript) longer than twice what a file read
+        may return (``max_read_bytes``; numbered lines add to it): a listing of 90,000 long paths was
+        340 MB a call."""
+        cap = 2 * max(self.max_read_bytes, self.max_output_chars)
         if len(result.output) <= cap:
             return result
         cut = len(result.output) - cap
