@@ -216,7 +216,9 @@ def groups(records: Records) -> tuple[str, ...]:
 
 def counters_table(records: Records) -> pd.DataFrame:
     """Per (strategy, counter) from run.json ``counters``: runs that recorded it, and for numbers the
-    mean, min and max per run; for other values (a stop reason, a list) how often each occurred."""
+    mean, min and max per run; for other values (a stop reason, a list) how often each occurred. A
+    counter that is a mapping (pdca's ``role_calls``, ``gate_rejections_by_gate``) is one row per key,
+    ``role_calls.auditor`` -- a key a run did not record counts 0 there -- so no value is cut short."""
     runs = records.runs
     cols = ["runs", "mean", "min", "max", "values"]
     counter_cols = [c for c in runs.columns if c.startswith("counter_")] if not runs.empty else []
@@ -224,15 +226,38 @@ def counters_table(records: Records) -> pd.DataFrame:
     for strategy, g in runs.groupby("strategy", sort=True) if counter_cols else []:
         for col in counter_cols:
             values = g[col].dropna()
-            if values.empty:
-                continue
-            numbers = pd.to_numeric(values, errors="coerce")
-            name = col.removeprefix("counter_")
-            if numbers.notna().all() and values.map(lambda v: not isinstance(v, bool | str)).all():
-                rows.append((strategy, name, len(values), numbers.mean(), numbers.min(), numbers.max(), ""))
-            else:
-                counts = values.map(lambda v: v if isinstance(v, str) else json.dumps(v)).value_counts()
-                text = ", ".join(f"{v} ×{n}" if n > 1 else str(v) for v, n in counts.sort_index().items())
-                rows.append((strategy, name, len(values), None, None, None, text))
+            if not values.empty:
+                rows += [(strategy, *row) for row in _counter_rows(col.removeprefix("counter_"), values)]
     table = pd.DataFrame(rows, columns=["strategy", "counter", *cols])
     return table.set_index(["strategy", "counter"])
+
+
+def _counter_rows(name: str, values: pd.Series) -> list[tuple]:
+    """(counter, runs, mean, min, max, values) rows of one counter over a strategy's runs."""
+    parsed = values.map(_parse)
+    if parsed.map(lambda v: isinstance(v, dict)).all() and parsed.map(bool).any():
+        keys = sorted({k for d in parsed for k in d}, key=str)
+        if all(isinstance(d.get(k), int | float) and not isinstance(d.get(k), bool) or k not in d
+               for d in parsed for k in keys):  # fmt: skip
+            parsed = parsed.map(lambda d: {k: d.get(k, 0) for k in keys})  # a count not recorded is 0
+        return [
+            row
+            for k in keys
+            for row in _counter_rows(f"{name}.{k}", parsed.map(lambda d, k=k: d.get(k)).dropna())
+        ]
+    numbers = pd.to_numeric(values, errors="coerce")
+    if numbers.notna().all() and values.map(lambda v: not isinstance(v, bool | str)).all():
+        return [(name, len(values), numbers.mean(), numbers.min(), numbers.max(), "")]
+    counts = values.map(lambda v: v if isinstance(v, str) else json.dumps(v)).value_counts()
+    text = ", ".join(f"{v} ×{n}" if n > 1 else str(v) for v, n in counts.sort_index().items())
+    return [(name, len(values), None, None, None, text)]
+
+
+def _parse(value: object) -> object:
+    """A counter's value as recorded: the runs table keeps a mapping or list as JSON text."""
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value

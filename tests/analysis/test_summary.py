@@ -95,3 +95,23 @@ def test_wilson_matches_the_textbook():
     lo, hi = analysis.tables.wilson(8, 10)
     assert lo == pytest.approx(0.4902, abs=1e-4) and hi == pytest.approx(0.9433, abs=1e-4)
     assert all(math.isnan(v) for v in analysis.tables.wilson(0, 0))
+
+
+def test_a_mapping_counter_is_a_row_per_key_never_cut(tmp_path):
+    """pdca's role_calls / gate_rejections_by_gate are mappings: shown as one JSON text they were cut at
+    70 characters, hiding the later roles' counts (the auditor's, the expert's)."""
+    import json
+
+    exp = write_experiment(tmp_path / "results")
+    roles = ["orchestrator", "scout", "analyst", "executor", "auditor", "status-writer"]
+    for i, path in enumerate(sorted(exp.glob("runs/*__pdca__*/run.json"))):
+        data = json.loads(path.read_text())
+        calls = {role: 10 + n for n, role in enumerate(roles)} | ({"expert": 3} if i else {})
+        data["counters"] |= {"role_calls": calls, "gate_rejections_by_gate": {"DO->CHECK": 2} if i else {}}
+        path.write_text(json.dumps(data))
+    block = report_text(exp, width=200).split("Loop counters per strategy")[1].split("\n\n")[0]
+    rows = {t[-7]: " ".join(t[-5:]) for t in map(str.split, block.splitlines()[3:]) if len(t) >= 7}
+    assert rows["role_calls.expert"] == "1.5 / 0 / 3"  # a run without the key: 0 there
+    assert rows["role_calls.status-writer"] == "15 / 15 / 15"
+    assert rows["gate_rejections_by_gate.DO->CHECK"] == "1 / 0 / 2"
+    assert "..." not in block and "role_calls " not in block

@@ -119,7 +119,12 @@ def test_economics_on_a_folder_without_runs_says_so(tmp_path):
         empty, only="02", params={"reassign": {"auditor": "strong"}}, progress=False
     )
     text = json.dumps(nbformat.read(out, as_version=4).cells)
-    assert "no complete runs" in text and "no pdca runs" in text and "nothing to reassign" in text
+    assert (
+        "no complete runs" in text
+        and "no pdca runs" in text
+        and "no calls in" in text
+        and "nothing to change" in text
+    )
 
 
 def test_a_failing_cell_names_the_notebook_and_the_error(tmp_path):

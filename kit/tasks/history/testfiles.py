@@ -6,6 +6,14 @@ down to chosen tests -- all read with ``ast``; nothing of the repository is impo
 ``test/`` or ``testing/`` folder (helpers and data). Everything else the change touches is the
 reference solution.
 
+**Test data laid with the hidden tests.** Besides the conftests, test packages' ``__init__.py``,
+helper modules and pytest configuration on the hidden modules' paths, ``acceptance/`` gets the data
+files the hidden tests read: those a string literal of a laid file names (by file or folder name),
+and those the hidden tests were seen to open in the importer's probes with the change -- the probes
+lay every test-side data file under the hidden modules' top folders, and the scoring session's audit
+hook reports which data files of the tree the tests (not the code under test) open, wherever they
+live: a golden file outside any test folder is laid too, so an agent cannot write its own.
+
 **Tests a change added or changed.** Per test function -- a module-level ``test*`` function or a
 ``test*`` method of a test class (``Test*`` or a ``unittest.TestCase`` subclass) -- keyed as pytest
 names it (``Class::name``): added when the base module lacks it, changed when its ``ast`` (decorators
