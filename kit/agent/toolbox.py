@@ -164,6 +164,17 @@ class Toolbox:
                 False, f"{name} failed on this input ({type(e).__name__}); check the arguments"
             )
         self._event("tool", name, detail, result.ok, started)
+        return self._capped(result)
+
+    def _capped(self, result: ToolResult) -> ToolResult:
+        """No tool's output goes to the model (and the transcript) longer than twice what a file read
+        may return (``max_read_bytes``; numbered lines add to it): a listing of 90,000 long paths was
+        340 MB a call."""
+        cap = 2 * max(self.max_read_bytes, self.max_output_chars)
+        if len(result.output) <= cap:
+            return result
+        cut = len(result.output) - cap
+        result.output = result.output[:cap] + f"\n[... {cut} more characters not shown; narrow the call ...]"
         return result
 
     def _event(self, kind: str, name: str, detail: str, ok: bool, started: float) -> None:

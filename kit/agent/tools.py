@@ -286,6 +286,11 @@ def edit_file(box: ToolHost, path: str, old: str, new: str) -> ToolResult:
     ["code"],
 )
 def replace_definitions(box: ToolHost, code: str, path: str | None = None) -> ToolResult:
+    if len(code) > MAX_PARSE_BYTES:  # parsed in the kit's process: ast takes hundreds of times its size
+        return ToolResult(
+            False,
+            f"the code is over {MAX_PARSE_BYTES // 1024} KB: replace fewer definitions, or write the file",
+        )
     try:
         new = pyast.parse(code)
     except SyntaxError as e:

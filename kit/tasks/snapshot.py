@@ -133,12 +133,31 @@ def take_file(path, rel, dest):
 
 links = [0]
 
+def resolved(path):
+    # where a link leads, resolved by the kernel (at most 40 links, ELOOP past them), or None
+    # (os.path.realpath recurses once per link in a chain: a chain of 1,500 raised RecursionError)
+    if hasattr(os, "O_PATH") and os.path.isdir("/proc/self/fd"):
+        try:
+            fd = os.open(path, os.O_PATH)
+        except OSError:
+            return None
+        try:
+            return os.readlink("/proc/self/fd/%d" % fd)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+    try:
+        return os.path.realpath(path)
+    except (RecursionError, OSError, ValueError):
+        return None
+
 def link_target(path):
     links[0] += 1  # each is resolved (realpath): their number and length are bounded
     if links[0] > cfg["links"] or len(os.readlink(path)) > 1024:
         return None
-    real = os.path.realpath(path)
-    if os.path.commonpath([real, src]) != src or os.path.islink(real) or not os.path.isfile(real):
+    real = resolved(path)
+    if real is None or os.path.commonpath([real, src]) != src or os.path.islink(real) or not os.path.isfile(real):
         return None
     return real
 

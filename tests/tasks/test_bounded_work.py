@@ -127,3 +127,22 @@ def test_telling_base_code_from_the_agents_parses_a_bounded_amount(tmp_path):
     found, peak = peak_mb(lambda: base_code(copy, base))
     assert set(found["changed"]) == {"mod0.py", "mod1.py", "mod2.py"}
     assert peak < 200, f"telling base code apart took {peak:.0f} MB"
+
+
+def test_a_huge_code_argument_and_a_huge_listing_stay_bounded(tmp_path):
+    """attack-iso-2 F1 and F5: replace_definitions parsed the model's own ``code`` whole in the kit's
+    process (5 M characters: 2.8 GB), and list_files with ``max_entries: 10**9`` put every path in the
+    conversation and the transcript (90,000 long paths: 340 MB a call)."""
+    ws = create_workspace(load_task("micro-slugify"), tmp_path / "repo")
+    box = Toolbox(ws.root, ["read", "write"])
+    code = "def slugify():\n    x = [" + "1," * 400_000 + "]\n"
+    res, peak = peak_mb(lambda: box.execute("replace_definitions", {"code": code}))
+    assert not res.ok and "over 256 KB" in res.output
+    assert peak < 16, f"replace_definitions took {peak:.0f} MB"
+    deep = ws.root / ("d" * 200) / ("e" * 200)
+    deep.mkdir(parents=True)
+    for i in range(5000):
+        (deep / f"{i:05d}{'f' * 200}").touch()
+    res = box.execute("list_files", {"path": ".", "max_entries": 10**9})
+    assert res.ok and len(res.output) < 2 * box.max_read_bytes + 200
+    assert "more characters not shown" in res.output

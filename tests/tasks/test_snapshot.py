@@ -249,3 +249,20 @@ def test_many_dropped_entries_with_long_names_are_noted_cut_and_the_snapshot_is_
     with snapshot(ws.root, ws.sandbox) as snap:
         assert len(snap.dropped) == MAX_NOTES + 1 and snap.dropped[-1].startswith("... more")
         assert all(len(note) < 2000 for note in snap.dropped) and "...\\xff" in snap.dropped[0]
+
+
+def test_a_long_chain_of_links_is_left_behind_and_the_run_is_scored(tmp_path):
+    """1,500 links, each to the one before (attack-iso-2 F2): resolving one recursed once per link
+    (``os.path.realpath``), the snapshot script died of RecursionError and the run was recorded
+    ``unscored`` -- a failing run out of every mean. The kernel resolves them now (40 links at most)."""
+    task = load_task("micro-slugify")
+    ws = create_workspace(task, tmp_path / "run" / "repo")
+    (ws.root / "f.txt").write_text("x\n")
+    os.symlink("f.txt", ws.root / "l0")
+    for i in range(1, 1500):
+        os.symlink(f"l{i - 1}", ws.root / f"l{i}")
+    s = score(task, ws, claimed_done=True)
+    assert s.unscored_reason is None, s.unscored_reason
+    assert s.requirements_total == 7 and s.requirements_failed == 7
+    assert "l1000: symlink pointing outside" in "\n".join(s.dropped_files)  # noted, not followed
+    assert diff(ws).startswith("diff --git")
