@@ -157,7 +157,9 @@ def link_target(path):
     if links[0] > cfg["links"] or len(os.readlink(path)) > 1024:
         return None
     real = resolved(path)
-    if real is None or os.path.commonpath([real, src]) != src or os.path.islink(real) or not os.path.isfile(real):
+    if real is None or not real.startswith("/"):  # "net:[4026531992]", "pipe:[..]": no file of the clone
+        return None
+    if os.path.commonpath([real, src]) != src or os.path.islink(real) or not os.path.isfile(real):
         return None
     return real
 
@@ -211,7 +213,7 @@ while queue:
         elif stat.S_ISLNK(st.st_mode):
             try:
                 real = link_target(entry.path)
-            except OSError:
+            except (OSError, ValueError, RecursionError):  # whatever a link leads to: never the snapshot's end
                 real = None
             if real is None:
                 note(rel, "symlink pointing outside the clone or to a folder, too long, or one too many")

@@ -261,6 +261,8 @@ def test_a_long_chain_of_links_is_left_behind_and_the_run_is_scored(tmp_path):
     os.symlink("f.txt", ws.root / "l0")
     for i in range(1, 1500):
         os.symlink(f"l{i - 1}", ws.root / f"l{i}")
+    os.symlink("/proc/self/ns/net", ws.root / "ns")  # the kernel resolves it to "net:[...]" (F2b)
+    os.symlink("/proc/self/fd/1", ws.root / "out")
     s = score(task, ws, claimed_done=True)
     assert s.unscored_reason is None, s.unscored_reason
     assert s.requirements_total == 7 and s.requirements_failed == 7
