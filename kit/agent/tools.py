@@ -69,6 +69,8 @@ def _python_files(box: ToolHost, deadline: safefs.Deadline) -> list[Path]:
 #: A Python file larger than this is never parsed in the kit's process (``ast`` takes hundreds of
 #: times a file's size in memory: a 2 MB file cost 1 GB); replace_definitions refuses it.
 MAX_PARSE_BYTES = 256 * 1024
+#: list_files lists at most this many paths, whatever ``max_entries`` asks.
+MAX_LIST_ENTRIES = 5000
 #: replace_definitions without ``path`` scans at most this much Python source for the names.
 MAX_SCAN_BYTES = 64 * 1024 * 1024
 
@@ -125,8 +127,9 @@ def list_files(box: ToolHost, path: str = ".", max_entries: int = 500) -> ToolRe
     if not base.exists():
         return ToolResult(False, f"no such folder: {path}")
     lines, more = [], 0
+    cap = min(max(max_entries, 1), MAX_LIST_ENTRIES)  # (the output is capped anyway: hold no more)
     for p in safefs.walk(base, box.deadline()):
-        if len(lines) < max(max_entries, 1):
+        if len(lines) < cap:
             lines.append(box.rel(p))
         else:
             more += 1
