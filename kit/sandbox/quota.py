@@ -208,7 +208,7 @@ def scratch(prefix: str, max_bytes: int = SCRATCH_BYTES, max_files: int = SCRATC
     drops whatever it made -- a 3,000-deep folder chain, a million files -- at once, no walk (one
     ``mount`` call, well under a millisecond; it holds RAM only for what is written). Otherwise a
     plain temporary folder, removed without recursion (:func:`kit.trees.remove_tree`)."""
-    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    folder = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))  # (pid: swept if this process dies)
     mounted = False
     try:
         if quota_mechanism() == "loop":

@@ -49,6 +49,9 @@ Writable = Union[bool, Literal["throwaway"]]  # noqa: UP007 - a type alias evalu
 #: Where the docker backend shows the untouched folder, to copy it from.
 PRISTINE = "/orchbench-pristine"
 _PREFIX = "orchbench-throwaway-"
+#: other temporary folders of a kit process named ``<prefix><pid>-...``, swept with the layers when
+#: their process is gone: scoring's scratch space (a tmpfs) and the snapshot (up to 256 MB of disk)
+SWEPT_PREFIXES = ("orchbench-score-", "orchbench-snapshot-")
 _MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
 
 
@@ -152,9 +155,11 @@ def release_all() -> None:
 
 def sweep() -> list[Path]:
     """Remove the layers a kit process that died left behind -- unmount each tmpfs (it holds at most
-    its ``size_mb`` of memory until then), remove each folder -- and return them. Called when a
+    its ``size_mb`` of memory until then), remove each folder -- and return them; so too its scoring
+    scratch spaces and snapshots (:data:`SWEPT_PREFIXES`). Called when a
     backend is checked (:func:`kit.sandbox.backends.check_available`: an experiment starts with it)."""
-    pattern = re.compile(rf"/{_PREFIX}(\d+)-[^/]*$")
+    prefixes = "|".join(re.escape(p) for p in (_PREFIX, *SWEPT_PREFIXES))
+    pattern = re.compile(rf"/(?:{prefixes})(\d+)-[^/]*$")
     found: set[Path] = set()
     with contextlib.suppress(OSError), open("/proc/self/mountinfo", encoding="utf-8") as fh:
         for line in fh:
@@ -163,7 +168,7 @@ def sweep() -> list[Path]:
                 found.add(Path(point))
     for root in sorted(found):
         _unmount(root)
-    for root in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*"):
+    for root in Path(tempfile.gettempdir()).glob("orchbench-*"):
         if (match := pattern.search(str(root))) and not _alive(int(match.group(1))):
             found.add(root)
             with contextlib.suppress(OSError):  # a mount that would not go stays (never walked)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -291,7 +292,9 @@ def take(clone: Path, folder: Path, sandbox: str | None = None, limits: Limits =
 @contextlib.contextmanager
 def snapshot(clone: Path, sandbox: str | None = None, limits: Limits = DEFAULT_LIMITS) -> Iterator[Snapshot]:
     """:func:`take` into a temporary kit folder, removed on exit."""
-    folder = Path(tempfile.mkdtemp(prefix="orchbench-snapshot-"))
+    folder = Path(
+        tempfile.mkdtemp(prefix=f"orchbench-snapshot-{os.getpid()}-")
+    )  # (pid: swept if the kit dies)
     try:
         yield take(clone, folder, sandbox, limits)
     finally:

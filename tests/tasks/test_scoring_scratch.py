@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from kit.sandbox import quota
+from kit.sandbox import quota, throwaway
 from kit.tasks.scoring.scorer import score
 from kit.tasks.task import load_task
 from kit.tasks.workspace import create_workspace
@@ -75,3 +77,29 @@ def test_a_kit_that_ends_at_once_releases_the_scratch_space(tmp_path):
         assert os.path.ismount(folder)
         quota.release_all()  # what the CLI calls before os._exit(130)
         assert not os.path.ismount(folder) and not folder.exists()
+
+
+@pytest.mark.skipif(quota.quota_mechanism() != "loop", reason="the capped scratch space needs root on Linux")
+def test_what_a_killed_kit_left_while_scoring_is_swept_by_the_next(tmp_path):
+    """A kit SIGKILLed while scoring leaves its scratch tmpfs mounted (RAM) and its snapshot folder
+    (up to 256 MB of disk); the next kit's backend check sweeps both (attack-iso-2 F3b: nothing did)."""
+    script = (
+        "import os, sys, tempfile\n"
+        "from kit.sandbox import quota\n"
+        "snap = tempfile.mkdtemp(prefix=f'orchbench-snapshot-{os.getpid()}-')\n"
+        "open(os.path.join(snap, 'f'), 'w').write('x')\n"
+        "with quota.scratch('orchbench-score-') as folder:\n"
+        "    (folder / 'blob').write_bytes(b'x' * 2**20)\n"
+        "    print(snap, folder, flush=True)\n"
+        "    sys.stdin.read()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    snap, folder = (Path(p) for p in proc.stdout.readline().split())
+    proc.kill()
+    proc.wait()
+    assert os.path.ismount(folder) and snap.is_dir()  # what the killed kit left
+    swept = throwaway.sweep()
+    assert folder in swept and snap in swept
+    assert not os.path.ismount(folder) and not folder.exists() and not snap.exists()
