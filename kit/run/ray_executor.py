@@ -95,7 +95,7 @@ def run_remote(
 ) -> dict[str, Any]:
     """The body of one Ray task: one run in a worker-local temp folder; returns its files. ``progress``
     (a Ray queue) is sent the run's :class:`~kit.records.recorder.Progress` after each call and phase."""
-    with tempfile.TemporaryDirectory(prefix="orchbench-ray-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"orchbench-ray-{os.getpid()}-") as tmp:  # (swept if killed)
         task = _unpack_task(task_blob, Path(tmp) / "task")
         spec = RunSpec(task, strategy, repeat)
         out = Path(tmp) / "out" / experiment.name

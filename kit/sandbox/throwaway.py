@@ -50,8 +50,9 @@ Writable = Union[bool, Literal["throwaway"]]  # noqa: UP007 - a type alias evalu
 PRISTINE = "/orchbench-pristine"
 _PREFIX = "orchbench-throwaway-"
 #: other temporary folders of a kit process named ``<prefix><pid>-...``, swept with the layers when
-#: their process is gone: scoring's scratch space (a tmpfs) and the snapshot (up to 256 MB of disk)
-SWEPT_PREFIXES = ("orchbench-score-", "orchbench-snapshot-")
+#: their process is gone: scoring's scratch space (a tmpfs), the snapshot (up to 256 MB of disk) and a
+#: Ray worker's run folder (its clone's quota file system is mounted inside it)
+SWEPT_PREFIXES = ("orchbench-score-", "orchbench-snapshot-", "orchbench-ray-")
 _MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
 
 
@@ -160,14 +161,18 @@ def sweep() -> list[Path]:
     backend is checked (:func:`kit.sandbox.backends.check_available`: an experiment starts with it)."""
     prefixes = "|".join(re.escape(p) for p in (_PREFIX, *SWEPT_PREFIXES))
     pattern = re.compile(rf"/(?:{prefixes})(\d+)-[^/]*$")
+    within = re.compile(rf"/(?:{prefixes})(\d+)-[^/]*(?:/|$)")  # the folder or a mount inside it
     found: set[Path] = set()
+    mounts: list[Path] = []
     with contextlib.suppress(OSError), open("/proc/self/mountinfo", encoding="utf-8") as fh:
         for line in fh:
             point = line.split()[4].replace("\\040", " ")
-            if (match := pattern.search(point)) and not _alive(int(match.group(1))):
-                found.add(Path(point))
-    for root in sorted(found):
-        _unmount(root)
+            if (match := within.search(point)) and not _alive(int(match.group(1))):
+                mounts.append(Path(point))
+    for point in sorted(mounts, key=lambda p: len(p.parts), reverse=True):  # inner mounts first
+        _unmount(point)
+        if pattern.search(str(point)):
+            found.add(point)
     for root in Path(tempfile.gettempdir()).glob("orchbench-*"):
         if (match := pattern.search(str(root))) and not _alive(int(match.group(1))):
             found.add(root)

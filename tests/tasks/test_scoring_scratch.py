@@ -82,24 +82,30 @@ def test_a_kit_that_ends_at_once_releases_the_scratch_space(tmp_path):
 @pytest.mark.skipif(quota.quota_mechanism() != "loop", reason="the capped scratch space needs root on Linux")
 def test_what_a_killed_kit_left_while_scoring_is_swept_by_the_next(tmp_path):
     """A kit SIGKILLed while scoring leaves its scratch tmpfs mounted (RAM) and its snapshot folder
-    (up to 256 MB of disk); the next kit's backend check sweeps both (attack-iso-2 F3b: nothing did)."""
+    (up to 256 MB of disk), a killed Ray worker its run folder with the clone's quota mounted in it;
+    the next kit's backend check sweeps them all (attack-iso-2 F3b: nothing did; a killed driver's
+    Ray worker left a loop mount per test run)."""
     script = (
         "import os, sys, tempfile\n"
         "from kit.sandbox import quota\n"
         "snap = tempfile.mkdtemp(prefix=f'orchbench-snapshot-{os.getpid()}-')\n"
         "open(os.path.join(snap, 'f'), 'w').write('x')\n"
+        "ray = tempfile.mkdtemp(prefix=f'orchbench-ray-{os.getpid()}-')\n"
+        "quota.provide(os.path.join(ray, 'out', 'repo'), 8 * 2**20, 200, None)\n"
         "with quota.scratch('orchbench-score-') as folder:\n"
         "    (folder / 'blob').write_bytes(b'x' * 2**20)\n"
-        "    print(snap, folder, flush=True)\n"
+        "    print(snap, folder, ray, flush=True)\n"
         "    sys.stdin.read()\n"
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
-    snap, folder = (Path(p) for p in proc.stdout.readline().split())
+    snap, folder, ray = (Path(p) for p in proc.stdout.readline().split())
     proc.kill()
     proc.wait()
-    assert os.path.ismount(folder) and snap.is_dir()  # what the killed kit left
+    clone = ray / "out" / "repo"  # a Ray worker's run folder, its clone's quota mounted inside
+    assert os.path.ismount(folder) and snap.is_dir() and os.path.ismount(clone)  # what the kit left
     swept = throwaway.sweep()
-    assert folder in swept and snap in swept
+    assert folder in swept and snap in swept and ray in swept
     assert not os.path.ismount(folder) and not folder.exists() and not snap.exists()
+    assert not os.path.ismount(clone) and not ray.exists()
