@@ -2,8 +2,8 @@
 
 The package is layered; each sub-package's docstring says what it is for and what it may import, and
 ``tests/test_layers.py`` enforces the order (top-level vocabulary, records, sandbox, model, agent,
-tasks, strategies, run, analysis, app). Old flat module paths keep importing for one release through
-:mod:`kit.aliases`.
+tasks, scoring, importers, strategies, run, analysis, app). Old module paths keep importing for one
+release through :mod:`kit.aliases`.
 """
 
 from kit import aliases as _aliases

@@ -21,7 +21,7 @@ def _fresh_process_caches():
     own-test results -- so no test sees another's."""
     yield
     from kit.model import scripted
-    from kit.tasks.scoring import scorer
+    from kit.scoring import scorer
 
     scripted.clear_registry()
     scorer.clear_base_cache()

@@ -18,9 +18,22 @@ import pytest
 KIT = Path(__file__).resolve().parents[1] / "kit"
 
 #: The layers, top to bottom. A module may import modules of its own layer and of the layers above it.
-LAYERS = ["top", "records", "sandbox", "model", "agent", "tasks", "strategies", "run", "analysis", "app"]
+LAYERS = [
+    "top",
+    "records",
+    "sandbox",
+    "model",
+    "agent",
+    "tasks",
+    "scoring",
+    "importers",
+    "strategies",
+    "run",
+    "analysis",
+    "app",
+]
 #: Layers a layer may not import although they are above it (the analysis reads only records).
-FORBIDDEN = {"analysis": {"sandbox", "model", "agent", "tasks", "strategies", "run"}}
+FORBIDDEN = {"analysis": {"sandbox", "model", "agent", "tasks", "scoring", "importers", "strategies", "run"}}
 #: Modules outside the layers: the alias table names old paths as strings and imports them lazily.
 EXEMPT = {"kit.aliases"}
 #: Entry points that belong to a layer their path does not show.
@@ -137,7 +150,7 @@ def test_no_import_cycles():
 OLD_CYCLES = [
     ("kit.records.schema", "kit.records.parquet"),
     ("kit.sandbox.commands", "kit.sandbox.backends"),
-    ("kit.tasks.task", "kit.tasks.scoring.scorer"),
+    ("kit.tasks.task", "kit.scoring.scorer"),
     ("kit.model.policies", "kit.model.scripted"),
     ("kit.agent.tools", "kit.agent.toolbox"),
     ("kit.run.runner", "kit.run.ray_executor"),
@@ -196,6 +209,26 @@ def test_every_package_says_what_it_is_for_and_may_import():
             assert "May import" in doc, f"{name}'s docstring does not say what it may import"
 
 
+def test_scoring_and_the_importers_are_layers_of_their_own_in_that_order():
+    """The task contract sits below scoring, scoring below the importers that use it to build tasks, and
+    those below the runner and the app (issue 36: the arrows ran tasks -> scoring -> tasks)."""
+    order = [LAYERS.index(name) for name in ("tasks", "scoring", "importers", "run", "app")]
+    assert order == sorted(order)
+    edges = graph()
+    edges["kit.tasks.task"] = edges["kit.tasks.task"] | {"kit.scoring.scorer"}
+    edges["kit.scoring.scorer"] = edges["kit.scoring.scorer"] | {"kit.importers.validate"}
+    assert "kit.tasks.task (tasks) imports kit.scoring.scorer (scoring)" in layer_violations(edges)
+    assert "kit.scoring.scorer (scoring) imports kit.importers.validate (importers)" in layer_violations(
+        edges
+    )
+
+
+def test_the_tasks_package_holds_only_the_task_contract():
+    lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in (KIT / "tasks").rglob("*.py"))
+    assert lines < 2000, f"kit/tasks/ has {lines} lines"
+    assert not [p for p in (KIT / "tasks").iterdir() if p.is_dir() and p.name != "__pycache__"]
+
+
 def test_at_most_twelve_modules_directly_in_kit():
     flat = [p.name for p in KIT.glob("*.py")]
     assert len(flat) <= 12, flat
@@ -228,6 +261,7 @@ def test_old_names_of_modules_that_became_packages_still_resolve_and_warn():
         "kit.agent": "Agent",
         "kit.sandbox": "get_sandbox",
         "kit.tasks": "load_task",
+        "kit.scoring": "evaluate",
     }
     assert set(samples) == set(aliases.NAMES)
     for package, name in samples.items():
@@ -281,7 +315,7 @@ def test_the_old_notebook_imports_still_work(line):
 def test_the_files_that_run_inside_the_scoring_sandbox_import_nothing_from_the_kit():
     """launcher.py and plugin.py are copied out and run under ``python -I`` in the sandbox, where the
     kit is not visible: an import of ``kit`` there would fail every scoring session."""
-    for name in ("kit.tasks.scoring.launcher", "kit.tasks.scoring.plugin"):
+    for name in ("kit.scoring.launcher", "kit.scoring.plugin"):
         assert imports(name) == set(), name
         source = MODULES[name].read_text(encoding="utf-8")
         assert "import kit" not in source and "from kit" not in source, name

@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 
 from kit.app.reference import table
+from kit.importers.git import importer, prompt, severity
 from kit.paths import REPO_ROOT
 from kit.records.schema import SEVERITIES
-from kit.tasks.history import importer, prompt, severity
 from kit.tasks.task import TaskFile, TaskLimits, TaskSource
 from kit.tasks.transitions import MEANING
 
@@ -33,7 +33,7 @@ def _after_first_paragraph(doc: str | None) -> str:
 INTRO = """# Tasks: the format, and bringing your own
 
 Generated from the model that reads `task.yaml` (`kit/tasks/task.py`) and the modules that define the
-rules (`kit/tasks/history/`, `kit/tasks/transitions.py`) by `python -m kit docs`; do not edit by hand
+rules (`kit/importers/git/`, `kit/tasks/transitions.py`) by `python -m kit docs`; do not edit by hand
 (`tests/app/test_task_reference.py` fails when it is stale).
 
 A task is a folder. Runs name it by id (a folder of `datasets/tasks/`) or by path (any folder holding
@@ -149,7 +149,7 @@ def _import_git() -> list[str]:
         "release would shadow the task's code in scoring and hand the agent another version of the "
         "answer. Import such a project with a kit whose environment does not hold that package.",
         "",
-        "### The severity rule (`kit/tasks/history/severity.py`)",
+        "### The severity rule (`kit/importers/git/severity.py`)",
         "",
         _after_first_paragraph(severity.__doc__),
         "",
@@ -180,14 +180,14 @@ def _import_git() -> list[str]:
         "### Exercism exercises",
         "",
         "`python -m kit tasks import-exercism PATH` turns Exercism python-track exercises into "
-        "`folder`-layout tasks (`kit/tasks/exercism/importer.py`); `--severities FILE` takes the same "
+        "`folder`-layout tasks (`kit/importers/exercism/importer.py`); `--severities FILE` takes the same "
         "mapping format (`datasets/severities/exercism-example.yaml`).",
         "",
     ]
 
 
 def _testfiles_doc() -> str:
-    from kit.tasks.history import testfiles
+    from kit.importers.git import testfiles
 
     return markdown(testfiles.__doc__).split("**Test side.** ", 1)[1]
 

@@ -9,10 +9,11 @@ import time
 from pathlib import Path
 
 from kit.errors import KitError
+from kit.importers import suite_build
+from kit.importers.exercism.importer import import_exercism, summary_table
+from kit.importers.validate import requirements_line, validate_task
 from kit.paths import REPO_ROOT, TASKS_DIR, built_tasks_dir
 from kit.run.sandboxing import task_sandbox
-from kit.tasks import suite_build
-from kit.tasks.exercism.importer import import_exercism, summary_table
 from kit.tasks.requirements import read_requirements
 from kit.tasks.task import (
     SUITE_PREFIX,
@@ -25,7 +26,6 @@ from kit.tasks.task import (
     load_task,
     suite_names,
 )
-from kit.tasks.validate import requirements_line, validate_task
 
 
 def _sandbox(args: argparse.Namespace, task: Task) -> str | None:
@@ -114,8 +114,8 @@ def cmd_import_exercism(args: argparse.Namespace) -> int:
 
 
 def cmd_import_git(args: argparse.Namespace) -> int:
-    from kit.tasks.history.importer import Options, import_git
-    from kit.tasks.history.report import import_summary
+    from kit.importers.git.importer import Options, import_git
+    from kit.importers.git.report import import_summary
 
     opts = Options(
         repo=Path(args.repo),
@@ -246,7 +246,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--severities",
         default=None,
-        help="YAML mapping of test names to severities (see kit.tasks.exercism.marks)",
+        help="YAML mapping of test names to severities (see kit.importers.exercism.marks)",
     )
     p.add_argument("--no-validate", action="store_true", help="import only; do not validate each task")
     p.add_argument("--progress", action="store_true", help="print each exercise as it is done")

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from kit.config import Experiment
+from kit.importers.validate import collection_checked
 from kit.paths import results_root
 from kit.run.resume import describe, resume_plan
 from kit.run.runner import load_settings
 from kit.run.spend import spend_bound, spent_so_far
-from kit.tasks.validate import collection_checked
 
 
 def _budget_line(experiment: Experiment) -> str:

@@ -20,11 +20,11 @@ from typing import Any
 import kit
 from kit import strategies
 from kit.config import Experiment, PriceSheet, Profile
+from kit.importers.validate import task_hash
 from kit.paths import PROMPTS_DIR, is_ignored
 from kit.run.plan import RunSpec, redacted
 from kit.run.sandboxing import run_sandbox
 from kit.strategies.options import SHARED_PROMPTS
-from kit.tasks.validate import task_hash
 
 PROMPTS_FOLDER = "prompts"  # in the run folder: prompts/<strategy>/<file>
 

@@ -26,6 +26,7 @@ from kit.config import (
     load_profile,
 )
 from kit.errors import ConfigError, TaskError
+from kit.importers.validate import collection_problems
 from kit.model.check import with_api_base
 from kit.model.gateway import Gateway
 from kit.paths import EXPERIMENTS_DIR
@@ -47,7 +48,6 @@ from kit.run.single import PlayedRun, new_record, play_run, run_one, score_run
 from kit.run.spend import SpendCap, spend_bound, spent_so_far
 from kit.run.threads import run_threads
 from kit.sandbox.backends import check_available
-from kit.tasks.validate import collection_problems
 
 __all__ = [
     "EXECUTORS",

@@ -33,10 +33,10 @@ from kit.run.results import INTERRUPTED
 from kit.run.sandboxing import run_sandbox
 from kit.sandbox.base import SANDBOX_GID, SANDBOX_UID, drops_to_sandbox_user
 from kit.sandbox.quota import Quota, provide, release, unmount
+from kit.scoring import scorer as scoring
 from kit.secrets import Redactor
 from kit.strategies.context import RunContext
 from kit.tasks.patch import capped_patch
-from kit.tasks.scoring import scorer as scoring
 from kit.tasks.snapshot import Snapshot, snapshot
 from kit.tasks.workspace import Workspace, create_workspace
 

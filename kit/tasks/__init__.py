@@ -1,6 +1,7 @@
-"""Tasks and what is done with them: task data and requirements, the one git wrapper, workspaces (a
-fresh clone per run), validation, ``scoring/`` (the clean copy, the sandboxed pytest session, and the
-files that run inside the sandbox and import nothing from the kit) and ``exercism/`` (the importer).
+"""The task contract: task data and requirements, the one git wrapper, workspaces (a fresh clone per
+run), patches, the clone's snapshot, and suite manifests -- what a task is, not how it is scored or made.
+
+Scoring lives in ``kit.scoring``, the importers and validation in ``kit.importers``.
 
 May import: the top-level modules, ``kit.records``, ``kit.sandbox``, ``kit.model``, ``kit.agent``.
 """

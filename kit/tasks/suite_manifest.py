@@ -3,7 +3,7 @@
 Third-party code is never committed to the kit. A suite of tasks made from public projects (e.g.
 ``real-repos``) ships as a manifest -- per project its public URL and licence, per task the commit or
 range and the ``kit tasks import-git`` options -- and ``python -m kit tasks build-suite NAME --repos DIR``
-(:mod:`kit.tasks.suite_build`) builds the task folders from local clones into the git-ignored
+(:mod:`kit.importers.suite_build`) builds the task folders from local clones into the git-ignored
 :func:`kit.paths.built_tasks_dir`, where the task loader finds them::
 
     projects:

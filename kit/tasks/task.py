@@ -8,7 +8,7 @@ A task is a folder (``datasets/tasks/<id>/`` or any folder of a task author's ow
     solution/      the files of the reference change, laid over repo/ (full copies, same paths);
                    solution/DELETED.txt may list files (one a line) the change deletes
 
-``python -m kit tasks validate`` (:mod:`kit.tasks.validate`) checks the contract: the own tests pass at the start, every
+``python -m kit tasks validate`` (:mod:`kit.importers.validate`) checks the contract: the own tests pass at the start, every
 acceptance test fails at the start (unless marked ``@pytest.mark.baseline_pass``), and with the
 solution applied every acceptance and own test passes.
 """

@@ -1,5 +1,5 @@
 """How a test's outcome on each side of a change counts: the one small vocabulary the importer
-(:mod:`kit.tasks.history`) and scoring share, decided here and nowhere else (after SWE-bench's
+(:mod:`kit.importers.git`) and scoring share, decided here and nowhere else (after SWE-bench's
 ``grading.py``, with Multi-SWE-bench's none -> pass).
 
 A test has an :class:`Outcome` on each side -- the **base** (the starting code) and the **change**

@@ -19,9 +19,9 @@ import pytest
 from kit import analysis
 from kit.analysis import figures, report
 from kit.app.notebooks import headless, jupyter_lab_command, lab_workspace
+from kit.importers.validate import validate_task
 from kit.paths import NOTEBOOKS_DIR, REPO_ROOT, TASKS_DIR
 from kit.tasks.task import load_task
-from kit.tasks.validate import validate_task
 from tests.support.records import write_experiment
 
 

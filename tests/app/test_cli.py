@@ -122,7 +122,7 @@ def test_a_task_whose_hidden_tests_do_not_collect_is_refused_before_any_run(tmp_
 
 
 def test_a_passing_collection_check_is_remembered_by_task_content(tmp_path, monkeypatch):
-    from kit.tasks import validate
+    from kit.importers import validate
     from kit.tasks.task import load_task
 
     monkeypatch.setenv("ORCHBENCH_CACHE_DIR", str(tmp_path / "cache"))

@@ -1,7 +1,7 @@
 """Scoring time of a real-repo task (issue 29: within 1.5x of plain pytest): the kit's scoring of the
 reference solution versus plain pytest running the same hidden and own tests on the same tree.
 
-The kit (``kit.tasks.scoring.scorer.score``) snapshots the clone, copies it clean, and runs the hidden
+The kit (``kit.scoring.scorer.score``) snapshots the clone, copies it clean, and runs the hidden
 tests (with their twins, canaries and sealed checks) and the own tests in two sandboxed pytest sessions
 at once; its first scoring of a task also runs the base commit's own tests (cached after). The floor
 is plain pytest with the kit's interpreter, no sandbox, no plugin: the hidden test modules on the tree
@@ -27,8 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kit.paths import is_ignored
+from kit.scoring.scorer import clear_base_cache, score
 from kit.tasks.requirements import test_files
-from kit.tasks.scoring.scorer import clear_base_cache, score
 from kit.tasks.task import Task, apply_solution, load_task
 from kit.tasks.workspace import COPY_IGNORE, create_workspace
 

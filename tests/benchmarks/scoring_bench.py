@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kit.tasks.scoring.scorer import score
+from kit.scoring.scorer import score
 from kit.tasks.task import apply_solution, load_task
 from kit.tasks.workspace import create_workspace
 

@@ -1,5 +1,5 @@
 """How many acceptance tests of the shipped tasks have a sealed check (an equality whose expected value
-never enters the scoring session: kit/tasks/scoring/seal.py), how many get a must-fail twin (a test
+never enters the scoring session: kit/scoring/seal.py), how many get a must-fail twin (a test
 whose checks are all sealed needs none; a test with neither is counted ``unguarded`` by scoring),
 per task and over all of them, and how many of those twins hold a
 sentinel check (``==`` against a sentinel, ``raises`` of a sentinel type: these catch a value equal
@@ -16,8 +16,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from kit.scoring.inject import inject_folder
 from kit.tasks.requirements import read_requirements
-from kit.tasks.scoring.inject import inject_folder
 from kit.tasks.task import list_tasks
 
 

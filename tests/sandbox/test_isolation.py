@@ -233,7 +233,7 @@ def test_a_solution_one_run_stashes_in_kernel_state_reaches_neither_another_runs
     """Run A's command stashes its solution in every channel; run B's clone only loads it. B scored
     solved on the old sandbox (the keyring carried it). And what code under test stashes while it is
     scored (the hidden tests' inputs) is not seen by a later run's command."""
-    from kit.tasks.scoring.scorer import score
+    from kit.scoring.scorer import score
     from kit.tasks.task import apply_solution, load_task
     from kit.tasks.workspace import create_workspace
 

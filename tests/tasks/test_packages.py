@@ -8,9 +8,9 @@ import pytest
 from kit.agent.toolbox import Toolbox
 from kit.config import Limits
 from kit.errors import ConfigError
+from kit.importers.validate import validate_task
+from kit.scoring.scorer import score
 from kit.tasks.packages import command_env
-from kit.tasks.scoring.scorer import score
-from kit.tasks.validate import validate_task
 from tests.tasks.taskmaker import make_task, workspace
 
 INSTALLED = importlib.util.find_spec("idna")

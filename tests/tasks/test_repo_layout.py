@@ -3,8 +3,8 @@ task's conftests, pytest configuration and data -- never the agent's; ``own_test
 
 import pytest
 
-from kit.tasks.scoring.scorer import score
-from kit.tasks.validate import validate_task
+from kit.importers.validate import validate_task
+from kit.scoring.scorer import score
 from tests.tasks.taskmaker import make_task, workspace
 
 #: a src layout: only the task's configuration (pythonpath = src) makes ``calc`` importable; it also

@@ -3,9 +3,9 @@ own tests at the base, never credited as a hidden pass; a regression cannot hide
 
 import pytest
 
+from kit.importers.validate import validate_task
+from kit.scoring.scorer import score
 from kit.tasks.requirements import read_requirements
-from kit.tasks.scoring.scorer import score
-from kit.tasks.validate import validate_task
 from tests.tasks.taskmaker import make_task, workspace
 
 LIB = """

@@ -12,8 +12,8 @@ import pytest
 
 from kit.records.recorder import RunRecorder
 from kit.sandbox.backends import get_sandbox
-from kit.tasks.scoring.clean_copy import copy_clean
-from kit.tasks.scoring.scorer import score
+from kit.scoring.clean_copy import copy_clean
+from kit.scoring.scorer import score
 from kit.tasks.task import load_task
 from kit.tasks.workspace import create_workspace, diff, diff_stats
 from tests.support.sandboxes import backends

@@ -5,8 +5,8 @@ import pytest
 
 from kit.app.tasks_cli import add_cli
 from kit.errors import ConfigError, TaskError
+from kit.importers.validate import validate_task
 from kit.tasks.task import list_tasks, load_task
-from kit.tasks.validate import validate_task
 
 SHIPPED = {"micro-slugify", "table-computed-columns", "csv-export-stream", "bugfix-date-range"}
 

@@ -1,0 +1,117 @@
+"""From ``--commit SHA`` or ``--range BASE..HEAD`` to a plan: the base and head commits, the files of
+the reference solution, the candidate hidden tests per test module, and the own tests the change
+modified or removed (their base versions would count as regressions of the reference solution).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kit.errors import TaskError
+from kit.importers.git.gitread import Change, Commit, Repo
+from kit.importers.git.testfiles import (
+    FuncNode,
+    changed_tests,
+    is_test_module,
+    is_test_side,
+    parse,
+    test_functions,
+)
+from kit.tasks.requirements import TEST_FILE_RE
+
+
+@dataclass
+class Plan:
+    base: str
+    head: str
+    commits: list[Commit]
+    solution: list[Change]  # the change's files that are not tests
+    tests: list[Change]  # the change's test-side files
+    candidates: dict[str, list[str]]  # test module -> keys (Class::name) the change added or changed
+    nodes: dict[str, FuncNode] = field(default_factory=dict)  # "<module>::<key>" -> the head's node
+    deselect: dict[str, str] = field(default_factory=dict)  # own test node id -> why it is left out
+    ignore: dict[str, str] = field(default_factory=dict)  # own test module -> why it is not collected
+    notes: list[str] = field(default_factory=list)
+
+
+def resolve_change(repo: Repo, commit: str | None, span: str | None) -> tuple[str, str, list[Commit]]:
+    """(base SHA, head SHA, the commits from base to head) for ``--commit`` or ``--range``."""
+    if bool(commit) == bool(span):
+        raise TaskError("give exactly one of --commit SHA and --range BASE..HEAD")
+    if commit:
+        head = repo.resolve(commit)
+        info = repo.commit(head)
+        if not info.parents:
+            raise TaskError(
+                f"{commit} is a root commit: it has no parent to start from", "pick a later commit"
+            )
+        return info.parents[0], head, [info]
+    m = re.fullmatch(r"(.+?)\.\.(.+)", span or "")
+    if not m or m.group(2).startswith("."):
+        raise TaskError(f"--range {span!r} is not BASE..HEAD", "e.g. --range v1.2.0..v1.3.0")
+    base, head = repo.resolve(m.group(1)), repo.resolve(m.group(2))
+    if not repo.is_ancestor(base, head):
+        raise TaskError(f"{m.group(1)} is not an ancestor of {m.group(2)}", "give BASE..HEAD with BASE older")
+    commits = repo.range_commits(base, head)
+    if not commits:
+        raise TaskError(f"the range {span} holds no commit", "give BASE..HEAD with HEAD later than BASE")
+    return base, head, commits
+
+
+def make_plan(
+    repo: Repo, base: str, head: str, commits: list[Commit], trees: dict[str, Path], globs: list[str] | None
+) -> Plan:
+    """The plan, from the change's files and the exported ``trees`` ("base", "head")."""
+    changes = repo.changes(base, head)
+    if not changes:
+        raise TaskError(f"{base[:12]}..{head[:12]} changes no file")
+    tests = [c for c in changes if is_test_side(c.path, globs)]
+    plan = Plan(base, head, commits, [c for c in changes if c not in tests], tests, {})
+    modules = [c for c in tests if is_test_module(c.path, globs)]
+    if not any(c.status != "D" for c in modules):
+        where = f"matching {' '.join(globs)}" if globs else "named test_*.py or *_test.py"
+        raise TaskError(
+            f"the change adds or changes no test module ({where})",
+            "pick a commit or range that adds tests, or say where the tests are with --tests GLOB",
+        )
+    for change in modules:
+        _plan_module(plan, change, trees)
+    if not plan.candidates:
+        raise TaskError(
+            "the change adds or changes no test function (only other code in its test files)",
+            "pick a commit or range that adds or changes tests",
+        )
+    return plan
+
+
+def _plan_module(plan: Plan, change: Change, trees: dict[str, Path]) -> None:
+    path = change.path
+    base_file, head_file = trees["base"] / path, trees["head"] / path
+    base_tree = parse(base_file.read_bytes(), path) if base_file.is_file() else None
+    if change.status == "D":
+        plan.ignore[path] = "a test module the change deletes"
+        return
+    head_tree = parse(head_file.read_bytes(), path)
+    if head_tree is None:
+        plan.notes.append(f"{path}: does not parse at the head; its tests are left out")
+        return
+    if base_file.is_file() and base_tree is None:
+        plan.ignore[path] = "a test module that does not parse at the base"
+    added, changed, removed = changed_tests(base_tree, head_tree)
+    for key in changed + removed:
+        plan.deselect[f"{path}::{key}"] = (
+            "changed by the change" if key in changed else "removed by the change"
+        )
+    keys = added + changed
+    if keys and not TEST_FILE_RE.match(Path(path).name):
+        plan.notes.append(
+            f"{path}: its {len(keys)} new or changed tests are left out: the kit's scoring reads "
+            "requirements only from files named test_*.py or *_test.py"
+        )
+        return
+    if keys:
+        plan.candidates[path] = keys
+        nodes = test_functions(head_tree)
+        plan.nodes.update({f"{path}::{k}": nodes[k] for k in keys})

@@ -1,0 +1,118 @@
+"""The prompt of an imported task, when no ``--prompt-file`` gives one: the commit message (a range:
+its commits' subjects) and an **Interface** section naming the public functions, classes and methods
+that the change adds or changes and that the hidden tests call -- with their signatures as the
+change writes them, and where they live. Never a test's body, its inputs or its expected values.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from kit.importers.git.gitread import Commit
+from kit.importers.git.testfiles import parse
+
+#: Commit-message trailers left out of a prompt (who, not what).
+TRAILERS = ("signed-off-by:", "co-authored-by:", "reviewed-by:", "acked-by:", "cc:", "change-id:")
+MAX_SUBJECTS = 60
+
+
+@dataclass(frozen=True)
+class Name:
+    """A public definition of the change: ``qualname`` (``Class.method`` for a method)."""
+
+    qualname: str
+    signature: str
+    path: str
+    new: bool
+
+    def line(self) -> str:
+        kind = "new" if self.new else "changed"
+        return f"- `{self.signature}` in `{module_name(self.path)}` ({kind})"
+
+
+def module_name(path: str) -> str:
+    """``more_itertools/more.py`` -> ``more_itertools.more`` (a ``src/`` prefix and ``__init__`` cut)."""
+    parts = list(PurePosixPath(path).with_suffix("").parts)
+    if parts and parts[0] == "src":
+        parts = parts[1:]
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts) or path
+
+
+def _signature(node: ast.stmt, qualname: str) -> str:
+    if isinstance(node, ast.ClassDef):
+        bases = ", ".join(ast.unparse(b) for b in node.bases)
+        return f"class {qualname}({bases})" if bases else f"class {qualname}"
+    prefix = "async " if isinstance(node, ast.AsyncFunctionDef) else ""
+    return f"{prefix}{qualname}({ast.unparse(node.args)})"  # type: ignore[attr-defined]
+
+
+def definitions(tree: ast.Module | None) -> dict[str, tuple[ast.stmt, str]]:
+    """qualname -> (node, its ast dump) of the module's top-level functions and classes and the
+    classes' methods."""
+    out: dict[str, tuple[ast.stmt, str]] = {}
+    for node in tree.body if tree is not None else []:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out[node.name] = (node, ast.dump(node, include_attributes=False))
+        if isinstance(node, ast.ClassDef):
+            for sub in node.body:
+                if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef):
+                    out[f"{node.name}.{sub.name}"] = (sub, ast.dump(sub, include_attributes=False))
+    return out
+
+
+def changed_names(sources: dict[str, tuple[str | None, str]]) -> list[Name]:
+    """The public definitions added or changed, from {path: (base source or None, head source)}."""
+    out: list[Name] = []
+    for path, (base_src, head_src) in sorted(sources.items()):
+        old = definitions(parse(base_src, path) if base_src is not None else None)
+        new = definitions(parse(head_src, path))
+        for qual, (node, dump) in new.items():
+            if any(part.startswith("_") for part in qual.split(".")):
+                continue
+            if qual not in old or old[qual][1] != dump:
+                out.append(Name(qual, _signature(node, qual), path, qual not in old))
+    return out
+
+
+def used_names(tests: list[ast.AST]) -> set[str]:
+    """Every identifier and attribute name the test functions mention."""
+    names: set[str] = set()
+    for test in tests:
+        for node in ast.walk(test):
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                names.add(node.attr)
+    return names
+
+
+def interface(names: list[Name], tests: list[ast.AST]) -> list[Name]:
+    """The changed names the hidden tests call (a method by its own name; a class's changed method
+    counts when the tests name the class)."""
+    used = used_names(tests)
+    return [n for n in names if n.qualname.split(".")[-1] in used]
+
+
+def commit_text(commits: list[Commit]) -> str:
+    """A single commit's message (trailers cut), or a range's non-merge subjects as a list."""
+    if len(commits) == 1:
+        lines = [ln for ln in commits[0].message.strip().splitlines() if not ln.lower().startswith(TRAILERS)]
+        return "\n".join(lines).strip()
+    subjects = [c.subject for c in commits if len(c.parents) < 2 and c.subject]
+    shown = subjects[:MAX_SUBJECTS]
+    more = f"\n- ... and {len(subjects) - len(shown)} more" if len(subjects) > len(shown) else ""
+    return "Make the changes these commits describe:\n\n" + "\n".join(f"- {s}" for s in shown) + more
+
+
+def build_prompt(commits: list[Commit], names: list[Name]) -> str:
+    text = commit_text(commits)
+    if names:
+        text += (
+            "\n\n## Interface\n\nThe tests that check this work call these names, which the change adds "
+            "or changes:\n\n" + "\n".join(n.line() for n in names)
+        )
+    return text + "\n"

@@ -1,0 +1,103 @@
+"""The task.yaml of an imported task: its id, title, prompt, limits, layout and ``source:``."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+
+from kit.errors import TaskError
+from kit.importers.git.gitread import Repo
+from kit.importers.git.plan import Plan
+from kit.importers.git.prompt import build_prompt, changed_names, interface
+from kit.importers.git.result import ImportResult, Options
+
+
+def project_name(repo: Repo, opts: Options) -> str:
+    """The project's name: the last part of its URL (``--repo-url`` or the origin remote), else of
+    the repository's folder, ``.git`` cut."""
+    url = (opts.repo_url or repo.remote_url() or "").rstrip("/")
+    name = url.rsplit("/", 1)[-1].rsplit(":", 1)[-1] if url else repo.path.name
+    return name.removesuffix(".git") or repo.path.name
+
+
+def default_id(repo: Repo, opts: Options, base: str, head: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", project_name(repo, opts)).strip("-.") or "repo"
+    if opts.commit:
+        return f"{name}-{head[:10]}"
+    a, b = (re.sub(r"[^A-Za-z0-9._-]+", "-", p).strip("-.") for p in (opts.range or "").split("..", 1))
+    return re.sub(r"\.\.+", ".", f"{name}-{a}-{b}")
+
+
+def read_prompt(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    if not Path(path).is_file():
+        raise TaskError(f"prompt file not found: {path}", "give a text file holding the task's prompt")
+    text = Path(path).read_text(encoding="utf-8").strip()
+    if not text:
+        raise TaskError(f"prompt file {path} is empty")
+    return text + "\n"
+
+
+def task_spec(opts: Options, repo: Repo, plan: Plan, task_id: str, packages: list[str], prompt: str) -> dict:
+    base_commit, head_commit = repo.commit(plan.base), repo.commit(plan.head)
+    title = (
+        f"{project_name(repo, opts)}: {plan.commits[0].subject}"
+        if opts.commit
+        else f"{project_name(repo, opts)}: {opts.range} ({len(plan.commits)} commits)"
+    )
+    return {
+        "id": task_id,
+        "title": title[:120],
+        "prompt": prompt,
+        "language": "python",
+        "test_command": "python -m pytest -q",
+        "long": False,
+        "limits": {"scoring_timeout_s": float(opts.timeout_s)},
+        "tags": ["git-history", "commit" if opts.commit else "range"],
+        "acceptance_layout": "repo",
+        "packages": packages,
+        "own_tests_deselect": sorted(plan.deselect),
+        "source": {
+            "kind": "git",
+            "repo_url": opts.repo_url or repo.remote_url(),
+            "base": plan.base,
+            "head": plan.head,
+            "commits": [c.sha for c in plan.commits],
+            "base_date": base_commit.date,
+            "head_date": head_commit.date,
+            "licence": repo.licence(plan.base),
+            "command": opts.command,
+        },
+    }
+
+
+def generated_prompt(plan: Plan, trees: dict[str, Path], result: ImportResult) -> str:
+    """The commit message(s) and the interface the hidden tests call (see :mod:`.prompt`)."""
+    sources = {}
+    for change in plan.solution:
+        if change.path.endswith(".py") and change.status != "D":
+            sources[change.path] = (
+                _text(trees["base"] / change.path),
+                _text(trees["head"] / change.path) or "",
+            )
+    tests = [plan.nodes[k] for k in result.hidden]
+    return build_prompt(plan.commits, interface(changed_names(sources), tests))
+
+
+def _text(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+
+
+def is_long(plan: Plan, trees: dict[str, Path], hidden: int) -> bool:
+    """At least 2 source files, 150 changed source lines and 8 hidden tests (source: the solution's
+    Python files; lines: added + removed)."""
+    py = [c for c in plan.solution if c.path.endswith(".py")]
+    lines = 0
+    for c in py:
+        old = (_text(trees["base"] / c.path) or "").splitlines()
+        new = (_text(trees["head"] / c.path) or "").splitlines() if c.status != "D" else []
+        diff = difflib.unified_diff(old, new, lineterm="", n=0)
+        lines += sum(1 for ln in diff if ln[:1] in "+-" and not ln.startswith(("+++", "---")))
+    return len(py) >= 2 and lines >= 150 and hidden >= 8

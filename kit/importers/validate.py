@@ -1,0 +1,235 @@
+"""Validating a task's contract on a fresh workspace: its own tests pass at the start, every acceptance
+test fails at the start (unless marked ``@pytest.mark.baseline_pass``), and with the reference solution
+applied every acceptance and own test passes."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from kit import pyast
+from kit.errors import KitError
+from kit.paths import is_ignored
+from kit.records.schema import SEVERITIES
+from kit.scoring.inject import inject_folder
+from kit.scoring.scorer import evaluate
+from kit.tasks.requirements import read_requirements, test_files
+from kit.tasks.task import Task, apply_solution
+from kit.tasks.workspace import COPY_IGNORE, create_workspace
+
+
+class ValidationReport(BaseModel):
+    task_id: str
+    ok: bool
+    problems: list[str] = Field(default_factory=list)
+    durations: dict[str, float] = Field(default_factory=dict)
+
+
+def validate_task(
+    task: Task, sandbox: str | None = None, evaluations: dict | None = None
+) -> ValidationReport:
+    """Check the task contract on a fresh workspace (see the module docstring); ``sandbox`` is the
+    scoring sandbox (a spec: ``bwrap``, ``none``, ``podman@IMAGE`` ...; default the platform's). ``evaluations``, when given,
+    receives the two scorings (``start``, ``solution``: :class:`~kit.scoring.scorer.Evaluation`)."""
+    evaluations = {} if evaluations is None else evaluations
+    problems: list[str] = []
+    durations: dict[str, float] = {}
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="orchbench-validate-") as tmp:
+        try:
+            t = time.monotonic()
+            ws = create_workspace(task, Path(tmp) / "repo")
+            durations["workspace_s"] = time.monotonic() - t
+
+            problems += uncollected_test_files(task)
+            t = time.monotonic()
+            start = evaluations["start"] = evaluate(task, ws.root, ws, sandbox=sandbox)
+            durations["start_s"] = time.monotonic() - t
+            problems += start.problems
+            if start.tampered or start.unscored_reason:
+                problems.append(f"scoring the start failed: {start.unscored_reason or start.tampered}")
+            if not start.own.complete or start.own_failed:
+                problems.append(
+                    f"own tests fail at the start: {', '.join(start.own_failed) or _tail(start.own)}"
+                )
+            if not start.own.outcomes:
+                problems.append("own tests: none ran at the start")
+            for req in start.requirements:
+                if req.skip_mark:
+                    problems.append(
+                        f"acceptance test {req.key} is marked {req.skip_mark}: a hidden test is credited "
+                        "only when it plainly passes"
+                    )
+                passed, _ = start.results[req.key]
+                if passed and not req.baseline_pass:
+                    problems.append(
+                        f"acceptance test passes at the start: {req.key} "
+                        "(mark it @pytest.mark.baseline_pass if that is intended)"
+                    )
+
+            if not task.solution_dir.is_dir():
+                problems.append("no solution/ folder")
+            else:
+                t = time.monotonic()
+                apply_solution(task, ws.root)
+                end = evaluations["solution"] = evaluate(task, ws.root, ws, sandbox=sandbox)
+                durations["solution_s"] = time.monotonic() - t
+                for req in end.failed_requirements:
+                    problems.append(
+                        f"with the solution, acceptance test fails: {req.key}: {end.results[req.key][1]}"
+                    )
+                if end.acceptance.errors:
+                    problems.append(
+                        f"with the solution, acceptance run errors: {'; '.join(end.acceptance.errors)}"
+                    )
+                if end.tampered or end.unscored_reason:
+                    problems.append(f"scoring the solution failed: {end.unscored_reason or end.tampered}")
+                if end.suspicious:  # the audit hook must not see legitimate code as introspection
+                    problems.append(f"with the solution, scoring saw introspection: {end.suspicious[:3]}")
+                if not end.own.complete or end.own_failed:
+                    problems.append(
+                        f"with the solution, own tests fail: {', '.join(end.own_failed) or _tail(end.own)}"
+                    )
+        except KitError as e:
+            problems.append(str(e))
+    durations["total_s"] = time.monotonic() - started
+    durations = {k: round(v, 3) for k, v in durations.items()}
+    return ValidationReport(task_id=task.id, ok=not problems, problems=problems, durations=durations)
+
+
+def uncollected_test_files(task: Task) -> list[str]:
+    """Python files under acceptance/ that define ``test*`` functions but that pytest would never
+    collect (their name is not ``test_*.py`` / ``*_test.py``): requirements that silently never run."""
+    if task.acceptance_layout == "repo":
+        return []  # laid helpers (a test package's __init__.py with mixins) hold test methods legitimately
+    collected = set(test_files(task.acceptance_dir))
+    problems = []
+    for path in sorted(task.acceptance_dir.rglob("*.py")):
+        if (
+            path in collected
+            or path.name == "conftest.py"
+            or is_ignored(path.relative_to(task.acceptance_dir))
+        ):
+            continue
+        try:
+            tree = pyast.parse(path.read_bytes())
+        except (SyntaxError, ValueError):
+            continue  # not a test file by name; its import errors show when a test file imports it
+        if any(isinstance(n, ast.FunctionDef) and n.name.startswith("test") for n in ast.walk(tree)):
+            rel = path.relative_to(task.acceptance_dir).as_posix()
+            problems.append(
+                f"acceptance/{rel} defines tests but pytest will not collect it (name it test_*.py)"
+            )
+    return problems
+
+
+def _tail(run) -> str:  # noqa: ANN001 - a kit.scoring.scorer.PytestRun
+    lines = [ln for ln in run.output.strip().splitlines() if ln.strip()]
+    return f"exit code {run.exit_code}: {lines[-1] if lines else '(no output)'}"
+
+
+# --------------------------------------------------------------------------- what a task requires
+
+
+def requirements_line(task: Task) -> str:
+    """``N requirements (a critical, b major, c minor), s sealed`` (+ baseline-pass tests and problems
+    reading them): what ``kit tasks list`` and ``validate`` print. Sealed: requirements with at least
+    one check whose expected value never enters the scoring session (:mod:`kit.scoring.seal`),
+    found by preparing a copy of ``acceptance/`` as scoring does."""
+    reqs, problems = read_requirements(task.acceptance_dir)
+    counted = [r for r in reqs if not r.baseline_pass]
+    by_sev = {s: sum(r.severity == s for r in counted) for s in SEVERITIES}
+    sev = ", ".join(f"{n} {s}" for s, n in by_sev.items() if n) or "none"
+    with tempfile.TemporaryDirectory(prefix="orchbench-sealed-") as tmp:
+        copy = Path(tmp) / "acceptance"
+        shutil.copytree(task.acceptance_dir, copy, ignore=COPY_IGNORE)
+        sealed = {site.key for site in inject_folder(copy).sealed.values()}
+    line = f"{len(counted)} requirements ({sev}), {len(sealed & {r.key for r in counted})} sealed"
+    if len(reqs) > len(counted):
+        line += f", {len(reqs) - len(counted)} baseline-pass"
+    return line + (f"; {len(problems)} problem(s): {problems[0]}" if problems else "")
+
+
+# --------------------------------------------------------------------------- before a run
+
+
+def task_hash(task: Task) -> str:
+    """A hash of every file of the task folder (paths and bytes; git and cache litter left out), kept
+    per process while no file's size or mtime changes."""
+    root = Path(task.path)
+    files = sorted(p for p in root.rglob("*") if p.is_file() and not is_ignored(p.relative_to(root)))
+    signature = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    with _LOCK:
+        if (str(root), signature) in _HASHES:
+            return _HASHES[(str(root), signature)]
+    h = hashlib.sha256()
+    for p in files:
+        h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    value = h.hexdigest()[:16]
+    with _LOCK:
+        _HASHES[(str(root), signature)] = value
+    return value
+
+
+_HASHES: dict[tuple[str, tuple], str] = {}
+_LOCK = threading.Lock()
+
+
+def check_cache_dir() -> Path:
+    """Where passed collection checks are remembered, by task content: ``$ORCHBENCH_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/orchbench`` (``~/.cache/orchbench``), ``task-checks/``."""
+    base = os.environ.get("ORCHBENCH_CACHE_DIR") or Path(
+        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache", "orchbench"
+    )
+    return Path(base) / "task-checks"
+
+
+def collection_checked(task: Task) -> bool:
+    """Whether the task's content already passed :func:`collection_problems`."""
+    return (check_cache_dir() / f"{task_hash(task)}.ok").is_file()
+
+
+def collection_problems(task: Task, sandbox: str | None = None, static_only: bool = False) -> list[str]:
+    """Why the task's hidden tests would not give a score ([] when they do): acceptance files pytest
+    would not collect or cannot parse, and -- with the reference solution applied, as ``tasks
+    validate`` does -- a collection error or no result from the acceptance session. A pass is
+    remembered per task content (:func:`check_cache_dir`), so a task is checked once. ``static_only``:
+    the file checks alone (they write nothing; the session builds a clone and remembers a pass)."""
+    marker = check_cache_dir() / f"{task_hash(task)}.ok"
+    if marker.is_file():
+        return []
+    problems = uncollected_test_files(task)
+    for path in test_files(task.acceptance_dir):
+        try:
+            pyast.parse(path.read_bytes())
+        except (SyntaxError, ValueError) as e:
+            problems.append(
+                f"acceptance/{path.relative_to(task.acceptance_dir).as_posix()}: does not parse: {e}"
+            )
+    if static_only:
+        return problems
+    if not problems and task.solution_dir.is_dir():
+        with tempfile.TemporaryDirectory(prefix="orchbench-collect-") as tmp:
+            ws = create_workspace(task, Path(tmp) / "repo")
+            apply_solution(task, ws.root)
+            end = evaluate(task, ws.root, ws, sandbox=sandbox)
+        if end.unscored_reason or end.acceptance.errors:
+            problems.append(
+                "with the reference solution, the acceptance tests do not collect: "
+                + (end.unscored_reason or "; ".join(end.acceptance.errors))[:400]
+            )
+    if not problems:
+        try:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(task.id + "\n", encoding="utf-8")
+        except OSError:
+            pass  # no cache: the check runs again next time
+    return problems

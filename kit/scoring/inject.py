@@ -1,0 +1,337 @@
+"""What the kit writes into its copy of the hidden acceptance tests before a scoring session: in
+every test module, its **sealed checks** (:mod:`kit.scoring.seal`: equalities whose expected
+value leaves the module, first), a must-fail **twin** of each test that still has an in-process
+check (:mod:`kit.scoring.twins`; a twin only evaluates the value of a sealed check) and
+**canaries** -- one that must pass and one that must fail in every class of tests, and another pair
+at module level where the module has tests of its own.
+
+The canaries call the code under test the way the requirements do: each runs a copy of one of its
+scope's tests (picked at random among the cheaper half, judged from the source: loops and large
+numbers cost) with its assertions turned into plain evaluations, inside
+``try/except BaseException``, then asserts something whose outcome is known whatever the code does:
+the value last checked ``is not`` / ``is`` a fresh sentinel class. The failing canary is a copy in the
+test's own scope (same class, decorators and fixtures); the passing one takes only the test's marks
+and no fixture. A passing canary that fails in a class whose every test failed is excused by the
+session (:mod:`.session`): an honest solution whose ``setUp`` breaks gets nothing credited from that
+class anyway. Twins and canaries get names made of the module's own test-name words, sit in the
+same classes as the requirements, at random positions after the test they come from: by name,
+class or position nothing tells a canary from a twin or a requirement, so a forger that knows the
+upstream test names and fails (or passes) every other test of a class meets a canary either way.
+Only the kit knows which name is what (:class:`Injected`).
+
+A test that holds an integer literal of 100 000 or more (say, 200k rows streamed) gets no twin -- it
+would double the scoring time of the task -- and is counted ``unguarded``.
+
+The original tests are left as they are but for a first statement that tells scoring's audit hook
+who called the test (pytest, or the code under test running a hidden test to learn its expected
+values). The module is re-written from its ``ast``: comments go.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import random
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kit import pyast
+from kit.scoring.seal import Site, module_names, seal_test
+from kit.scoring.twins import Names, capture_body, make_twin, no_args, own_nodes, straight
+from kit.tasks.requirements import is_test_class, is_test_func, test_files
+
+FILLER = [
+    "value",
+    "result",
+    "input",
+    "output",
+    "empty",
+    "returns",
+    "keeps",
+    "handles",
+    "given",
+    "when",
+    "with",
+    "order",
+    "single",
+    "many",
+]
+MARKS = ("severity", "baseline_pass")
+
+
+@dataclass
+class Injected:
+    """What the kit added to one acceptance folder, by test function name (unique per folder)."""
+
+    twins: dict[str, str] = field(default_factory=dict)  # twin name -> requirement key
+    sealed: dict[str, Site] = field(default_factory=dict)  # sealed check id -> what it expects
+    observer: str = ""  # the name the sealed checks call (the plugin puts it in builtins)
+    canaries: dict[str, tuple[str, bool]] = field(default_factory=dict)  # name -> (module, must pass)
+    unguarded: list[str] = field(default_factory=list)  # requirement keys with neither twin nor seal
+    #: requirement key -> the kinds of must-fail check its twin holds ("equal", "raises", "inverted"),
+    #: and "sealed" when some of its checks are sealed
+    kinds: dict[str, set[str]] = field(default_factory=dict)
+    next_site: list[int] = field(default_factory=lambda: [0])
+
+
+class _Namer:
+    """Random, unused names for one folder, made of ``words`` (the module's test-name words): test
+    names for twins and canaries, identifiers for helpers and variables -- no hex that would set
+    what the kit adds apart in a report or a failure message."""
+
+    def __init__(self, rng: random.Random, taken: set[str]) -> None:
+        self.rng = rng
+        self.taken = taken
+        self.words: list[str] = list(FILLER)
+
+    def _fresh(self, make: object) -> str:
+        for _ in range(1000):
+            name = make()  # type: ignore[operator]
+            if name not in self.taken and name.isidentifier():
+                self.taken.add(name)
+                return name
+        name = f"{make()}_{self.rng.getrandbits(32)}"  # type: ignore[operator]
+        self.taken.add(name)
+        return name
+
+    def _pick(self, low: int, high: int) -> list[str]:
+        return self.rng.sample(self.words, self.rng.randint(low, min(high, len(self.words))))
+
+    def ident(self, cls: bool = False) -> str:
+        if cls:
+            return self._fresh(lambda: "".join(w.capitalize() for w in self._pick(2, 3)))
+        return self._fresh(lambda: "_".join(self._pick(2, 3)))
+
+    def test_name(self) -> str:
+        return self._fresh(lambda: "test_" + "_".join(self._pick(2, 5)))
+
+    def use_words(self, words: list[str]) -> None:
+        unique = sorted({w.lower() for w in words if w.isidentifier()})
+        self.words = unique if len(unique) >= 6 else sorted(set(unique) | set(FILLER))
+
+
+def _words(tree: ast.Module) -> list[str]:
+    return [w for n in ast.walk(tree) if is_test_func(n) for w in n.name.split("_")[1:]]  # type: ignore[attr-defined]
+
+
+def _is_mark(dec: ast.expr) -> bool:
+    target = dec.func if isinstance(dec, ast.Call) else dec
+    return isinstance(target, ast.Attribute) and target.attr in MARKS
+
+
+def _try_all(body: list[ast.stmt]) -> ast.Try:
+    handler = ast.ExceptHandler(
+        type=ast.Name(id="BaseException", ctx=ast.Load()), name=None, body=[ast.Pass()]
+    )
+    return ast.Try(body=body or [ast.Pass()], handlers=[handler], orelse=[], finalbody=[])
+
+
+def _canary(
+    source: ast.FunctionDef,
+    home: ast.ClassDef | None,
+    into: ast.ClassDef | None,
+    name: str,
+    names: Names,
+    value: str,
+    must_pass: bool,
+) -> ast.FunctionDef:
+    """A canary running a copy of ``source`` (a test of class ``home``, or module-level), to sit in
+    class ``into`` (or at module level). The failing canary in its test's own scope is the test's
+    copy with its decorators and fixtures; any other takes only its marks and the plain signature of
+    where it sits (a fixture it would have needed fails inside its ``try``, as does a method of
+    another class). At module level a copy of a class's test runs on an instance made in its body."""
+    start = pyast.parse(f"{value} = None").body
+    body = capture_body(source, value, names.observe)
+    if into is None and home is not None:  # module level: make the instance the test would run on
+        make = (
+            f"self = {home.name}({source.name!r})\nself.setUp()"
+            if _testcase(home)
+            else f"self = {home.name}()"
+        )
+        body = pyast.parse(make).body + body
+    own = home is into and not must_pass
+    args = no_args()
+    if own:
+        args = copy.deepcopy(source.args)
+    elif into is not None:
+        args.args = [ast.arg(arg="self")]
+    check = pyast.parse(f"assert {value} is {'not ' if must_pass else ''}{names.sentinel}").body
+    return ast.FunctionDef(
+        name=name,
+        args=args,
+        body=[*start, _try_all(body), *check],
+        decorator_list=[copy.deepcopy(d) for d in source.decorator_list if own or _is_mark(d)],
+        returns=None,
+        type_comment=None,
+    )
+
+
+def _testcase(cls: ast.ClassDef) -> bool:
+    return any(
+        (b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "")).endswith("TestCase")
+        for b in cls.bases
+    )
+
+
+def _plain_args(func: ast.FunctionDef, cls: ast.ClassDef | None) -> bool:
+    args = func.args
+    names = [a.arg for a in args.posonlyargs + args.args]
+    wanted = ["self"] if cls is not None else []
+    return names == wanted and not (args.vararg or args.kwarg or args.kwonlyargs)
+
+
+#: A test holding an integer literal this large (rows, iterations) is taken as a long-running one.
+HEAVY_LITERAL = 100_000
+
+
+def _heavy(func: ast.FunctionDef) -> bool:
+    return any(
+        isinstance(n, ast.Constant) and type(n.value) is int and abs(n.value) >= HEAVY_LITERAL
+        for n in own_nodes(func)
+    )
+
+
+def _cost(func: ast.FunctionDef) -> int:
+    """A guess at how long a test runs, from its source: statements, loops, large numbers."""
+    cost = 0
+    for node in own_nodes(func):
+        cost += 1
+        if isinstance(node, ast.For | ast.While | ast.comprehension):
+            cost += 50
+        elif isinstance(node, ast.Constant) and type(node.value) is int and abs(node.value) >= 1000:
+            cost += 100 * len(str(abs(node.value)))
+    return cost
+
+
+def _place(body: list[ast.stmt], extra: list[tuple[int, ast.stmt]]) -> list[ast.stmt]:
+    """``body`` with each extra statement inserted after the statement at its index."""
+    out: list[ast.stmt] = []
+    for i, stmt in enumerate(body):
+        out.append(stmt)
+        out.extend(node for at, node in extra if at == i)
+    return out
+
+
+def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) -> bool:
+    """Twins and canaries written into ``tree`` (acceptance file ``rel``); False if it has no tests."""
+    namer.use_words(_words(tree))
+    names = Names(
+        namer.ident(cls=True), namer.ident(cls=True), *(namer.ident() for _ in range(4)), found.observer
+    )
+    imports = module_names(tree)
+    module_extra: list[tuple[int, ast.stmt]] = []
+    class_extra: dict[int, list[tuple[int, ast.stmt]]] = {}
+    tests: list[tuple[int, ast.ClassDef | None, int, ast.FunctionDef]] = []  # (top idx, class, idx, test)
+    for top, node in enumerate(tree.body):
+        if is_test_func(node):
+            tests.append((top, None, top, node))  # type: ignore[arg-type]
+        elif is_test_class(node):
+            tests += [(top, node, i, sub) for i, sub in enumerate(node.body) if is_test_func(sub)]  # type: ignore[attr-defined, misc]
+    if not tests:
+        return False
+    rng = namer.rng
+    for top, cls, idx, test in tests:
+        key = f"{rel}::{cls.name + '::' if cls else ''}{test.name}"
+        kinds = found.kinds.setdefault(key, set())
+        sealed = seal_test(test, key, imports, names.observe, found.next_site)
+        found.sealed.update(sealed)
+        if sealed:
+            kinds.add("sealed")
+        heavy = _heavy(test)  # its twin would double a long test's time: counted unguarded instead
+        twin = None if heavy else make_twin(test, namer.test_name(), names, namer.ident(), kinds)
+        if twin is None:
+            if not sealed:
+                found.unguarded.append(key)
+            continue
+        found.twins[twin.name] = key
+        scope = class_extra.setdefault(top, []) if cls else module_extra
+        scope.append((rng.randint(idx, len(cls.body if cls else tree.body) - 1), twin))
+    _add_canaries(tree, rel, tests, namer, names, found, module_extra, class_extra)
+    for top, extra in class_extra.items():
+        cls_node = tree.body[top]
+        assert isinstance(cls_node, ast.ClassDef)
+        cls_node.body = _place(cls_node.body, extra)
+    tree.body = _place(tree.body, module_extra)
+    for node in tree.body:  # every test (original, twin, canary) first tells who called it
+        for test in [node] if is_test_func(node) else node.body if is_test_class(node) else []:  # type: ignore[attr-defined]
+            if is_test_func(test):
+                test.body.insert(0, ast.Expr(ast.Call(ast.Name(names.guard, ast.Load()), [], [])))  # type: ignore[attr-defined]
+    tree.body[_after_header(tree.body) : _after_header(tree.body)] = names.helpers()
+    return True
+
+
+def _add_canaries(
+    tree: ast.Module,
+    rel: str,
+    tests: list[tuple[int, ast.ClassDef | None, int, ast.FunctionDef]],
+    namer: _Namer,
+    names: Names,
+    found: Injected,
+    module_extra: list[tuple[int, ast.stmt]],
+    class_extra: dict[int, list[tuple[int, ast.stmt]]],
+) -> None:
+    """Both canaries -- one that must pass, one that must fail -- in every class of tests and at
+    module level (where the module has tests of its own), each a copy of one of the cheaper tests of
+    its scope (of the module's when its scope has none that fits), at a random place after it: where
+    a canary sits tells nothing of what it is, nor of it from a twin."""
+    rng = namer.rng
+    simple = [t for t in tests if straight(t[3])]
+    scopes: dict[int | None, ast.ClassDef | None] = {top: cls for top, cls, _, _ in tests if cls is not None}
+    if any(cls is None for _, cls, _, _ in tests):
+        scopes[None] = None
+    first = min(top for top, _, _, _ in tests)  # module-level canaries go after the imports
+    for top, into in scopes.items():
+        scope_body = into.body if into is not None else tree.body
+        for must_pass in (False, True):
+            own = [t for t in simple if t[1] is into and (not must_pass or _plain(t[3], t[1]))]
+            pool = own or simple
+            if not pool:
+                continue
+            pool.sort(key=lambda t: _cost(t[3]))  # a canary re-runs its test: one of the cheaper half
+            src_top, home, idx, source = rng.choice(pool[: max(1, (len(pool) + 1) // 2)])
+            name = namer.test_name()
+            found.canaries[name] = (rel + (f"::{into.name}" if into is not None else ""), must_pass)
+            canary = _canary(source, home, into, name, names, namer.ident(), must_pass)
+            after = (idx if into is not None else src_top) if own else (0 if into is not None else first)
+            placed = (rng.randint(after, len(scope_body) - 1), canary)
+            (class_extra.setdefault(top, []) if into is not None else module_extra).append(placed)
+
+
+def _plain(func: ast.FunctionDef, cls: ast.ClassDef | None) -> bool:
+    """A test a passing canary can copy in its own scope: no fixture, no decorator but marks."""
+    return _plain_args(func, cls) and all(_is_mark(d) for d in func.decorator_list)
+
+
+def _after_header(body: list[ast.stmt]) -> int:
+    """The index after the module docstring and ``from __future__`` imports."""
+    i = 0
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        i = 1
+    while i < len(body) and isinstance(body[i], ast.ImportFrom) and body[i].module == "__future__":  # type: ignore[attr-defined]
+        i += 1
+    return i
+
+
+def inject_folder(folder: Path, rng: random.Random | None = None) -> Injected:
+    """Write twins and canaries into every test module under ``folder`` (a kit-owned copy)."""
+    rng = rng or random.Random(secrets.randbits(64))
+    found = Injected()
+    parsed: list[tuple[Path, str, ast.Module]] = []
+    taken: set[str] = set()
+    for path in test_files(folder):
+        try:
+            tree = pyast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue  # its requirements fail as not run; nothing to add
+        parsed.append((path, path.relative_to(folder).as_posix(), tree))
+        for node in ast.walk(tree):
+            taken |= {
+                str(getattr(node, f)) for f in ("name", "id", "asname", "arg") if getattr(node, f, None)
+            }
+    namer = _Namer(rng, taken)
+    found.observer = namer.ident()
+    for path, rel, tree in parsed:
+        if inject_module(tree, rel, namer, found):
+            path.write_text(ast.unparse(ast.fix_missing_locations(tree)) + "\n", encoding="utf-8")
+    return found

@@ -1,0 +1,272 @@
+"""The kit's pytest plugin for scoring. It runs INSIDE the scoring sandbox, started by
+``kit/scoring/launcher.py``, and imports nothing from the kit (the kit is not visible there).
+
+- registers the kit's markers (``severity``, ``baseline_pass``);
+- adds the run's canary test file to the collected paths (own-tests runs) and moves the canary tests
+  to the end of the run, so a report patch installed by any earlier test also meets them; in the
+  acceptance session it runs the tests of each class or module in a random order (a must-fail twin
+  runs before or after its test: code that behaves one way on a first call and another way later
+  meets the twin first half of the time);
+- streams a start line (before any code under test loads), how many tests were collected, every
+  test's final outcome (setup, call and teardown together), every collection error, the values of
+  the sealed checks (``observe.py``) and the session's exit status, one JSON line each,
+  to a pipe the kit reads WHILE the tests run. What was sent cannot be taken back: an exit hook can
+  only append, and the kit treats anything after the end line, a repeated test or a garbled line as
+  tampering;
+- in every session, the audit hook of ``audit.py`` (which :func:`install` adds before any code under
+  test loads; in an own-tests session the "hidden tests" are the canary file) streams a ``seen`` line
+  each time the code under test looks at the hidden tests (what it sees, and what it does not: that
+  module's docstring). The kit flags such a run ``suspicious``.
+
+The functions it needs are bound at import, before any code under test is imported, and held in
+closures (:func:`install`): a later monkeypatch of ``os.write``, ``json.dumps``, this module's globals
+or an attribute of the hooks object does not reach the stream.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib.util
+import json
+import os
+import random
+import sys
+import threading
+import types
+from collections.abc import Callable
+
+import pytest
+
+_write = os.write
+_dumps = json.dumps
+_loads = json.loads
+_escape = json.encoder.encode_basestring_ascii  # the C function: nothing of it can be patched
+
+
+def _first_line(text: str) -> str:
+    lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
+    return (lines[0] if lines else "")[:300]
+
+
+def _message(report: pytest.TestReport | pytest.CollectReport) -> str:
+    longrepr = report.longrepr
+    if report.skipped:
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        return "skipped: " + _first_line(reason.removeprefix("Skipped: "))[:200]
+    crash = getattr(longrepr, "reprcrash", None)
+    if crash is not None and getattr(crash, "message", ""):
+        return _first_line(crash.message) or "failed"
+    text = str(longrepr)
+    cause = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ") and ln[1:].strip()]
+    if cause:  # a collection error: its first line says where, its last `E` line what
+        return f"{_first_line(text)} {cause[-1]}"[:300]
+    return _first_line(text) or "failed"
+
+
+def _outcome(report: pytest.TestReport) -> str:
+    """One phase's outcome in the kit's words (``kit/tasks/transitions.py``): passed, failed, skipped,
+    xfailed (marked xfail, failed) or xpassed (marked xfail, passed)."""
+    xfail = hasattr(report, "wasxfail")
+    if report.passed:
+        return "xpassed" if xfail else "passed"
+    if report.skipped:
+        return "xfailed" if xfail else "skipped"
+    return "failed"
+
+
+def _phase_message(report: pytest.TestReport, outcome: str) -> str:
+    if outcome in ("xfailed", "xpassed"):
+        reason = _first_line(str(getattr(report, "wasxfail", "")))[:200]
+        return f"{outcome} (marked xfail{': ' + reason if reason else ''})"
+    return _message(report)
+
+
+def install(settings: dict) -> list[object]:
+    """The session's pytest plugins (pass to ``pytest.main``), sending through a closure-held writer,
+    and the audit hook (installed here when ``settings`` names the hidden tests). Takes the pipe's
+    fd out of ``settings``: after this, nothing the code under test can reach by frames or globals
+    leads to the stream -- the hooks and the audit hook each hold a ``send`` of their own in closure
+    cells (sharing only the line counter and its lock), so replacing an attribute (of the hooks
+    object, of this module) or a cell the hooks hold changes nothing the audit hook sends."""
+    fd = settings.pop("fd")
+    os.set_inheritable(fd, False)  # commands the tests start do not get the pipe
+    lock, seq = threading.Lock(), [0]
+    send = _sender(fd, lock, seq)
+    send(kind="start")
+    shuffle = bool(settings.get("shuffle", settings.get("hidden")))
+    preloaded = _preload(settings, _rebind(_sender, _private_scope())(fd, lock, seq))
+    hooks = _hooks(
+        send, settings.get("canary_file"), settings["canaries"], shuffle, settings.get("deselect", [])
+    )
+    if settings.get("observer"):  # sealed checks (kit/scoring/seal.py) call it by this name
+        observe = _private_scope(vars(_load(settings["plugin"], "observe")))["observer"]
+        setattr(builtins, settings["observer"], observe(_rebind(_sender, _private_scope())(fd, lock, seq)))
+    if settings.get("hidden"):  # its own scope: nothing reachable from the tests leads to it
+        scope = _private_scope(vars(_load(settings["plugin"], "audit")))
+        laid = None
+        if settings.get("audit"):  # laid files, base code: a kit file, read-only in the sandbox
+            with open(settings["audit"], encoding="utf-8") as fh:
+                laid = _loads(fh.read())
+        processes = bool(settings.get("processes", True))
+        audit = scope["Audit"](
+            settings["repo"], settings["hidden"], processes, laid, bool(settings.get("record"))
+        )
+        sys.addaudithook(scope["audit_hook"](_rebind(_sender, _private_scope())(fd, lock, seq), audit))
+    return [hooks, preloaded]
+
+
+def _preload(settings: dict, send: Callable[..., None]) -> object:
+    """The test files the session may import, compiled now -- before the repo is importable -- and
+    served first on ``sys.meta_path``; the pytest hooks that keep it first and check, after
+    collection, that pytest got its modules (``preload.py``)."""
+    from _pytest.assertion.rewrite import rewrite_asserts
+
+    scope = _private_scope(vars(_load(settings["plugin"], "preload")))
+    plain = "--assert=plain" in settings["args"]
+    files = [[path, rewrite and not plain] for path, rewrite in settings.get("compiled", [])]
+    preloaded = scope["Preloaded"](scope["compile_files"](files, rewrite_asserts))
+    sys.meta_path.insert(0, preloaded)
+    return scope["session_hooks"](preloaded, send, _Hooks())
+
+
+def _load(plugin: str, name: str) -> types.ModuleType:
+    """``<name>.py`` from the plugin's own folder (not in ``sys.modules``: not found by name)."""
+    path = os.path.join(os.path.dirname(plugin), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"orchbench_scoring_{name}", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def _private_scope(namespace: dict | None = None) -> dict:
+    """A copy of this module's globals (or of ``namespace``), and of the builtins, taken before any
+    code under test loads.
+    Functions rebound to it (:func:`_rebind`) look their globals and builtins up there: the code
+    under test can reach this module's dict (a pytest hook's ``__globals__``) and the builtins
+    module, and rewrite them, without changing anything such a function uses. (What the standard
+    library functions it calls look up in their own modules can still be patched.)"""
+    scope = dict(globals() if namespace is None else namespace)
+    scope["__builtins__"] = dict(vars(builtins))
+    for name, value in list(scope.items()):
+        if isinstance(value, types.FunctionType) and value.__module__ == scope["__name__"]:
+            scope[name] = _rebind(value, scope)
+        elif isinstance(value, type) and value.__module__ == scope["__name__"]:
+            scope[name] = _rebind_class(value, scope)
+    return scope
+
+
+def _rebind(func: Callable, scope: dict) -> Callable:
+    """``func`` with ``scope`` as its globals (and builtins)."""
+    code = func.__code__  # type: ignore[attr-defined]
+    return types.FunctionType(code, scope, func.__name__, func.__defaults__, func.__closure__)  # type: ignore[attr-defined]
+
+
+def _rebind_class(cls: type, scope: dict) -> type:
+    """A new class like ``cls`` whose methods are rebound to ``scope`` (patching ``cls`` does not
+    reach it, nor does patching the copy reach ``cls``)."""
+    members = {
+        name: _rebind(value, scope) if isinstance(value, types.FunctionType) else value
+        for name, value in vars(cls).items()
+        if name not in ("__dict__", "__weakref__")
+    }
+    return type(cls.__name__, cls.__bases__, members)
+
+
+def _sender(fd: int, lock: threading.Lock, seq: list[int]) -> Callable[..., None]:
+    """A function writing one JSON line per call to ``fd``, numbered by ``seq``; everything it uses is
+    bound here, in its closure, before any code under test loads."""
+    write, escape = _write, _escape
+
+    def send(**msg: object) -> None:
+        with lock:
+            seq[0] += 1
+            fields = [f'"seq": {seq[0]}']
+            for key, value in msg.items():  # flat: str, int, bool (no json.dumps, which can be patched)
+                if value is True or value is False:
+                    text = "true" if value else "false"
+                elif type(value) is int:
+                    text = int.__repr__(value)
+                else:
+                    text = escape(str(value))
+                fields.append(f"{escape(key)}: {text}")
+            data = ("{" + ", ".join(fields) + "}\n").encode()
+            while data:
+                data = data[write(fd, data) :]
+
+    return send
+
+
+def _deselected(nodeid: str, ids: tuple[str, ...]) -> bool:
+    """Is ``nodeid`` one of ``ids`` or under one (a folder, a module, a class, a parametrized test)?
+    (pytest's ``--deselect`` matches any prefix: ``::test_f`` would take ``::test_foo`` too.)"""
+    return any(nodeid == i or nodeid.startswith((i + "::", i + "[", i.rstrip("/") + "/")) for i in ids)
+
+
+def _hooks(
+    send: Callable[..., None],
+    canary_file: str | None,
+    canary_names: list[str],
+    shuffle: bool,
+    deselect: list[str] = (),  # type: ignore[assignment]
+) -> object:
+    """The pytest hooks, as plain closures (pluggy binds each function when the plugin registers:
+    replacing an attribute of the returned object later does nothing). ``deselect``: node ids left
+    out (the task's ``own_tests_deselect``)."""
+    canaries, left_out = set(canary_names), tuple(deselect)
+    pending: dict[str, tuple[str, str]] = {}
+
+    def pytest_configure(config: pytest.Config) -> None:
+        config.addinivalue_line("markers", "severity(level): requirement severity: critical, major or minor")
+        config.addinivalue_line(
+            "markers", "baseline_pass: this acceptance test may pass on the starting code"
+        )
+        if canary_file:
+            config.args.append(canary_file)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+        gone = [i for i in items if _deselected(i.nodeid, left_out)] if left_out else []
+        if gone:
+            items[:] = [i for i in items if not _deselected(i.nodeid, left_out)]
+            config.hook.pytest_deselected(items=gone)
+        last = [i for i in items if i.name in canaries]
+        items[:] = [i for i in items if i.name not in canaries] + last
+        if shuffle:  # a random order inside each class or module: a test and its twin either way
+            rng = random.SystemRandom()
+            groups: dict[object, list[pytest.Item]] = {}
+            for item in items:
+                groups.setdefault(item.parent, []).append(item)
+            for group in groups.values():
+                rng.shuffle(group)
+            items[:] = [item for group in groups.values() for item in group]
+
+    def pytest_collection_finish(session: pytest.Session) -> None:
+        send(kind="collected", count=len(session.items))  # each must be reported before the end
+
+    def pytest_collectreport(report: pytest.CollectReport) -> None:
+        if not report.passed:
+            send(kind="collect", nodeid=report.nodeid, message=_message(report))
+
+    def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+        outcome, message = pending.get(report.nodeid, ("passed", ""))
+        now = _outcome(report)
+        if outcome in ("passed", "xpassed") and now != "passed":  # the first failure (or skip,
+            outcome, message = now, _phase_message(report, now)  # xfail) of setup, call, teardown
+        if report.when == "teardown":
+            pending.pop(report.nodeid, None)
+            ok = outcome in ("passed", "xpassed")
+            send(kind="test", nodeid=report.nodeid, passed=ok, outcome=outcome, message=message)
+        else:
+            pending[report.nodeid] = (outcome, message)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(exitstatus: int) -> None:
+        send(kind="end", exitstatus=int(exitstatus))
+
+    hooks = _Hooks()  # plain functions as instance attributes (pluggy needs a hashable plugin)
+    hooks.__dict__.update({k: v for k, v in locals().items() if k.startswith("pytest_")})
+    return hooks
+
+
+class _Hooks:
+    """The plugin object pytest registers: it only carries the hook functions."""

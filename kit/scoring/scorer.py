@@ -1,0 +1,360 @@
+"""Hidden acceptance tests -> :class:`kit.records.schema.Score`, in a way the code under test cannot rewrite.
+
+Scoring never runs in the clone, and never in the process that reads the results:
+
+1. **A clean copy of a snapshot.** :func:`score` works from a snapshot of the clone taken through the
+   sandbox (:mod:`kit.tasks.snapshot`: regular files only, capped, what was dropped noted in
+   ``Score.dropped_files``), never from the live clone; it is copied again
+   (:func:`kit.scoring.clean_copy.copy_clean`). A second copy gets the base commit's test
+   files, conftests and pytest configuration (:func:`kit.scoring.clean_copy.use_base_tests`),
+   read from the kit's cached base -- built from the task folder, sharing no object with any clone --
+   to judge regressions; tests the agent added only count as ``tests_added``.
+2. **Fresh sandboxes** (:mod:`kit.sandbox.backends`; ``bwrap`` by default): the hidden acceptance tests, the
+   kit's launcher and plugin live in a kit folder outside the copy, visible read-only. The interpreter
+   starts isolated (``python -I``), so the repo cannot shadow pytest or the standard library; the repo
+   goes on ``sys.path`` last (but the task's ``packages``, imported from the copy only:
+   :mod:`kit.tasks.packages`). The acceptance run takes its pytest configuration from the kit only --
+   or, in the ``repo`` layout (:mod:`kit.scoring.layout`), from the task's files laid in the
+   copy; the three sessions: :mod:`kit.scoring.sessions`.
+3. **A stream, not a report file**: the plugin sends each test's outcome through a pipe the kit reads
+   as tests finish. Outcomes count only from a complete, verified session: a wrong or missing canary
+   (two inside each acceptance module, calling the code under test like its tests do:
+   :mod:`kit.scoring.inject`), a garbled stream, a forged exit status, an early exit, a hang
+   until the timeout or an interrupted session marks the run ``tampered`` -- scored as every
+   requirement failed and every own test regressed (:mod:`kit.scoring.session`).
+4. **Sealed checks** (:mod:`kit.scoring.seal`): an equality whose expected value the kit can
+   evaluate alone leaves the session's copy; the session sends a digest of the actual value and the
+   kit compares it outside. A requirement is credited only if every sealed check of its test matched.
+   **Must-fail twins** guard what stays in-process: each acceptance test runs beside a twin whose
+   expectation nothing legitimate can meet (:mod:`kit.scoring.twins`). A requirement is
+   credited only if it passes and its twin fails; a passing twin makes it ``gamed`` (failed). Tests
+   with neither twin nor sealed check are counted ``unguarded``. An audit hook records the code under
+   test reading the hidden tests or taking frames: the run is flagged ``suspicious`` (not
+   re-scored). Only the agent's code is charged: what is as it was at the base is looked through
+   (:mod:`kit.scoring.basecode`).
+5. **Never unscored**: if scoring itself fails, :func:`score` still returns a Score with every
+   requirement failed and ``unscored_reason`` saying why.
+
+The base commit's own-test run is cached per (base commit, test command, sandbox, deselected own
+tests, packages), so each scoring
+runs two sandboxed pytest processes (acceptance, own tests) in parallel.
+
+**Requirements.** Each test function in ``acceptance/`` is one requirement (a parametrized test is
+one requirement that fails if any case fails). Its severity is declared with the pytest marker
+``@pytest.mark.severity("critical" | "major" | "minor")`` on the function, its class, or the module
+(``pytestmark = pytest.mark.severity("major")``). The kit reads the markers from the source (so a
+test file that does not even import still yields its requirements, all failed) and registers the
+markers itself through its plugin. ``@pytest.mark.baseline_pass`` marks a requirement that is allowed
+to pass on the starting code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shutil
+import tarfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kit.records.schema import Score
+from kit.sandbox import quota
+from kit.scoring import verdicts
+from kit.scoring.basecode import base_code, with_base_tests
+from kit.scoring.clean_copy import copy_clean, copy_sparse, use_base_tests
+from kit.scoring.session import PytestRun
+from kit.scoring.sessions import Sessions
+from kit.tasks.git import git
+from kit.tasks.requirements import Requirement, count_test_functions, read_requirements, test_files  # noqa: F401 - re-exported
+from kit.tasks.snapshot import Snapshot, snapshot
+from kit.tasks.task import Task
+from kit.tasks.transitions import Outcome, is_regression, transition
+from kit.tasks.workspace import Workspace, diff_stats_of
+
+# --------------------------------------------------------------------------- the base commit
+
+
+def _extract_commit(ws: Workspace, dest: Path) -> None:
+    """The base commit's tree, read from the kit's cached base repository only: never from the
+    clone, whose ``.git`` the agent may have rewritten."""
+    git_dirs = [d for d in (ws.base_git_dir,) if d is not None and d.is_dir()]
+    last = "no git folder holds it"
+    for git_dir in git_dirs:
+        proc = git(
+            git_dir.parent,
+            f"--git-dir={git_dir}",
+            "archive",
+            "--format=tar",
+            ws.base_commit,
+            text=False,
+            check=False,
+        )
+        if proc.returncode == 0:
+            dest.mkdir(parents=True, exist_ok=True)
+            with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
+                tar.extractall(dest, filter="data")
+            return
+        last = proc.stderr.decode("utf-8", "replace").strip()
+    raise RuntimeError(f"cannot read the base commit {ws.base_commit[:12]}: {last}")
+
+
+@dataclass
+class _Base:
+    own_passed: set[str]
+    tests: int
+    problem: str | None = None
+    own_states: dict[str, str] = field(default_factory=dict)  # nodeid -> outcome at the base
+
+
+_BASE_CACHE: dict[tuple[str, ...], _Base] = {}
+_BASE_LOCK = threading.Lock()
+
+
+def clear_base_cache() -> None:
+    """Forget the base commits' own-test results kept in this process (the tests reset it)."""
+    with _BASE_LOCK:
+        _BASE_CACHE.clear()
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+@dataclass
+class Evaluation:
+    """Everything scoring found out; :func:`score` condenses it, ``tasks validate`` reads it all."""
+
+    requirements: list[Requirement]
+    results: dict[str, tuple[bool, str]]  # requirement key -> (passed, message)
+    acceptance: PytestRun
+    own: PytestRun
+    own_passed_at_base: set[str]  # (xpassed ones too: pytest's "passed")
+    problems: list[str]
+    tests_at_base: int
+    tests_now: int
+    dropped: list[str] = field(default_factory=list)  # entries of the clone not copied, and why
+    tampered: list[str] = field(default_factory=list)  # evidence; non-empty = the run is tampered
+    unscored_reason: str | None = None  # the acceptance tests gave no result at all
+    gamed: list[str] = field(default_factory=list)  # requirement keys that passed with a passing twin
+    unguarded: list[str] = field(default_factory=list)  # requirement keys with neither twin nor seal
+    sealed: list[str] = field(default_factory=list)  # requirement keys with a sealed check
+    suspicious: list[str] = field(default_factory=list)  # introspection seen by the audit hook
+    own_states_at_base: dict[str, str] = field(default_factory=dict)  # nodeid -> outcome at the base
+
+    @property
+    def failed_requirements(self) -> list[Requirement]:
+        return [r for r in self.requirements if not self.results[r.key][0]]
+
+    def _state_at_base(self, nodeid: str) -> Outcome:
+        if nodeid in self.own_states_at_base:
+            return Outcome(self.own_states_at_base[nodeid])
+        return Outcome.PASSED if nodeid in self.own_passed_at_base else Outcome.ABSENT
+
+    @property
+    def regressed(self) -> list[str]:
+        """Own tests that passed at the base and fail, error, skip or xfail now, or are gone
+        (:func:`kit.tasks.transitions.is_regression`; an own test that was skipped, xfailed or
+        xpassed at the base is neutral)."""
+        if self.tampered:  # nothing the own tests said can be trusted
+            return sorted(self.own_passed_at_base)
+        return sorted(
+            t
+            for t in self.own_passed_at_base
+            if is_regression(transition(self._state_at_base(t), self.own.state(t)))
+        )
+
+    @property
+    def own_failed(self) -> list[str]:
+        """Own tests that failed (a skip, xfail or xpass is neutral: not among them) and the session's
+        errors."""
+        failed = sorted(k for k in self.own.outcomes if self.own.state(k) is Outcome.FAILED)
+        return failed + self.own.errors
+
+
+def _base_info(session: Sessions, task: Task, ws: Workspace, base_dir: Path) -> _Base:
+    """The own tests that pass at the base commit (cached when the base run was clean)."""
+    key = (
+        ws.base_commit,
+        task.test_command,
+        getattr(session.sandbox, "spec", session.sandbox.name),  # (a container image: its own)
+        *task.own_tests_deselect,
+        "|",
+        *task.packages,
+    )
+    with _BASE_LOCK:
+        cached = _BASE_CACHE.get(key)
+    if cached is not None:
+        return cached
+    tests = count_test_functions(base_dir)
+    run = session.own("base", base_dir, task.test_command)
+    info = _Base(own_passed=run.passed, tests=tests, own_states={k: str(run.state(k)) for k in run.outcomes})
+    if run.tampered or not run.complete:
+        info.problem = f"the repo's own tests did not run cleanly at the base: {run.errors + run.tampered}"
+        return info  # not cached: a task problem (or a kit one) must show, not stick
+    with _BASE_LOCK:
+        _BASE_CACHE[key] = info
+    return info
+
+
+def evaluate(
+    task: Task,
+    tree: Path,
+    ws: Workspace,
+    timeout_s: float | None = None,
+    *,
+    sandbox: str | None = None,
+    dropped: list[str] | None = None,
+    record_reads: bool = False,
+) -> Evaluation:
+    """Run acceptance and own tests on clean copies of ``tree`` in fresh sandboxes (``sandbox``: a
+    :mod:`kit.sandbox.backends` backend name, default the platform's); ``ws`` gives the base commit.
+    ``tree`` is a snapshot (:func:`score`) or a tree of the kit's own (``tasks validate``); ``dropped``:
+    what the snapshot left out, reported first; ``record_reads``: the acceptance session reports the
+    data files of the tree it reads (``Evaluation.acceptance.reads``: the importer's probes)."""
+    timeout = timeout_s or task.limits.scoring_timeout_s
+    requirements, problems = read_requirements(task.acceptance_dir)
+    # a capped tmpfs where the kit is root: what the code under test writes while it is scored (a
+    # deep tree, a disk's worth of files) neither fills the disk nor breaks the removal
+    with quota.scratch("orchbench-score-") as tmp:
+        session = Sessions(task, sandbox, tmp / "kit", timeout)
+        acc_dir, own_dir, base_dir = tmp / "acc", tmp / "own", tmp / "base"
+        dropped = [*(dropped or []), *copy_clean(tree, acc_dir)]
+        tests_now = count_test_functions(acc_dir)
+        shutil.copytree(acc_dir, own_dir, copy_function=copy_sparse)
+        _extract_commit(ws, base_dir)
+        use_base_tests(own_dir, base_dir)
+        acc_code = base_code(acc_dir, base_dir)
+        own_code = with_base_tests(acc_code, base_dir)
+        with ThreadPoolExecutor(3) as pool:
+            f_acc = pool.submit(session.acceptance, acc_dir, acc_code, record_reads)
+            f_own = pool.submit(session.own, "own", own_dir, task.test_command, own_code)
+            f_base = pool.submit(_base_info, session, task, ws, base_dir)
+            acc, own, base = f_acc.result(), f_own.result(), f_base.result()
+
+    if base.problem:
+        problems.append(base.problem)
+    tampered = [f"acceptance: {t}" for t in acc.tampered] + [f"own tests: {t}" for t in own.tampered]
+    twinned = set(session.injected.twins.values())
+    results, gamed = verdicts.results(requirements, acc, tampered, twinned, session.prefix)
+    verdicts.sealed_checks(results, session.injected, acc)
+    by_req = {k for k in (verdicts.requirement_key(n, session.prefix) for n in acc.outcomes) if k is not None}
+    reason = "; ".join(acc.errors)[:300] or "not run"
+    known = {r.key for r in requirements}
+    for key in sorted(by_req - known):
+        problems.append(f"acceptance test {key} was run but not found in the source (generated?)")
+    unscored = None
+    if not acc.complete and not acc.outcomes and not tampered:
+        unscored = f"the acceptance tests gave no result: {reason}"
+    return Evaluation(
+        requirements=requirements,
+        results=results,
+        acceptance=acc,
+        own=own,
+        own_passed_at_base=base.own_passed,
+        own_states_at_base=base.own_states,
+        problems=problems,
+        tests_at_base=base.tests,
+        tests_now=tests_now,
+        dropped=dropped,
+        tampered=tampered[:20],
+        unscored_reason=unscored,
+        gamed=gamed,
+        unguarded=list(session.injected.unguarded),
+        sealed=sorted({check.key for check in session.injected.sealed.values()}),
+        suspicious=[*acc.seen, *(f"own tests: {x}" for x in own.seen)],
+    )
+
+
+def _diff_stats(ws: Workspace, snap: Snapshot | None) -> tuple[int, int, int]:
+    if snap is None:
+        return 0, 0, 0
+    try:
+        return diff_stats_of(ws, snap)
+    except Exception:  # noqa: BLE001 - a diff that fails still leaves a score
+        return 0, 0, 0
+
+
+def _claimed_but_failed(claimed_done: bool, defects: dict[str, int]) -> bool:
+    return bool(claimed_done and (defects["critical"] or defects["major"]))
+
+
+def to_score(
+    ev: Evaluation, ws: Workspace, claimed_done: bool, scoring_s: float, snap: Snapshot | None = None
+) -> Score:
+    tally = verdicts.tally(
+        ev.requirements, ev.failed_requirements, {k: m for k, (_, m) in ev.results.items()}
+    )
+    files, added, removed = _diff_stats(ws, snap)
+    regressed = ev.regressed
+    baseline = {r.key for r in ev.requirements if r.baseline_pass}
+    return Score(
+        **tally,
+        own_tests_total=len(ev.own.outcomes),
+        regressions=len(regressed),
+        regressed_tests=regressed,
+        tests_added=ev.tests_now - ev.tests_at_base,
+        files_touched=files,
+        lines_added=added,
+        lines_removed=removed,
+        claimed_done_but_failed=_claimed_but_failed(claimed_done, tally["defects"]),
+        scoring_s=round(scoring_s, 3),
+        tampered=bool(ev.tampered),
+        tamper_evidence=ev.tampered,
+        requirements_gamed=len(counted_gamed := [k for k in ev.gamed if k not in baseline]),
+        gamed_tests=counted_gamed,
+        requirements_unguarded=sum(k not in baseline for k in ev.unguarded),
+        requirements_sealed=len({k for k in ev.sealed if k not in baseline}),
+        suspicious=bool(ev.suspicious),
+        suspicious_evidence=ev.suspicious,
+        unscored_reason=ev.unscored_reason,
+        dropped_files=ev.dropped,
+    )
+
+
+def unscored(
+    task: Task, ws: Workspace, claimed_done: bool, reason: str, scoring_s: float, snap: Snapshot | None = None
+) -> Score:
+    """The score of a run whose scoring failed: every requirement failed, with the reason."""
+    try:
+        requirements, _ = read_requirements(task.acceptance_dir)
+    except Exception:  # noqa: BLE001
+        requirements = []
+    message = f"not scored: {reason}"[:300]
+    tally = verdicts.tally(requirements, requirements, {r.key: message for r in requirements})
+    files, added, removed = _diff_stats(ws, snap)
+    return Score(
+        **tally,
+        files_touched=files,
+        lines_added=added,
+        lines_removed=removed,
+        claimed_done_but_failed=_claimed_but_failed(claimed_done, tally["defects"]),
+        scoring_s=round(scoring_s, 3),
+        unscored_reason=reason[:2000],
+    )
+
+
+def score(
+    task: Task,
+    ws: Workspace,
+    claimed_done: bool,
+    timeout_s: float | None = None,
+    *,
+    sandbox: str | None = None,
+    snap: Snapshot | None = None,
+) -> Score:
+    """Score the clone against the task's hidden acceptance tests, from ``snap`` -- a snapshot of it
+    (:mod:`kit.tasks.snapshot`) -- or from one taken here through ``sandbox``: the live clone is never
+    read by the kit. Never raises for a failure of scoring itself: that gives a score with every
+    requirement failed and the reason."""
+    started = time.monotonic()
+    with contextlib.ExitStack() as stack:
+        try:
+            if snap is None:
+                snap = stack.enter_context(snapshot(ws.root, sandbox or ws.sandbox))
+            ev = evaluate(task, snap.tree, ws, timeout_s, sandbox=sandbox, dropped=snap.dropped)
+            return to_score(ev, ws, claimed_done, time.monotonic() - started, snap)
+        except Exception as exc:  # noqa: BLE001 - a run is never left unscored
+            reason = f"scoring failed: {type(exc).__name__}: {exc}"
+            return unscored(task, ws, claimed_done, reason, time.monotonic() - started, snap)

@@ -1,0 +1,167 @@
+"""The three pytest sessions of one evaluation and what they share: the hidden acceptance tests (with
+their canaries, twins and sealed checks, from the kit's folder or laid in the copy: :mod:`.layout`),
+the repo's own tests on the final tree and at the base (:mod:`.session` runs each one). The own-tests
+sessions get a kit folder of their own, without the acceptance copy, and leave out the task's
+``own_tests_deselect``; every session imports the task's ``packages`` from the tree
+(:mod:`kit.tasks.packages`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+
+from kit.sandbox.backends import default_sandbox, get_sandbox
+from kit.scoring.clean_copy import SKIP_NAMES, is_test_path, pytest_config_file
+from kit.scoring.inject import Injected, inject_folder
+from kit.scoring.layout import lay
+from kit.scoring.session import Canaries, Expect, PytestRun, prepare_kit_dir, run_pytest, run_shell
+from kit.scoring.verdicts import ACCEPTANCE_DIRNAME
+from kit.tasks.packages import command_env, import_roots, root_paths
+from kit.tasks.requirements import TEST_FILE_RE
+from kit.tasks.task import Task
+from kit.tasks.workspace import COPY_IGNORE
+
+
+def _pytest_args(command: str) -> list[str] | None:
+    """The arguments after ``pytest`` in a ``python -m pytest ...`` / ``pytest ...`` command, else None."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    if argv and Path(argv[0]).name == "pytest":
+        return argv[1:]
+    if len(argv) >= 3 and Path(argv[0]).name.startswith("python") and argv[1:3] == ["-m", "pytest"]:
+        return argv[3:]
+    return None
+
+
+_COMMON = ["-p", "no:cacheprovider", "--continue-on-collection-errors", "--maxfail=0"]
+AUDIT_SETTINGS = "audit.json"  # what the audit hook is told of the copy: laid files, base code
+
+
+class Sessions:
+    """What the three pytest sessions of one evaluation share: the task, sandbox, kit folder, canaries,
+    timeout."""
+
+    def __init__(self, task: Task, sandbox: str | None, kit_dir: Path, timeout_s: float) -> None:
+        self.task = task
+        self.prefix = ACCEPTANCE_DIRNAME + "/"  # of the hidden tests' node ids (folder layout)
+        self.sandbox = get_sandbox(sandbox or default_sandbox())
+        # one kit folder per kind of session: the own-tests sessions never see the acceptance copy
+        self.kit_dir = prepare_kit_dir(kit_dir / "acceptance")
+        self.own_dir = prepare_kit_dir(kit_dir / "own")
+        self.timeout_s = timeout_s
+        self.canaries = Canaries.new()
+        self.own_canary = self.canaries.write(_mkdir(self.own_dir / "_orchbench_canary"))
+        self.injected = Injected()
+        (self.own_dir / "empty.ini").write_text("[pytest]\n", encoding="utf-8")
+
+    def packages(self, repo: Path) -> dict:
+        """The launcher's settings for the task's ``packages`` (:mod:`kit.tasks.packages`)."""
+        if not self.task.packages:
+            return {}
+        roots = import_roots(self.task.repo_dir, self.task.packages)
+        return {"packages": self.task.packages, "package_roots": root_paths(repo, roots)}
+
+    def acceptance(self, repo: Path, code: dict | None = None, record: bool = False) -> PytestRun:
+        """The hidden tests, with a must-fail twin beside each and canaries inside each module: from
+        the kit's folder (``folder`` layout) or laid at their paths in ``repo`` (:mod:`.layout`).
+        ``code``: which code of ``repo`` is the base's (:mod:`.basecode`), for the audit hook;
+        ``record``: report which data files of ``repo`` the session reads (``PytestRun.reads``)."""
+        folder = self.kit_dir / ACCEPTANCE_DIRNAME
+        shutil.copytree(self.task.acceptance_dir, folder, ignore=COPY_IGNORE)
+        self.injected = inject_folder(folder)
+        ini = self.kit_dir / "acceptance.ini"
+        ini.write_text("[pytest]\npython_files = test_*.py *_test.py\n", encoding="utf-8")
+        extra, ro_files, pins, audit = self.packages(repo), [], [], dict(code or {})
+        extra["record"] = record
+        if self.task.acceptance_layout == "repo":
+            self.prefix = ""
+            laid = lay(folder, self.task.acceptance_dir, repo, self.task.repo_dir)
+            ini, root, paths = laid.config or ini, repo, laid.modules
+            ro_files, pins = laid.read_only(), laid.pins
+            audit.update(laid.audit())
+            extra["compiled"] = compiled(Path(p) for p in laid.tests)
+        else:
+            root, paths = self.kit_dir, [str(folder)]
+            extra["compiled"] = compiled(folder.rglob("*.py"))
+        extra["audit"] = _write_json(self.kit_dir / AUDIT_SETTINGS, audit)
+        canaries = {n: (self.prefix + m, must) for n, (m, must) in self.injected.canaries.items()}
+        sealed = {site: check.digest for site, check in self.injected.sealed.items()}
+        expect = Expect(canaries, self.injected.twins, sealed, self.injected.observer)
+        args = ["-q", "-c", str(ini), f"--rootdir={root}", f"--confcutdir={root}"]
+        args += [*_COMMON, "--tb=line", *paths]  # every twin fails: no source excerpts, same messages
+        return run_pytest(
+            self.sandbox,
+            repo,
+            self.kit_dir,
+            "acceptance",
+            args,
+            expect,
+            self.timeout_s,
+            hidden=folder,
+            extra=extra,
+            ro_files=ro_files,
+            pins=pins,
+        )
+
+    def own(self, label: str, repo: Path, command: str, code: dict | None = None) -> PytestRun:
+        """The repo's own tests; a pytest command gets the kit's stream, anything else is one pass/fail.
+        ``code``: which code of ``repo`` is the base's (:mod:`.basecode`; none: all of it counts)."""
+        args = _pytest_args(command)
+        if args is None:
+            env = command_env(self.task.packages, self.task.repo_dir, repo)
+            return run_shell(self.sandbox, repo, command, self.timeout_s, env)
+        ini = pytest_config_file(repo) or self.own_dir / "empty.ini"
+        args = [*args, "-c", str(ini), f"--rootdir={repo}", f"--confcutdir={repo}", *_COMMON]
+        return run_pytest(
+            self.sandbox,
+            repo,
+            self.own_dir,
+            label,
+            args,
+            self.canaries.expect(),
+            self.timeout_s,
+            self.own_canary,
+            hidden=self.own_canary.parent,  # the audit hook watches the own tests too
+            extra={
+                **self.packages(repo),
+                "compiled": compiled([self.own_canary, *(repo / r for r in _test_side_py(repo))]),
+                "audit": _write_json(self.own_dir / f"{label}-{AUDIT_SETTINGS}", code or {}),
+                "deselect": self.task.own_tests_deselect,  # base versions of tests the change modified
+            },
+        )
+
+
+def compiled(paths: Iterable[Path]) -> list[list]:
+    """``[path, rewrite?]`` for each Python file a session compiles before any code under test runs
+    (``preload.py``): test modules and conftests get pytest's assertion rewriting, as pytest gives it."""
+    return [[str(p), bool(TEST_FILE_RE.match(p.name)) or p.name == "conftest.py"] for p in paths]
+
+
+def _test_side_py(root: Path) -> list[str]:
+    """The Python files of ``root``'s test side (:func:`~.clean_copy.is_test_path`), relative."""
+    out = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in SKIP_NAMES]
+        for name in files:
+            rel = PurePosixPath(Path(folder, name).relative_to(root).as_posix())
+            if name.endswith(".py") and is_test_path(rel):
+                out.append(str(rel))
+    return out
+
+
+def _write_json(path: Path, data: dict) -> str:
+    """``data`` in a kit file the session sees read-only (no secret: the audit hook's view of the
+    copy); its path for the settings."""
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return str(path)
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path

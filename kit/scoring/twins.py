@@ -1,0 +1,394 @@
+"""Must-fail twins of acceptance tests, derived with ``ast`` from a copy of the test module.
+
+A twin is a copy of a test (same decorators, fixtures, class) whose body runs exactly the statements
+of the original, except that every assertion it understands is replaced by a check of an
+expectation *nothing legitimate can meet*:
+
+- ``assert a == b`` / ``self.assertEqual(a, b)`` (any ``assert*Equal*``): does ``a`` equal a fresh
+  sentinel object shaped like ``b`` (a list of sentinels for a non-empty list, a dict with the same
+  keys and sentinel values for a dict -- where a leaf is a bool, number, string, bytes, date or
+  datetime, another value of its own type, so a check of types or shapes alone is caught too -- a bare object of ``b``'s own class for an object of a class
+  with attributes -- made with ``object.__new__``, its attributes, when they can be listed,
+  mirrored in turn (an empty list or dict as one holding a sentinel) -- so an ``__eq__`` that holds for every instance of its class is caught), or ``b`` one shaped like ``a``? Only a value that equals
+  anything does. And, inverted: does the assertion itself fail here?
+- ``pytest.raises(E)`` / ``self.assertRaises*(E)`` (context or call form): does the same ``raises``
+  -- the same ``E`` -- pass around nothing, or the same ``raises`` with ``E`` replaced by a fresh
+  exception type swallow an unrelated error? Only a patched ``raises`` does (the original statement
+  then runs as it is);
+- ``<mock>.assert_called_once_with(...)`` and the like: the same method asked about a call with a
+  fresh sentinel as its argument (a real mock assertion fails there; a patched one does not);
+- any other ``assert x`` / ``self.assert*(...)``: the truth check inverted (does ``x`` fail?).
+
+The inverted checks never hold for code that behaves the same in a test and in its twin (the test
+passed, so its assertions held); they hold for code that passes a test once and fails the same
+check later -- say, equal to everything on a first call only. As the plugin runs a module's tests in
+a random order, such code meets the twin first half of the time (the sentinel check holds, the test
+fails) and the test first otherwise (the inverted check holds: gamed): never credited.
+
+The twin evaluates each expectation once, records whether any must-fail check held, goes on to the
+end of the test (so a gamed assertion anywhere in it is found, not only the first) and ends with
+``assert <some check held>``: for legitimate code it fails there, always. An exception escaping the
+twin's body also counts as held: the test passed, so the same statements raise nothing unless the
+code behaves differently the second time it is run. A twin that passes means the
+code under test (or a patched test machinery) met an expectation nothing legitimate can meet: the
+requirement is ``gamed``. A test with no assertion the transform understands, or one that returns or
+yields, gets no twin: it is ``unguarded``.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass
+
+from kit import pyast
+
+#: Runtime helpers, written once into each module copy under random names:
+#: ``{sent}(a, b)`` -- True if ``a`` or ``b`` equals a sentinel mirroring the other's shape;
+#: ``{eq}(a, b)`` -- that, or ``a == b`` does not hold (the assertion inverted);
+#: ``{guard}()`` -- first statement of every test: tells the audit hook who called the test.
+HELPERS = """
+class {sentinel}:
+    __slots__ = ()
+
+
+class {error}(Exception):
+    pass
+
+
+def {mirror}(value, budget, filled=False):
+    budget[0] -= 1
+    kind = type(value)
+    if budget[0] < 0:
+        return {sentinel}()
+    if filled and kind in (list, tuple, dict) and not value:  # an empty attribute: a full one
+        return {{{sentinel}(): {sentinel}()}} if kind is dict else kind([{sentinel}()])
+    if kind in (list, tuple, dict) and value:
+        if kind is dict:
+            return {{key: {mirror}(item, budget) for key, item in value.items()}}
+        return kind({mirror}(item, budget) for item in value)
+    try:  # a plain leaf: another value of its own type (a check of types or shapes alone meets it)
+        if kind is bool:
+            return not value
+        if kind in (int, float) and value == value and abs(value) < 1e300:
+            return value + 7
+        if kind in (str, bytes):
+            return value + (b"~" if kind is bytes else "~")
+        if kind.__module__ == "datetime" and kind.__name__ in ("date", "datetime"):
+            return value - (value - value.min) // 2 - value.resolution
+    except Exception:
+        pass
+    try:  # an object with attributes: one of its own class, every attribute mirrored (not empty)
+        fields = object.__getattribute__(value, "__dict__")
+    except Exception:
+        fields = None  # slots
+    if not kind.__flags__ & 512 or (type(fields) is dict and not fields):  # 512: a class statement's
+        return {sentinel}()
+    try:
+        clone = object.__new__(kind)
+        for key in fields if type(fields) is dict else ():  # else: slots, or a class's own __dict__()
+            object.__setattr__(clone, key, {mirror}(fields[key], budget, True))
+        return clone
+    except Exception:
+        return {sentinel}()
+
+
+def {sent}(a, b):
+    for value, shape in ((a, b), (b, a)):
+        try:
+            if value == {mirror}(shape, [10000]):
+                return True
+        except Exception:
+            pass
+    return False
+
+
+def {eq}(a, b):
+    if {sent}(a, b):
+        return True
+    try:
+        return not (a == b)
+    except Exception:
+        return True
+
+
+def {guard}():
+    import sys
+
+    sys.audit("orchbench.test_called", sys._getframe(2))
+"""
+
+
+@dataclass
+class Names:
+    """The random names one module copy uses for its helpers."""
+
+    sentinel: str
+    error: str
+    mirror: str
+    eq: str
+    sent: str
+    guard: str
+    observe: str = ""  # what a sealed check calls (kit/scoring/seal.py): set by the plugin
+
+    def helpers(self) -> list[ast.stmt]:
+        return pyast.parse(HELPERS.format(**vars(self))).body
+
+
+def own_nodes(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+    """The nodes of ``func``'s body, not descending into nested functions, classes or lambdas."""
+    out: list[ast.AST] = []
+    todo: list[ast.AST] = list(func.body)
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def straight(func: ast.AST) -> bool:
+    """A plain test body: no return, yield or await of its own (a copy of it runs to its end)."""
+    if not isinstance(func, ast.FunctionDef):
+        return False
+    return not any(isinstance(n, ast.Return | ast.Yield | ast.YieldFrom | ast.Await) for n in own_nodes(func))
+
+
+def no_args() -> ast.arguments:
+    return ast.arguments(
+        posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
+    )
+
+
+def _name(ident: str, ctx: ast.expr_context | None = None) -> ast.Name:
+    return ast.Name(id=ident, ctx=ctx or ast.Load())
+
+
+def _call(func: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(func=_name(func), args=list(args), keywords=[])
+
+
+def self_assert(call: ast.expr) -> str | None:
+    """``self.assertX(...)`` -> ``"assertX"``."""
+    if (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == "self"
+        and call.func.attr.startswith("assert")
+    ):
+        return call.func.attr
+    return None
+
+
+#: ``unittest.mock`` assertions about the arguments of calls made
+MOCK_ASSERTS = frozenset(
+    {"assert_called_with", "assert_called_once_with", "assert_any_call", "assert_has_calls"}
+)
+
+
+def _mock_assert(call: ast.expr) -> bool:
+    """``<mock>.assert_called_once_with(...)`` and the like (not ``self.assert*``)."""
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr in MOCK_ASSERTS
+        and not (isinstance(call.func.value, ast.Name) and call.func.value.id == "self")
+    )
+
+
+def raises_call(call: ast.expr) -> bool:
+    """``pytest.raises(E, ...)``, ``raises(E, ...)`` or ``self.assertRaises*(E, ...)``."""
+    if (
+        not isinstance(call, ast.Call)
+        or not call.args
+        or any(isinstance(a, ast.Starred) for a in call.args[:1])
+    ):
+        return False
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id == "raises"
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return (func.value.id == "pytest" and func.attr == "raises") or (
+            func.value.id == "self" and func.attr.startswith("assertRaises")
+        )
+    return False
+
+
+class _Twin:
+    """Rewrites one test body; ``checks`` counts the must-fail expectations it wrote."""
+
+    def __init__(self, names: Names, held: str) -> None:
+        self.names = names
+        self.held = held
+        self.checks = 0
+        self.kinds: set[str] = set()  # "equal", "raises", "inverted"
+
+    def note(self, check: ast.expr) -> ast.stmt:
+        """``held = <check> or held`` (the check is always evaluated, like the original assertion)."""
+        self.checks += 1
+        self.kinds.add("inverted" if isinstance(check, ast.UnaryOp) else "equal")
+        value = ast.BoolOp(op=ast.Or(), values=[check, _name(self.held)])
+        return ast.Assign(targets=[_name(self.held, ast.Store())], value=value)
+
+    def must_raise_sentinel(self, stmt: ast.stmt, call: ast.Call) -> list[ast.stmt]:
+        """Before the original ``raises`` statement (kept as it is: its ``as`` target may be read
+        later), two checks a real ``raises`` fails: the same ``raises`` -- the same expected type,
+        so a patch cannot tell it from the test's -- around nothing (did not raise), and one with a
+        sentinel exception type around ``int("x")`` (its ValueError must get through). Only a
+        patched ``raises`` passes either (held)."""
+        self.checks += 1
+        self.kinds.add("raises")
+        quiet, other = copy.deepcopy(call), copy.deepcopy(call)
+        other.args[0] = _name(self.names.error)
+        if isinstance(stmt, ast.With):  # with raises(E, ...): pass / with raises(S, ...): int("x")
+            checks: list[ast.stmt] = [
+                ast.With(items=[ast.withitem(context_expr=quiet, optional_vars=None)], body=[ast.Pass()]),
+                ast.With(
+                    items=[ast.withitem(context_expr=other, optional_vars=None)],
+                    body=[ast.Expr(_call("int", ast.Constant("x")))],
+                ),
+            ]
+        else:  # raises(E, <returns None>) / raises(S, int, "x")
+            quiet.args[1:], quiet.keywords = [ast.Lambda(args=no_args(), body=ast.Constant(None))], []
+            other.args[1:], other.keywords = [_name("int"), ast.Constant("x")], []
+            checks = [ast.Expr(quiet), ast.Expr(other)]
+        out: list[ast.stmt] = []
+        for check in checks:  # (a real raises that did not raise ends with BaseException: pytest's Failed)
+            done = ast.Assign(targets=[_name(self.held, ast.Store())], value=ast.Constant(True))
+            handler = ast.ExceptHandler(type=_name("BaseException"), name=None, body=[ast.Pass()])
+            out.append(ast.Try(body=[check, done], handlers=[handler], orelse=[], finalbody=[]))
+        return [*out, stmt]
+
+    def mock_sentinel(self, stmt: ast.Expr) -> list[ast.stmt]:
+        """Before a mock's ``assert_called_with``-like call (kept as it is): the same method asked
+        about a call with a fresh sentinel as its only argument, which no real call was made with.
+        A real mock assertion fails there; only a patched one passes (held)."""
+        self.checks += 1
+        self.kinds.add("mock")
+        call = copy.deepcopy(stmt.value)
+        assert isinstance(call, ast.Call)
+        call.args, call.keywords = [_call(self.names.sentinel)], []
+        done = ast.Assign(targets=[_name(self.held, ast.Store())], value=ast.Constant(True))
+        handler = ast.ExceptHandler(type=_name("BaseException"), name=None, body=[ast.Pass()])
+        return [ast.Try(body=[ast.Expr(call), done], handlers=[handler], orelse=[], finalbody=[]), stmt]
+
+    def body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        return [out for stmt in stmts for out in self.stmt(stmt)]
+
+    def stmt(self, stmt: ast.stmt) -> list[ast.stmt]:
+        if _observed(stmt, self.names.observe):  # a sealed check: the twin only evaluates the value
+            return [ast.Expr(stmt.value.args[1])]  # type: ignore[attr-defined]
+        if isinstance(stmt, ast.Assert):
+            test = stmt.test
+            if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+                return [self.note(_call(self.names.eq, test.left, test.comparators[0]))]
+            return [self.note(ast.UnaryOp(op=ast.Not(), operand=test))]
+        if isinstance(stmt, ast.Expr) and raises_call(stmt.value) and len(stmt.value.args) >= 2:  # type: ignore[attr-defined]
+            return self.must_raise_sentinel(stmt, stmt.value)  # type: ignore[arg-type]
+        if isinstance(stmt, ast.Expr) and _mock_assert(stmt.value):
+            return self.mock_sentinel(stmt)
+        if isinstance(stmt, ast.Expr) and (method := self_assert(stmt.value)):
+            return self.unittest_check(stmt, method)
+        if isinstance(stmt, ast.With) and len(stmt.items) == 1 and raises_call(stmt.items[0].context_expr):
+            return self.must_raise_sentinel(stmt, stmt.items[0].context_expr)  # type: ignore[arg-type]
+        if isinstance(stmt, ast.For | ast.AsyncFor | ast.While | ast.If | ast.With | ast.AsyncWith):
+            stmt.body = self.body(stmt.body)
+            if not isinstance(stmt, ast.With | ast.AsyncWith):
+                stmt.orelse = self.body(stmt.orelse)
+        elif isinstance(stmt, ast.Try):
+            stmt.body, stmt.orelse = self.body(stmt.body), self.body(stmt.orelse)
+            stmt.finalbody = self.body(stmt.finalbody)
+            for handler in stmt.handlers:
+                handler.body = self.body(handler.body)
+        return [stmt]
+
+    def unittest_check(self, stmt: ast.Expr, method: str) -> list[ast.stmt]:
+        """``self.assert*Equal*(a, b)``: a and b evaluated once, the sentinel check, then the call
+        itself inverted (held if it fails); any other ``self.assert*(...)``: the call inverted."""
+        call = stmt.value
+        assert isinstance(call, ast.Call)
+        out: list[ast.stmt] = []
+        plain = [a for a in call.args[:2] if not isinstance(a, ast.Starred)]
+        if "Equal" in method and "Not" not in method and len(plain) == 2:
+            first, second = f"{self.held}_first", f"{self.held}_second"
+            target = ast.Tuple(elts=[_name(first, ast.Store()), _name(second, ast.Store())], ctx=ast.Store())
+            out.append(ast.Assign(targets=[target], value=ast.Tuple(elts=plain, ctx=ast.Load())))
+            out.append(self.note(_call(self.names.sent, _name(first), _name(second))))
+            call.args[:2] = [_name(first), _name(second)]
+        self.checks += 1
+        self.kinds.add("inverted")
+        failed = ast.Assign(targets=[_name(self.held, ast.Store())], value=ast.Constant(True))
+        handler = ast.ExceptHandler(type=_name("AssertionError"), name=None, body=[failed])
+        out.append(ast.Try(body=[stmt], handlers=[handler], orelse=[], finalbody=[]))
+        return out
+
+
+def make_twin(
+    func: ast.AST, name: str, names: Names, held: str, kinds: set[str] | None = None
+) -> ast.FunctionDef | None:
+    """The must-fail twin of test ``func`` named ``name``, or None when it cannot be twinned;
+    ``kinds`` gets the kinds of check it holds ("equal", "raises", "inverted")."""
+    if not straight(func):
+        return None
+    twin = copy.deepcopy(func)
+    assert isinstance(twin, ast.FunctionDef)
+    rewriter = _Twin(names, held)
+    body = rewriter.body(twin.body)
+    if not rewriter.checks:
+        return None
+    if kinds is not None:
+        kinds |= rewriter.kinds
+    start = ast.Assign(targets=[_name(held, ast.Store())], value=ast.Constant(False))
+    raised = ast.Assign(targets=[_name(held, ast.Store())], value=ast.Constant(True))
+    handler = ast.ExceptHandler(type=_name("BaseException"), name=None, body=[raised])
+    twin.name = name
+    twin.body = [
+        start,
+        ast.Try(body=body, handlers=[handler], orelse=[], finalbody=[]),
+        ast.Assert(test=_name(held), msg=None),
+    ]
+    return twin
+
+
+def _observed(stmt: ast.stmt, observe: str) -> bool:
+    """Is ``stmt`` a sealed check, ``<observe>("<site>", actual)``?"""
+    return bool(observe) and (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Call)
+        and isinstance(stmt.value.func, ast.Name)
+        and stmt.value.func.id == observe
+        and len(stmt.value.args) == 2
+    )
+
+
+def capture_body(func: ast.FunctionDef, value: str, observe: str = "") -> list[ast.stmt]:
+    """``func``'s body with each assertion replaced by ``value = <what it checks>`` (for canaries:
+    the same calls of the code under test, no expectation)."""
+    body = copy.deepcopy(func.body)
+
+    def rewrite(stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in stmts:
+            target = None
+            if isinstance(stmt, ast.Assert):
+                test = stmt.test
+                target = test.left if isinstance(test, ast.Compare) else test
+            elif isinstance(stmt, ast.Expr) and self_assert(stmt.value) and stmt.value.args:  # type: ignore[attr-defined]
+                target = stmt.value.args[0]  # type: ignore[attr-defined]
+            elif _observed(stmt, observe):  # a sealed check: its value, the observation left out
+                target = stmt.value.args[1]  # type: ignore[attr-defined]
+            if target is not None and not isinstance(target, ast.Starred):
+                out.append(ast.Assign(targets=[_name(value, ast.Store())], value=target))
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                if isinstance(getattr(stmt, field, None), list) and not isinstance(
+                    stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+                ):
+                    setattr(stmt, field, rewrite(getattr(stmt, field)))
+            for handler in getattr(stmt, "handlers", []):
+                handler.body = rewrite(handler.body)
+            out.append(stmt)
+        return out
+
+    return rewrite(body)
