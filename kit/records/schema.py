@@ -287,6 +287,27 @@ class Score(BaseModel):
         return sum(self.defects.values())
 
 
+class TaskSize(BaseModel):
+    """How big a task is, measured by the kit the same way for every task (``kit.tasks.size``), never
+    hand-written: what the crossover analysis puts on its x axis. ``None`` where a measure could not be
+    taken (a task with no reference change, a record from before sizes were kept)."""
+
+    code_lines: int | None = Field(
+        None,
+        description="Lines the reference change adds + removes, docstrings, comments and blank lines left out.",
+    )
+    files: int | None = Field(None, description="Files the reference change touches.")
+    hidden_tests: int | None = Field(None, description="Hidden acceptance tests (requirements).")
+    base_code_lines: int | None = Field(
+        None, description="The base's Python code lines (docstrings, comments, blank lines left out)."
+    )
+    prompt_tokens: int | None = Field(
+        None,
+        description="Tokens the prompt carries in a first call (estimated: characters / 4 when no tokenizer).",
+    )
+    long: bool = Field(False, description="Derived: code_lines >= 150 and files >= 2 and hidden_tests >= 8.")
+
+
 class RunRecord(BaseModel):
     format_version: int = FORMAT_VERSION
     run_id: str
@@ -295,6 +316,11 @@ class RunRecord(BaseModel):
     strategy: str
     profile: str
     repeat: int
+    project: str = Field(
+        "",
+        description="The task's project, the cluster paired statistics resample by; '' = its own cluster.",
+    )
+    task_size: TaskSize | None = Field(None, description="The task's size (TaskSize); null in older records.")
     kit_commit: str = ""
     price_sheet: dict[str, Any] = Field(default_factory=dict)
     profile_spec: dict[str, Any] = Field(default_factory=dict)
