@@ -30,7 +30,9 @@ from pathlib import Path
 import yaml
 
 from kit.errors import ConfigError, TaskError
+from kit.importers.git.gitread import Repo
 from kit.paths import built_tasks_dir
+from kit.tasks.confine import confined
 from kit.tasks.git import git, git_env
 from kit.tasks.suite_manifest import SuiteImport, SuiteProject
 from kit.tasks.task import SUITES_DIR, TASK_FILE, Suite
@@ -53,33 +55,34 @@ class BuildResult:
 
 def find_clone(project: SuiteProject, repos: Path) -> Path | None:
     """The git folder of the project's clone in ``repos`` (see the module docstring), or None."""
-    for candidate in (
-        repos / project.name / ".git",
-        repos / f"{project.owner}+{project.name}" / "repo",
-        repos / f"{project.owner}+{project.name}",
-        repos / project.name,
-    ):
+    name = confined(repos, project.name, f"the project name of {project.url}").name
+    mirror = confined(repos, f"{project.owner}+{name}", f"the project of {project.url}").name
+    for candidate in (repos / name / ".git", repos / mirror / "repo", repos / mirror, repos / name):
         if (candidate / "HEAD").is_file() and (candidate / "objects").is_dir():
             return candidate
     return None
 
 
 def clone(project: SuiteProject, repos: Path) -> Path:
-    """``git clone URL repos/<name>`` (full history: a task needs its base and head commits)."""
-    dest = repos / project.name
+    """``git clone URL repos/<name>`` (full history: a task needs its base and head commits), over
+    https only (no other transport: an ``ext::`` or ``file://`` URL in a manifest runs nothing)."""
+    dest = confined(repos, project.name, f"the project name of {project.url}")
     if dest.exists():
         raise TaskError(
             f"{dest} exists but is not a git clone", "remove it, or point --repos at a folder of clones"
         )
     repos.mkdir(parents=True, exist_ok=True)
     print(f"cloning {project.url} into {dest} ...", flush=True)
-    git(repos, "clone", "--quiet", "--no-checkout", project.url, str(dest), timeout=CLONE_TIMEOUT_S)
+    env = {**git_env(), "GIT_ALLOW_PROTOCOL": "https"}
+    argv = ("clone", "--quiet", "--no-checkout", "--", project.url, str(dest))
+    git(repos, *argv, env=env, timeout=CLONE_TIMEOUT_S)
     return dest / ".git"
 
 
 def has_commit(git_dir: Path, sha: str) -> bool:
-    env = {**git_env(), "GIT_DIR": str(git_dir)}
-    return git(git_dir, "cat-file", "-e", f"{sha}^{{commit}}", env=env, check=False).returncode == 0
+    """Whether the clone holds the commit ``sha``, read through a view of the kit's own
+    (:mod:`kit.importers.git.gitview`): nothing of the clone's config runs, nothing is fetched."""
+    return Repo(git_dir).has_commit(sha)
 
 
 def import_argv(item: SuiteImport, project: SuiteProject, source: str, out: Path) -> list[str]:
@@ -88,7 +91,7 @@ def import_argv(item: SuiteImport, project: SuiteProject, source: str, out: Path
     argv += ["--commit", item.commit] if item.commit else ["--range", item.range or ""]
     argv += ["--id", item.id, "--out", str(out), "--repo-url", project.url]
     if item.prompt:
-        argv += ["--prompt-file", str(SUITES_DIR / item.prompt)]
+        argv += ["--prompt-file", str(confined(SUITES_DIR, item.prompt, f"task {item.id!r}: prompt"))]
     return argv + list(item.options)
 
 
@@ -100,7 +103,8 @@ def recipe(item: SuiteImport) -> str:
     """A digest of what builds ``item``: its commit or range, options and prompt file's text (not
     its note). A built task whose recorded recipe differs is built again."""
     data = item.model_dump(exclude={"note"})
-    data["prompt_text"] = (SUITES_DIR / item.prompt).read_text(encoding="utf-8") if item.prompt else None
+    prompt = confined(SUITES_DIR, item.prompt, f"task {item.id!r}: prompt") if item.prompt else None
+    data["prompt_text"] = prompt.read_text(encoding="utf-8") if prompt else None
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
@@ -114,13 +118,13 @@ def finish(item: SuiteImport, project: SuiteProject, folder: Path) -> None:
     """Copy the project's licence file from the base tree beside task.yaml (a task without one is
     refused: its code could not be passed on), and check the manifest's ``long`` against the
     importer's (at least 2 source files, 150 changed lines and 8 hidden tests)."""
-    licence = folder / "repo" / project.licence_file
+    licence = confined(folder / "repo", project.licence_file, f"the licence file of {project.url}")
     if not licence.is_file():
         raise TaskError(
             f"task {item.id!r}: the base tree has no {project.licence_file}",
             f"set the project's `licence_file` in the suite's manifest ({project.url})",
         )
-    copy = folder / f"LICENSE-{project.name}"
+    copy = confined(folder, f"LICENSE-{project.name}", f"the licence copy of {project.url}")
     if not (copy.is_file() and copy.read_bytes() == licence.read_bytes()):
         copy.unlink(missing_ok=True)  # never written in place: it may be a link shared with other tasks
         shutil.copyfile(licence, copy)
@@ -244,14 +248,15 @@ def solution_size(folder: Path) -> tuple[int, int]:
     solution, repo = folder / "solution", folder / "repo"
     files = lines = 0
     for path in sorted(solution.rglob("*.py")) if solution.is_dir() else []:
-        rel = path.relative_to(solution)
-        old = (repo / rel).read_text("utf-8", "replace").splitlines() if (repo / rel).is_file() else []
+        base = confined(repo, path.relative_to(solution), "a solution file")
+        old = base.read_text("utf-8", "replace").splitlines() if base.is_file() else []
         new = path.read_text("utf-8", "replace").splitlines()
         diff = difflib.unified_diff(old, new, lineterm="", n=0)
         changed = sum(1 for ln in diff if ln[:1] in "+-" and not ln.startswith(("+++", "---")))
         files, lines = files + bool(changed), lines + changed
     deleted = solution / "DELETED.txt"
     for rel in deleted.read_text("utf-8").split() if deleted.is_file() else []:
-        if rel.endswith(".py") and (repo / rel).is_file():
-            files, lines = files + 1, lines + len((repo / rel).read_text("utf-8", "replace").splitlines())
+        path = confined(repo, rel, "a DELETED.txt line", leaf_link=True)
+        if rel.endswith(".py") and path.is_file() and not path.is_symlink():
+            files, lines = files + 1, lines + len(path.read_text("utf-8", "replace").splitlines())
     return files, lines

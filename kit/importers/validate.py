@@ -22,7 +22,7 @@ from kit.records.schema import SEVERITIES
 from kit.scoring.inject import inject_folder
 from kit.scoring.scorer import evaluate
 from kit.tasks.requirements import read_requirements, test_files
-from kit.tasks.task import Task, apply_solution
+from kit.tasks.task import Task, apply_solution, task_path_problems
 from kit.tasks.workspace import COPY_IGNORE, create_workspace
 
 
@@ -43,6 +43,9 @@ def validate_task(
     problems: list[str] = []
     durations: dict[str, float] = {}
     started = time.monotonic()
+    problems += task_path_problems(task)  # a path out of the task's folders: nothing is run
+    if problems:
+        return ValidationReport(task_id=task.id, ok=False, problems=problems, durations=durations)
     with tempfile.TemporaryDirectory(prefix="orchbench-validate-") as tmp:
         try:
             t = time.monotonic()
@@ -143,7 +146,10 @@ def requirements_line(task: Task) -> str:
     """``N requirements (a critical, b major, c minor), s sealed`` (+ baseline-pass tests and problems
     reading them): what ``kit tasks list`` and ``validate`` print. Sealed: requirements with at least
     one check whose expected value never enters the scoring session (:mod:`kit.scoring.seal`),
-    found by preparing a copy of ``acceptance/`` as scoring does."""
+    found by preparing a copy of ``acceptance/`` as scoring does. Nothing is read from a task folder
+    whose paths are refused (:func:`~kit.tasks.task.task_path_problems`)."""
+    if task_path_problems(task):
+        return "requirements not read: the task folder's paths are refused"
     reqs, problems = read_requirements(task.acceptance_dir)
     counted = [r for r in reqs if not r.baseline_pass]
     by_sev = {s: sum(r.severity == s for r in counted) for s in SEVERITIES}

@@ -5,10 +5,15 @@ password, or runs a command the clone's own config names."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from kit.errors import TaskError
 from kit.sandbox.backends import sandbox_env
@@ -30,6 +35,8 @@ def git_env() -> dict[str, str]:
         GIT_AUTHOR_DATE=_FIXED_DATE,
         GIT_COMMITTER_DATE=_FIXED_DATE,
         GIT_TERMINAL_PROMPT="0",
+        GIT_NO_REPLACE_OBJECTS="1",  # refs/replace/ never substitutes one object for another
+        GIT_ALLOW_PROTOCOL="file",  # local clones only: no network, ext:: or ssh transport
     )
     return env
 
@@ -220,3 +227,38 @@ def git(
 def run_git(root: Path, *args: str, env: dict[str, str] | None = None, timeout: float | None = None) -> str:
     """The output of ``git ARGS`` in ``root`` (see :func:`git`); TaskError when it fails."""
     return git(root, *args, env=env, timeout=timeout).stdout
+
+
+@contextlib.contextmanager
+def git_stream(
+    root: Path, *args: str, env: dict[str, str], stdin: IO[bytes] | None = None, timeout: float | None = None
+) -> Iterator[IO[bytes]]:
+    """``git ARGS`` in ``root`` whose output is read as it comes (bytes), for output too large to
+    hold at once. ``env`` names a git folder of the kit's own (``GIT_DIR``: no repository config of
+    anyone else's is read). The process is stopped when the caller leaves early (an exception) or
+    after :data:`GIT_TIMEOUT_S`; TaskError when it fails or is stopped by the timeout."""
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            ["git", *GIT_OPTS, *args],
+            cwd=root,
+            env=env,
+            stdin=stdin if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=err,
+        )
+        timer = threading.Timer(GIT_TIMEOUT_S if timeout is None else timeout, proc.kill)
+        timer.start()
+        try:
+            yield proc.stdout  # type: ignore[misc]
+        except BaseException:
+            proc.kill()
+            raise
+        finally:
+            proc.stdout.close()  # type: ignore[union-attr]
+            proc.wait()
+            timer.cancel()
+        if proc.returncode != 0:
+            err.seek(0)
+            stopped = " (stopped: it ran past its time limit)" if proc.returncode < 0 else ""
+            message = err.read(4000).decode("utf-8", "replace").strip()
+            raise TaskError(f"git {' '.join(args)} failed in {root}{stopped}: {message}")

@@ -15,6 +15,7 @@ solution applied every acceptance and own test passes.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Literal
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from kit.config import SafeName, load_yaml_model
 from kit.errors import ConfigError, TaskError
 from kit.paths import TASKS_DIR, built_tasks_dir, is_ignored
+from kit.tasks.confine import confined
 from kit.tasks.packages import name_problems
 from kit.tasks.suite_manifest import BUILD_COMMAND, SuiteManifest
 
@@ -271,18 +273,77 @@ def expand_tasks(entries: list[str]) -> list[str]:
 
 
 def apply_solution(task: Task, root: Path) -> None:
-    """Lay the reference solution over ``root`` (files copied; DELETED.txt entries removed)."""
+    """Lay the reference solution over ``root`` (files copied; DELETED.txt entries removed). Every
+    path is checked first (:func:`kit.tasks.confine.confined`, against ``solution/`` and ``root``):
+    one that is absolute, holds ``..`` or a control character, or goes through a link refuses the
+    whole solution before anything is copied or removed (TaskError naming it)."""
     if not task.solution_dir.is_dir():
         raise TaskError(f"task {task.id!r} has no solution/ folder")
-    for src in sorted(task.solution_dir.rglob("*")):
-        rel = src.relative_to(task.solution_dir)
-        if src.is_dir() or rel.as_posix() == DELETED_FILE or is_ignored(rel):
-            continue
-        dest = root / rel
+    copies = []
+    for rel in solution_files(task):
+        src = confined(task.solution_dir, rel, f"task {task.id!r}: solution file")
+        copies.append((src, confined(root, rel, f"task {task.id!r}: solution file")))
+    removals = [
+        confined(root, line, f"task {task.id!r}: {DELETED_FILE} line", leaf_link=True)
+        for line in deleted_lines(task)
+    ]
+    for src, dest in copies:
         dest.parent.mkdir(parents=True, exist_ok=True)
+        if dest.is_symlink() or dest.is_dir():
+            raise TaskError(f"task {task.id!r}: solution file {dest} would replace a link or folder")
         shutil.copy2(src, dest)
+    for path in removals:
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+
+
+def solution_files(task: Task) -> list[str]:
+    """The solution's files (repo-relative, ``DELETED.txt`` and ignored litter left out), found
+    without following links: a link in ``solution/`` is listed, and :func:`confined` refuses it."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(task.solution_dir):
+        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        for name in sorted([*filenames, *links]):
+            rel = Path(dirpath, name).relative_to(task.solution_dir)
+            if rel.as_posix() != DELETED_FILE and not is_ignored(rel):
+                out.append(rel.as_posix())
+    return sorted(out)
+
+
+def deleted_lines(task: Task) -> list[str]:
+    """The paths ``solution/DELETED.txt`` lists (blank lines and ``#`` comments left out)."""
     deleted = task.solution_dir / DELETED_FILE
-    if deleted.is_file():
-        for line in deleted.read_text(encoding="utf-8").splitlines():
-            if line.strip() and not line.startswith("#"):
-                (root / line.strip()).unlink(missing_ok=True)
+    if deleted.is_symlink():
+        raise TaskError(f"task {task.id!r}: solution/{DELETED_FILE} is a symbolic link: refused")
+    if not deleted.is_file():
+        return []
+    lines = deleted.read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def task_path_problems(task: Task) -> list[str]:
+    """Why the task folder's paths are unsafe ([] when they are not): a name with a control
+    character, a link in ``acceptance/`` or ``solution/``, a link in ``repo/`` that leads outside
+    it, a ``DELETED.txt`` line that is no plain path inside ``repo/``. ``kit tasks validate`` checks
+    this first, on any task folder."""
+    problems = []
+    for sub in (task.repo_dir, task.acceptance_dir, task.solution_dir):
+        for dirpath, dirnames, filenames in os.walk(sub):
+            for name in [*dirnames, *filenames]:
+                path = Path(dirpath, name)
+                rel = path.relative_to(sub)
+                try:
+                    confined(sub, rel, f"task {task.id!r}: {sub.name}/ file", leaf_link=True)
+                    if path.is_symlink() and sub != task.repo_dir:
+                        raise TaskError(f"task {task.id!r}: {sub.name}/{rel.as_posix()} is a symbolic link")
+                    if path.is_symlink():  # in repo/: it must resolve inside repo/
+                        target = os.path.relpath(os.path.realpath(path), os.path.realpath(sub))
+                        confined(sub, target, f"task {task.id!r}: the target of repo/{rel.as_posix()}")
+                except TaskError as e:
+                    problems.append(str(e))
+    try:
+        for line in deleted_lines(task):
+            confined(task.repo_dir, line, f"task {task.id!r}: {DELETED_FILE} line", leaf_link=True)
+    except TaskError as e:
+        problems.append(str(e))
+    return problems

@@ -1,30 +1,48 @@
 """Reading a user's repository: commits, the files a change touches, and trees written out as plain
-files -- every call through :func:`kit.tasks.git.git`, with the repository treated as untrusted.
+files -- every git process on a view of the kit's own (:mod:`.gitview`): nothing of the
+repository's config is read, so no hook, filter, diff driver, pager, fsmonitor, signature check,
+transport or lazy fetch of its choosing runs, and an object it lacks is one clear error.
 
-The repository's own hooks, filters, diff drivers, pager, fsmonitor and signature checks never run:
-:func:`kit.tasks.git.git` empties every command its config names and switches hooks off; trees are
-written from ``git ls-tree`` + ``git cat-file --batch`` (raw blobs: no ``.gitattributes`` filter,
-``export-ignore`` or ``export-subst`` applies, as ``git archive`` would), diffs run with
-``--no-ext-diff --no-textconv``. A tree is written as regular files only: a symlink is kept only when
-it points at a file inside the tree, a submodule is left out; each is noted.
+Every path the repository gives (tree entries, ``git diff`` paths) is checked by
+:func:`kit.tasks.confine.path_problem` as it is read, and a repository carrying one that is absolute,
+holds ``..`` or a control character is refused, naming it. Sizes are checked before anything is read
+(``cat-file --batch-check``): a tree of more than :data:`MAX_TREE_FILES` files, a file over
+:data:`MAX_FILE_BYTES` or a tree over :data:`MAX_TREE_BYTES` is refused before a byte of it is
+written, and blobs are streamed to their files (the kit never holds one whole). Trees are written
+from ``git ls-tree`` + ``git cat-file --batch`` (raw blobs: no ``.gitattributes`` filter,
+``export-ignore`` or ``export-subst`` applies, as ``git archive`` would), as regular files only: a
+symlink is kept (as a copy) only when it points at a file inside the tree, a submodule is left out;
+each is noted.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from kit.errors import TaskError
-from kit.tasks.git import git, git_env
+from kit.importers.git.gitview import GitView, config_value, records
+from kit.tasks.confine import confined, path_problem
 
-#: Options on every call: no signature check (log.showSignature runs gpg), the user named this
-#: repository (safe.directory: it may belong to another user).
-_OPTS = ("-c", "log.showSignature=false", "-c", "safe.directory=*", "-c", "core.quotePath=false")
 #: A base tree larger than this is refused: a task's repo is copied for every run.
 MAX_TREE_BYTES = 256 * 1024 * 1024
+#: A file larger than this is refused (before it is read).
+MAX_FILE_BYTES = 64 * 1024 * 1024
+#: A tree of more files than this is refused (before it is written).
+MAX_TREE_FILES = 50_000
+#: A commit object (its message) larger than this is refused; so is a range of more commits.
+MAX_COMMIT_BYTES = 1024 * 1024
+MAX_RANGE_COMMITS = 5_000
 LICENCE_RE = re.compile(r"^(licen[cs]e|copying|copyright|unlicense)(\.[a-z]+)?$", re.I)
+#: Left out for everyone: the hint of every error reading the repository.
+_HINT = (
+    "the kit reads the repository as it is and never fetches: a partial or shallow clone lacks "
+    "objects (git fetch --unshallow, or clone it again without --filter), then import again"
+)
 
 
 @dataclass
@@ -54,43 +72,27 @@ class Export:
     notes: list[str] = field(default_factory=list)
     files: int = 0
     bytes: int = 0
-
-
-def _git_dir(path: Path) -> Path:
-    """The git folder of a work tree (``.git`` folder or ``gitdir:`` file) or of a bare repository."""
-    dotgit = path / ".git"
-    if dotgit.is_dir() and not dotgit.is_symlink():
-        return dotgit
-    if dotgit.is_file():
-        text = dotgit.read_text(encoding="utf-8", errors="replace").strip()
-        if text.startswith("gitdir:"):
-            target = Path(text[len("gitdir:") :].strip())
-            return target if target.is_absolute() else (path / target).resolve()
-    if (path / "HEAD").is_file() and (path / "objects").is_dir():
-        return path  # a bare repository
-    raise TaskError(
-        f"{path} is not a git repository",
-        "give the path of a clone (a folder holding .git) or of a bare repository",
-    )
+    paths: set[str] = field(default_factory=set)  # the files written (repo-relative)
 
 
 class Repo:
-    """A local git repository, read through the kit's git wrapper."""
+    """A local git repository, read through a view of the kit's own (:class:`.gitview.GitView`)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path).expanduser().resolve()
         if not self.path.is_dir():
             raise TaskError(f"{path}: no such folder", "give the path of a local git repository")
-        self.git_dir = _git_dir(self.path)
-        self.env = git_env()
-        self.env["GIT_DIR"] = str(self.git_dir)
-        self.env["GIT_CEILING_DIRECTORIES"] = str(self.path.parent)
-        if self.run("rev-parse", "--git-dir", check=False).returncode != 0:
+        self.view = GitView(self.path)
+        self.git_dir = self.view.source
+        if self.view.run("rev-parse", "--git-dir", check=False).returncode != 0:
             raise TaskError(f"{path} is not a git repository (git cannot read {self.git_dir})")
 
     def run(self, *args: str, check: bool = True, text: bool = True, input: bytes | None = None):  # noqa: ANN201
-        """``git ARGS`` on this repository (a CompletedProcess); TaskError when it fails and ``check``."""
-        return git(self.path, *_OPTS, *args, env=self.env, check=check, text=text, input=input)
+        """``git ARGS`` on the view (a CompletedProcess); TaskError naming the repository when it fails."""
+        try:
+            return self.view.run(*args, check=check, text=text, input=input)
+        except TaskError as e:
+            raise TaskError(f"reading {self.path}: {e}", _HINT) from None
 
     def out(self, *args: str) -> str:
         return self.run(*args).stdout
@@ -111,111 +113,174 @@ class Repo:
         return proc.stdout.strip()
 
     def commit(self, sha: str) -> Commit:
-        raw = self.out("show", "-s", "--no-color", "--format=%H%x00%P%x00%cI%x00%B", sha, "--")
-        full, parents, date, message = raw.split("\0", 3)
+        """The commit ``sha`` (its size checked first: a message over :data:`MAX_COMMIT_BYTES` is refused)."""
+        info = self.view.sizes([sha]).get(sha)
+        if info is None:
+            raise TaskError(f"{self.path} lacks the commit {sha}", _HINT)
+        if info[1] > MAX_COMMIT_BYTES:
+            raise TaskError(f"the commit {sha[:12]} is {info[1] // 1024} KB: over the importer's limit")
+        raw = self.run("show", "-s", "--no-color", "--format=%H%x00%P%x00%cI%x00%B", sha, "--", text=False)
+        full, parents, date, message = raw.stdout.decode("utf-8", "replace").split("\0", 3)
         return Commit(full.strip(), parents.split(), date.strip(), message.rstrip("\n"))
 
     def range_commits(self, base: str, head: str) -> list[Commit]:
-        """The commits from ``base`` (excluded) to ``head``, oldest first."""
-        shas = self.out("rev-list", "--reverse", f"{base}..{head}", "--").split()
-        return [self.commit(s) for s in shas]
+        """The commits from ``base`` (excluded) to ``head``, oldest first (at most :data:`MAX_RANGE_COMMITS`)."""
+        shas = self.out("rev-list", f"--max-count={MAX_RANGE_COMMITS + 1}", f"{base}..{head}", "--").split()
+        if len(shas) > MAX_RANGE_COMMITS:
+            raise TaskError(
+                f"{base[:12]}..{head[:12]} holds more than {MAX_RANGE_COMMITS} commits",
+                "give a shorter range",
+            )
+        return [self.commit(s) for s in reversed(shas)]
 
     def is_ancestor(self, base: str, head: str) -> bool:
         return self.run("merge-base", "--is-ancestor", base, head, check=False).returncode == 0
 
+    def has_commit(self, sha: str) -> bool:
+        return self.run("cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode == 0
+
     def remote_url(self) -> str | None:
         """The ``origin`` remote's URL with any credentials cut; None when there is none or it is a
         local path (a clone of a clone says nothing public)."""
-        proc = self.run("config", "--get", "remote.origin.url", check=False)
-        url = proc.stdout.strip() if proc.returncode == 0 else ""
+        url = config_value(self.view, "remote.origin.url") or ""
         if not url or url.startswith(("/", ".", "~", "file:")) or re.match(r"^[A-Za-z]:[\\/]", url):
             return None
         return re.sub(r"^([a-z+]+://)[^/@]*@", r"\1", url) or None
 
     # ------------------------------------------------------------------ trees
 
+    def _paths(self, *args: str, what: str, per: int) -> Iterator[tuple[bytes, str]]:
+        """(meta, path) pairs of a ``-z`` listing, each path checked (:func:`path_problem`: refused,
+        named), at most :data:`MAX_TREE_FILES` of them (more: refused before anything is written)."""
+        seen = 0
+        try:
+            with self.view.stream(*args) as stream:
+                items = records(stream)
+                for first in items:
+                    meta, path = first.split(b"\t", 1) if per == 1 else (first, next(items, b""))
+                    seen += 1
+                    if seen > MAX_TREE_FILES:
+                        raise TaskError(
+                            f"{what} holds more than {MAX_TREE_FILES} files: too many for a task",
+                            "pick another commit or range (the kit copies a task's tree for every run)",
+                        )
+                    yield meta, _checked(path, what)
+        except TaskError as e:
+            if "failed in" not in str(e):
+                raise
+            raise TaskError(f"reading {self.path}: {e}", _HINT) from None
+
     def changes(self, base: str, head: str) -> list[Change]:
         """The files that differ between two commits (renames as a delete and an add; submodules left out)."""
-        raw = self.out(
-            "diff", "--raw", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", base, head, "--"
-        )
-        parts = raw.split("\0")
+        args = ("diff", "--raw", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", base, head, "--")
         out = []
-        for meta, path in zip(parts[0::2], parts[1::2], strict=False):
-            fields = meta.lstrip(":").split()
+        for meta, path in self._paths(*args, what=f"the change {base[:12]}..{head[:12]}", per=2):
+            fields = meta.decode("ascii", "replace").lstrip(":").split()
             if len(fields) < 5 or "160000" in fields[:2]:
                 continue
             out.append(Change(fields[4][0], path))
         return out
 
     def tree(self, commit: str) -> list[tuple[str, str, str]]:
-        """(mode, blob SHA, path) of every file of ``commit``."""
-        raw = self.out("ls-tree", "-r", "-z", "--full-tree", commit)
+        """(mode, object SHA, path) of every entry of ``commit``'s tree (files, links, submodules)."""
+        args = ("ls-tree", "-r", "-z", "--full-tree", commit)
         out = []
-        for entry in filter(None, raw.split("\0")):
-            meta, path = entry.split("\t", 1)
-            mode, _kind, sha = meta.split()
+        for meta, path in self._paths(*args, what=f"the tree of {commit[:12]}", per=1):
+            mode, _kind, sha = meta.decode("ascii", "replace").split()
             out.append((mode, sha, path))
         return out
 
-    def blobs(self, shas: list[str]) -> dict[str, bytes]:
-        """The raw contents of blobs (no filter, no conversion), by SHA."""
-        if not shas:
-            return {}
-        data = self.run(
-            "cat-file", "--batch", text=False, input="".join(f"{s}\n" for s in shas).encode()
-        ).stdout
-        out: dict[str, bytes] = {}
-        pos = 0
-        for sha in shas:
-            header_end = data.index(b"\n", pos)
-            name, _kind, size = data[pos:header_end].decode().split()
-            start = header_end + 1
-            out[sha] = data[start : start + int(size)]
-            pos = start + int(size) + 1
-            if name != sha:
-                raise TaskError(f"git cat-file answered {name} for {sha}")
-        return out
-
     def export(self, commit: str, dest: Path) -> Export:
-        """Write the tree of ``commit`` to ``dest`` (created) as plain files; see the module docstring."""
+        """Write the tree of ``commit`` to ``dest`` (created) as plain files; see the module docstring.
+        Every size is checked before a file is written; blobs are streamed to their files."""
         entries = self.tree(commit)
         result = Export()
-        files = [(m, s, p) for m, s, p in entries if m in ("100644", "100755", "120000")]
         result.notes += [f"{p}: a submodule, left out" for m, _, p in entries if m == "160000"]
-        contents = self.blobs(sorted({s for _, s, _ in files}))
-        total = sum(len(contents[s]) for _, s, _ in files)
+        files = []
+        for mode, sha, path in entries:
+            if mode in ("100644", "100755", "120000"):
+                if ".git" in PurePosixPath(path).parts:
+                    result.notes.append(f"{path}: inside a .git folder, left out")
+                else:
+                    files.append((mode, sha, path))
+        sizes = self._sizes(commit, files)
+        dest.mkdir(parents=True, exist_ok=True)
+        targets: dict[str, list[tuple[str, str]]] = {}
+        for mode, sha, path in files:
+            targets.setdefault(sha, []).append((mode, path))
+        links: list[tuple[str, str]] = []
+
+        def write(sha: str, chunks: Iterator[bytes]) -> None:
+            regular = [(m, p) for m, p in targets[sha] if m != "120000"]
+            if len(regular) < len(targets[sha]):  # a link's target (small: checked)
+                data = b"".join(chunks)
+                links.extend((p, data.decode("utf-8", "replace")) for m, p in targets[sha] if m == "120000")
+                chunks = iter([data])
+            first = None
+            for mode, path in regular:
+                target = confined(dest, path, f"the tree of {commit[:12]}: path")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if first is None:
+                    with open(target, "wb") as f:
+                        for chunk in chunks:
+                            f.write(chunk)
+                    first = target
+                else:
+                    shutil.copyfile(first, target)
+                os.chmod(target, 0o755 if mode == "100755" else 0o644)
+                result.files += 1
+                result.bytes += sizes[sha]
+                result.paths.add(path)
+
+        self.view.blobs(sorted(targets), write)
+        for rel, link in sorted(links):  # after every file exists: a link is kept as a copy of its target
+            self._link(dest, rel, link, result)
+        return result
+
+    def _sizes(self, commit: str, files: list[tuple[str, str, str]]) -> dict[str, int]:
+        """The size of each blob of ``files`` (refused, naming the file: a blob the repository lacks,
+        a file over :data:`MAX_FILE_BYTES`, a tree over :data:`MAX_TREE_BYTES`); nothing is read."""
+        found = self.view.sizes(sorted({s for _, s, _ in files}))
+        total = 0
+        for mode, sha, path in files:
+            info = found.get(sha)
+            if info is None:
+                raise TaskError(
+                    f"{self.path} lacks the object {sha} ({path} in the tree of {commit[:12]})", _HINT
+                )
+            cap = 4096 if mode == "120000" else MAX_FILE_BYTES
+            if info[1] > cap:
+                raise TaskError(
+                    f"{path!r} in the tree of {commit[:12]} is {info[1]:,} bytes: over the importer's "
+                    f"limit of {cap:,} bytes {'a link' if cap == 4096 else 'a file'}",
+                    "pick a commit whose tree holds no such file (a task's tree is copied for every run)",
+                )
+            total += info[1]
         if total > MAX_TREE_BYTES:
             raise TaskError(
                 f"the tree of {commit[:12]} holds {total // 2**20} MB: too large for a task "
                 f"(at most {MAX_TREE_BYTES // 2**20} MB)"
             )
-        dest.mkdir(parents=True, exist_ok=True)
-        links = []
-        for mode, sha, path in files:
-            rel = _safe_rel(path)
-            if rel is None:
-                result.notes.append(f"{path}: not a plain relative path, left out")
-                continue
-            if mode == "120000":
-                links.append((rel, contents[sha].decode("utf-8", "replace")))
-                continue
-            target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(contents[sha])
-            os.chmod(target, 0o755 if mode == "100755" else 0o644)
-            result.files += 1
-            result.bytes += len(contents[sha])
-        for rel, link in links:  # after every file exists: a link is kept as a copy of its target
-            source = (dest / rel).parent / link
-            real = source.resolve() if not os.path.isabs(link) else None
-            if real is None or not real.is_relative_to(dest.resolve()) or not real.is_file():
-                result.notes.append(f"{rel}: a symlink to {link!r} (not a file of the tree), left out")
-                continue
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            (dest / rel).write_bytes(real.read_bytes())
-            result.files += 1
-        return result
+        return {sha: info[1] for sha, info in found.items() if info is not None}
+
+    @staticmethod
+    def _link(dest: Path, rel: str, link: str, result: Export) -> None:
+        """The symlink ``rel`` -> ``link`` written as a copy of its target when that is a file of the
+        tree already written (:func:`confined`: no ``..`` out, no absolute path); else left out, noted."""
+        try:
+            where = os.path.normpath(os.path.join(os.path.dirname(rel), link))
+            source = confined(dest, where, "a link's target")
+            target = confined(dest, rel, "a link")
+        except TaskError:
+            result.notes.append(f"{rel}: a symlink to {link!r} (not a file of the tree), left out")
+            return
+        if not source.is_file() or target.exists():
+            result.notes.append(f"{rel}: a symlink to {link!r} (not a file of the tree), left out")
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        result.files += 1
+        result.paths.add(rel)
 
     def licence(self, commit: str) -> str | None:
         """The licence file at the top of ``commit``'s tree (LICENSE, COPYING ...), or None."""
@@ -223,8 +288,16 @@ class Repo:
         return names[0] if names else None
 
 
-def _safe_rel(path: str) -> PurePosixPath | None:
-    rel = PurePosixPath(path)
-    if rel.is_absolute() or any(part in ("", ".", "..", ".git") for part in rel.parts):
-        return None
-    return rel
+def _checked(raw: bytes, what: str) -> str:
+    """A path git printed, refused (TaskError naming it) unless UTF-8 and plain (:func:`path_problem`)."""
+    try:
+        path = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TaskError(f"{what}: the path {raw!r} is not UTF-8: refused") from None
+    problem = path_problem(path)
+    if problem:
+        raise TaskError(
+            f"{what}: the path {path!r} is {problem}: refused",
+            "a repository whose trees name such a path is not imported (git fsck shows it)",
+        )
+    return path

@@ -105,7 +105,7 @@ class _Import:
         opts, repo = self.opts, self.repo
         self.trees = trees = {"base": tmp / "base", "head": tmp / "head"}
         result.notes += repo.export(base, trees["base"]).notes[:10]
-        repo.export(head, trees["head"])
+        self.head_files = repo.export(head, trees["head"]).paths
         self.plan = plan = make_plan(repo, base, head, commits, trees, opts.tests)
         result.notes += plan.notes
         result.solution_files = len(plan.solution)
@@ -152,7 +152,7 @@ class _Import:
                 f"  checking {module}: {len(keys)} new or changed tests, at the base and with the change"
             )
             verdicts.update(prober.check(module, (head / module).read_text(encoding="utf-8"), keys))
-        found = set(layout.read_data(head, prober.reads)) - set(self.support)
+        found = set(layout.read_data(head, prober.reads, self.head_files)) - set(self.support)
         if found:
             result.notes.append(f"laid the data files the hidden tests read: {', '.join(sorted(found)[:10])}")
             self.support = sorted({*self.support, *found})

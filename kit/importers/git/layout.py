@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 
 from kit.importers.git.testfiles import is_test_module, is_test_side, local_imports, parse, string_literals
 from kit.scoring.clean_copy import pytest_config_file
+from kit.tasks.confine import confined
 
 #: Test data laid with the hidden tests may not exceed this (the rest is left to the agent's tree).
 MAX_DATA_BYTES = 32 * 1024 * 1024
@@ -96,15 +97,21 @@ def candidate_data(head: Path, modules: list[str], globs: list[str] | None = Non
     return out
 
 
-def read_data(head: Path, reads: dict[str, set[str]]) -> list[str]:
+def read_data(head: Path, reads: dict[str, set[str]], files: set[str]) -> list[str]:
     """The files of the head tree the hidden tests read in the probes with the change, and the code
     under test did not (that would be the project's own data, not a test's): data files wherever
-    they live -- a golden file outside any test folder too."""
+    they live -- a golden file outside any test folder too.
+
+    What a session reports is data, not a command: code under test can write report lines, so only
+    paths of ``files`` (the head tree as the kit wrote it) are taken -- a forged line can at most
+    lay a file of the repository's own head tree --, and a path that is no plain relative path
+    (absolute, ``..``, a control character: never one the audit hook reports) refuses the import,
+    named (:func:`kit.tasks.confine.confined`)."""
     out = []
     for rel, by in reads.items():
-        path = head / rel
-        if by == {"test"} and not rel.endswith((".py", ".pyc")) and path.is_file() and not path.is_symlink():
-            out.append(PurePosixPath(rel).as_posix())
+        confined(head, rel, "a probe session reported reading the path")
+        if by == {"test"} and rel in files and not rel.endswith((".py", ".pyc")):
+            out.append(rel)
     return sorted(out)
 
 

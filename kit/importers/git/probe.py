@@ -21,6 +21,7 @@ from pathlib import Path
 from kit.importers.exercism.marks import mark_source
 from kit.importers.git.testfiles import reduce_module, tolerant_imports
 from kit.scoring.scorer import Evaluation, evaluate
+from kit.tasks.confine import confined
 from kit.tasks.task import Task
 from kit.tasks.transitions import Outcome, Transition, outcome_of, transition
 from kit.tasks.workspace import Workspace
@@ -130,13 +131,13 @@ class Prober:
         acceptance.mkdir(parents=True)
         (folder / "repo").symlink_to(self.repo_dir)  # scoring finds the packages' import roots there
         for rel, src in self.support.items():
-            (acceptance / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, acceptance / rel)
+            dest = confined(acceptance, rel, "a file laid with the hidden tests")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest)
         severities = {f"{module}::{k}": "major" for k in keys}
-        (acceptance / module).parent.mkdir(parents=True, exist_ok=True)
-        (acceptance / module).write_text(
-            acceptance_module(source, module, severities, self.packages), encoding="utf-8"
-        )
+        dest = confined(acceptance, module, "a hidden test module")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(acceptance_module(source, module, severities, self.packages), encoding="utf-8")
         task = Task(**self.spec, path=folder)
         try:
             ev = evaluate(

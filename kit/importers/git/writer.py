@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 from kit.importers.git.gitread import Change
+from kit.tasks.confine import confined
 from kit.tasks.task import DELETED_FILE
 from kit.tasks.taskyaml import write_task_file
 
@@ -22,11 +23,14 @@ def write_solution(folder: Path, head: Path, changes: list[Change]) -> list[str]
         if change.status == "D":
             deleted.append(change.path)
             continue
-        src = head / change.path
+        src = confined(head, change.path, "a changed file")
         if not src.is_file():
             continue  # a symlink or submodule the export left out
-        (solution / change.path).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, solution / change.path)
+        dest = confined(solution, change.path, "a changed file")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dest)
+    for rel in deleted:
+        confined(head, rel, f"a {DELETED_FILE} line", leaf_link=True)
     if deleted:
         (solution / DELETED_FILE).write_text("".join(f"{p}\n" for p in sorted(deleted)), encoding="utf-8")
     return deleted
@@ -40,11 +44,13 @@ def write_acceptance(folder: Path, head: Path, support: list[str], modules: dict
         shutil.rmtree(acceptance)
     acceptance.mkdir(parents=True)
     for rel in support:
-        (acceptance / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(head / rel, acceptance / rel)
+        dest = confined(acceptance, rel, "a file laid with the hidden tests")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(confined(head, rel, "a file laid with the hidden tests"), dest)
     for rel, text in modules.items():
-        (acceptance / rel).parent.mkdir(parents=True, exist_ok=True)
-        (acceptance / rel).write_text(text, encoding="utf-8")
+        dest = confined(acceptance, rel, "a hidden test module")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(text, encoding="utf-8")
 
 
 def write_spec(folder: Path, spec: dict) -> None:

@@ -1,0 +1,63 @@
+"""The one check of a path the kit did not make itself -- a tree entry or ``git diff`` path of a
+user's repository, a line of ``DELETED.txt``, a file of a task folder, a suite manifest's file names,
+a path a scoring session reports -- before the kit reads, copies, writes or removes anything there.
+
+A path is refused, named, when it is empty, absolute, holds a NUL or another control character, has
+an empty, ``.`` or ``..`` segment, or -- joined to the folder it belongs to -- goes through a
+symbolic link (a folder on its way, or the file itself unless the caller removes the link, not its
+target) or resolves outside that folder. Both the importers and the task contract use it
+(``kit.tasks`` < ``kit.importers``), so a repository or a task folder, hand-made ones included,
+that carries such a path is refused before anything is done with it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePath
+
+from kit.errors import TaskError
+
+_CONTROL = frozenset(chr(c) for c in (*range(0x20), 0x7F))
+
+
+def path_problem(rel: str | PurePath) -> str | None:
+    """Why ``rel`` is no plain relative path (None when it is one): the checks that need no folder."""
+    text = rel.as_posix() if isinstance(rel, PurePath) else rel
+    if not isinstance(text, str) or not text:
+        return "an empty path"
+    if any(c in _CONTROL for c in text):
+        return "a path holding a NUL or control character"
+    if text.startswith("/"):
+        return "an absolute path"
+    if any(part in ("", ".", "..") for part in text.split("/")):
+        return "a path with an empty, '.' or '..' segment"
+    return None
+
+
+def confined(root: Path, rel: str | PurePath, what: str = "path", *, leaf_link: bool = False) -> Path:
+    """``root / rel`` once ``rel`` is shown to stay inside ``root`` (see the module docstring):
+    no folder on the way from ``root`` is a symbolic link, nor ``rel`` itself unless ``leaf_link``
+    (the caller removes the link, never its target), and the result resolves inside ``root``.
+    ``what`` names where the path came from in the error (TaskError, the path shown escaped)."""
+    problem = path_problem(rel)
+    text = rel.as_posix() if isinstance(rel, PurePath) else str(rel)
+    if problem is None:
+        parts = text.split("/")
+        here = Path(root)
+        for i, part in enumerate(parts):
+            here = here / part
+            last = i == len(parts) - 1
+            if here.is_symlink() and not (last and leaf_link):
+                problem = "a path through a symbolic link" if not last else "a symbolic link"
+                break
+        else:
+            real_root = os.path.realpath(root)
+            real = os.path.realpath(here.parent if leaf_link else here)
+            if real != real_root and not real.startswith(real_root + os.sep):
+                problem = "a path that leads outside its folder"
+    if problem is not None:
+        raise TaskError(
+            f"{what} {text!r} is {problem}: refused (it would reach outside {root})",
+            "a repository or task folder that names such a path is not imported, validated or applied",
+        )
+    return Path(root) / text

@@ -1,0 +1,282 @@
+"""A repository is hostile input (issue 39, items 1-4): its config runs nothing on the host, its
+paths reach nothing outside the folders they belong to, what a probe session reports cannot make
+the importer lay a host file, and a blob far over the cap is refused before it is read.
+
+Each repository is built here with git, its hostile parts with git's own plumbing (``git mktree``
+stores a tree entry named ``..``; a missing object is a loose object removed)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kit.app.cli import main
+from kit.errors import TaskError
+from kit.importers import suite_build
+from kit.importers.git.gitread import Repo
+from kit.importers.git.importer import Options, import_git
+from tests.support.gitrepos import git, make_repo
+
+BASE = {
+    "LICENSE": "MIT License\n",
+    "calc.py": "def double(x):\n    return x + x + 1\n",
+    "tests/test_calc.py": "import calc\n\n\ndef test_module():\n    assert calc.double\n",
+}
+FIX = {
+    "calc.py": "def double(x):\n    return x + x\n",
+    "tests/test_double.py": "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
+}
+
+
+def _drop_object(repo: Path, sha: str) -> None:
+    (repo / ".git" / "objects" / sha[:2] / sha[2:]).unlink()
+
+
+# --------------------------------------------------------------------------- 1. the repository's git runs nothing
+
+
+def _promisor(repo: Path, marker: Path, how: str) -> None:
+    """Make ``repo`` a partial clone whose promisor remote runs ``touch marker`` when git fetches."""
+    if how == "ext-transport":  # extensions.partialClone + an ext:: URL the repository allows itself
+        git(repo, "config", "core.repositoryformatversion", "1")
+        git(repo, "config", "extensions.partialClone", "origin")
+        git(repo, "config", "remote.origin.url", f"ext::sh -c touch% {marker}")
+        git(repo, "config", "protocol.allow", "always")
+    elif how == "uploadpack":  # remote.<name>.promisor alone, a local remote and its uploadpack command
+        git(repo, "config", "remote.origin.url", str(repo))
+        git(repo, "config", "remote.origin.promisor", "true")
+        git(repo, "config", "remote.origin.uploadpack", f"touch {marker}; git-upload-pack")
+    else:  # an ssh remote and core.sshCommand
+        git(repo, "config", "remote.origin.url", "ssh://example.invalid/calc")
+        git(repo, "config", "remote.origin.promisor", "true")
+        git(repo, "config", "core.sshCommand", f"touch {marker}; false")
+
+
+@pytest.mark.parametrize("how", ["ext-transport", "uploadpack", "ssh-command"])
+def test_a_promisor_remote_fetches_nothing_and_a_missing_object_is_one_clear_error(tmp_path, capsys, how):
+    """git fetches an object a partial clone lacks from its promisor remote, running the command the
+    repository configured: the kit reads through a view of its own, so nothing runs and the import
+    stops with one error naming the object."""
+    repo, marker = tmp_path / "calc", tmp_path / "ran"
+    shas = make_repo(repo, [("start", BASE), ("Fix double", FIX)])
+    blob = git(repo, "rev-parse", f"{shas[0]}:calc.py")
+    _drop_object(repo, blob)
+    _promisor(repo, marker, how)
+    r = Repo(repo)
+    with pytest.raises(TaskError, match=f"lacks the object {blob} \\(calc.py"):
+        r.export(shas[0], tmp_path / "out")
+    assert not suite_build.has_commit(repo / ".git", "f" * 40)  # a missing commit: no fetch either
+    code = main(["tasks", "import-git", str(repo), "--commit", shas[1], "--out", str(tmp_path / "tasks")])
+    out = capsys.readouterr()
+    assert code != 0 and f"lacks the object {blob}" in out.out + out.err, out
+    assert "Traceback" not in out.out + out.err
+    assert not marker.exists(), f"the repository's {how} ran a command on the host"
+
+
+def test_no_hook_filter_driver_pager_fsmonitor_alias_or_include_of_the_repository_runs(tmp_path):
+    repo, marker = tmp_path / "calc", tmp_path / "ran"
+    shas = make_repo(repo, [("start", {**BASE, ".gitattributes": "* filter=evil diff=evil\n"}), ("Fix", FIX)])
+    touch = f"touch {marker}"
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    for name in (
+        "post-checkout",
+        "pre-auto-gc",
+        "reference-transaction",
+        "post-index-change",
+        "fsmonitor-watchman",
+    ):
+        (hooks / name).write_text(f"#!/bin/sh\n{touch}\n")
+        (hooks / name).chmod(0o755)
+    (tmp_path / "included").write_text(f"[core]\n\tfsmonitor = {touch}\n[diff]\n\texternal = {touch}\n")
+    for key, value in {
+        "core.fsmonitor": touch,
+        "core.hooksPath": str(hooks),
+        "core.pager": touch,
+        "core.alternateRefsCommand": touch,
+        "core.askPass": touch,
+        "filter.evil.smudge": touch,
+        "filter.evil.clean": touch,
+        "filter.evil.process": touch,
+        "filter.evil.required": "true",
+        "diff.evil.textconv": touch,
+        "diff.evil.command": touch,
+        "diff.external": touch,
+        "credential.helper": f"!{touch}",
+        "gpg.program": touch,
+        "log.showSignature": "true",
+        "alias.show": f"!{touch}",
+        "alias.rev-list": f"!{touch}",
+        "include.path": str(tmp_path / "included"),
+        "uploadpack.packObjectsHook": touch,
+    }.items():
+        git(repo, "config", key, value)
+    r = Repo(repo)
+    base, head = r.resolve("HEAD~1"), r.resolve("HEAD")
+    r.commit(head), r.range_commits(base, head), r.changes(base, head), r.licence(head)
+    r.export(base, tmp_path / "base")
+    assert (tmp_path / "base" / ".gitattributes").is_file() and r.is_ancestor(base, head)
+    assert suite_build.has_commit(repo / ".git", shas[1])
+    assert not marker.exists()
+
+
+# --------------------------------------------------------------------------- 2. paths stay inside their folders
+
+
+def _tree(repo: Path, entries: dict[str, str]) -> str:
+    """A tree object holding ``entries`` (path -> text), built with ``git mktree``: any path git
+    can store, ``..`` segments included."""
+    subtrees: dict[str, dict[str, str]] = {}
+    lines = []
+    for path, text in entries.items():
+        head, _, rest = path.partition("/")
+        if rest:
+            subtrees.setdefault(head, {})[rest] = text
+        else:
+            sha = subprocess.run(
+                ["git", "hash-object", "-w", "--stdin"], cwd=repo, input=text, capture_output=True, text=True
+            ).stdout.strip()
+            lines.append(f"100644 blob {sha}\t{path}\n")
+    lines += [f"040000 tree {_tree(repo, sub)}\t{name}\n" for name, sub in subtrees.items()]
+    return subprocess.run(
+        ["git", "mktree"], cwd=repo, input="".join(lines), capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def _commit(repo: Path, tree: str, parent: str | None, message: str) -> str:
+    return git(repo, "commit-tree", tree, *(["-p", parent] if parent else []), "-m", message)
+
+
+def test_tree_entries_that_point_outside_are_refused_and_no_host_file_is_deleted(tmp_path, monkeypatch):
+    """A file the base holds at ``../../…/victim.txt`` and the change deletes: before, DELETED.txt
+    named it and laying the solution removed the host file. Now the repository is refused, the path named."""
+    monkeypatch.setenv("ORCHBENCH_RESULTS_DIR", str(tmp_path / "results"))
+    victim = tmp_path / "host" / "victim.txt"
+    victim.parent.mkdir()
+    victim.write_text("the host's own file\n")
+    outside = "../" * 40 + str(victim).lstrip("/")
+    repo = tmp_path / "calc"
+    make_repo(repo, [("start", BASE)])
+    base = _commit(repo, _tree(repo, {**BASE, outside: "x\n"}), None, "start")
+    head = _commit(repo, _tree(repo, {**BASE, **FIX}), base, "Fix double")
+    with pytest.raises(
+        TaskError, match=r"the path '\.\./\.\./.*victim\.txt' is a path with .*'\.\.' segment"
+    ):
+        import_git(Options(repo=repo, commit=head, out=tmp_path / "tasks", timeout_s=60))
+    assert victim.read_text() == "the host's own file\n"
+    r = Repo(repo)
+    with pytest.raises(TaskError, match="victim.txt"):
+        r.changes(base, head)  # the diff names it too
+    evil = _commit(repo, _tree(repo, {**BASE, "tests/a\x1b]0;owned\x07.txt": "x\n"}), None, "start")
+    with pytest.raises(TaskError, match="control character"):
+        r.tree(evil)
+
+
+# --------------------------------------------------------------------------- 3. what a probe session reports is data
+
+FORGER = """
+import gc
+
+from calc import double
+
+FORGED = {forged!r}
+
+
+def test_double():
+    assert double(2) == 4
+    for obj in gc.get_objects():  # the session's own sender, reached from the heap: a line in sequence
+        if callable(obj) and getattr(obj, "__qualname__", "") == "_sender.<locals>.send":
+            obj(kind="read", path=FORGED, by="test")
+"""
+
+
+@pytest.mark.slow
+def test_a_probe_session_cannot_make_the_importer_lay_a_host_file(tmp_path, monkeypatch):
+    """A hidden test calls the session's own sender to report it read ``../../…/secret.txt`` (a host
+    file): before, the importer copied it into the task as test data (through the ``..``: outside ``--out``).
+    Now only files of the head tree are laid, and a path that is not a plain one refuses the import."""
+    monkeypatch.setenv("ORCHBENCH_RESULTS_DIR", str(tmp_path / "results"))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    secret = tmp_path / "host" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("HOST-SECRET-0xC0FFEE\n")
+    head_depth = len(scratch.parts) + 1  # <scratch>/orchbench-import-*/head
+    forged = "../" * head_depth + str(secret).lstrip("/")
+    repo = tmp_path / "calc"
+    fix = {**FIX, "tests/test_double.py": textwrap.dedent(FORGER.format(forged=forged))}
+    shas = make_repo(repo, [("start", BASE), ("Fix double", fix)])
+    out = tmp_path / "tasks"
+    try:
+        import_git(Options(repo=repo, commit=shas[1], out=out, timeout_s=60, sandbox="bwrap"))
+        error = ""
+    except TaskError as e:
+        error = str(e)
+    # where the old importer wrote it: acceptance/<forged> (<out>/.<id>-*/<id>/acceptance), the ..s climbing
+    landing = Path(*(*out.parts, "holder", "id", "acceptance")[: len(out.parts) + 3 - head_depth])
+    landing /= str(secret).lstrip("/")
+    files = [p for p in tmp_path.rglob("*") if p.is_file() and p != secret and "results" not in p.parts]
+    laid = [p for p in [*files, landing] if p.is_file() and b"HOST-SECRET" in p.read_bytes()]
+    if landing.is_file():
+        landing.unlink()  # (the old importer's copy outside --out, left by a run on the old code)
+    assert not laid, f"the host file was laid: {laid}"
+    assert error.startswith("a probe session reported reading the path '../"), error
+
+
+# --------------------------------------------------------------------------- 4. bounded memory
+
+MEASURE = """
+import resource, sys
+from pathlib import Path
+from kit.errors import TaskError
+from kit.importers.git.importer import Options, import_git
+try:
+    import_git(Options(repo=Path(sys.argv[1]), commit=sys.argv[2], out=Path(sys.argv[3]), timeout_s=60))
+    print("IMPORTED")
+except TaskError as e:
+    print("REFUSED", str(e).splitlines()[0])
+print("SELF_KB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+print("CHILDREN_KB", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+@pytest.mark.slow
+def test_a_blob_far_over_the_cap_is_refused_before_it_is_read(tmp_path):
+    """320 MB of zeros compress to a few hundred KB; before, the importer read every blob whole (the
+    kit at several times the blob's size). Now the size is read from the object's header first."""
+    size = 320 * 2**20
+    repo = tmp_path / "calc"
+    make_repo(repo, [("start", BASE)])
+    sparse = tmp_path / "zeros"
+    with open(sparse, "wb") as f:
+        f.truncate(size)
+    blob = git(repo, "hash-object", "-w", str(sparse))  # streamed into a pack by git: small on disk
+    sparse.unlink()
+    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},data/big.bin")
+    git(repo, "commit", "-qm", "add the data")
+    for rel, text in FIX.items():
+        (repo / rel).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "Fix double")
+    head = git(repo, "rev-parse", "HEAD")
+    env = {**os.environ, "ORCHBENCH_RESULTS_DIR": str(tmp_path / "results")}
+    proc = subprocess.run(
+        [sys.executable, "-c", MEASURE, str(repo), head, str(tmp_path / "tasks")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    lines = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if " " in line)
+    assert "REFUSED" in lines, proc.stdout + proc.stderr
+    assert "'data/big.bin'" in lines["REFUSED"] and f"{size:,} bytes" in lines["REFUSED"]
+    peak = max(int(lines["SELF_KB"]), int(lines["CHILDREN_KB"])) * 1024
+    print(f"\npeak memory importing a {size // 2**20} MB blob: {peak / 2**20:.0f} MB (kit and git)")
+    assert peak < size / 2, f"{peak / 2**20:.0f} MB"
