@@ -186,6 +186,41 @@ def _import_git() -> list[str]:
     ]
 
 
+def _hostile() -> list[str]:
+    """The section on untrusted repositories, from the docstrings of the modules that enforce it."""
+    from kit.importers.git import gitread, gitview, layout
+    from kit.tasks import confine
+
+    def flat(text: str) -> str:
+        return " ".join(text.split())
+
+    return [
+        "## A repository is hostile input",
+        "",
+        "`kit tasks import-git` and `kit tasks build-suite` treat a user's repository -- its config, "
+        "trees, paths, commit messages and the tests the importer probes -- as untrusted, like an "
+        "agent's clone; so does `kit tasks validate` a task folder. A run's clone and its cached base "
+        "are repositories the kit makes itself (its own config, no remote): the repository's files "
+        "enter them as content only, and every kit-side git call runs without replace objects and "
+        "with local transport only (`kit/tasks/git.py`).",
+        "",
+        "**Its git runs nothing** (`kit/importers/git/gitview.py`). " + flat(markdown(gitview.__doc__)),
+        "",
+        "**Its paths stay inside their folders** (`kit/tasks/confine.py`). "
+        + flat(markdown(confine.__doc__)),
+        "",
+        "**The probe sessions' reports** (`kit/importers/git/layout.py`). "
+        + flat(_after_first_paragraph(layout.read_data.__doc__)),
+        "",
+        "**Bounded memory** (`kit/importers/git/gitread.py`). "
+        + flat(_after_first_paragraph(gitread.__doc__).split("\n\n")[1])
+        + f" The limits: {gitread.MAX_FILE_BYTES // 2**20} MB a file, {gitread.MAX_TREE_BYTES // 2**20} MB "
+        f"and {gitread.MAX_TREE_FILES:,} files a tree, {gitread.MAX_COMMIT_BYTES // 2**10} KB a commit, "
+        f"{gitread.MAX_RANGE_COMMITS:,} commits a range.",
+        "",
+    ]
+
+
 def _testfiles_doc() -> str:
     from kit.importers.git import testfiles
 
@@ -200,7 +235,7 @@ def render() -> str:
         ("`source:` (in task.yaml; written by import-git)", TaskSource, "TaskSource"),
     ):
         parts += [f"## {title}", "", " ".join(markdown(model.__doc__).split()), "", *table(model, prefix), ""]
-    parts += _layouts() + _marks() + _import_git()
+    parts += _layouts() + _marks() + _import_git() + _hostile()
     return "\n".join(parts).rstrip() + "\n"
 
 

@@ -5,14 +5,18 @@ transport or lazy fetch of its choosing runs, and an object it lacks is one clea
 
 Every path the repository gives (tree entries, ``git diff`` paths) is checked by
 :func:`kit.tasks.confine.path_problem` as it is read, and a repository carrying one that is absolute,
-holds ``..`` or a control character is refused, naming it. Sizes are checked before anything is read
-(``cat-file --batch-check``): a tree of more than :data:`MAX_TREE_FILES` files, a file over
-:data:`MAX_FILE_BYTES` or a tree over :data:`MAX_TREE_BYTES` is refused before a byte of it is
-written, and blobs are streamed to their files (the kit never holds one whole). Trees are written
-from ``git ls-tree`` + ``git cat-file --batch`` (raw blobs: no ``.gitattributes`` filter,
-``export-ignore`` or ``export-subst`` applies, as ``git archive`` would), as regular files only: a
-symlink is kept (as a copy) only when it points at a file inside the tree, a submodule is left out;
-each is noted.
+holds ``..`` or a control character is refused, naming it.
+
+Sizes are checked before anything is read (``cat-file --batch-check``, which reads only the objects'
+headers): a tree of more than :data:`MAX_TREE_FILES` files is refused as it is listed, a file over
+:data:`MAX_FILE_BYTES` (named) or a tree over :data:`MAX_TREE_BYTES` before a byte of it is written,
+a commit over :data:`MAX_COMMIT_BYTES` before its message is read; blobs are streamed to their
+files, so the kit never holds one whole.
+
+Trees are written from ``git ls-tree`` + ``git cat-file --batch`` (raw blobs: no ``.gitattributes``
+filter, ``export-ignore`` or ``export-subst`` applies, as ``git archive`` would), as regular files
+only: a symlink is kept (as a copy) only when it points at a file inside the tree, a submodule is
+left out; each is noted.
 """
 
 from __future__ import annotations
