@@ -208,7 +208,11 @@ def collection_problems(task: Task, sandbox: str | None = None, static_only: boo
     would not collect or cannot parse, and -- with the reference solution applied, as ``tasks
     validate`` does -- a collection error or no result from the acceptance session. A pass is
     remembered per task content (:func:`check_cache_dir`), so a task is checked once. ``static_only``:
-    the file checks alone (they write nothing; the session builds a clone and remembers a pass)."""
+    the file checks alone (they write nothing; the session builds a clone and remembers a pass).
+    A task folder whose paths are refused (:func:`~kit.tasks.task.task_path_problems`) fails first."""
+    problems = task_path_problems(task)  # (before any file of the task is read or hashed)
+    if problems:
+        return problems
     marker = check_cache_dir() / f"{task_hash(task)}.ok"
     if marker.is_file():
         return []

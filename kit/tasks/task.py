@@ -286,6 +286,7 @@ def apply_solution(task: Task, root: Path) -> None:
     removals = [
         confined(root, line, f"task {task.id!r}: {DELETED_FILE} line", leaf_link=True)
         for line in deleted_lines(task)
+        if not is_ignored(Path(line))  # (never the clone's own .git)
     ]
     for src, dest in copies:
         dest.parent.mkdir(parents=True, exist_ok=True)
