@@ -3,7 +3,8 @@ user's repository, a line of ``DELETED.txt``, a file of a task folder, a suite m
 a path a scoring session reports -- before the kit reads, copies, writes or removes anything there.
 
 A path is refused, named, when it is empty, absolute, holds a NUL or another control character, has
-an empty, ``.`` or ``..`` segment, or -- joined to the folder it belongs to -- goes through a
+an empty, ``.`` or ``..`` segment, is longer than the file system takes (a name of 255 bytes, a
+path of :data:`MAX_PATH_BYTES`), or -- joined to the folder it belongs to -- goes through a
 symbolic link (a folder on its way, or the file itself unless the caller removes the link, not its
 target) or resolves outside that folder. Both the importers and the task contract use it
 (``kit.tasks`` < ``kit.importers``), so a repository or a task folder, hand-made ones included,
@@ -17,6 +18,8 @@ from pathlib import Path, PurePath
 
 from kit.errors import TaskError
 
+#: Longer paths are refused (the file system's limit is 4,096 bytes with the folder they join).
+MAX_PATH_BYTES = 1024
 _CONTROL = frozenset(chr(c) for c in (*range(0x20), 0x7F))
 
 
@@ -31,6 +34,10 @@ def path_problem(rel: str | PurePath) -> str | None:
         return "an absolute path"
     if any(part in ("", ".", "..") for part in text.split("/")):
         return "a path with an empty, '.' or '..' segment"
+    if len(text.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
+        return f"a path longer than {MAX_PATH_BYTES} bytes"
+    if any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in text.split("/")):
+        return "a path with a name longer than 255 bytes"
     return None
 
 

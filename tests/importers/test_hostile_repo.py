@@ -232,6 +232,21 @@ def test_a_probe_session_cannot_make_the_importer_lay_a_host_file(tmp_path, monk
 
 # --------------------------------------------------------------------------- 4. bounded memory
 
+
+@pytest.mark.slow
+def test_a_tree_of_too_many_files_is_refused_by_count_before_anything_is_written(tmp_path):
+    repo = tmp_path / "calc"
+    make_repo(repo, [("start", BASE)])
+    blob = git(repo, "hash-object", "-w", "calc.py")
+    count = 50_001  # one more than the cap (gitread.MAX_TREE_FILES)
+    listing = "".join(f"100644 blob {blob}\tf{i:06d}.py\n" for i in range(count))
+    tree = subprocess.run(["git", "mktree"], cwd=repo, input=listing, capture_output=True, text=True).stdout
+    commit = _commit(repo, tree.strip(), None, "many files")
+    with pytest.raises(TaskError, match="holds more than 50000 files"):
+        Repo(repo).export(commit, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 MEASURE = """
 import resource, sys
 from pathlib import Path

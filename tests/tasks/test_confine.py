@@ -48,6 +48,9 @@ ACCEPTANCE = {
         ("a\0b", "NUL or control"),
         ("a\nb", "NUL or control"),
         ("a\x1b]0;t\x07", "NUL or control"),
+        ("a/" + "n" * 256, "name longer than 255"),
+        ("a/" * 600, "'..' segment"),
+        ("a/" * 600 + "b", "longer than 1024"),
     ],
 )
 def test_path_problem(rel, problem):
