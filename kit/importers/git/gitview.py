@@ -35,8 +35,12 @@ MAX_REF_FILES = 100_000
 #: A packed-refs file larger than this is refused.
 MAX_PACKED_REFS_BYTES = 64 * 1024 * 1024
 _HEAD_RE = re.compile(r"(ref: refs/[A-Za-z0-9._/+-]+|[0-9a-f]{40}|[0-9a-f]{64})\n?")
-#: On every call: no transport (no fetch), no signature check, paths printed as they are.
-VIEW_OPTS = ("-c", "protocol.allow=never", "-c", "log.showSignature=false", "-c", "core.quotePath=false")
+#: On every call: no transport (no fetch), no signature check, paths printed as they are, commits
+#: parsed from their objects (not from a commit-graph file the repository supplies).
+VIEW_OPTS = (
+    *("-c", "protocol.allow=never", "-c", "log.showSignature=false", "-c", "core.quotePath=false"),
+    *("-c", "core.commitGraph=false"),
+)
 
 
 def find_git_dir(path: Path) -> Path:
