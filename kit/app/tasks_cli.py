@@ -14,7 +14,7 @@ from kit.importers.exercism.importer import import_exercism, summary_table
 from kit.importers.validate import requirements_line, validate_task
 from kit.paths import REPO_ROOT, TASKS_DIR, built_tasks_dir
 from kit.run.sandboxing import task_sandbox
-from kit.tasks.requirements import read_requirements
+from kit.tasks.size import measure
 from kit.tasks.task import (
     SUITE_PREFIX,
     TASK_FILE,
@@ -130,6 +130,7 @@ def cmd_import_git(args: argparse.Namespace) -> int:
         sandbox=args.sandbox,
         force=args.force,
         repo_url=args.repo_url,
+        exclude=dict(args.exclude_test or []),
         command=shlex.join(["python", "-m", "kit", *sys.argv[1:]]) if sys.argv[1:2] == ["tasks"] else "",
     )
     result = import_git(opts, progress=lambda line: print(line, flush=True))
@@ -202,14 +203,14 @@ def _from_root(arg: str) -> str:
 
 
 def _print_build_summary(results: list[suite_build.BuildResult], out: Path) -> None:
-    print(f"\n{'task':<34} {'status':<9} {'hidden':>6} {'py files':>8} {'py lines':>8}  long")
+    print(f"\n{'task':<34} {'status':<9} {'hidden':>6} {'files':>5} {'code lines':>10}  long")
     for r in results:
         if r.status in ("built", "kept"):
-            task = load_task(out / r.id)
-            files, lines = suite_build.solution_size(out / r.id)
-            hidden = sum(not r.baseline_pass for r in read_requirements(task.acceptance_dir)[0])
-            long = "yes" if task.long else "no"
-            print(f"{r.id:<34} {r.status:<9} {hidden:>6} {files:>8} {lines:>8}  {long}")
+            size = measure(load_task(out / r.id))
+            long = "yes" if size.long else "no"
+            print(
+                f"{r.id:<34} {r.status:<9} {size.hidden_tests:>6} {size.files:>5} {size.code_lines:>10}  {long}"
+            )
         else:
             print(f"{r.id:<34} {r.status:<9}  {r.detail.splitlines()[0][:120]}")
 
@@ -318,6 +319,14 @@ def _add_import_git(sub: argparse._SubParsersAction) -> None:
         "--repo-url", default=None, help="the public URL recorded in source: (default: the origin remote)"
     )
     p.add_argument("--force", action="store_true", help="replace a task folder of the same id")
+    p.add_argument(
+        "--exclude-test",
+        nargs=2,
+        action="append",
+        metavar=("NODE_ID", "REASON"),
+        help="leave this new or changed test out of the hidden tests, saying why (recorded in task.yaml's "
+        "exclude_tests); repeatable",
+    )
     p.add_argument(
         "--sandbox",
         choices=["bwrap", "none"],

@@ -144,7 +144,7 @@ def requirements_line(task: Task) -> str:
     reading them): what ``kit tasks list`` and ``validate`` print. Sealed: requirements with at least
     one check whose expected value never enters the scoring session (:mod:`kit.scoring.seal`),
     found by preparing a copy of ``acceptance/`` as scoring does."""
-    reqs, problems = read_requirements(task.acceptance_dir)
+    reqs, problems = read_requirements(task.acceptance_dir, task.excluded)
     counted = [r for r in reqs if not r.baseline_pass]
     by_sev = {s: sum(r.severity == s for r in counted) for s in SEVERITIES}
     sev = ", ".join(f"{n} {s}" for s, n in by_sev.items() if n) or "none"
