@@ -12,8 +12,8 @@ a user's import -- from the task folder alone, never hand-written (:class:`~kit.
 * **prompt tokens**: the task's prompt as a first call carries it to every strategy, estimated as
   characters / 4 (no tokenizer: the figure is the same whatever the model; the strategies' own
   system prompts come on top and are the same for every task).
-* **long**: derived: at least :data:`LONG_CODE_LINES` code lines, :data:`LONG_FILES` files and
-  :data:`LONG_HIDDEN_TESTS` hidden tests.
+* **long**: derived: at least 150 code lines, 2 files and 8 hidden tests (:data:`LONG_CODE_LINES`,
+  :data:`LONG_FILES`, :data:`LONG_HIDDEN_TESTS`).
 """
 
 from __future__ import annotations
