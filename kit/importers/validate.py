@@ -49,7 +49,7 @@ def validate_task(
             ws = create_workspace(task, Path(tmp) / "repo")
             durations["workspace_s"] = time.monotonic() - t
 
-            problems += uncollected_test_files(task)
+            problems += uncollected_test_files(task) + unknown_exclusions(task)
             t = time.monotonic()
             start = evaluations["start"] = evaluate(task, ws.root, ws, sandbox=sandbox)
             durations["start_s"] = time.monotonic() - t
@@ -129,6 +129,18 @@ def uncollected_test_files(task: Task) -> list[str]:
                 f"acceptance/{rel} defines tests but pytest will not collect it (name it test_*.py)"
             )
     return problems
+
+
+def unknown_exclusions(task: Task) -> list[str]:
+    """``exclude_tests`` entries that name no test of ``acceptance/`` (a typo would leave the test in).
+    An imported task (``repo`` layout) has none to check: import-git left its excluded tests out."""
+    if task.acceptance_layout == "repo" or not task.excluded:
+        return []
+    keys = {r.key for r in read_requirements(task.acceptance_dir)[0]}
+    return [
+        f"exclude_tests: {key} names no test of acceptance/ (give a node id such as test_x.py::test_y)"
+        for key in sorted(task.excluded - keys)
+    ]
 
 
 def _tail(run) -> str:  # noqa: ANN001 - a kit.scoring.scorer.PytestRun

@@ -4,7 +4,7 @@ why, is no requirement and is never run as a hidden test; ``kit tasks list`` sho
 import pytest
 from pydantic import ValidationError
 
-from kit.importers.validate import requirements_line, validate_task
+from kit.importers.validate import requirements_line, unknown_exclusions, validate_task
 from kit.tasks.requirements import read_requirements
 from kit.tasks.suite_manifest import SuiteImport
 from tests.tasks.taskmaker import make_task
@@ -58,3 +58,17 @@ def test_each_excluded_test_needs_a_reason():
         SuiteImport.model_validate(
             {"id": "t", "project": "p", "commit": "a" * 40, "exclude_tests": [{"test": PINNED}]}
         )
+
+
+def test_an_exclusion_naming_no_test_is_a_validation_problem(tmp_path):
+    task = make_task(
+        tmp_path / "typo",
+        {"lib.py": LIB, "test_own.py": OWN},
+        {"tests_hidden/test_lib.py": HIDDEN},
+        {"lib.py": "def triple(x):\n    return 3 * x\n"},
+        exclude_tests=[{"test": "tests_hidden/test_lib.py::test_pined", "reason": "a typo"}],
+    )
+    assert unknown_exclusions(task) == [
+        "exclude_tests: tests_hidden/test_lib.py::test_pined names no test of acceptance/ "
+        "(give a node id such as test_x.py::test_y)"
+    ]
