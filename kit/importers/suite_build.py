@@ -135,7 +135,8 @@ def finish(item: SuiteImport, project: SuiteProject, folder: Path) -> None:
         shutil.copyfile(licence, copy)
     spec = yaml.safe_load((folder / TASK_FILE).read_text(encoding="utf-8")) or {}
     spec.update(project=item.project, spec_notes=[n.model_dump() for n in item.spec_notes])
-    spec.update(expert_minutes=item.expert_minutes, expert=item.expert)
+    if item.expert_minutes is not None:
+        spec.update(expert_minutes=item.expert_minutes, expert=item.expert)
     task = Task(**spec, path=folder)
     size = measure(task)
     if size.long != item.long:

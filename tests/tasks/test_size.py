@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
 import yaml
 
 from kit.app.cli import main
@@ -75,3 +76,15 @@ def test_a_false_long_true_is_refused_with_a_clear_error(tmp_path, capsys):
     assert main(["tasks", "validate", str(folder)]) == 1
     assert "says long: true, but by the kit's measure it is not: 4 code lines" in capsys.readouterr().out
     assert load_task(folder).long  # loading still works: the task can be listed and corrected
+
+
+def test_an_expert_estimate_says_who_made_it(tmp_path):
+    from pydantic import ValidationError
+
+    from kit.tasks.task import TaskFile
+
+    assert (
+        TaskFile(id="t", title="t", prompt="p", expert_minutes=45, expert="A. Reviewer").expert_minutes == 45
+    )
+    with pytest.raises(ValidationError, match="`expert_minutes` needs `expert`"):
+        TaskFile(id="t", title="t", prompt="p", expert_minutes=45)

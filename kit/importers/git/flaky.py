@@ -1,11 +1,12 @@
 """No flaky requirement: the importer scores the reference solution three times in all (``kit tasks
-validate``'s scoring and :data:`RUNS` - 1 more here, each on a fresh workspace); a hidden test or an
+validate``'s scoring and :data:`RUNS` - 1 more here, side by side, each on a fresh workspace); a hidden test or an
 own test whose outcome is not the same every time is left out, with why -- as a test that runs away
 at the base is (:mod:`.settle`). A test that passed by luck would otherwise decide a run."""
 
 from __future__ import annotations
 
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kit.scoring.scorer import Evaluation, evaluate
@@ -23,15 +24,20 @@ def _states(ev: Evaluation) -> dict[str, str]:
     return {**hidden, **own}
 
 
+def _score(task: Task, sandbox: str | None) -> dict[str, str]:
+    """The reference solution scored once more, on a fresh workspace."""
+    with tempfile.TemporaryDirectory(prefix="orchbench-flaky-") as tmp:
+        ws = create_workspace(task, Path(tmp) / "repo")
+        apply_solution(task, ws.root)
+        return _states(evaluate(task, ws.root, ws, sandbox=sandbox))
+
+
 def flaky_tests(task: Task, first: Evaluation, sandbox: str | None = None) -> dict[str, str]:
     """{hidden test key or own test node id: why} for the tests whose outcome with the reference
     solution differs between ``first`` (validation's scoring) and :data:`RUNS` - 1 more scorings."""
-    seen = [_states(first)]
-    for _ in range(RUNS - 1):
-        with tempfile.TemporaryDirectory(prefix="orchbench-flaky-") as tmp:
-            ws = create_workspace(task, Path(tmp) / "repo")
-            apply_solution(task, ws.root)
-            seen.append(_states(evaluate(task, ws.root, ws, sandbox=sandbox)))
+    with ThreadPoolExecutor(RUNS - 1) as pool:  # side by side: each is a few sandboxed processes
+        later = list(pool.map(lambda _: _score(task, sandbox), range(RUNS - 1)))
+    seen = [_states(first), *later]
     out = {}
     for key in sorted(set().union(*seen)):
         states = [s.get(key, "not run") for s in seen]
