@@ -55,8 +55,11 @@ fixed author and date: no history, no tags, no objects of anything later). Neith
 is (the kit's scorer, in its sandbox): the own tests pass at the start; every hidden test fails at the
 start (unless marked `baseline_pass`); with `solution/` laid over the start (and `DELETED.txt`
 applied) every hidden test and every own test passes, and scoring sees no introspection.
-`python -m kit tasks list [PATH]` lists the tasks of `datasets/tasks/` (or of the folder PATH) with
-their requirements by severity and how many have a sealed check; `validate` prints the same line.
+`python -m kit tasks list [PATH|suite:NAME]` lists the tasks of `datasets/tasks/` (or of the folder
+PATH, or of a suite) with their requirements by severity and how many have a sealed check, and under
+each its measured size, project, expert estimate, excluded tests and unexplained specification gaps;
+for a suite, which of its tasks overlap. `validate` prints the requirements line too, refuses a
+`long: true` the measure denies, and prints the specification audit's count.
 """
 
 
@@ -122,7 +125,7 @@ def _import_git() -> list[str]:
         "```",
         "python -m kit tasks import-git REPO (--commit SHA | --range BASE..HEAD) [--id ID]",
         "    [--prompt-file F] [--out DIR] [--tests GLOB...] [--severities FILE] [--timeout S]",
-        "    [--repo-url URL] [--force] [--sandbox bwrap|none]",
+        "    [--repo-url URL] [--force] [--exclude-test NODE_ID REASON]... [--sandbox bwrap|none]",
         "```",
         "",
         "REPO is a local git repository (a clone or a bare repository). `--commit SHA` takes a fix "
@@ -162,9 +165,10 @@ def _import_git() -> list[str]:
         "`acceptance_layout: repo`, `packages:`, `own_tests_deselect:` (each own test left out: the "
         "ones the change modified or removed, and the ones that fail at the base or with the "
         "reference solution), a `test_command` that `--ignore`s own test modules that do not even "
-        "collect at the base or with the reference solution (or that the change deletes), `long: true` when the change touches at least 2 source files and 150 "
-        "changed source lines (added + removed, the solution's Python files) and keeps at least 8 "
-        "hidden tests, a `scoring_timeout_s` of at least three times the slowest validation scoring, "
+        "collect at the base or with the reference solution (or that the change deletes), `long:` as the "
+        "kit measures it (below), `project:` (the repository's name), `exclude_tests:` (each "
+        "`--exclude-test`, with its reason), `spec_gaps:` (the specification audit's unexplained gaps per "
+        "kind), a `scoring_timeout_s` of at least three times the slowest validation scoring, "
         "and `source:` -- so a user can tell a task made before a model's training cutoff from one "
         "made after it.",
         "",
@@ -188,8 +192,8 @@ def _import_git() -> list[str]:
 
 def _hostile() -> list[str]:
     """The section on untrusted repositories, from the docstrings of the modules that enforce it."""
+    from kit import confine
     from kit.importers.git import gitread, gitview, layout
-    from kit.tasks import confine
 
     def flat(text: str) -> str:
         return " ".join(text.split())
@@ -206,8 +210,7 @@ def _hostile() -> list[str]:
         "",
         "**Its git runs nothing** (`kit/importers/git/gitview.py`). " + flat(markdown(gitview.__doc__)),
         "",
-        "**Its paths stay inside their folders** (`kit/tasks/confine.py`). "
-        + flat(markdown(confine.__doc__)),
+        "**Its paths stay inside their folders** (`kit/confine.py`). " + flat(markdown(confine.__doc__)),
         "",
         "**The probe sessions' reports** (`kit/importers/git/layout.py`). "
         + flat(_after_first_paragraph(layout.read_data.__doc__)),
@@ -217,6 +220,70 @@ def _hostile() -> list[str]:
         + f" The limits: {gitread.MAX_FILE_BYTES // 2**20} MB a file, {gitread.MAX_TREE_BYTES // 2**20} MB "
         f"and {gitread.MAX_TREE_FILES:,} files a tree, {gitread.MAX_COMMIT_BYTES // 2**10} KB a commit, "
         f"{gitread.MAX_RANGE_COMMITS:,} commits a range.",
+        "",
+    ]
+
+
+def _fair() -> list[str]:
+    """Size, the specification audit, excluded and flaky tests, overlap: what makes a task fair."""
+    from kit.importers import overlap, size, spec_audit
+    from kit.importers.git import flaky
+    from kit.tasks.suite_manifest import ExcludedTest, SpecNote
+
+    return [
+        "## Tasks a strategy can be judged on fairly",
+        "",
+        "### Size (`kit/importers/size.py`)",
+        "",
+        markdown(size.__doc__),
+        "",
+        "`kit tasks list` shows each task's size, import-git and build-suite print it, and every run "
+        "record carries it (`task_size`) with the task's `project`. A `long: true` in task.yaml or a "
+        "suite manifest that the measure denies is refused (`kit tasks validate`, `build-suite`).",
+        "",
+        "### The specification audit: `kit tasks audit TASK|suite:NAME`",
+        "",
+        markdown(spec_audit.__doc__),
+        "",
+        "It prints `test  line  kind  what` per gap (an explained one with its note) and exits 1 when a "
+        "gap is unexplained. import-git runs it and records the unexplained gaps per kind in "
+        "`spec_gaps:`; `kit tasks validate` prints their count; **`build-suite` refuses a suite task with "
+        "an unexplained gap** -- state it in the prompt, leave the test out (`exclude_tests:`) or explain "
+        "it (`spec_notes:`) in the manifest.",
+        "",
+        "**What it cannot see:** " + spec_audit.CANNOT_SEE + ". A clean audit is no proof that a prompt "
+        "is complete; a person's review still is.",
+        "",
+        "### `exclude_tests:` and `spec_notes:` (task.yaml, or a suite manifest's import entry)",
+        "",
+        " ".join(markdown(ExcludedTest.__doc__).split()) + " import-git leaves such a test out of the "
+        "hidden tests (`--exclude-test`), so it never enters `acceptance/`; in a task that ships one, "
+        "scoring renames it so pytest never collects it. A manifest's entries change the build (the task "
+        "is imported again); its `spec_notes` do not (build-suite writes them into task.yaml).",
+        "",
+        *table(ExcludedTest, "ExcludedTest"),
+        "",
+        " ".join(markdown(SpecNote.__doc__).split()),
+        "",
+        *table(SpecNote, "SpecNote"),
+        "",
+        "```yaml",
+        "exclude_tests:",
+        '  - test: "tests/test_more.py::InterleaveRandomlyTests::test_basic"',
+        '    reason: "pinned to random.seed(0): incidental output order"',
+        "spec_notes:",
+        '  - test: "*"',
+        '    what: "ParseError"',
+        "    note: \"the parser's one error type, named by the base's API docs\"",
+        "```",
+        "",
+        "### Flaky tests (`kit/importers/git/flaky.py`)",
+        "",
+        markdown(flaky.__doc__),
+        "",
+        "### Overlapping tasks (`kit/importers/overlap.py`)",
+        "",
+        markdown(overlap.__doc__),
         "",
     ]
 
@@ -235,7 +302,7 @@ def render() -> str:
         ("`source:` (in task.yaml; written by import-git)", TaskSource, "TaskSource"),
     ):
         parts += [f"## {title}", "", " ".join(markdown(model.__doc__).split()), "", *table(model, prefix), ""]
-    parts += _layouts() + _marks() + _import_git() + _hostile()
+    parts += _layouts() + _marks() + _import_git() + _hostile() + _fair()
     return "\n".join(parts).rstrip() + "\n"
 
 

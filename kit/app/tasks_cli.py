@@ -1,4 +1,4 @@
-"""``python -m kit tasks list | validate | import-exercism | import-git | build-suite``."""
+"""``python -m kit tasks list | audit | validate | import-exercism | import-git | build-suite``."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ from pathlib import Path
 from kit.errors import KitError
 from kit.importers import suite_build
 from kit.importers.exercism.importer import import_exercism, summary_table
+from kit.importers.overlap import overlap_lines
+from kit.importers.size import describe, long_problem, measure
+from kit.importers.spec_audit import audit_task, report, report_line, unexplained
 from kit.importers.validate import requirements_line, validate_task
 from kit.paths import REPO_ROOT, TASKS_DIR, built_tasks_dir
 from kit.run.sandboxing import task_sandbox
-from kit.tasks.requirements import read_requirements
 from kit.tasks.task import (
     SUITE_PREFIX,
     TASK_FILE,
@@ -35,7 +37,10 @@ def _sandbox(args: argparse.Namespace, task: Task) -> str | None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    folder = Path(args.path) if getattr(args, "path", None) else TASKS_DIR
+    target = getattr(args, "path", None) or ""
+    if target.startswith(SUITE_PREFIX):
+        return _list_suite(load_suite(target[len(SUITE_PREFIX) :], check_tasks=False))
+    folder = Path(target) if target else TASKS_DIR
     if (folder / TASK_FILE).is_file():
         entries = [folder]
     elif folder.is_dir():
@@ -49,15 +54,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not entries:
         print(f"no tasks in {folder}")
         return 0
-    width = max(len(d.name) for d in entries)
-    bad = 0
-    for d in entries:
-        try:
-            t = load_task(d)
-            print(f"{t.id:<{width}}  {t.language:<7} {requirements_line(t)}  {t.title}")
-        except KitError as e:
-            bad += 1
-            print(f"{d.name:<{width}}  ✗ {str(e).splitlines()[0]}")
+    bad = _print_tasks(entries)[1]
     if folder == TASKS_DIR:
         for name in suite_names():
             suite = load_suite(name, check_tasks=False)
@@ -68,6 +65,87 @@ def cmd_list(args: argparse.Namespace) -> int:
                     f"  not built: {len(unbuilt)} of {len(suite.tasks)}: python -m kit tasks build-suite {name} --repos DIR"
                 )
     return 1 if bad else 0
+
+
+def _print_tasks(entries: list[Path]) -> tuple[list[Task], int]:
+    """Each task's line -- requirements, title -- and under it its measured size, project, expert
+    estimate, the tests it leaves out and its unexplained specification gaps; (the tasks, how many
+    failed to load)."""
+    width = max(len(d.name) for d in entries)
+    bad, loaded = 0, []
+    for d in entries:
+        try:
+            t = load_task(d)
+            print(f"{t.id:<{width}}  {t.language:<7} {requirements_line(t)}  {t.title}")
+        except KitError as e:
+            bad += 1
+            print(f"{d.name:<{width}}  ✗ {str(e).splitlines()[0]}")
+            continue
+        loaded.append(t)
+        size = measure(t)
+        line = (
+            f"{'':<{width}}  size: {describe(size)}, base {size.base_code_lines} code lines, prompt "
+            f"~{size.prompt_tokens} tokens, long: {'yes' if size.long else 'no'}"
+        )
+        line += f"; project: {t.project}" if t.project else ""
+        line += f"; expert: {t.expert_minutes:g} min ({t.expert})" if t.expert_minutes else ""
+        print(line)
+        problem = long_problem(t, size)
+        if problem:
+            print(f"{'':<{width}}  ✗ {problem}")
+        for e in t.exclude_tests:
+            print(f"{'':<{width}}  excluded: {e.test}: {e.reason}")
+        if t.spec_gaps:
+            gaps = ", ".join(f"{n} {k}" for k, n in t.spec_gaps.items())
+            print(f"{'':<{width}}  unexplained specification gaps: {gaps} (kit tasks audit {t.id})")
+    return loaded, bad
+
+
+def _list_suite(suite: Suite) -> int:
+    """``kit tasks list suite:NAME``: its tasks as built, their projects and which overlap."""
+    folders = [_suite_task_folder(i) for i in suite.tasks]
+    built = [f for f in folders if f is not None]
+    loaded, bad = _print_tasks(built) if built else ([], 0)
+    projects = sorted({t.project for t in loaded if t.project})
+    print(
+        f"suite {SUITE_PREFIX}{suite.name}: {len(suite.tasks)} tasks, {len(built)} built, "
+        f"{len(projects)} project(s){': ' + ', '.join(projects) if projects else ''}, "
+        f"{sum(measure(t).long for t in loaded)} long by the kit's measure"
+    )
+    for line in overlap_lines(loaded):
+        print(line)
+    unbuilt = [i for i, f in zip(suite.tasks, folders, strict=True) if f is None]
+    if unbuilt:
+        print(f"  not built: {', '.join(unbuilt)}: python -m kit tasks build-suite {suite.name} --repos DIR")
+    return 1 if bad else 0
+
+
+def _suite_task_folder(task_id: str) -> Path | None:
+    for root in (TASKS_DIR, built_tasks_dir()):
+        if (root / task_id / TASK_FILE).is_file():
+            return root / task_id
+    return None
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    """``kit tasks audit TASK|suite:NAME``: each hidden test's reliance on what the prompt never
+    states (:mod:`kit.importers.spec_audit`); exit 1 when a gap is unexplained."""
+    try:
+        tasks = [load_task(t) for t in expand_tasks([args.target])]
+    except KitError as e:
+        print(f"✗ {e}")
+        return 1
+    missing = 0
+    for task in tasks:
+        gaps = audit_task(task)
+        n = len(unexplained(gaps))
+        missing += n
+        print(f"{'✗' if n else '✓'} {task.id}: test  line  kind  what")
+        for row in report(gaps):
+            print(f"    {row}")
+    if len(tasks) > 1:
+        print(f"{len(tasks)} tasks, {missing} unexplained gap(s)")
+    return 1 if missing else 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -86,11 +164,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     failed = 0
     for task in tasks:
         report = validate_task(task, _sandbox(args, task))
+        problem = long_problem(task, measure(task))
+        if problem:
+            report.problems.append(problem)
+            report.ok = False
         mark = "✓" if report.ok else "✗"
         took = report.durations.get("total_s", 0)
         print(f"{mark} {task.id}  ({took:.1f} s)  {requirements_line(task)}", flush=True)
         for p in report.problems:
             print(f"    - {p}")
+        gaps = unexplained(audit_task(task))
+        if gaps:  # shown, not a failure: build-suite refuses a suite task with one
+            print(f"    specification audit: {report_line(gaps)} (python -m kit tasks audit {task.id})")
         failed += not report.ok
     if len(tasks) > 1:
         print(f"{len(tasks) - failed}/{len(tasks)} tasks valid")
@@ -130,6 +215,7 @@ def cmd_import_git(args: argparse.Namespace) -> int:
         sandbox=args.sandbox,
         force=args.force,
         repo_url=args.repo_url,
+        exclude=dict(args.exclude_test or []),
         command=shlex.join(["python", "-m", "kit", *sys.argv[1:]]) if sys.argv[1:2] == ["tasks"] else "",
     )
     result = import_git(opts, progress=lambda line: print(line, flush=True))
@@ -202,14 +288,14 @@ def _from_root(arg: str) -> str:
 
 
 def _print_build_summary(results: list[suite_build.BuildResult], out: Path) -> None:
-    print(f"\n{'task':<34} {'status':<9} {'hidden':>6} {'py files':>8} {'py lines':>8}  long")
+    print(f"\n{'task':<34} {'status':<9} {'hidden':>6} {'files':>5} {'code lines':>10}  long")
     for r in results:
         if r.status in ("built", "kept"):
-            task = load_task(out / r.id)
-            files, lines = suite_build.solution_size(out / r.id)
-            hidden = sum(not r.baseline_pass for r in read_requirements(task.acceptance_dir)[0])
-            long = "yes" if task.long else "no"
-            print(f"{r.id:<34} {r.status:<9} {hidden:>6} {files:>8} {lines:>8}  {long}")
+            size = measure(load_task(out / r.id))
+            long = "yes" if size.long else "no"
+            print(
+                f"{r.id:<34} {r.status:<9} {size.hidden_tests:>6} {size.files:>5} {size.code_lines:>10}  {long}"
+            )
         else:
             print(f"{r.id:<34} {r.status:<9}  {r.detail.splitlines()[0][:120]}")
 
@@ -219,15 +305,23 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     ``func``)."""
     tasks = subparsers.add_parser("tasks", help="list, validate and import tasks")
     sub = tasks.add_subparsers(
-        dest="tasks_command", metavar="{list,validate,import-exercism,import-git,build-suite}"
+        dest="tasks_command", metavar="{list,audit,validate,import-exercism,import-git,build-suite}"
     )
     tasks.set_defaults(func=lambda _args: (tasks.print_help(), 2)[1])
 
     p = sub.add_parser(
-        "list", help="the tasks in datasets/tasks (or PATH) with their requirements by severity and sealed"
+        "list",
+        help="the tasks in datasets/tasks (or PATH, or suite:NAME) with their requirements by severity "
+        "and sealed, sizes, projects, excluded tests and (a suite) overlaps",
     )
-    p.add_argument("path", nargs="?", help="a folder of task folders, or one task folder")
+    p.add_argument("path", nargs="?", help="a folder of task folders, one task folder, or suite:NAME")
     p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser(
+        "audit", help="what each hidden test relies on that the prompt never states (docs/tasks.md)"
+    )
+    p.add_argument("target", help="task id, task folder path, or suite:<name>")
+    p.set_defaults(func=cmd_audit)
 
     p = sub.add_parser("validate", help="check a task's contract (own tests, acceptance, solution)")
     p.add_argument("id", nargs="?", help="task id, task folder path, or suite:<name>")
@@ -318,6 +412,14 @@ def _add_import_git(sub: argparse._SubParsersAction) -> None:
         "--repo-url", default=None, help="the public URL recorded in source: (default: the origin remote)"
     )
     p.add_argument("--force", action="store_true", help="replace a task folder of the same id")
+    p.add_argument(
+        "--exclude-test",
+        nargs=2,
+        action="append",
+        metavar=("NODE_ID", "REASON"),
+        help="leave this new or changed test out of the hidden tests, saying why (recorded in task.yaml's "
+        "exclude_tests); repeatable",
+    )
     p.add_argument(
         "--sandbox",
         choices=["bwrap", "none"],

@@ -29,13 +29,16 @@ from pathlib import Path
 
 import yaml
 
+from kit.confine import confined
 from kit.errors import ConfigError, TaskError
 from kit.importers.git.gitread import Repo
+from kit.importers.size import LONG_CODE_LINES, LONG_FILES, LONG_HIDDEN_TESTS, describe, measure
+from kit.importers.spec_audit import audit_task, gap_counts, unexplained
 from kit.paths import built_tasks_dir
-from kit.tasks.confine import confined
 from kit.tasks.git import git, git_env
 from kit.tasks.suite_manifest import SuiteImport, SuiteProject
-from kit.tasks.task import SUITES_DIR, TASK_FILE, Suite
+from kit.tasks.task import SUITES_DIR, TASK_FILE, Suite, Task
+from kit.tasks.taskyaml import write_task_file
 
 #: In a built task folder: the digest of the manifest entry it was built from (:func:`recipe`).
 RECIPE_FILE = ".suite-recipe"
@@ -92,6 +95,8 @@ def import_argv(item: SuiteImport, project: SuiteProject, source: str, out: Path
     argv += ["--id", item.id, "--out", str(out), "--repo-url", project.url]
     if item.prompt:
         argv += ["--prompt-file", str(confined(SUITES_DIR, item.prompt, f"task {item.id!r}: prompt"))]
+    for excluded in item.exclude_tests:
+        argv += ["--exclude-test", excluded.test, excluded.reason]
     return argv + list(item.options)
 
 
@@ -100,9 +105,11 @@ def command_line(argv: list[str]) -> str:
 
 
 def recipe(item: SuiteImport) -> str:
-    """A digest of what builds ``item``: its commit or range, options and prompt file's text (not
-    its note). A built task whose recorded recipe differs is built again."""
-    data = item.model_dump(exclude={"note"})
+    """A digest of what builds ``item``: its commit or range, options, excluded tests and prompt
+    file's text (not its note, spec notes or expert estimate: :func:`finish` writes those). A built task whose recorded recipe differs is built again."""
+    data = item.model_dump(exclude={"note", "spec_notes", "expert_minutes", "expert", "exclude_tests"})
+    if item.exclude_tests:  # (added only when given: recipes from before the option stay valid)
+        data["exclude_tests"] = [e.model_dump() for e in item.exclude_tests]
     prompt = confined(SUITES_DIR, item.prompt, f"task {item.id!r}: prompt") if item.prompt else None
     data["prompt_text"] = prompt.read_text(encoding="utf-8") if prompt else None
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
@@ -116,8 +123,10 @@ def is_current(item: SuiteImport, folder: Path) -> bool:
 
 def finish(item: SuiteImport, project: SuiteProject, folder: Path) -> None:
     """Copy the project's licence file from the base tree beside task.yaml (a task without one is
-    refused: its code could not be passed on), and check the manifest's ``long`` against the
-    importer's (at least 2 source files, 150 changed lines and 8 hidden tests)."""
+    refused: its code could not be passed on); write the manifest's project, spec notes and expert
+    estimate into task.yaml; check the manifest's ``long`` against the kit's measure
+    (:mod:`kit.importers.size`) and refuse a task whose hidden tests rely on what its prompt never states
+    (:mod:`kit.importers.spec_audit`) unless a spec note explains it."""
     licence = confined(folder / "repo", project.licence_file, f"the licence file of {project.url}")
     if not licence.is_file():
         raise TaskError(
@@ -128,12 +137,32 @@ def finish(item: SuiteImport, project: SuiteProject, folder: Path) -> None:
     if not (copy.is_file() and copy.read_bytes() == licence.read_bytes()):
         copy.unlink(missing_ok=True)  # never written in place: it may be a link shared with other tasks
         shutil.copyfile(licence, copy)
-    long = bool((yaml.safe_load((folder / TASK_FILE).read_text(encoding="utf-8")) or {}).get("long"))
-    if long != item.long:
+    spec = yaml.safe_load((folder / TASK_FILE).read_text(encoding="utf-8")) or {}
+    spec.update(project=item.project, spec_notes=[n.model_dump() for n in item.spec_notes])
+    if item.expert_minutes is not None:
+        spec.update(expert_minutes=item.expert_minutes, expert=item.expert)
+    task = Task(**spec, path=folder)
+    size = measure(task)
+    if size.long != item.long:
         raise TaskError(
-            f"task {item.id!r}: the manifest says long: {str(item.long).lower()}, the import found "
-            f"long: {str(long).lower()}",
-            "the project's history or the importer changed: correct the manifest and its README table",
+            f"task {item.id!r}: the manifest says long: {str(item.long).lower()}, the kit's measure says "
+            f"long: {str(size.long).lower()} ({describe(size)}; long = {LONG_CODE_LINES}+ code lines, "
+            f"{LONG_FILES}+ files, {LONG_HIDDEN_TESTS}+ hidden tests)",
+            "correct the manifest's `long` and its README table (the measure is kit.importers.size's)",
+        )
+    gaps = audit_task(task)
+    spec.update(long=size.long, spec_gaps=gap_counts(gaps))
+    (folder / TASK_FILE).unlink()  # never written in place
+    write_task_file(folder, spec)
+    missing = unexplained(gaps)
+    if missing:
+        rows = "\n".join(f"    {g.row()}" for g in missing[:40])
+        more = f"\n    ... and {len(missing) - 40} more" if len(missing) > 40 else ""
+        raise TaskError(
+            f"task {item.id!r}: {len(missing)} hidden-test requirement(s) the prompt never states "
+            f"(test  line  kind  what):\n{rows}{more}",
+            "state each in the prompt file, leave the test out (`exclude_tests:` with a reason), or "
+            "explain it (`spec_notes:` with test, what and note) in the suite's manifest",
         )
 
 
@@ -196,8 +225,9 @@ def build_suite(
             status = run_import(argv)
             if status != 0 or not (folder / TASK_FILE).is_file():
                 raise TaskError(f"import-git exited with status {status}", "see its output above")
-            finish(item, project, folder)
+            # built: kept from now on; the manifest's checks (finish) run again on each build
             (folder / RECIPE_FILE).write_text(recipe(item) + "\n", encoding="utf-8")
+            finish(item, project, folder)
         except (TaskError, ConfigError) as e:
             status = "no-source" if "no clone of" in str(e) else "failed"
             results.append(BuildResult(item.id, status, time.monotonic() - started, str(e)))
@@ -238,25 +268,3 @@ def share_identical_files(root: Path) -> tuple[int, int]:
             os.link(kept, tmp)
             os.replace(tmp, path)
     return before, disk_bytes(root)
-
-
-def solution_size(folder: Path) -> tuple[int, int]:
-    """(Python files, changed lines) of the task's reference change: each solution ``.py`` file
-    against the base's (added + removed lines; a new file counts whole), and the deleted ones."""
-    import difflib
-
-    solution, repo = folder / "solution", folder / "repo"
-    files = lines = 0
-    for path in sorted(solution.rglob("*.py")) if solution.is_dir() else []:
-        base = confined(repo, path.relative_to(solution), "a solution file")
-        old = base.read_text("utf-8", "replace").splitlines() if base.is_file() else []
-        new = path.read_text("utf-8", "replace").splitlines()
-        diff = difflib.unified_diff(old, new, lineterm="", n=0)
-        changed = sum(1 for ln in diff if ln[:1] in "+-" and not ln.startswith(("+++", "---")))
-        files, lines = files + bool(changed), lines + changed
-    deleted = solution / "DELETED.txt"
-    for rel in deleted.read_text("utf-8").split() if deleted.is_file() else []:
-        path = confined(repo, rel, "a DELETED.txt line", leaf_link=True)
-        if rel.endswith(".py") and path.is_file() and not path.is_symlink():
-            files, lines = files + 1, lines + len(path.read_text("utf-8", "replace").splitlines())
-    return files, lines

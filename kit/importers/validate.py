@@ -52,7 +52,7 @@ def validate_task(
             ws = create_workspace(task, Path(tmp) / "repo")
             durations["workspace_s"] = time.monotonic() - t
 
-            problems += uncollected_test_files(task)
+            problems += uncollected_test_files(task) + unknown_exclusions(task)
             t = time.monotonic()
             start = evaluations["start"] = evaluate(task, ws.root, ws, sandbox=sandbox)
             durations["start_s"] = time.monotonic() - t
@@ -134,6 +134,18 @@ def uncollected_test_files(task: Task) -> list[str]:
     return problems
 
 
+def unknown_exclusions(task: Task) -> list[str]:
+    """``exclude_tests`` entries that name no test of ``acceptance/`` (a typo would leave the test in).
+    An imported task (``repo`` layout) has none to check: import-git left its excluded tests out."""
+    if task.acceptance_layout == "repo" or not task.excluded:
+        return []
+    keys = {r.key for r in read_requirements(task.acceptance_dir)[0]}
+    return [
+        f"exclude_tests: {key} names no test of acceptance/ (give a node id such as test_x.py::test_y)"
+        for key in sorted(task.excluded - keys)
+    ]
+
+
 def _tail(run) -> str:  # noqa: ANN001 - a kit.scoring.scorer.PytestRun
     lines = [ln for ln in run.output.strip().splitlines() if ln.strip()]
     return f"exit code {run.exit_code}: {lines[-1] if lines else '(no output)'}"
@@ -150,7 +162,7 @@ def requirements_line(task: Task) -> str:
     whose paths are refused (:func:`~kit.tasks.task.task_path_problems`)."""
     if task_path_problems(task):
         return "requirements not read: the task folder's paths are refused"
-    reqs, problems = read_requirements(task.acceptance_dir)
+    reqs, problems = read_requirements(task.acceptance_dir, task.excluded)
     counted = [r for r in reqs if not r.baseline_pass]
     by_sev = {s: sum(r.severity == s for r in counted) for s in SEVERITIES}
     sev = ", ".join(f"{n} {s}" for s, n in by_sev.items() if n) or "none"

@@ -288,7 +288,7 @@ class Score(BaseModel):
 
 
 class TaskSize(BaseModel):
-    """How big a task is, measured by the kit the same way for every task (``kit.tasks.size``), never
+    """How big a task is, measured by the kit the same way for every task (``kit.importers.size``), never
     hand-written: what the crossover analysis puts on its x axis. ``None`` where a measure could not be
     taken (a task with no reference change, a record from before sizes were kept)."""
 

@@ -23,10 +23,11 @@ from kit import strategies, trees
 from kit.agent.budget import Budget
 from kit.config import Experiment, PriceSheet, Profile, Tier
 from kit.errors import Interrupted
+from kit.importers.size import measure
 from kit.model.gateway import Gateway
 from kit.prompts import PromptBook
 from kit.records.recorder import Progress, RunRecorder
-from kit.records.schema import DISK_QUOTA, RunRecord, utc_now
+from kit.records.schema import DISK_QUOTA, RunRecord, TaskSize, utc_now
 from kit.run.fingerprint import fingerprint, run_settings, write_prompts
 from kit.run.plan import RunSpec, redacted
 from kit.run.results import INTERRUPTED
@@ -38,6 +39,7 @@ from kit.secrets import Redactor
 from kit.strategies.context import RunContext
 from kit.tasks.patch import capped_patch
 from kit.tasks.snapshot import Snapshot, snapshot
+from kit.tasks.task import TASK_FILE, Task
 from kit.tasks.workspace import Workspace, create_workspace
 
 
@@ -70,6 +72,8 @@ def new_record(
         strategy=spec.strategy,
         profile=profile.name,
         repeat=spec.repeat,
+        project=spec.task.project,
+        task_size=task_size(spec.task),
         kit_commit=commit,
         price_sheet=sheet.model_dump(mode="json"),
         profile_spec=redacted(profile),
@@ -81,6 +85,26 @@ def new_record(
         fingerprint=fingerprint(settings),
         **fields,
     )
+
+
+def task_size(task: Task) -> TaskSize | None:
+    """The task's measured size (:func:`kit.importers.size.measure`), kept per process while task.yaml is
+    unchanged; None when it cannot be measured (the run goes on: the record says null)."""
+    try:
+        key = (str(task.path), (task.path / TASK_FILE).stat().st_mtime_ns)
+        with _SIZES_LOCK:
+            if key in _SIZES:
+                return _SIZES[key]
+        size = measure(task)
+    except (OSError, ValueError, RecursionError, MemoryError):
+        return None
+    with _SIZES_LOCK:
+        _SIZES[key] = size
+    return size
+
+
+_SIZES: dict[tuple[str, int], TaskSize] = {}
+_SIZES_LOCK = threading.Lock()
 
 
 def run_one(

@@ -214,7 +214,7 @@ def evaluate(
     what the snapshot left out, reported first; ``record_reads``: the acceptance session reports the
     data files of the tree it reads (``Evaluation.acceptance.reads``: the importer's probes)."""
     timeout = timeout_s or task.limits.scoring_timeout_s
-    requirements, problems = read_requirements(task.acceptance_dir)
+    requirements, problems = read_requirements(task.acceptance_dir, task.excluded)
     # a capped tmpfs where the kit is root: what the code under test writes while it is scored (a
     # deep tree, a disk's worth of files) neither fills the disk nor breaks the removal
     with quota.scratch("orchbench-score-") as tmp:
@@ -318,7 +318,7 @@ def unscored(
 ) -> Score:
     """The score of a run whose scoring failed: every requirement failed, with the reason."""
     try:
-        requirements, _ = read_requirements(task.acceptance_dir)
+        requirements, _ = read_requirements(task.acceptance_dir, task.excluded)
     except Exception:  # noqa: BLE001
         requirements = []
     message = f"not scored: {reason}"[:300]

@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 
 from kit.sandbox.backends import default_sandbox, get_sandbox
 from kit.scoring.clean_copy import SKIP_NAMES, is_test_path, pytest_config_file
+from kit.scoring.excluded import hide_excluded
 from kit.scoring.inject import Injected, inject_folder
 from kit.scoring.layout import lay
 from kit.scoring.session import Canaries, Expect, PytestRun, prepare_kit_dir, run_pytest, run_shell
@@ -74,6 +75,7 @@ class Sessions:
         ``record``: report which data files of ``repo`` the session reads (``PytestRun.reads``)."""
         folder = self.kit_dir / ACCEPTANCE_DIRNAME
         shutil.copytree(self.task.acceptance_dir, folder, ignore=COPY_IGNORE)
+        hide_excluded(folder, self.task.excluded)  # exclude_tests: never collected
         self.injected = inject_folder(folder)
         ini = self.kit_dir / "acceptance.ini"
         ini.write_text("[pytest]\npython_files = test_*.py *_test.py\n", encoding="utf-8")

@@ -111,8 +111,11 @@ def test_files(folder: Path) -> list[Path]:
     return out
 
 
-def read_requirements(acceptance_dir: Path) -> tuple[list[Requirement], list[str]]:
-    """The requirements declared in ``acceptance_dir`` and the problems found reading them."""
+def read_requirements(
+    acceptance_dir: Path, exclude: set[str] | frozenset[str] = frozenset()
+) -> tuple[list[Requirement], list[str]]:
+    """The requirements declared in ``acceptance_dir`` and the problems found reading them; the keys
+    in ``exclude`` (a task's ``exclude_tests``) are no requirements."""
     reqs: list[Requirement] = []
     problems: list[str] = []
     for path in test_files(acceptance_dir):
@@ -138,6 +141,7 @@ def read_requirements(acceptance_dir: Path) -> tuple[list[Requirement], list[str
                         key = f"{rel}::{node.name}::{sub.name}"  # type: ignore[union-attr]
                         skip = _skip_mark(sub.decorator_list, cls_marks, module_marks)  # type: ignore[union-attr]
                         reqs.append(Requirement(key, *_merge(own, cls, module), skip))
+    reqs = [r for r in reqs if r.key not in exclude]
     for r in reqs:
         if r.severity is None:
             problems.append(f"acceptance test {r.key} has no @pytest.mark.severity(...)")

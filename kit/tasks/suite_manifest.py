@@ -15,11 +15,17 @@ range and the ``kit tasks import-git`` options -- and ``python -m kit tasks buil
         note: the v10.8.0 release
         options: [--tests, "tests/*.py"]
         prompt: real-repos/more-itertools-10-8.md   # optional; relative to datasets/suites/
+        exclude_tests:                  # hidden tests that pin incidental behaviour: not requirements
+          - {test: "tests/test_more.py::InterleaveRandomlyTests::test_basic", reason: "pinned to random.seed(0)"}
+        spec_notes:                     # gaps of the specification audit a person explained
+          - {test: "*", what: "MAX_NESTING_DEPTH", note: "why the prompt need not state it"}
 
 The suite's ``tasks`` list is the imports' ids when it is not given.
 """
 
 from __future__ import annotations
+
+import fnmatch
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -50,7 +56,57 @@ class SuiteProject(BaseModel):
         return self.url.rstrip("/").removesuffix(".git").rsplit("/", 2)[-2]
 
 
-class SuiteImport(BaseModel):
+class ExcludedTest(BaseModel):
+    """A hidden test left out on purpose: not a requirement, never run as a hidden test."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    test: str = Field(
+        min_length=1,
+        description="The test's pytest node id (repo-relative in the repo layout, relative to acceptance/ "
+        "in the folder layout): `tests/test_more.py::InterleaveRandomlyTests::test_basic`.",
+    )
+    reason: str = Field(min_length=1, description="Why it is left out (e.g. pinned to random.seed(0)).")
+
+
+class SpecNote(BaseModel):
+    """A gap of the specification audit (:mod:`kit.importers.spec_audit`) a person explained: the
+    audit shows it as explained and ``build-suite`` accepts it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    test: str = Field(min_length=1, description='The hidden test\'s node id, or "*" for every test.')
+    what: str = Field(
+        min_length=1,
+        description="The gap's `what` exactly as `kit tasks audit` prints it (or a shell-style pattern "
+        "with `*`).",
+    )
+    note: str = Field(min_length=1, description="Why the prompt need not state it.")
+
+    def explains(self, test: str, what: str) -> bool:
+        return _matches(self.test, test) and _matches(self.what, what)
+
+
+def _matches(pattern: str, value: str) -> bool:
+    return pattern == value or ("*" in pattern and fnmatch.fnmatchcase(value, pattern))
+
+
+class ExpertEstimate(BaseModel):
+    """Fields shared by task.yaml and a suite's import entry: a person's estimate of the work."""
+
+    expert_minutes: float | None = Field(
+        None, gt=0, description="A person's estimate of the minutes a competent developer needs."
+    )
+    expert: str | None = Field(None, description="Who made the `expert_minutes` estimate.")
+
+    @model_validator(mode="after")
+    def _who(self) -> ExpertEstimate:
+        if self.expert_minutes is not None and not (self.expert or "").strip():
+            raise ValueError("`expert_minutes` needs `expert`: who made the estimate")
+        return self
+
+
+class SuiteImport(ExpertEstimate):
     """One task of the suite: ``kit tasks import-git`` on the project's clone with these arguments."""
 
     model_config = ConfigDict(extra="forbid")
@@ -61,12 +117,20 @@ class SuiteImport(BaseModel):
     range: str | None = Field(None, description="BASE..HEAD (full SHAs): a release span or series.")
     note: str = Field("", description="What the commit or range is (tags, subject), for people.")
     long: bool = Field(
-        False, description="Whether the import finds it long (2+ source files, 150+ lines, 8+ hidden tests)."
+        False,
+        description="Whether the task is long by the kit's measure (kit.importers.size: 150+ code lines, 2+ "
+        "files, 8+ hidden tests); build-suite refuses a task whose measure differs.",
     )
     prompt: str | None = Field(
         None, description="A prompt file (our own words), relative to datasets/suites/; else generated."
     )
     options: list[str] = Field(default_factory=list, description="Further import-git arguments.")
+    exclude_tests: list[ExcludedTest] = Field(
+        default_factory=list, description="Hidden tests left out, each with why (recorded in task.yaml)."
+    )
+    spec_notes: list[SpecNote] = Field(
+        default_factory=list, description="Explained gaps of the specification audit (written to task.yaml)."
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> SuiteImport:

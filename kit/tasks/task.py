@@ -23,11 +23,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kit.config import SafeName, load_yaml_model
+from kit.confine import confined
 from kit.errors import ConfigError, TaskError
 from kit.paths import TASKS_DIR, built_tasks_dir, is_ignored
-from kit.tasks.confine import confined
 from kit.tasks.packages import name_problems
-from kit.tasks.suite_manifest import BUILD_COMMAND, SuiteManifest
+from kit.tasks.suite_manifest import BUILD_COMMAND, ExcludedTest, ExpertEstimate, SpecNote, SuiteManifest
 
 TASK_FILE = "task.yaml"
 DELETED_FILE = "DELETED.txt"
@@ -70,7 +70,7 @@ class TaskSource(BaseModel):
     command: str = Field("", description="The import command line that made the task.")
 
 
-class TaskFile(BaseModel):
+class TaskFile(ExpertEstimate):
     """What task.yaml holds."""
 
     model_config = ConfigDict(extra="forbid")
@@ -83,7 +83,16 @@ class TaskFile(BaseModel):
     )
     setup: list[str] = Field(default_factory=list, description="Commands run in a fresh clone first.")
     test_command: str = Field("python -m pytest -q", description="Runs the repo's own tests.")
-    long: bool = Field(False, description="Takes long to solve; experiments may skip long tasks.")
+    long: bool = Field(
+        False,
+        description="Takes long to solve: must agree with the kit's measure (kit.importers.size: 150+ code "
+        "lines, 2+ files, 8+ hidden tests); `kit tasks validate` refuses a `long: true` the measure denies.",
+    )
+    project: str = Field(
+        "",
+        description="The project the task comes from (build-suite: the manifest's project; import-git: "
+        "the repository's name); run records carry it, paired statistics cluster by it.",
+    )
     limits: TaskLimits = Field(default_factory=TaskLimits, description="Per-task limits (see TaskLimits).")
     tags: list[str] = Field(default_factory=list, description="Free labels (exercism, git-history, ...).")
     acceptance_layout: Literal["folder", "repo"] = Field(
@@ -102,6 +111,19 @@ class TaskFile(BaseModel):
         default_factory=list,
         description="Node ids of the base's own tests the own-tests sessions leave out (tests the "
         "reference change modified, or that fail at the base or with the reference solution).",
+    )
+    exclude_tests: list[ExcludedTest] = Field(
+        default_factory=list,
+        description="Hidden tests left out on purpose, each with why: not requirements, never run as "
+        "hidden tests (a suite manifest's `exclude_tests` lands here).",
+    )
+    spec_notes: list[SpecNote] = Field(
+        default_factory=list,
+        description="Gaps of the specification audit (`kit tasks audit`) a person explained.",
+    )
+    spec_gaps: dict[str, int] = Field(
+        default_factory=dict,
+        description="Written by the importer: the audit's unexplained gaps, counted per kind.",
     )
     source: TaskSource | None = Field(
         None, description="Provenance of a task imported from a repository's history (see TaskSource)."
@@ -123,6 +145,11 @@ class TaskFile(BaseModel):
 
 class Task(TaskFile):
     path: Path = Field(exclude=True, description="The task folder (set by the loader).")
+
+    @property
+    def excluded(self) -> set[str]:
+        """The node ids of the hidden tests left out (``exclude_tests``)."""
+        return {e.test for e in self.exclude_tests}
 
     @property
     def repo_dir(self) -> Path:
@@ -274,7 +301,7 @@ def expand_tasks(entries: list[str]) -> list[str]:
 
 def apply_solution(task: Task, root: Path) -> None:
     """Lay the reference solution over ``root`` (files copied; DELETED.txt entries removed). Every
-    path is checked first (:func:`kit.tasks.confine.confined`, against ``solution/`` and ``root``):
+    path is checked first (:func:`kit.confine.confined`, against ``solution/`` and ``root``):
     one that is absolute, holds ``..`` or a control character, or goes through a link refuses the
     whole solution before anything is copied or removed (TaskError naming it)."""
     if not task.solution_dir.is_dir():

@@ -18,6 +18,7 @@ from kit.errors import ConfigError
 from kit.importers import suite_build
 from kit.paths import TASKS_DIR
 from kit.tasks import task as tasks
+from kit.tasks.suite_manifest import ExcludedTest, SpecNote
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -60,7 +61,6 @@ def suites(tmp_path, monkeypatch, project):
                         "id": "widgets-span",
                         "project": "widgets",
                         "range": f"{base}..{head}",
-                        "long": True,
                         "options": ["--tests", "t/*.py"],
                     },  # fmt: skip
                     {"id": "widgets-gone", "project": "widgets", "commit": "0" * 40},
@@ -90,7 +90,7 @@ def fake_import(calls: list[list[str]]):
         shutil.copytree(TASKS_DIR / "micro-slugify", out / task_id)
         shutil.copy(Path(clone).parent / "LICENSE", out / task_id / "repo" / "LICENSE")
         spec = yaml.safe_load((out / task_id / "task.yaml").read_text())
-        spec.update(id=task_id, long="--range" in argv, source={"kind": "git", "base": base, "head": head})
+        spec.update(id=task_id, source={"kind": "git", "base": base, "head": head})
         (out / task_id / "task.yaml").write_text(yaml.safe_dump(spec))
         return 0
 
@@ -155,7 +155,8 @@ def test_build_suite_imports_each_task_from_the_clone_keeps_built_ones_and_names
     assert calls[1][3:5] == ["--range", f"{base}..{head}"] and calls[1][-2:] == ["--tests", "t/*.py"]
     built = tmp_path / "built"
     fix, span = tasks.load_task("widgets-fix"), tasks.load_task("widgets-span")  # the loader finds them
-    assert fix.path == built / "widgets-fix" and not fix.long and span.long
+    assert fix.path == built / "widgets-fix" and not fix.long and not span.long
+    assert fix.project == "widgets"  # the manifest's project, written into task.yaml
     assert (built / "widgets-fix" / "LICENSE-widgets").read_text() == "MIT License\n"
     out = capsys.readouterr().out
     assert "[1/3] widgets-fix: python -m kit tasks import-git" in out and "[3/3] widgets-gone: failed" in out
@@ -170,13 +171,15 @@ def test_build_suite_imports_each_task_from_the_clone_keeps_built_ones_and_names
     suite_build.build_suite(suite, repo.parent, fake_import(calls), only=["widgets-fix"], force=True)
     assert not (built / "widgets-fix" / "repo" / "extra.txt").exists()  # removed, then imported again
 
-    suite.imports[0].long = True  # the manifest's claim is checked against what the import found
+    suite.imports[0].long = True  # the manifest's claim is checked against the kit's measure
     (wrong,) = suite_build.build_suite(
         suite, repo.parent, fake_import(calls), only=["widgets-fix"], force=True
     )
     assert (
         wrong.status == "failed"
-        and "the manifest says long: true, the import found long: false" in wrong.detail
+        and "the manifest says long: true, the kit's measure says long: false (4 code lines, 1 files, "
+        "7 hidden tests"
+        in wrong.detail
     )
 
     nowhere = suite_build.build_suite(
@@ -238,3 +241,52 @@ def test_the_cli_builds_validates_kept_tasks_and_skips_a_project_without_a_clone
     assert cli.main([*argv, *empty]) == 1  # no clone: a failure ...
     assert cli.main([*argv, *empty, "--skip-missing"]) == 0  # ... unless told to skip it
     assert "0/2 tasks built" in capsys.readouterr().out.splitlines()[-1]
+
+
+GAP_TEST = """
+
+@pytest.mark.severity("minor")
+def test_refuses_bytes():
+    with pytest.raises(LookupError, match="no bytes here"):
+        slugify(b"x")
+"""
+
+
+def test_a_task_whose_hidden_test_needs_what_its_prompt_never_states_is_refused_until_explained(
+    suites, project
+):
+    """The specification audit in build-suite: an unexplained gap refuses the task (the rows name
+    test, line, kind and what); the manifest's spec_notes explain it without a rebuild; exclude_tests
+    reach import-git as --exclude-test with their reasons."""
+    repo, *_ = project
+    suite = tasks.load_suite("mine", check_tasks=False)
+    calls: list[list[str]] = []
+    suite_build.build_suite(suite, repo.parent, fake_import(calls), only=["widgets-fix"])
+    built = Path(tasks.built_tasks_dir()) / "widgets-fix"
+    with (built / "acceptance" / "test_slugify.py").open("a") as f:
+        f.write(GAP_TEST)
+    (refused,) = suite_build.build_suite(suite, repo.parent, fake_import(calls), only=["widgets-fix"])
+    assert (
+        refused.status == "failed"
+        and "2 hidden-test requirement(s) the prompt never states" in refused.detail
+    )
+    assert "test_slugify.py::test_refuses_bytes  48  exception  LookupError" in refused.detail
+    assert "test_slugify.py::test_refuses_bytes  48  message  no bytes here" in refused.detail
+    assert "spec_notes:" in refused.detail and len(calls) == 1  # kept: checked again, not imported again
+
+    suite.imports[0].spec_notes = [
+        SpecNote(test="test_slugify.py::test_refuses_bytes", what="LookupError", note="any lookup error"),
+        SpecNote(test="*", what="no bytes*", note="the message is free"),
+    ]
+    (kept,) = suite_build.build_suite(suite, repo.parent, fake_import(calls), only=["widgets-fix"])
+    assert kept.status == "kept" and len(calls) == 1, kept.detail
+    spec = yaml.safe_load((built / "task.yaml").read_text())
+    assert spec["spec_gaps"] == {} and spec["spec_notes"][1]["note"] == "the message is free"
+
+    suite.imports[0].exclude_tests = [ExcludedTest(test="t/test_x.py::test_y", reason="pins a seed")]
+    argv = suite_build.import_argv(suite.imports[0], suite.projects["widgets"], "CLONE", built.parent)
+    assert argv[argv.index("--exclude-test") + 1 : argv.index("--exclude-test") + 3] == [
+        "t/test_x.py::test_y",
+        "pins a seed",
+    ]
+    assert not suite_build.is_current(suite.imports[0], built)  # a test left out: built again

@@ -64,6 +64,15 @@ def test_saying_done_scores_every_requirement_as_a_defect(tmp_path, mode):
     assert score["defects"] == {"critical": 1, "major": 3, "minor": 3}
     assert score["claimed_done_but_failed"] is True
     assert score["files_touched"] == 0
+    assert run["project"] == ""  # a hand-made task: a cluster of its own (kit/importers/size.py measures it)
+    assert run["task_size"] == {
+        "code_lines": 4,
+        "files": 1,
+        "hidden_tests": 7,
+        "base_code_lines": 10,
+        "prompt_tokens": 174,
+        "long": False,
+    }
 
 
 def test_step_cap_gives_outcome_capped(tmp_path):

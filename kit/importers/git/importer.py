@@ -35,15 +35,17 @@ from pydantic import ValidationError
 
 from kit.errors import TaskError
 from kit.importers.exercism.marks import load_severity_map
-from kit.importers.git import layout, settle, severity
+from kit.importers.git import flaky, layout, settle, severity
 from kit.importers.git.gitread import Repo
 from kit.importers.git.plan import make_plan, resolve_change
 from kit.importers.git.probe import Prober, Verdict, acceptance_module
-from kit.importers.git.result import ImportResult, Options, own_test_command
-from kit.importers.git.spec import default_id, generated_prompt, is_long, read_prompt, task_spec
+from kit.importers.git.result import ImportResult, Options, drop, own_test_command
+from kit.importers.git.spec import default_id, generated_prompt, read_prompt, task_spec
 from kit.importers.git.writer import write_acceptance, write_solution, write_spec
+from kit.importers.size import measure
+from kit.importers.spec_audit import audit_task, gap_counts
 from kit.importers.validate import validate_task
-from kit.tasks.task import TaskFile, apply_solution, load_task
+from kit.tasks.task import Task, TaskFile, apply_solution, load_task
 from kit.tasks.transitions import is_hidden_test
 from kit.tasks.workspace import COPY_IGNORE, create_workspace
 
@@ -108,6 +110,7 @@ class _Import:
         self.head_files = repo.export(head, trees["head"]).paths
         self.plan = plan = make_plan(repo, base, head, commits, trees, opts.tests)
         result.notes += plan.notes
+        _exclude(plan.candidates, opts.exclude, result)
         result.solution_files = len(plan.solution)
         result.deselected = dict(plan.deselect)
         result.ignored = dict(plan.ignore)
@@ -127,6 +130,25 @@ class _Import:
         if self.prompt is None:
             self.spec["prompt"] = generated_prompt(plan, trees, result)
         self.validate(folder, result)
+        if not result.problems:
+            self.settle_flaky(folder, result)
+        if not result.problems:
+            result.gaps = audit_task(load_task(folder))
+            self.spec["spec_gaps"] = gap_counts(result.gaps)
+            write_spec(folder, self.spec)
+
+    def settle_flaky(self, folder: Path, result: ImportResult) -> None:
+        """Score the reference solution twice more (:mod:`.flaky`); tests whose outcome differs are
+        left out with why, and the task is validated again."""
+        self.progress(f"  scoring the reference solution {flaky.RUNS - 1} more times (flaky tests)")
+        found = flaky.flaky_tests(load_task(folder), self.evaluations["solution"], self.opts.sandbox)
+        for key, why in found.items():
+            if key in result.hidden:
+                drop(result, key, why)
+            else:
+                result.deselected[key] = why
+        if found:
+            self.validate(folder, result)
 
     def probe_all(self, scratch: Path, result: ImportResult) -> None:
         """Every candidate through the kit's scorer, a test file at a time; the fail -> pass ones
@@ -179,7 +201,9 @@ class _Import:
         write_acceptance(folder, self.trees["head"], self.support, modules)
         self.spec["own_tests_deselect"] = sorted(result.deselected)
         self.spec["test_command"] = own_test_command(result.ignored)
-        self.spec["long"] = is_long(self.plan, self.trees, len(result.hidden))
+        self.spec["exclude_tests"] = [{"test": k, "reason": r} for k, r in sorted(self.opts.exclude.items())]
+        result.size = measure(Task(**self.spec, path=folder))
+        self.spec["long"] = result.size.long
         write_spec(folder, self.spec)
 
     def validate(self, folder: Path, result: ImportResult) -> None:
@@ -195,7 +219,7 @@ class _Import:
             self.progress(
                 f"  validating the task (kit tasks validate): {len(result.hidden)} hidden tests, with the own tests"
             )
-            evs: dict = {}
+            self.evaluations = evs = {}
             report = validate_task(load_task(folder), self.opts.sandbox, evs)
             result.problems = report.problems
             if report.ok or "start" not in evs or attempt == 2:
@@ -219,6 +243,24 @@ class _Import:
         slowest = max(report.durations.get("start_s", 0.0), report.durations.get("solution_s", 0.0))
         self.spec["limits"] = {"scoring_timeout_s": float(max(limit, math.ceil(slowest * 3)))}
         self.assemble(folder, result)
+
+
+def _exclude(candidates: dict[str, list[str]], exclude: dict[str, str], result: ImportResult) -> None:
+    """Take the tests ``exclude`` names (``--exclude-test``) out of ``candidates``, saying why; a
+    name that is no candidate is refused (a typo would leave the test in)."""
+    known = {f"{m}::{k}" for m, keys in candidates.items() for k in keys}
+    unknown = sorted(set(exclude) - known)
+    if unknown:
+        raise TaskError(
+            f"--exclude-test {unknown[0]}: the change adds or changes no test of that node id",
+            f"give one of: {', '.join(sorted(known)[:10]) or '(none)'}",
+        )
+    for module in list(candidates):
+        candidates[module] = [k for k in candidates[module] if f"{module}::{k}" not in exclude]
+        if not candidates[module]:
+            del candidates[module]
+    for key, why in exclude.items():
+        result.dropped[key] = f"excluded: {why}"
 
 
 def _refuse_shadowed(packages: list[str]) -> None:

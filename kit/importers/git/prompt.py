@@ -1,7 +1,9 @@
 """The prompt of an imported task, when no ``--prompt-file`` gives one: the commit message (a range:
 its commits' subjects) and an **Interface** section naming the public functions, classes and methods
 that the change adds or changes and that the hidden tests call -- with their signatures as the
-change writes them, and where they live. Never a test's body, its inputs or its expected values.
+change writes them, and where they live -- and the constants and class attributes (class-level or
+``self.x``) it adds or changes that the hidden tests read, a constant with its value when that is a
+short expression. Never a test's body, its inputs or its expected values.
 """
 
 from __future__ import annotations
@@ -42,7 +44,12 @@ def module_name(path: str) -> str:
     return ".".join(parts) or path
 
 
-def _signature(node: ast.stmt, qualname: str) -> str:
+def _signature(node: ast.AST, qualname: str) -> str:
+    if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+        value = ast.unparse(node.value)
+        return f"{qualname} = {value}" if len(value) <= 60 else f"{qualname} (constant)"
+    if isinstance(node, ast.Attribute):
+        return f"{qualname} (attribute)"
     if isinstance(node, ast.ClassDef):
         bases = ", ".join(ast.unparse(b) for b in node.bases)
         return f"class {qualname}({bases})" if bases else f"class {qualname}"
@@ -50,18 +57,52 @@ def _signature(node: ast.stmt, qualname: str) -> str:
     return f"{prefix}{qualname}({ast.unparse(node.args)})"  # type: ignore[attr-defined]
 
 
-def definitions(tree: ast.Module | None) -> dict[str, tuple[ast.stmt, str]]:
-    """qualname -> (node, its ast dump) of the module's top-level functions and classes and the
-    classes' methods."""
-    out: dict[str, tuple[ast.stmt, str]] = {}
+def definitions(tree: ast.Module | None) -> dict[str, tuple[ast.AST, str]]:
+    """qualname -> (node, its ast dump) of the module's top-level functions, classes and constants
+    (assigned names), the classes' methods and attributes (class-level, or ``self.x = ...`` in a
+    method)."""
+    out: dict[str, tuple[ast.AST, str]] = {}
+
+    def add(qual: str, node: ast.AST, dumped: ast.AST) -> None:
+        out.setdefault(qual, (node, ast.dump(dumped, include_attributes=False)))
+
     for node in tree.body if tree is not None else []:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            out[node.name] = (node, ast.dump(node, include_attributes=False))
+            add(node.name, node, node)
+        for name in _assigned(node):
+            add(name, node, node)
         if isinstance(node, ast.ClassDef):
             for sub in node.body:
                 if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef):
-                    out[f"{node.name}.{sub.name}"] = (sub, ast.dump(sub, include_attributes=False))
+                    add(f"{node.name}.{sub.name}", sub, sub)
+                    for target in _self_attributes(sub):
+                        add(f"{node.name}.{target.attr}", target, sub)
+                for name in _assigned(sub):
+                    add(f"{node.name}.{name}", sub, sub)
     return out
+
+
+def _assigned(node: ast.stmt) -> list[str]:
+    """The names a plain assignment statement binds (``X = ...``, ``X: int = ...``)."""
+    targets = (
+        node.targets
+        if isinstance(node, ast.Assign)
+        else [node.target]
+        if isinstance(node, ast.AnnAssign)
+        else []
+    )
+    return [t.id for t in targets if isinstance(t, ast.Name)]
+
+
+def _self_attributes(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Attribute]:
+    """The ``self.x`` a method assigns."""
+    return [
+        t
+        for n in ast.walk(method)
+        if isinstance(n, ast.Assign | ast.AnnAssign)
+        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+    ]
 
 
 def changed_names(sources: dict[str, tuple[str | None, str]]) -> list[Name]:
@@ -71,8 +112,10 @@ def changed_names(sources: dict[str, tuple[str | None, str]]) -> list[Name]:
         old = definitions(parse(base_src, path) if base_src is not None else None)
         new = definitions(parse(head_src, path))
         for qual, (node, dump) in new.items():
-            if any(part.startswith("_") for part in qual.split(".")):
-                continue
+            parts = qual.split(".")
+            attribute = isinstance(node, ast.Attribute | ast.Assign | ast.AnnAssign)
+            if any(p.startswith("_") for p in (parts[-1:] if attribute else parts)):
+                continue  # private (an attribute: its own name; a class may be private)
             if qual not in old or old[qual][1] != dump:
                 out.append(Name(qual, _signature(node, qual), path, qual not in old))
     return out
@@ -112,7 +155,7 @@ def build_prompt(commits: list[Commit], names: list[Name]) -> str:
     text = commit_text(commits)
     if names:
         text += (
-            "\n\n## Interface\n\nThe tests that check this work call these names, which the change adds "
+            "\n\n## Interface\n\nThe tests that check this work call or read these names, which the change adds "
             "or changes:\n\n" + "\n".join(n.line() for n in names)
         )
     return text + "\n"

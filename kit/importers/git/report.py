@@ -5,6 +5,8 @@ candidate, what did not validate."""
 from __future__ import annotations
 
 from kit.importers.git.result import ImportResult
+from kit.importers.size import describe
+from kit.importers.spec_audit import report
 from kit.records.schema import SEVERITIES
 
 KIND_TEXT = {
@@ -46,4 +48,13 @@ def import_summary(r: ImportResult) -> str:
     lines += _block("own tests left out", r.deselected)
     lines += _block("own test modules not collected (--ignore)", r.ignored)
     lines += [f"  note: {n}" for n in r.notes]
+    if r.size is not None:
+        s = r.size
+        lines.append(
+            f"  size: {describe(s)}, base {s.base_code_lines} code lines, prompt ~{s.prompt_tokens} tokens, "
+            f"long: {'yes' if s.long else 'no'} (kit.importers.size)"
+        )
+    if r.ok:
+        lines.append("  specification audit (kit tasks audit): test  line  kind  what")
+        lines += [f"    {row}" for row in report(r.gaps, SHOWN)]
     return "\n".join(lines)

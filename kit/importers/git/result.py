@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kit.errors import TaskError
 from kit.paths import TASKS_DIR
+from kit.records.schema import TaskSize
 
 
 @dataclass
@@ -25,6 +26,7 @@ class Options:
     force: bool = False
     repo_url: str | None = None
     command: str = ""
+    exclude: dict[str, str] = field(default_factory=dict)  # hidden test node id -> why it is left out
 
 
 @dataclass
@@ -43,6 +45,8 @@ class ImportResult:
     notes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # why it was refused
     seconds: float = 0.0
+    size: TaskSize | None = None  # the task's measured size (kit.importers.size)
+    gaps: list = field(default_factory=list)  # the specification audit's gaps (kit.importers.spec_audit.Gap)
 
     @property
     def ok(self) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from pathlib import Path
 
@@ -54,6 +53,7 @@ def task_spec(opts: Options, repo: Repo, plan: Plan, task_id: str, packages: lis
         "language": "python",
         "test_command": "python -m pytest -q",
         "long": False,
+        "project": project_name(repo, opts),
         "limits": {"scoring_timeout_s": float(opts.timeout_s)},
         "tags": ["git-history", "commit" if opts.commit else "range"],
         "acceptance_layout": "repo",
@@ -88,16 +88,3 @@ def generated_prompt(plan: Plan, trees: dict[str, Path], result: ImportResult) -
 
 def _text(path: Path) -> str | None:
     return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
-
-
-def is_long(plan: Plan, trees: dict[str, Path], hidden: int) -> bool:
-    """At least 2 source files, 150 changed source lines and 8 hidden tests (source: the solution's
-    Python files; lines: added + removed)."""
-    py = [c for c in plan.solution if c.path.endswith(".py")]
-    lines = 0
-    for c in py:
-        old = (_text(trees["base"] / c.path) or "").splitlines()
-        new = (_text(trees["head"] / c.path) or "").splitlines() if c.status != "D" else []
-        diff = difflib.unified_diff(old, new, lineterm="", n=0)
-        lines += sum(1 for ln in diff if ln[:1] in "+-" and not ln.startswith(("+++", "---")))
-    return len(py) >= 2 and lines >= 150 and hidden >= 8

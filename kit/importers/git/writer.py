@@ -7,8 +7,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from kit.confine import confined
 from kit.importers.git.gitread import Change
-from kit.tasks.confine import confined
 from kit.tasks.task import DELETED_FILE
 from kit.tasks.taskyaml import write_task_file
 

@@ -1,0 +1,140 @@
+"""The specification audit (``kit tasks audit``, kit/importers/spec_audit.py): each kind of gap -- a
+new name, a new constant read as an attribute, an exception type, a ``match=`` message, an exact
+expected string, a random seed -- on a small task whose prompt never states them; the same task
+with a prompt that does has none; a ``spec_notes`` entry shows a gap as explained. Nothing is run."""
+
+from __future__ import annotations
+
+import pytest
+
+from kit.app.cli import main
+from kit.importers.git.prompt import changed_names, interface
+from kit.importers.spec_audit import audit_task, gap_counts, literal_part
+from kit.pyast import parse
+from tests.tasks.taskmaker import make_task
+
+BASE = {"parser.py": "class Parser:\n    def parse(self, text):\n        return text\n"}
+SOLUTION = {
+    "parser.py": (
+        "import random\n\n\nclass Parser:\n    MAX_NESTING_DEPTH = 100\n\n"
+        "    def parse(self, text, *, strict=False):\n"
+        "        if text.count('[') > self.MAX_NESTING_DEPTH:\n"
+        "            raise LookupError('nesting deeper than the limit')\n"
+        "        return text\n\n\n"
+        "def shuffled(items):\n    return random.sample(items, len(items))\n\n\n"
+        "def render(items):\n    return ' | '.join(items) + ' (end)'\n"
+    )
+}
+HIDDEN = """
+import random
+
+import pytest
+
+from parser import Parser, render, shuffled
+
+
+@pytest.mark.severity("major")
+def test_depth_limit():
+    with pytest.raises(LookupError, match="deeper than the limit"):
+        Parser().parse("[" * (Parser.MAX_NESTING_DEPTH + 1), strict=True)
+
+
+@pytest.mark.severity("minor")
+def test_order():
+    random.seed(0)
+    assert shuffled(["a", "b", "c"]) == ["c", "a", "b"]
+
+
+class TestRender:
+    def check(self, items):
+        assert render(items) == "x | y (end)"
+
+    @pytest.mark.severity("major")
+    def test_render(self):
+        self.check(["x", "y"])
+"""
+VAGUE = "Make the parser refuse deep nesting, add a shuffle and a renderer.\n"
+FULL = (
+    "Parser.MAX_NESTING_DEPTH = 100: `parse(text, *, strict=False)` raises LookupError ('nesting "
+    "deeper than the limit') past it. shuffled(items): random.sample (the tests fix the random seed). "
+    "render(items) joins with ' | ' and appends ' (end)': 'x | y (end)'.\n"
+)
+
+
+def _task(tmp_path, prompt, **fields):
+    return make_task(tmp_path / "t", BASE, {"test_parser.py": HIDDEN}, SOLUTION, prompt=prompt, **fields)
+
+
+def test_each_kind_of_gap_the_prompt_never_states(tmp_path):
+    gaps = audit_task(_task(tmp_path, VAGUE))
+    rows = {(g.test.split("::", 1)[1], g.kind, g.what) for g in gaps}
+    assert rows == {  # not Parser, parse or random: the base defines them
+        ("test_depth_limit", "exception", "LookupError"),
+        ("test_depth_limit", "message", "deeper than the limit"),
+        ("test_depth_limit", "attribute", "MAX_NESTING_DEPTH"),
+        ("test_depth_limit", "name", "strict"),  # a keyword the change adds
+        ("test_order", "name", "shuffled"),
+        ("test_order", "seed", "random.seed(0)"),
+        ("TestRender::test_render", "name", "render"),
+        ("TestRender::test_render", "string", "'x | y (end)'"),  # read in the helper it calls
+    }
+    assert gap_counts(gaps) == {
+        "name": 3,
+        "attribute": 1,
+        "exception": 1,
+        "message": 1,
+        "string": 1,
+        "seed": 1,
+    }
+    line = next(g.line for g in gaps if g.kind == "attribute")
+    assert line == 11  # the line of the hidden module that reads it
+
+
+def test_a_prompt_that_states_everything_leaves_no_gap(tmp_path):
+    assert audit_task(_task(tmp_path, FULL)) == []
+
+
+def test_an_explained_gap_is_shown_as_explained_and_the_cli_exits_by_the_unexplained(tmp_path, capsys):
+    notes = [
+        {"test": "*", "what": "random.seed(0)", "note": "pinned on purpose"},
+        {"test": "test_parser.py::test_order", "what": "shuffled", "note": "named by the Interface"},
+    ]
+    task = _task(
+        tmp_path,
+        FULL.replace("(the tests fix the random seed)", "").replace("shuffled", "shuffle"),
+        spec_notes=notes,
+    )
+    gaps = audit_task(task)
+    assert [(g.kind, g.note) for g in gaps] == [
+        ("seed", "pinned on purpose"),
+        ("name", "named by the Interface"),
+    ]
+    assert gap_counts(gaps) == {}
+    assert main(["tasks", "audit", str(task.path)]) == 0
+    out = capsys.readouterr().out
+    assert "test_parser.py::test_order  16  seed  random.seed(0)  (explained: pinned on purpose)" in out
+    assert "unexplained gaps: 0 (none); explained: 2" in out
+    vague = _task(tmp_path / "v", VAGUE)
+    assert main(["tasks", "audit", str(vague.path)]) == 1
+    assert "test_parser.py::test_depth_limit  10  exception  LookupError" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("pattern", "literal"),
+    [
+        ("deeper than the limit", "deeper than the limit"),
+        (r"^Comment cannot\.+ contain (line )?breaks$", "Comment cannot."),
+        (r"a\.b\(c\)", "a.b(c)"),
+    ],
+)
+def test_the_literal_part_of_a_match_pattern(pattern, literal):
+    assert literal_part(pattern) == literal
+
+
+def test_the_interface_lists_the_constants_and_attributes_the_hidden_tests_read():
+    names = changed_names({"parser.py": (BASE["parser.py"], SOLUTION["parser.py"])})
+    test = next(n for n in parse(HIDDEN).body if getattr(n, "name", "") == "test_depth_limit")
+    used = interface(names, [test])
+    assert [n.line() for n in used if "MAX" in n.qualname] == [
+        "- `Parser.MAX_NESTING_DEPTH = 100` in `parser` (new)"
+    ]
