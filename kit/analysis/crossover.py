@@ -281,14 +281,20 @@ def crossing_words(c: Crossing, result: Crossover, strategy: str) -> str:
 
 
 def crossover_table(result: Crossover) -> pd.DataFrame:
-    """One row per strategy: the two crossings in words (the report's and the notebook's table)."""
-    rows = {
-        s: {"solved rate vs " + result.baseline: crossing_words(c[0], result, s),
-            "cost per solved task vs " + result.baseline: crossing_words(c[1], result, s)}
-        for s, c in sorted(result.crossings.items())
-    }  # fmt: skip
+    """One row per strategy: each crossing (``passes at ~270 lines`` or the plain words) and its 95 %
+    interval (the report's and the notebook's table; the sentences of :func:`crossover_lines` say why)."""
+    unit, rows = UNITS[result.measure], {}
+    for s, crossings in sorted(result.crossings.items()):
+        row = {}
+        for c, name in zip(crossings, ("solved rate", "cost per solved task"), strict=True):
+            row[name] = f"{c.direction} at ~{c.size:,.0f} {unit}" if c.reported else NONE
+            row[f"{name}: 95 % interval"] = (
+                f"{_size(c.lo, result.low, result.high)} to {_size(c.hi, result.low, result.high)}"
+                if not math.isnan(c.lo) else "-"
+            )  # fmt: skip
+        rows[s] = row
     table = pd.DataFrame.from_dict(rows, orient="index")
-    table.index.name = "strategy"
+    table.index.name = f"vs {result.baseline}"
     return table
 
 

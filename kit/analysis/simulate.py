@@ -161,7 +161,7 @@ def write_experiment(results: str | Path, runs: pd.DataFrame, name: str = "simul
                 run_id=run_id, experiment=name, task=row.task, strategy=row.strategy, profile=PROFILE,
                 repeat=int(row.repeat), project=row.project,
                 task_size=TaskSize(code_lines=lines, files=1 + lines // 100, hidden_tests=4),
-                price_sheet=sheet, profile_spec=spec, outcome="done", claimed_done=True,
+                price_sheet=sheet, profile_spec=spec, outcome="done", sandbox="simulated", claimed_done=True,
                 score=Score(requirements_total=1, requirements_failed=failed, requirements_by_severity={"major": 1},
                             defects={"critical": 0, "major": failed, "minor": 0}),
                 totals=Usage(output=100, cost_usd=float(row.cost_usd)), calls=1,
