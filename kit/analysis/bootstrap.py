@@ -21,7 +21,7 @@ import pandas as pd
 
 #: How clustering is described next to every paired number.
 BY_PROJECT = "resampled by project, then task, then repeat"
-BY_TASK = "resampled by task, then repeat (no projects recorded: each task is its own cluster)"
+BY_TASK = "resampled by task, then repeat; no projects recorded: each task is its own cluster"
 
 
 def cluster_of(runs: pd.DataFrame) -> pd.Series:

@@ -4,7 +4,6 @@ reported crossings as dotted lines. Titles say what was pooled and what the band
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from matplotlib.figure import Figure
@@ -15,7 +14,7 @@ from kit.analysis.figures import _new, _save
 
 def _title(result: Crossover, what: str) -> str:
     return (f"{what} against task size, {result.pooled}\nline = fitted per strategy, band = 95 % interval "
-            f"({result.n_boot} bootstrap replicates {result.clustering.split(' (')[0]}), dot = one task")  # fmt: skip
+            f"({result.n_boot} bootstrap replicates {result.clustering.split(';')[0]}), dot = one task")  # fmt: skip
 
 
 def crossover_figure(result: Crossover) -> Figure:
@@ -67,7 +66,3 @@ def crossover_figure(result: Crossover) -> Figure:
 def crossover_plot(result: Crossover, path: str | Path) -> Path:
     """:func:`crossover_figure` saved as a PNG."""
     return _save(crossover_figure(result), path)
-
-
-def _finite(v: float) -> bool:
-    return not math.isnan(v) and not math.isinf(v)

@@ -156,7 +156,7 @@ def _headline(order: list[str], tables: dict[str, pd.DataFrame | None]) -> str:
     solved, cost = t.loc["solved"], t.loc["cost_usd"] if "cost_usd" in t.index else None
     if solved["verdict"] == verdict.DIFFERS and solved["diff"] > 0:
         return (f"Winner: {best}: it solved more runs than {runner}, {_interval('solved', solved)}, "
-                f"{int(solved['clusters'])} clusters {solved['clustering']}.")  # fmt: skip
+                f"{verdict.clusters_words(solved)}.")  # fmt: skip
     if (
         solved["verdict"] == verdict.SAME
         and cost is not None
@@ -164,7 +164,7 @@ def _headline(order: list[str], tables: dict[str, pd.DataFrame | None]) -> str:
         and cost["diff"] < 0
     ):
         return (f"Winner: {best}: it solved as many runs as {runner} and cost less, {_interval('cost_usd', cost)}, "
-                f"{int(cost['clusters'])} clusters {cost['clustering']}.")  # fmt: skip
+                f"{verdict.clusters_words(cost)}.")  # fmt: skip
     return (
         f"No winner yet: {best} leads on the numbers; its solved rate against {runner}'s: {_reading(solved)}."
     )

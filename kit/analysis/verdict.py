@@ -300,6 +300,12 @@ def _needed(metric: str, row: pd.Series) -> str:
     return f"{name}: ~{int(n)} paired runs to tell apart (have {pairs})"
 
 
+def clusters_words(row: pd.Series) -> str:
+    """``in 3 clusters (resampled by project, then task, then repeat)``."""
+    n = int(row["clusters"])
+    return f"in {n} cluster{'' if n == 1 else 's'} ({row['clustering']})"
+
+
 def detectable_words(row: pd.Series) -> str:
     """``smallest solved difference it could detect: 31 pts (80 % power, alpha 0.05)``."""
     how = " -- assumed, every difference was the same (kit.power)" if row.get("mde_from") == "assumed" else ""
@@ -319,7 +325,7 @@ def verdict_lines(table: pd.DataFrame) -> list[str]:
         pairs = int(g["pairs"].max()) if len(g) else 0
         head = f"{a} vs {b}: " + ", ".join(_interval(m, g.loc[m]) for m in shown) + f"; {pairs} paired runs"
         if "clusters" in g and pairs:
-            head += f" in {int(g['clusters'].max())} clusters ({g['clustering'].dropna().iloc[0]})"
+            head += " " + clusters_words(g.loc[g["pairs"].idxmax()])
         notes = [n for n in (_needed(m, g.loc[m]) for m in shown) if n]
         if "solved" in g.index and "mde" in g and not pd.isna(g.loc["solved", "mde"]):
             notes.append(detectable_words(g.loc["solved"]))

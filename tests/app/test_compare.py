@@ -242,7 +242,7 @@ def test_compare_pairs_each_strategy_by_cluster_and_shows_reliability(tmp_path, 
     # vibe ran repeat 0 on both sides: one pair, one task, no project -> clustered by task
     assert (
         "vibe: +0 pts solved" in paired
-        and "1 paired runs in 1 clusters (resampled by task, then repeat" in paired
+        and "1 paired runs in 1 cluster (resampled by task, then repeat" in paired
     )
     reliability = out.split("Reliability over repeats per strategy")[1].split("Prompt diff")[0]
     assert "A: vibe" in reliability and "B: vibe" in reliability and "pdca" not in reliability  # A only
