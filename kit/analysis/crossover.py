@@ -276,8 +276,15 @@ def crossing_words(c: Crossing, result: Crossover, strategy: str) -> str:
     if not c.reported:
         return f"{NONE} ({c.note})"
     what = "solved rate" if c.curve == "solved" else "cost per solved task"
+    meaning = {
+        "passes": f"on larger tasks {strategy} solves more, on smaller {result.baseline} does",
+        "falls behind": f"on larger tasks {result.baseline} solves more, on smaller {strategy} does",
+        "drops below": f"on larger tasks {strategy} pays less per solved task, on smaller more",
+        "rises above": f"on larger tasks {strategy} pays more per solved task, on smaller less",
+    }[c.direction]
     return (f"its {what} {c.direction} {result.baseline}'s at ~{c.size:,.0f} {unit} "
-            f"[95 % interval {_size(c.lo, result.low, result.high)}, {_size(c.hi, result.low, result.high)}]")  # fmt: skip
+            f"[95 % interval {_size(c.lo, result.low, result.high)}, {_size(c.hi, result.low, result.high)}]: "
+            f"{meaning}")  # fmt: skip
 
 
 def crossover_table(result: Crossover) -> pd.DataFrame:
