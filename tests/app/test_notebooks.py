@@ -311,7 +311,7 @@ def test_notebooks_on_the_scripted_smoke_experiment_analyse_only(tmp_path, monke
         "04_verdict.ipynb",
         "05_crossover.ipynb",
     ]
-    assert took < 80, f"the four notebooks took {took:.0f} s"
+    assert took < 90, f"the four notebooks took {took:.0f} s"
     assert {p: p.read_bytes() for p in sorted(exp.glob("runs/*/calls.jsonl"))} == calls
     assert [p.name for p in (tmp_path / "results").iterdir() if not p.name.startswith(".")] == [
         "scripted-smoke"
@@ -322,6 +322,6 @@ def test_notebooks_on_the_scripted_smoke_experiment_analyse_only(tmp_path, monke
     bench = json.dumps(nbformat.read(out[0], as_version=4).cells)
     assert "Summary: solved vibe 2/2 (100%)" in bench and "One strategy (vibe)" in bench  # who won, in words
     assert "stop_reason" in bench and "format_errors" in bench  # vibe's loop counters
-    crossing = json.dumps(nbformat.read(out[3], as_version=4).cells)  # records without sizes: said so
-    assert "too few tasks to tell" in crossing
+    crossing = json.dumps([c.get("outputs", []) for c in nbformat.read(out[3], as_version=4).cells])
+    assert "too few tasks to tell" in crossing  # only vibe, 2 tasks (and no sizes yet): said so
     print(f"notebooks 01, 02, 04, 05 on scripted-smoke: {took:.1f} s")
