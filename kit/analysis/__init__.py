@@ -26,7 +26,10 @@ Column conventions (one place, so notebooks and tests agree):
   ``suspicious`` (introspection of the hidden tests seen; not re-scored);
   ``scored`` (:func:`is_scored`) says whether the run counts in the score means: tampered and
   unscored runs do, errored and interrupted runs do not); loop counters as ``counter_<name>``; the usage totals under the
-  token names of the call records (input_uncached, cache_read, cache_write, output, reasoning, cost_usd).
+  token names of the call records (input_uncached, cache_read, cache_write, output, reasoning, cost_usd);
+  ``project`` (the task's project, '' = its own cluster) and the task's size as ``size_code_lines``,
+  ``size_files``, ``size_hidden_tests``, ``size_base_code_lines``, ``size_prompt_tokens`` (NaN when not
+  measured or the record predates sizes) and ``size_long`` (None when unknown).
 * ``calls`` -- one row per call attempt (every :class:`~kit.records.schema.CallRecord` field but raw_usage),
   plus the run's identity columns, ``price_key`` (the tier's ``price`` or ``model`` in the run's
   profile), the four prices of that key in the run's price sheet (``price_input`` ... USD per 1M tokens,
@@ -37,6 +40,7 @@ Column conventions (one place, so notebooks and tests agree):
 from kit.analysis.load import (
     OUTCOME_ORDER,
     RUN_IDENTITY,
+    SIZE_MEASURES,
     UNSCORED_OUTCOMES,
     Records,
     comparable_scores,
@@ -69,6 +73,7 @@ __all__ = [
     "PRICE_COLUMNS",
     "RUN_IDENTITY",
     "Records",
+    "SIZE_MEASURES",
     "TOKENS",
     "UNSCORED_OUTCOMES",
     "WhatIf",

@@ -203,6 +203,46 @@ def _check_names(records: list[Records], strategies: list[str] | None, tasks: li
             )
 
 
+def paired_lines(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
+    """Per strategy both sides ran: B - A on the same task and repeat (paired), with 95 % intervals from
+    the cluster bootstrap (project, then task, then repeat) and the smallest solved difference the pair
+    could detect (:func:`kit.analysis.verdict.compare`)."""
+    from kit.analysis import verdict
+
+    out = ["Paired B − A per strategy (same task and repeat; 95 % intervals, clusters as said)"]
+    both = sorted(set(a["strategy"]) & set(b["strategy"])) if not a.empty and not b.empty else []
+    for strategy in both:
+        sides = [x[x["strategy"] == strategy].assign(strategy=label) for x, label in ((a, "A"), (b, "B"))]
+        common = [c for c in sides[0].columns if c in sides[1].columns]
+        runs = pd.concat([s[common] for s in sides], ignore_index=True)
+        try:
+            table = verdict.compare(runs, "B", "A", n_resamples=2000).rename_axis("metric").reset_index()
+        except KitError as e:
+            out.append(f"  {strategy}: cannot pair ({e})")
+            continue
+        [line] = verdict.verdict_lines(table.assign(a="B", b="A"))
+        out.append(f"  {strategy}: " + line.removeprefix("B vs A: "))
+    if not both:
+        out.append("  (no strategy both sides ran)")
+    return out
+
+
+def reliability_lines(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
+    """The reliability table (pass@k, pass^k, flip rate, cost CV) of each side."""
+    from kit.analysis import reliability
+
+    out = [reliability.RELIABILITY_TITLE]
+    for label, runs in (("A", a), ("B", b)):
+        table = reliability.reliability_table(runs)
+        if table.empty:
+            out.append(f"{label}: no runs")
+            continue
+        shown = reliability.format_reliability(table)
+        shown.index = [f"{label}: {s}" for s in shown.index]
+        out += [shown.to_string(), *reliability.reliability_lines(table)]
+    return out
+
+
 def compare_text(
     a: str | Path,
     b: str | Path,
@@ -254,6 +294,10 @@ def compare_text(
         "Per strategy × task (means per run; solved and failed share over scored runs; "
         "cache-read share = cache reads / prompt tokens; change = B − A)",
         format_compare(table).to_string() if not table.empty else "  (no strategy × task both sides ran)",
+        "",
+        *paired_lines(keep(runs[0]), keep(runs[1])),
+        "",
+        *reliability_lines(keep(runs[0]), keep(runs[1])),
         "",
         prompt_diff(*folders, strategies={s for s, _ in both} if not every_pair else None),
     ]

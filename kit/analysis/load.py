@@ -114,7 +114,9 @@ def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
         ),
         scored=is_scored(run),
         sandbox=run.sandbox or "none",  # runs recorded before the field existed had no sandbox
+        project=run.project or "",  # '' = the task is its own cluster
     )
+    row.update(size_columns(run))
     score = run.score.model_dump() if run.score is not None else {}
     for name in (
         "requirements_total",
@@ -148,6 +150,24 @@ def _run_row(run: RunRecord, run_dir: Path) -> dict[str, Any]:
         row[name] = totals[name]
     row["run_dir"] = str(run_dir)
     return row
+
+
+#: The task size measures a record carries (kit.records.schema.TaskSize), as ``size_<name>`` columns.
+SIZE_MEASURES = ("code_lines", "files", "hidden_tests", "base_code_lines", "prompt_tokens")
+
+
+def size_columns(run: RunRecord) -> dict[str, Any]:
+    """``size_<measure>`` for each :data:`SIZE_MEASURES` (NaN where not measured, or the record predates
+    sizes) and ``size_long`` (None when unknown)."""
+    size = run.task_size
+    out: dict[str, Any] = {f"size_{m}": math.nan for m in SIZE_MEASURES}
+    out["size_long"] = None
+    if size is not None:
+        for m in SIZE_MEASURES:
+            value = getattr(size, m)
+            out[f"size_{m}"] = float(value) if value is not None else math.nan
+        out["size_long"] = bool(size.long)
+    return out
 
 
 #: Outcomes whose score (if any) is not a measurement of the strategy: the run failed or was cut short.

@@ -1,7 +1,8 @@
 """The report (`python -m kit report results/NAME [--format text|markdown|html] [--summary]`): the
 summary first (what was loaded, its caveats, who won), then the runs by outcome, the per-strategy table
 (defect means over scored runs only, the excluded count beside them), how large the context got, the
-loop counters, the errors with their messages, the per-role x tier table and the cache; the HTML report
+reliability over repeats (pass@k, pass^k, flips), where a strategy starts paying off against task size
+(the crossover), the loop counters, the errors with their messages, the per-role x tier table and the cache; the HTML report
 adds the notebooks' figures. Built as sections (:func:`report_sections`), rendered by
 :mod:`kit.analysis.render`."""
 
@@ -31,13 +32,18 @@ from kit.analysis.render import FORMATS, Section, render
 from kit.analysis.sections import (  # noqa: F401 - importable from here as before
     cache_lines,
     cache_sections,
+    crossover_sections,
     figure_sections,
+    reliability_section,
 )
 from kit.analysis.summary import counters_table, groups, summary_lines
 from kit.errors import KitError
 from kit.records.schema import OUTCOMES, STOP_REASONS, load_run
 
 SCRIPTED_LABEL = "scripted model — pipeline validation, not a benchmark"
+SIMULATED_LABEL = (
+    "simulated records (kit.analysis.simulate): planted effects to test the analysis, not a benchmark"
+)
 EMBEDDED_LABEL = "embedded SmolLM2-135M — real but tiny model"
 LOCAL_SERVER_LABEL = (
     "served on this machine: the models named were answered by a server at {bases}, not their provider"
@@ -89,6 +95,8 @@ def labels(records: Records) -> list[str]:
         if n:
             out.append(f"{label} ({n} of {len(runs)} runs)")
     out += _twin_labels(runs)
+    if any(m.startswith("simulated/") for m in models):
+        out.append(SIMULATED_LABEL)
     if any(m.startswith("scripted/") for m in models):
         out.append(SCRIPTED_LABEL)
     if any(m.startswith("embedded/") for m in models) or (
@@ -277,6 +285,8 @@ def report_sections(records: Records, figures: bool = False) -> list[Section]:
             table=format_context(context_table(records)),
         ),
     ]
+    sections.append(reliability_section(records))
+    sections += crossover_sections(records, figures=figures)
     counters = counters_table(records)
     if not counters.empty:
         sections.append(

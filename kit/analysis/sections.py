@@ -80,3 +80,48 @@ def figure_sections(records: Records) -> list[Section]:
             )
         )
     return out
+
+
+CROSSOVER_TITLE = (
+    "Where a strategy starts paying off: solved rate and cost per solved task against task size, each "
+    "strategy against {baseline}"
+)
+
+
+def crossover_sections(records: Records, figures: bool = False, measure: str = "code_lines") -> list[Section]:
+    """The crossover (:mod:`kit.analysis.crossover`) in words and a table; with ``figures``, its figure."""
+    from kit.analysis import crossover as cx
+
+    result = cx.crossover(records.runs, measure=measure)
+    table = cx.crossover_table(result) if result.crossings else None
+    section = Section(
+        CROSSOVER_TITLE.format(baseline=result.baseline),
+        cx.crossover_lines(result),
+        table=table,
+        after=[
+            "  Reported only when the gap between the two fitted curves changes across the sizes measured by "
+            "more than chance (95 % interval of the change excludes 0); '< N' / '> N': the interval runs past "
+            "the smallest / largest size measured. docs/analysis.md says what this cannot tell."
+        ]
+        if not result.status
+        else [],
+    )
+    out = [section]
+    if figures and not result.status:
+        from kit.analysis.crossover_figures import crossover_figure
+
+        out.append(Section("Figure: solved rate and cost per solved task against task size",
+                           figure=lambda: crossover_figure(result)))  # fmt: skip
+    return out
+
+
+def reliability_section(records: Records) -> Section:
+    """pass@k, pass^k, flip rate and cost CV per strategy (:mod:`kit.analysis.reliability`)."""
+    from kit.analysis import reliability
+
+    table = reliability.reliability_table(records.runs)
+    return Section(
+        reliability.RELIABILITY_TITLE,
+        table=reliability.format_reliability(table) if not table.empty else None,
+        after=reliability.reliability_lines(table),
+    )

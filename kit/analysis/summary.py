@@ -17,7 +17,7 @@ import json
 
 import pandas as pd
 
-from kit.analysis import verdict
+from kit.analysis import bootstrap, verdict
 from kit.analysis.load import OUTCOME_ORDER, Records
 from kit.errors import KitError
 
@@ -140,6 +140,9 @@ def paired_verdict(runs: pd.DataFrame, a: str, b: str) -> tuple[str, pd.DataFram
         for m in ("solved", "cost_usd")
         if m in table.index and table.loc[m, "pairs"] > 0
     ]
+    solved = table.loc["solved"]
+    if not pd.isna(solved.get("mde")):
+        parts.append(verdict.detectable_words(solved))
     return f"vs {b}: " + "; ".join(parts), table
 
 
@@ -152,14 +155,16 @@ def _headline(order: list[str], tables: dict[str, pd.DataFrame | None]) -> str:
         return f"No winner: {best} leads ({RANKING}), but it has no runs paired with {runner}'s."
     solved, cost = t.loc["solved"], t.loc["cost_usd"] if "cost_usd" in t.index else None
     if solved["verdict"] == verdict.DIFFERS and solved["diff"] > 0:
-        return f"Winner: {best}: it solved more runs than {runner}, {_interval('solved', solved)}."
+        return (f"Winner: {best}: it solved more runs than {runner}, {_interval('solved', solved)}, "
+                f"{verdict.clusters_words(solved)}.")  # fmt: skip
     if (
         solved["verdict"] == verdict.SAME
         and cost is not None
         and cost["verdict"] == verdict.DIFFERS
         and cost["diff"] < 0
     ):
-        return f"Winner: {best}: it solved as many runs as {runner} and cost less, {_interval('cost_usd', cost)}."
+        return (f"Winner: {best}: it solved as many runs as {runner} and cost less, {_interval('cost_usd', cost)}, "
+                f"{verdict.clusters_words(cost)}.")  # fmt: skip
     return (
         f"No winner yet: {best} leads on the numbers; its solved rate against {runner}'s: {_reading(solved)}."
     )
@@ -196,7 +201,7 @@ def summary_lines(records: Records) -> list[str]:
         "  " + _headline(order, tables),
         *([unsolved] if unsolved else []),
         f"  (best first: {RANKING}; point values over all runs, no interval across tasks; "
-        "verdicts pair runs by task and repeat, 95 % bootstrap intervals)",
+        f"verdicts pair runs by task and repeat, 95 % bootstrap intervals {bootstrap.clustering_words(runs)})",
     ]
     return head + lines
 

@@ -36,6 +36,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from kit import power
+from kit.analysis import bootstrap
 from kit.errors import KitError
 
 METRICS = ("solved", "failed_share", "defects_total", "cost_usd")
@@ -44,13 +46,26 @@ ALPHA = 0.05
 POWER = 0.8
 MAX_REPEATS = 10_000
 FEW_PAIRS = 6  # below this, verdict lines warn that the bootstrap interval is unreliable
-COLUMNS = ("diff", "lo", "hi", "p", "pairs", "repeats_needed", "verdict")
+COLUMNS = (
+    "diff",
+    "lo",
+    "hi",
+    "p",
+    "pairs",
+    "clusters",
+    "repeats_needed",
+    "mde",
+    "mde_from",
+    "verdict",
+    "clustering",
+)
 DIFFERS, SAME, UNDECIDED, NO_PAIRS = "differs", "no difference observed", "undecided", "no pairs"
 
 
 def paired(runs: pd.DataFrame, a: str, b: str, keys: Sequence[str] = PAIR_KEYS) -> pd.DataFrame:
     """One row per (task, profile, repeat) that both strategies ran: the metrics as ``<m>_a``, ``<m>_b``."""
-    cols = [*keys, *(m for m in METRICS if m in runs)]
+    cols = [*keys, *(["project"] if "project" in runs and "project" not in keys else []),
+            *(m for m in METRICS if m in runs)]  # fmt: skip
     sides = []
     for name in (a, b):
         side = runs.loc[runs["strategy"] == name, cols]
@@ -62,7 +77,10 @@ def paired(runs: pd.DataFrame, a: str, b: str, keys: Sequence[str] = PAIR_KEYS) 
                 "analyse one experiment folder at a time, or pass keys that tell the runs apart",
             )
         sides.append(side)
-    return sides[0].merge(sides[1], on=list(keys), suffixes=("_a", "_b"))
+    merged = sides[0].merge(sides[1], on=list(keys), suffixes=("_a", "_b"))
+    if "project_a" in merged:  # one task's project is the same for both strategies; a's names it
+        merged = merged.rename(columns={"project_a": "project"}).drop(columns=["project_b"])
+    return merged
 
 
 def bootstrap_diff(
@@ -135,32 +153,92 @@ def decide(
     return UNDECIDED, max(int(needed), FEW_PAIRS, pairs + 1)
 
 
+def cluster_bootstrap(d: np.ndarray, pairs: pd.DataFrame, n_resamples: int, seed: int) -> tuple[float, float]:
+    """The 95 % percentile interval of the mean paired difference ``d`` under the hierarchical
+    bootstrap (:mod:`kit.analysis.bootstrap`: project -> task -> repeat), in chunks of 2,000 replicates."""
+    table, index = bootstrap.units(pairs)
+    rng = np.random.default_rng(seed)
+    means = []
+    for start in range(0, n_resamples, 2000):
+        w = bootstrap.weights(table, min(2000, n_resamples - start), rng)[:, index]
+        total = w.sum(1)
+        means.append(np.where(total > 0, (w * d).sum(1) / np.maximum(total, 1), np.nan))
+    return bootstrap.percentile(np.concatenate(means))
+
+
+def cluster_spread(d: np.ndarray, pairs: pd.DataFrame) -> tuple[float, float, int]:
+    """(standard error of the mean difference counting clusters, design effect against counting pairs
+    as independent (>= 1), clusters). The standard error is over the means of the top level with at
+    least 2 groups (projects, else tasks, else the pairs themselves) -- one task's repeats are the units
+    when there is only one task."""
+    n = len(d)
+    clusters = bootstrap.cluster_of(pairs).to_numpy()
+    naive = float(np.std(d, ddof=1)) / math.sqrt(n) if n > 1 else math.nan
+    for groups in (clusters, pairs["task"].astype(str).to_numpy()):
+        keys, inverse = np.unique(groups, return_inverse=True)
+        if len(keys) >= 2:
+            means = np.bincount(inverse, weights=d) / np.bincount(inverse)
+            se = float(np.std(means, ddof=1)) / math.sqrt(len(keys))
+            deff = (se / naive) ** 2 if naive and naive > 0 else 1.0
+            return se, max(1.0, deff), len(np.unique(clusters))
+    return naive, 1.0, len(np.unique(clusters))
+
+
+def _p_value(d: np.ndarray, pairs: pd.DataFrame) -> float:
+    """Two-sided one-sample t-test of the mean difference over the same level :func:`cluster_spread`
+    uses (cluster means when there are at least 2 clusters)."""
+    if len(d) < 2:
+        return math.nan
+    for groups in (bootstrap.cluster_of(pairs).to_numpy(), pairs["task"].astype(str).to_numpy()):
+        keys, inverse = np.unique(groups, return_inverse=True)
+        if len(keys) >= 2:
+            d = np.bincount(inverse, weights=d) / np.bincount(inverse)
+            break
+    if len(d) < 2 or np.allclose(d, d[0]):
+        return 1.0 if np.allclose(d, 0) else 0.0
+    return float(stats.ttest_1samp(d, 0.0).pvalue)
+
+
+def _mde(metric: str, se: float, pairs: pd.DataFrame) -> tuple[float, str]:
+    """The smallest difference this experiment could have detected (80 % power, alpha 0.05) and how it
+    was found: from the measured spread, or -- solved only, when every difference was the same -- from
+    the power assumption of :mod:`kit.power`."""
+    if se > 0:
+        return power.z_sum(ALPHA, POWER) * se, "measured"
+    if metric != "solved" or pairs.empty:
+        return math.nan, ""
+    tasks_of = pairs.drop_duplicates("task")
+    per_project = power.cluster_size(tasks_of.groupby(bootstrap.cluster_of(tasks_of)).size().tolist())
+    tasks = len(tasks_of)
+    repeats = max(1, round(len(pairs) / max(1, tasks)))
+    return power.mde(tasks, repeats, per_project), "assumed"
+
+
 def compare(runs: pd.DataFrame, a: str, b: str, n_resamples: int = 9999, seed: int = 0) -> pd.DataFrame:
-    """Per metric, the paired difference a - b: diff, 95 % bootstrap lo/hi, p, pairs, repeats_needed
-    and the verdict they agree on (:func:`decide`)."""
+    """Per metric, the paired difference a - b: diff, 95 % cluster-bootstrap lo/hi, p (over cluster
+    means), pairs, clusters, repeats_needed (counting the design effect), the smallest detectable
+    difference ``mde`` (and ``mde_from``: measured or assumed), and the verdict they agree on
+    (:func:`decide`)."""
     pairs = paired(runs, a, b)
     rows = {}
     for m in METRICS:
         if f"{m}_a" not in pairs:
             continue
-        both = pairs[[f"{m}_a", f"{m}_b"]].astype(float).dropna()
-        x, y = both[f"{m}_a"].to_numpy(), both[f"{m}_b"].to_numpy()
-        diff, lo, hi = bootstrap_diff(x, y, n_resamples, seed)
-        p = math.nan
-        if len(x) > 1 and not np.allclose(x - y, (x - y)[0]):
-            p = float(stats.ttest_rel(x, y).pvalue)
-        elif len(x) > 1:
-            p = 1.0 if diff == 0 else 0.0
-        verdict, needed = decide(diff, lo, hi, p, len(x), repeats_needed(x - y))
-        rows[m] = {
-            "diff": diff,
-            "lo": lo,
-            "hi": hi,
-            "p": p,
-            "pairs": len(x),
-            "repeats_needed": needed,
-            "verdict": verdict,
-        }
+        both = pairs.dropna(subset=[f"{m}_a", f"{m}_b"])
+        x, y = both[f"{m}_a"].to_numpy(float), both[f"{m}_b"].to_numpy(float)
+        d = x - y
+        diff, lo, hi = (float(d.mean()), math.nan, math.nan) if len(d) else (math.nan,) * 3
+        se, deff, clusters = cluster_spread(d, both) if len(d) > 1 else (math.nan, 1.0, len(d))
+        if len(d) > 1:
+            lo, hi = (diff, diff) if np.allclose(d, d[0]) else cluster_bootstrap(d, both, n_resamples, seed)
+        need = repeats_needed(d)
+        need = None if need is None else math.ceil(need * deff)
+        p = _p_value(d, both)
+        verdict, needed = decide(diff, lo, hi, p, len(d), need)
+        mde, mde_from = _mde(m, se if len(d) > 1 else math.nan, both)
+        rows[m] = {"diff": diff, "lo": lo, "hi": hi, "p": p, "pairs": len(d), "clusters": clusters,
+                   "repeats_needed": needed, "mde": mde, "mde_from": mde_from, "verdict": verdict,
+                   "clustering": bootstrap.clustering_words(both)}  # fmt: skip
     return pd.DataFrame.from_dict(rows, orient="index", columns=list(COLUMNS))
 
 
@@ -222,6 +300,18 @@ def _needed(metric: str, row: pd.Series) -> str:
     return f"{name}: ~{int(n)} paired runs to tell apart (have {pairs})"
 
 
+def clusters_words(row: pd.Series) -> str:
+    """``in 3 clusters (resampled by project, then task, then repeat)``."""
+    n = int(row["clusters"])
+    return f"in {n} cluster{'' if n == 1 else 's'} ({row['clustering']})"
+
+
+def detectable_words(row: pd.Series) -> str:
+    """``smallest solved difference it could detect: 31 pts (80 % power, alpha 0.05)``."""
+    how = " -- assumed, every difference was the same (kit.power)" if row.get("mde_from") == "assumed" else ""
+    return f"smallest solved difference it could detect: {row['mde'] * 100:.0f} pts (80 % power, alpha 0.05{how})"
+
+
 def verdict_lines(table: pd.DataFrame) -> list[str]:
     """Plain language, one line per strategy pair, e.g.
     ``pdca vs vibe: +25 pts solved [+5, +45], -1.20 defects/run [-2.00, -0.40], +$0.4100/run
@@ -234,7 +324,11 @@ def verdict_lines(table: pd.DataFrame) -> list[str]:
         shown = [m for m in ("solved", "defects_total", "cost_usd") if m in g.index]
         pairs = int(g["pairs"].max()) if len(g) else 0
         head = f"{a} vs {b}: " + ", ".join(_interval(m, g.loc[m]) for m in shown) + f"; {pairs} paired runs"
+        if "clusters" in g and pairs:
+            head += " " + clusters_words(g.loc[g["pairs"].idxmax()])
         notes = [n for n in (_needed(m, g.loc[m]) for m in shown) if n]
+        if "solved" in g.index and "mde" in g and not pd.isna(g.loc["solved", "mde"]):
+            notes.append(detectable_words(g.loc["solved"]))
         if 1 < pairs < FEW_PAIRS:
             notes.append(
                 f"only {pairs} pairs: bootstrap intervals this small are too narrow, do not trust them"

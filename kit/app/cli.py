@@ -29,6 +29,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             api_base=args.api_base,
             retry_errors=args.retry_errors,
             redo_changed=args.redo_changed,
+            pilot=_pilot(args.pilot),
+            detect=args.detect / 100,
         )
         print(text)
         return 0
@@ -94,6 +96,15 @@ def _overrides(args: argparse.Namespace) -> dict[str, object] | None:
     return out or None
 
 
+def _pilot(folder: str | None) -> object:
+    """The variance a pilot results folder shows (``--pilot``), for the dry run's power lines."""
+    if folder is None:
+        return None
+    from kit.analysis.pilot import pilot_assumption
+
+    return pilot_assumption(folder)
+
+
 def _add_run_flags(p: argparse.ArgumentParser) -> None:
     """The flags that shape the experiment from the command line (over the file's values)."""
     p.add_argument("--tasks", metavar="A,B", help="run these tasks (comma-separated ids or suite:NAME)")
@@ -123,6 +134,19 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print the matrix, the budget per run, the most it can spend and what would be kept, "
         "redone or run; write nothing",
+    )
+    p.add_argument(
+        "--pilot",
+        metavar="RESULTS",
+        help="with --dry-run: take the variance of solved differences from this pilot experiment's results "
+        "instead of the stated assumption",
+    )
+    p.add_argument(
+        "--detect",
+        type=float,
+        default=10.0,
+        metavar="POINTS",
+        help="with --dry-run: the solved-rate difference (points) to say the tasks or repeats needed for",
     )
     p.add_argument(
         "--redo-changed",

@@ -40,8 +40,9 @@ NOTEBOOKS = {
     "tier_economics": "02_tier_economics.ipynb",
     "prompt_lab": "03_prompt_lab.ipynb",
     "verdict": "04_verdict.ipynb",
+    "crossover": "05_crossover.ipynb",
 }
-DEFAULT = ("benchmark", "tier_economics", "verdict")  # read records only; the prompt lab runs models
+DEFAULT = ("benchmark", "tier_economics", "verdict", "crossover")  # read records only; the lab runs models
 NOT_IN_NAME = ("results_dir", "figures_dir")  # parameters that do not name the output
 LAB_COPY = "lab-notebooks"  # `kit lab`'s working copy of the notebooks, under the results root
 KERNEL_NAME = "orchbench"  # installed into this environment when no kernelspec runs sys.executable

@@ -1,5 +1,6 @@
 """``kit run --dry-run``: what a run of the experiment would do, and nothing done -- no folder, no lock,
-no copy written. It prints the matrix, the budget of one run, the most the runs to do can spend (from
+no copy written. It prints the matrix, the smallest solved-rate difference the matrix can detect (and
+what a chosen one would need: :mod:`kit.run.power_plan`), the budget of one run, the most the runs to do can spend (from
 the price sheet and the budget, :func:`spend_bound`) and what resume would keep, redo or run
 (:mod:`kit.run.resume`)."""
 
@@ -11,6 +12,8 @@ from typing import Any
 from kit.config import Experiment
 from kit.importers.validate import collection_checked
 from kit.paths import results_root
+from kit.power import Assumption
+from kit.run.power_plan import DETECT, power_lines, task_projects
 from kit.run.resume import describe, resume_plan
 from kit.run.runner import load_settings
 from kit.run.spend import spend_bound, spent_so_far
@@ -52,8 +55,12 @@ def dry_run(
     api_base: str | None = None,
     retry_errors: bool = False,
     redo_changed: bool = False,
+    pilot: Assumption | None = None,
+    detect: float = DETECT,
 ) -> str:
-    """What ``kit run`` with the same arguments would do, as text; writes nothing."""
+    """What ``kit run`` with the same arguments would do, as text; writes nothing. The power lines
+    (:mod:`kit.run.power_plan`) use ``pilot``'s variance when given, else :data:`kit.power.ASSUMED`;
+    ``detect`` is the difference (0..1) they say the tasks or repeats needed for."""
     loaded = load_settings(experiment, overrides, api_base, collect=False)
     experiment, profile, sheet, specs = loaded.experiment, loaded.profile, loaded.sheet, loaded.specs
     out = Path(results_dir or results_root()).expanduser().resolve() / experiment.name
@@ -67,6 +74,8 @@ def dry_run(
         f"  strategies: {', '.join(experiment.strategies)}",
         _budget_line(experiment),
     ]
+    tasks = list({s.task.id: s.task for s in specs}.values())
+    lines += power_lines(task_projects(tasks), len(experiment.strategies), experiment.repeats, pilot, detect)
     todo = len(resume.todo) + (len(resume.changed) if redo_changed else 0)
     per_run, how = spend_bound(experiment, profile, sheet)
     prices = f" ({'illustrative ' if sheet.illustrative else ''}price sheet {sheet.name})"

@@ -65,7 +65,10 @@ def test_summary_names_the_winner_once_the_paired_runs_decide():
     records = analysis.Records(root=None, runs=_runs(8), calls=pd.DataFrame(), events=pd.DataFrame())
     lines = summary.summary_lines(records)
     assert lines[0] == "Summary: solved a 8/8 (100%), b 0/8 (0%); failed share a 0%, b 100%."
-    assert lines[1] == "  Winner: a: it solved more runs than b, +100 pts solved [+100, +100]."
+    assert lines[1] == (
+        "  Winner: a: it solved more runs than b, +100 pts solved [+100, +100], in 1 cluster "
+        "(resampled by task, then repeat; no projects recorded: each task is its own cluster)."
+    )
     assert "vs b: +100 pts solved [+100, +100]: differs (8 paired runs)" in lines[3]
     few = summary.summary_lines(dataclasses.replace(records, runs=_runs(1)))
     assert few[1].startswith("  No winner yet") and "(have 1, need ~6)" in few[1]

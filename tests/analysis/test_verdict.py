@@ -164,3 +164,41 @@ def test_verdict_p_value_and_repeats_needed_never_contradict(defects_a, defects_
     if len(defects_a) < verdict.FEW_PAIRS:
         assert defects["verdict"] == verdict.UNDECIDED and "defects differs" not in line
         assert f"defects: ~{int(defects['repeats_needed'])} paired runs to tell apart (have 2)" in line
+
+
+def test_paired_verdict_resamples_by_project_not_by_run():
+    """24 pairs from 3 projects of 8 tasks: the difference lives in whole projects (+1 in two, 0 in the
+    third). Counted as 24 independent pairs (the old paired bootstrap and t-test) it "differs" with
+    p < 1e-6; counted by project, 3 clusters cannot tell, and the line says how it resampled."""
+    rows = []
+    for p, gain in (("p1", 1.0), ("p2", 1.0), ("p3", 0.0)):
+        for t in range(8):
+            rows.append((f"{p}-t{t}", "p", 0, "a", gain, 0.0, 0.0, 1.0))
+            rows.append((f"{p}-t{t}", "p", 0, "b", 0.0, 0.0, 0.0, 1.0))
+    runs = _runs(rows).assign(project=lambda df: df["task"].str.split("-").str[0])
+    t = verdict.compare(runs, "a", "b", n_resamples=2000)
+    solved = t.loc["solved"]
+    assert solved["clusters"] == 3 and solved["verdict"] == verdict.UNDECIDED and solved["p"] > 0.05
+    assert solved["lo"] <= 0.0 and solved["clustering"] == "resampled by project, then task, then repeat"
+    assert solved["repeats_needed"] > 24  # the design effect: 24 correlated pairs are worth fewer
+    [line] = verdict.verdict_lines(verdict.verdict_table(runs, n_resamples=2000))
+    assert "24 paired runs in 3 clusters (resampled by project, then task, then repeat)" in line
+    assert "smallest solved difference it could detect:" in line
+    # without projects every task is its own cluster, and then 24 tasks do tell
+    alone = verdict.compare(runs.drop(columns=["project"]), "a", "b", n_resamples=2000).loc["solved"]
+    assert alone["clusters"] == 24 and alone["verdict"] == verdict.DIFFERS
+    assert alone["clustering"].startswith("resampled by task, then repeat")
+
+
+def test_smallest_detectable_difference_is_2_8_standard_errors():
+    rows = []
+    for t in range(10):
+        for r in range(2):
+            rows.append((f"t{t}", "p", r, "a", float((t + r) % 2), 0.0, 0.0, 1.0))
+            rows.append((f"t{t}", "p", r, "b", 0.0, 0.0, 0.0, 1.0))
+    solved = verdict.compare(_runs(rows), "a", "b", n_resamples=500).loc["solved"]
+    # every task's mean difference is the same (0.5): no measured spread, so the power assumption speaks
+    assert solved["mde_from"] == "assumed"
+    from kit import power
+
+    assert solved["mde"] == pytest.approx(power.mde(10, 2, 1.0))

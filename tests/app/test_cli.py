@@ -131,3 +131,37 @@ def test_a_passing_collection_check_is_remembered_by_task_content(tmp_path, monk
     calls = []
     monkeypatch.setattr(validate, "evaluate", lambda *a, **k: calls.append(a))
     assert validate.collection_problems(task) == [] and calls == []  # cached: not evaluated again
+
+
+def test_dry_run_says_the_smallest_detectable_difference_and_what_a_chosen_one_needs(tmp_path, capsys):
+    from kit import power
+
+    argv = ["run", "full", "--profile", "tiered", "--tasks", "micro-slugify,csv-export-stream,bugfix-date-range",
+            "--strategies", "vibe,pdca", "--repeats", "3", "--results", str(tmp_path), "--dry-run",
+            "--detect", "30"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    mde = power.mde(3, 3)
+    assert (f"3 task(s) in 3 clusters (no projects: each task its own) x 3 repeat(s) can tell apart a difference "
+            f"of {mde * 100:.0f} points or more") in out  # fmt: skip
+    assert "assumed (no pilot" in out and "correlation between repeats of a task 0.30" in out
+    assert f"to detect 30 points: ~{power.tasks_needed(0.3, 3)} tasks at 3 repeat(s)" in out
+    assert "only 3 clusters" in out
+
+
+def test_dry_run_takes_the_variance_from_a_pilot(tmp_path, capsys):
+    from tests.support.records import write_experiment
+
+    pilot = write_experiment(tmp_path / "pilot", repeats=2, incomplete=False)
+    argv = ["run", "full", "--profile", "tiered", "--tasks", "micro-slugify", "--strategies", "vibe,pdca",
+            "--results", str(tmp_path / "results"), "--dry-run", "--pilot", str(pilot)]  # fmt: skip
+    # the fixture's pairs: pdca solves both repeats, vibe neither -> every difference is +1: no variance
+    assert main(argv) == 2
+    assert "none differing: no variance to go on" in capsys.readouterr().err
+    from kit.analysis import simulate
+
+    runs = simulate.simulate_runs(simulate.NULL, projects=3, tasks_per_project=2, repeats=2, seed=4)
+    varied = simulate.write_experiment(tmp_path / "pilot2", runs)
+    assert main([*argv[:-1], str(varied)]) == 0
+    out = capsys.readouterr().out
+    assert "from the pilot (12 paired runs): variance of one paired solved difference" in out

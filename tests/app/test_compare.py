@@ -37,7 +37,7 @@ def test_compare_prints_each_strategy_and_task_with_changes_and_the_prompt_diff(
     a, b = two_folders(tmp_path)
     assert main(["compare", str(a), str(b)]) == 0
     out = capsys.readouterr().out
-    table = out.split("Per strategy × task")[1].split("Prompt diff")[0]
+    table = out.split("Per strategy × task")[1].split("Paired B − A")[0]
     for metric in ("outcome", "stop_reason", "solved", "failed_share", "calls", "tokens", "cache_read_share"):
         assert metric in table
     vibe = table.split("vibe ")[1]
@@ -174,7 +174,7 @@ def test_kit_lab_opens_a_working_copy_with_the_results_reachable(tmp_path):
 
 
 def test_notebooks_default_to_the_analyses_and_name_outputs_by_their_parameters(tmp_path):
-    assert notebooks.select(None) == ["benchmark", "tier_economics", "verdict"]
+    assert notebooks.select(None) == ["benchmark", "tier_economics", "verdict", "crossover"]
     assert notebooks.select("prompt_lab") == ["prompt_lab"]
     out = notebooks.output_path("tier_economics", tmp_path, {"reassign": {"executor": "medium"}})
     assert out == tmp_path / "notebooks" / "02_tier_economics-reassign-executor-medium.ipynb"
@@ -232,3 +232,18 @@ def test_compare_shows_what_both_ran_the_change_first_and_filters(tmp_path, caps
     assert "neither side ran harness" in capsys.readouterr().err
     assert main(["compare", str(a), str(b), "--every-pair"]) == 0
     assert "pdca " in capsys.readouterr().out.split("Per strategy × task")[1]
+
+
+def test_compare_pairs_each_strategy_by_cluster_and_shows_reliability(tmp_path, capsys):
+    a, b = two_folders(tmp_path)
+    assert main(["compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    paired = out.split("Paired B − A per strategy")[1].split("Reliability over repeats")[0]
+    # vibe ran repeat 0 on both sides: one pair, one task, no project -> clustered by task
+    assert (
+        "vibe: +0 pts solved" in paired
+        and "1 paired runs in 1 cluster (resampled by task, then repeat" in paired
+    )
+    reliability = out.split("Reliability over repeats per strategy")[1].split("Prompt diff")[0]
+    assert "A: vibe" in reliability and "B: vibe" in reliability and "pdca" not in reliability  # A only
+    assert "pass^2" in reliability and "flip_rate" in reliability

@@ -54,6 +54,7 @@ PARAMETERS = {
         "label",
     },
     "verdict": {"results_dir", "baseline", "n_resamples", "seed", "figures_dir"},
+    "crossover": {"results_dir", "measure", "baseline", "n_boot", "seed", "figures_dir"},
 }
 
 
@@ -149,10 +150,10 @@ def test_prompt_lab_notebook_runs(tmp_path):
 
 
 def test_select_params_and_cli():
-    assert notebooks.select(None) == ["benchmark", "tier_economics", "verdict"]  # the lab only when asked
+    assert notebooks.select(None) == ["benchmark", "tier_economics", "verdict", "crossover"]  # lab when asked
     assert notebooks.select(["03", "01_benchmark", "benchmark"]) == ["prompt_lab", "benchmark"]
     with pytest.raises(KitError, match="unknown notebook"):
-        notebooks.select("05")
+        notebooks.select("06")
     assert notebooks.parse_param("price_sheet=None") == ("price_sheet", None)
     assert notebooks.parse_param("reassign={executor: strong}") == ("reassign", {"executor": "strong"})
     assert notebooks.parse_param("task=micro-slugify") == ("task", "micro-slugify")
@@ -304,8 +305,13 @@ def test_notebooks_on_the_scripted_smoke_experiment_analyse_only(tmp_path, monke
     started = time.monotonic()
     out = notebooks.execute_all(exp, progress=True)
     took = time.monotonic() - started
-    assert [p.name for p in out] == ["01_benchmark.ipynb", "02_tier_economics.ipynb", "04_verdict.ipynb"]
-    assert took < 60, f"the three notebooks took {took:.0f} s"
+    assert [p.name for p in out] == [
+        "01_benchmark.ipynb",
+        "02_tier_economics.ipynb",
+        "04_verdict.ipynb",
+        "05_crossover.ipynb",
+    ]
+    assert took < 90, f"the four notebooks took {took:.0f} s"
     assert {p: p.read_bytes() for p in sorted(exp.glob("runs/*/calls.jsonl"))} == calls
     assert [p.name for p in (tmp_path / "results").iterdir() if not p.name.startswith(".")] == [
         "scripted-smoke"
@@ -316,4 +322,6 @@ def test_notebooks_on_the_scripted_smoke_experiment_analyse_only(tmp_path, monke
     bench = json.dumps(nbformat.read(out[0], as_version=4).cells)
     assert "Summary: solved vibe 2/2 (100%)" in bench and "One strategy (vibe)" in bench  # who won, in words
     assert "stop_reason" in bench and "format_errors" in bench  # vibe's loop counters
-    print(f"notebooks 01, 02, 04 on scripted-smoke: {took:.1f} s")
+    crossing = json.dumps([c.get("outputs", []) for c in nbformat.read(out[3], as_version=4).cells])
+    assert "too few tasks to tell" in crossing  # only vibe, 2 tasks (and no sizes yet): said so
+    print(f"notebooks 01, 02, 04, 05 on scripted-smoke: {took:.1f} s")
