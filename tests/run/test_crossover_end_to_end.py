@@ -3,10 +3,8 @@ task's size and the strategy -- vibe solves the small tasks, linear the large on
 ``run_experiment`` on 8 tasks of 8 sizes; ``kit report`` then shows linear passing vibe between the
 two groups. Pipeline validation with the scripted model, never a benchmark.
 
-What it depends on: the task sizes. Until the runner records each task's measured size (issue 37:
-``RunRecord.task_size`` from ``kit.tasks`` size measures), the sizes come from :data:`SIZES` (a
-fixture: made-up sizes, the same ones the policy decides by) and are written into each run.json after
-the runs; a run.json that already carries a size keeps it, and the policy is then checked against it.
+The sizes are the kit's own measure (:func:`kit.importers.size.measure`: code lines of the reference
+change), which the policy decides by and the runner records in every run.json (``task_size``).
 """
 
 from __future__ import annotations
@@ -17,16 +15,20 @@ from pathlib import Path
 import pytest
 
 from kit.analysis.report import report
-from kit.records.schema import TaskSize
+from kit.importers.size import measure
+from kit.tasks.task import load_task
 from tests.support.helpers import experiment, write_profile
 from tests.support.perfect import Perfect
 
-#: Task -> code lines of its reference change (a fixture; see the module docstring).
-SIZES = {
-    "micro-slugify": 10, "bugfix-date-range": 15, "csv-export-stream": 25, "table-computed-columns": 40,
-    "exercism-bowling": 90, "exercism-two-bucket": 140, "exercism-paasio": 220, "exercism-react": 320,
-}  # fmt: skip
-SMALL = 60  # vibe solves tasks below it, linear those above
+TASKS = [
+    "micro-slugify", "bugfix-date-range", "csv-export-stream", "exercism-two-bucket",
+    "exercism-react", "exercism-paasio", "exercism-bowling", "table-computed-columns",
+]  # fmt: skip
+SMALL = 43  # vibe solves tasks below it (4 to 40 code lines today), linear those above (46 to 108)
+
+
+def _size(task_path: str | Path) -> int:
+    return measure(load_task(Path(task_path))).code_lines
 
 
 def _solves(strategy: str, size: int) -> bool:
@@ -42,8 +44,7 @@ class SizePolicy:
     def __call__(self, request):
         from kit.model.policies import done
 
-        task = Path(request.context["task_path"]).name
-        if _solves(request.context["strategy"], SIZES[task]):
+        if _solves(request.context["strategy"], _size(request.context["task_path"])):
             return self.perfect(request)
         return done(request)
 
@@ -55,21 +56,24 @@ def test_a_size_dependent_policy_shows_the_crossover_in_the_report(tmp_path):
 
     profile = write_profile(tmp_path, scripted.register(SizePolicy(), name="by-size"), "native")
     out = run_experiment(
-        experiment("crossing", profile, list(SIZES), ["vibe", "linear"]),
+        experiment("crossing", profile, TASKS, ["vibe", "linear"]),
         results_dir=tmp_path / "results",
         progress=False,
     )
+    sizes = {}
     for run_json in sorted(out.glob("runs/*/run.json")):
         run = json.loads(run_json.read_text())
-        if run.get("task_size") is None:  # the runner does not record sizes yet: the fixture's
-            run["task_size"] = TaskSize(code_lines=SIZES[run["task"]]).model_dump()
-            run_json.write_text(json.dumps(run))
+        size = run["task_size"]["code_lines"]  # recorded by the runner
+        sizes[run["task"]] = size
         assert run["score"]["defects"]["major"] + run["score"]["defects"]["critical"] == 0 or not _solves(
-            run["strategy"], SIZES[run["task"]]
+            run["strategy"], size
         ), run["run_id"]
+    assert len(sizes) == len(TASKS) and any(v < SMALL for v in sizes.values()) and max(sizes.values()) > SMALL
     text = " ".join(report(out, "text").split())
     section = text.split("Where a strategy starts paying off")[1].split("Per role")[0]
     assert "pooled over 8 tasks, 1 repeats each" in section and "resampled by task, then repeat" in section
     assert "linear: its solved rate passes vibe's at ~" in section
     at = float(section.split("passes vibe's at ~")[1].split()[0].replace(",", ""))
-    assert 40 <= at <= 90, at  # between the largest task vibe solves and the smallest linear solves
+    below = sorted(v for v in sizes.values() if v < SMALL)[-2]  # the second-largest vibe solves
+    above = sorted(v for v in sizes.values() if v > SMALL)[1]  # the second-smallest linear solves
+    assert below <= at <= above, (at, sizes)
