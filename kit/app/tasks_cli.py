@@ -26,6 +26,7 @@ from kit.tasks.task import (
     load_task,
     suite_names,
 )
+from kit.terminal import visible
 
 
 def _sandbox(args: argparse.Namespace, task: Task) -> str | None:
@@ -44,20 +45,20 @@ def cmd_list(args: argparse.Namespace) -> int:
             d for root in roots if root.is_dir() for d in sorted(root.iterdir()) if (d / TASK_FILE).is_file()
         ]
     else:
-        print(f"✗ {folder}: no such folder")
+        print(f"✗ {visible(folder)}: no such folder")
         return 1
     if not entries:
-        print(f"no tasks in {folder}")
+        print(f"no tasks in {visible(folder)}")
         return 0
-    width = max(len(d.name) for d in entries)
+    width = max(len(visible(d.name)) for d in entries)
     bad = 0
     for d in entries:
         try:
             t = load_task(d)
-            print(f"{t.id:<{width}}  {t.language:<7} {requirements_line(t)}  {t.title}")
+            print(f"{t.id:<{width}}  {t.language:<7} {requirements_line(t)}  {visible(t.title)}")
         except KitError as e:
             bad += 1
-            print(f"{d.name:<{width}}  ✗ {str(e).splitlines()[0]}")
+            print(f"{visible(d.name):<{width}}  ✗ {visible(str(e).splitlines()[0])}")
     if folder == TASKS_DIR:
         for name in suite_names():
             suite = load_suite(name, check_tasks=False)
@@ -81,7 +82,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print("give a task id or folder, or --all")
             return 2
     except KitError as e:
-        print(f"✗ {e}")
+        print(f"✗ {visible(e, lines=True)}")
         return 1
     failed = 0
     for task in tasks:
@@ -90,7 +91,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         took = report.durations.get("total_s", 0)
         print(f"{mark} {task.id}  ({took:.1f} s)  {requirements_line(task)}", flush=True)
         for p in report.problems:
-            print(f"    - {p}")
+            print(f"    - {visible(p)}")
         failed += not report.ok
     if len(tasks) > 1:
         print(f"{len(tasks) - failed}/{len(tasks)} tasks valid")
@@ -109,7 +110,7 @@ def cmd_import_exercism(args: argparse.Namespace) -> int:
     if not results:
         print(f"no exercises found in {args.path}")
         return 1
-    print(summary_table(results))
+    print(visible(summary_table(results), lines=True))
     return 0 if all(r.ok or r.status == "skipped" for r in results) else 1
 
 
@@ -132,8 +133,8 @@ def cmd_import_git(args: argparse.Namespace) -> int:
         repo_url=args.repo_url,
         command=shlex.join(["python", "-m", "kit", *sys.argv[1:]]) if sys.argv[1:2] == ["tasks"] else "",
     )
-    result = import_git(opts, progress=lambda line: print(line, flush=True))
-    print(import_summary(result))
+    result = import_git(opts, progress=lambda line: print(visible(line), flush=True))
+    print(visible(import_summary(result), lines=True))  # (each item in it escaped on its own line)
     return 0 if result.ok else 1
 
 
@@ -147,7 +148,7 @@ def _run_import(argv: list[str]) -> int:
     try:
         return int(args.func(args) or 0)
     except KitError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {visible(e, lines=True)}", file=sys.stderr)
         return 2
     finally:
         sys.argv = saved
@@ -211,7 +212,7 @@ def _print_build_summary(results: list[suite_build.BuildResult], out: Path) -> N
             long = "yes" if task.long else "no"
             print(f"{r.id:<34} {r.status:<9} {hidden:>6} {files:>8} {lines:>8}  {long}")
         else:
-            print(f"{r.id:<34} {r.status:<9}  {r.detail.splitlines()[0][:120]}")
+            print(f"{r.id:<34} {r.status:<9}  {visible(r.detail.splitlines()[0][:120])}")
 
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
