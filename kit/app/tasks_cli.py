@@ -14,6 +14,7 @@ from kit.importers.exercism.importer import import_exercism, summary_table
 from kit.importers.validate import requirements_line, validate_task
 from kit.paths import REPO_ROOT, TASKS_DIR, built_tasks_dir
 from kit.run.sandboxing import task_sandbox
+from kit.secrets import public_text
 from kit.tasks.requirements import read_requirements
 from kit.tasks.task import (
     SUITE_PREFIX,
@@ -131,7 +132,9 @@ def cmd_import_git(args: argparse.Namespace) -> int:
         sandbox=args.sandbox,
         force=args.force,
         repo_url=args.repo_url,
-        command=shlex.join(["python", "-m", "kit", *sys.argv[1:]]) if sys.argv[1:2] == ["tasks"] else "",
+        command=shlex.join(["python", "-m", "kit", *map(public_text, sys.argv[1:])])  # (credentials cut)
+        if sys.argv[1:2] == ["tasks"]
+        else "",
     )
     result = import_git(opts, progress=lambda line: print(visible(line), flush=True))
     print(visible(import_summary(result), lines=True))  # (each item in it escaped on its own line)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from kit.errors import TaskError
+from kit.secrets import public_url
 from kit.tasks.git import git, git_env
 
 #: Options on every call: no signature check (log.showSignature runs gpg), the user named this
@@ -128,9 +129,9 @@ class Repo:
         local path (a clone of a clone says nothing public)."""
         proc = self.run("config", "--get", "remote.origin.url", check=False)
         url = proc.stdout.strip() if proc.returncode == 0 else ""
-        if not url or url.startswith(("/", ".", "~", "file:")) or re.match(r"^[A-Za-z]:[\\/]", url):
+        if not url or url.lower().startswith(("/", ".", "~", "file:")) or re.match(r"^[A-Za-z]:[\\/]", url):
             return None
-        return re.sub(r"^([a-z+]+://)[^/@]*@", r"\1", url) or None
+        return public_url(url)  # userinfo and credential-like query parameters cut, any scheme's case
 
     # ------------------------------------------------------------------ trees
 
