@@ -53,7 +53,7 @@ from kit.sandbox.client import FdPlan, run_client
 from kit.sandbox.engine import DEFAULT_IMAGE, HOST_LABEL, _alive, _host, install_hint
 from kit.sandbox.processes import DEFAULT_LIMITS, ProcessLimits, Result, _as_argv, _check_timeout
 from kit.sandbox.throwaway import PRISTINE, THROWAWAY, Layer, Writable
-from kit.sandbox.view import view_path, view_text
+from kit.sandbox.view import VIEW_PREFIX, view_path, view_text
 
 FILE_DESCRIPTORS = 1024
 NPROC = 32768
@@ -121,7 +121,11 @@ class ContainerSandbox:
 
     def env_args(self, env: dict[str, str]) -> list[str]:
         env = dict(env)
-        path = [p for p in env.get("PATH", "").split(os.pathsep) if p and p != interpreter_bin()]
+        kit_bins = (
+            interpreter_bin(),
+            str(VIEW_PREFIX / "bin"),
+        )  # (the kit's interpreter is not in the image)
+        path = [p for p in env.get("PATH", "").split(os.pathsep) if p and p not in kit_bins]
         env["PATH"] = os.pathsep.join(path or SYSTEM_PATH)
         args: list[str] = []
         for key, value in env.items():
