@@ -15,6 +15,8 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
+import urllib.parse
 from collections.abc import Iterable
 from typing import Any
 
@@ -132,3 +134,59 @@ class Redactor:
         """``exc`` with its message redacted (in place; returned for ``raise``)."""
         exc.args = tuple(self(a) if isinstance(a, str) else a for a in exc.args)
         return exc
+
+
+# --------------------------------------------------------------------------- URLs
+
+#: Query parameters whose value is a credential (case-insensitive; ``*`` globs): cut from any URL the
+#: kit records, besides any name :func:`looks_secret` matches.
+URL_SECRET_PARAMS = (
+    "access_token", "token", "*_token", "key", "*key", "password", "passwd", "pass", "pwd", "secret",
+    "sig", "signature", "auth", "*auth*", "credential*", "code", "session*", "sid", "x-amz-*",
+    "x-goog-*", "jwt", "bearer", "oauth*", "private_token", "se", "sp", "sv", "st", "skoid", "sktid",
+)  # fmt: skip
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)(.*)$", re.S)
+_SCP = re.compile(r"^([^/@:]+)@([^/:]+):(.*)$", re.S)  # user@host:path, git's scp-like form
+
+
+def _secret_param(name: str) -> bool:
+    low = urllib.parse.unquote(name).strip().lower()
+    return looks_secret(low) or any(fnmatch.fnmatchcase(low, p) for p in URL_SECRET_PARAMS)
+
+
+def _clean_query(rest: str) -> str:
+    """``rest`` (a URL's path, query and fragment) with credential-like query parameters cut; a
+    fragment is dropped whole (a repository URL needs none; a token may ride there too)."""
+    path, _, query = rest.split("#", 1)[0].partition("?")
+    if not query:
+        return path
+    kept = [p for p in query.split("&") if p and not _secret_param(p.split("=", 1)[0])]
+    return path + ("?" + "&".join(kept) if kept else "")
+
+
+def public_url(url: str | None) -> str | None:
+    """``url`` as the kit may record it: its userinfo (``user:token@``) and credential-like query
+    parameters (``token``, ``access_token``, ``key``, ``password``, ``sig`` ... :data:`URL_SECRET_PARAMS`)
+    cut, whatever the scheme's case (``HTTPS://``, ``Git+SSH://``, ``ssh://user@host``), the scp-like
+    ``user@host:path`` too; None for None or empty. Used for task.yaml's ``source.repo_url``, the
+    recorded import command line (:func:`public_text`) and reports."""
+    text = (url or "").strip()
+    if not text:
+        return None
+    m = _SCHEME.match(text)
+    if m:
+        scheme, authority, rest = m.groups()
+        host = authority.rsplit("@", 1)[-1]
+        return f"{scheme}://{host}{_clean_query(rest)}"
+    m = _SCP.match(text)
+    if m and not text.startswith(("/", ".", "~")):
+        return f"{m.group(2)}:{_clean_query(m.group(3))}"
+    return text
+
+
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+|[^\s'\"/@:=]+@[^\s'\"/:]+:[^\s'\"]*")
+
+
+def public_text(text: str) -> str:
+    """``text`` (a command line, a message) with every URL in it cut as :func:`public_url` cuts one."""
+    return _URL_IN_TEXT.sub(lambda m: public_url(m.group(0)) or "", text)

@@ -217,6 +217,7 @@ def search(box: ToolHost, pattern: str, path: str = ".", regex: bool = False) ->
         writable=False,
         timeout_s=box.timeout_s,
         max_output_chars=box.max_output_chars * 2 + 200,
+        neutral=True,  # the agent's view: nothing names the experiment (kit.sandbox.view)
     )
     if res.timed_out:
         raise safefs.TimeUp(f"took longer than {box.timeout_s:g} s and was stopped")
@@ -399,6 +400,7 @@ def run(box: ToolHost, command: str, timeout_s: float | None = None) -> ToolResu
         timeout_s=timeout,
         env=sandbox_env(box.env),
         max_output_chars=box.max_output_chars,
+        neutral=True,  # the agent's view: the clone at /work/repo, nothing names the experiment
     )
     tail = f"killed after {timeout:g} s (timeout)" if res.timed_out else f"exit code: {res.exit_code}"
     out = res.output.rstrip("\n")

@@ -19,6 +19,8 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from kit.terminal import visible
+
 FORMATS = ("text", "markdown", "html")
 
 
@@ -220,8 +222,36 @@ def render_html(sections: list[Section], title: str) -> str:
     )
 
 
+def _visible_table(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with its cells, row labels and column names as :func:`~kit.terminal.visible` text."""
+    shown = table.map(visible)
+    shown.columns = [visible(c) if isinstance(c, str) else c for c in shown.columns]
+    if isinstance(shown.index, pd.MultiIndex):
+        shown.index = shown.index.set_levels([lvl.map(visible) for lvl in shown.index.levels])
+    else:
+        shown.index = shown.index.map(visible)
+    return shown
+
+
+def visible_sections(sections: list[Section]) -> list[Section]:
+    """``sections`` with every piece of text escaped for a terminal or a page (a record's error, a
+    stop reason, a task's title can hold what an agent or a repository wrote): each line, title and
+    cell through :func:`kit.terminal.visible` -- a control character shows as ``\\x1b``, never acts."""
+    return [
+        Section(
+            visible(s.title),
+            [visible(line) for line in s.lines],
+            None if s.table is None else _visible_table(s.table),
+            [visible(line) for line in s.after],
+            s.figure,
+        )
+        for s in sections
+    ]
+
+
 def render(sections: list[Section], fmt: str, title: str, width: int | None = None) -> str:
-    """``sections`` as ``fmt`` (:data:`FORMATS`)."""
+    """``sections`` as ``fmt`` (:data:`FORMATS`), every text escaped first (:func:`visible_sections`)."""
+    sections, title = visible_sections(sections), visible(title)
     if fmt == "markdown":
         return render_markdown(sections, title)
     if fmt == "html":

@@ -11,6 +11,7 @@ from pathlib import Path
 from kit.app import cli_analysis
 from kit.app.cli_analysis import _names, _width
 from kit.errors import KitError
+from kit.terminal import visible
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -254,12 +255,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except KitError as e:
-        print(f"error: {e}", file=sys.stderr)
+    except KitError as e:  # (its text may quote a repository's or an agent's: escaped)
+        print(f"error: {visible(e, lines=True)}", file=sys.stderr)
         return 2
     except OSError as e:  # a file the kit had to read or write: one line, no traceback
         where = f": {e.filename}" if e.filename else ""
-        print(f"error: {e.strerror or e}{where}", file=sys.stderr)
+        print(f"error: {visible(e.strerror or e)}{visible(where)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return _interrupted(abandon=False)

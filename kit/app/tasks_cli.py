@@ -17,6 +17,7 @@ from kit.importers.spec_audit import audit_task, report, report_line, unexplaine
 from kit.importers.validate import requirements_line, validate_task
 from kit.paths import REPO_ROOT, TASKS_DIR, built_tasks_dir
 from kit.run.sandboxing import task_sandbox
+from kit.secrets import public_text
 from kit.tasks.task import (
     SUITE_PREFIX,
     TASK_FILE,
@@ -28,6 +29,7 @@ from kit.tasks.task import (
     load_task,
     suite_names,
 )
+from kit.terminal import visible
 
 
 def _sandbox(args: argparse.Namespace, task: Task) -> str | None:
@@ -49,10 +51,10 @@ def cmd_list(args: argparse.Namespace) -> int:
             d for root in roots if root.is_dir() for d in sorted(root.iterdir()) if (d / TASK_FILE).is_file()
         ]
     else:
-        print(f"✗ {folder}: no such folder")
+        print(f"✗ {visible(folder)}: no such folder")
         return 1
     if not entries:
-        print(f"no tasks in {folder}")
+        print(f"no tasks in {visible(folder)}")
         return 0
     bad = _print_tasks(entries)[1]
     if folder == TASKS_DIR:
@@ -71,15 +73,15 @@ def _print_tasks(entries: list[Path]) -> tuple[list[Task], int]:
     """Each task's line -- requirements, title -- and under it its measured size, project, expert
     estimate, the tests it leaves out and its unexplained specification gaps; (the tasks, how many
     failed to load)."""
-    width = max(len(d.name) for d in entries)
+    width = max(len(visible(d.name)) for d in entries)
     bad, loaded = 0, []
     for d in entries:
         try:
             t = load_task(d)
-            print(f"{t.id:<{width}}  {t.language:<7} {requirements_line(t)}  {t.title}")
+            print(f"{t.id:<{width}}  {t.language:<7} {requirements_line(t)}  {visible(t.title)}")
         except KitError as e:
             bad += 1
-            print(f"{d.name:<{width}}  ✗ {str(e).splitlines()[0]}")
+            print(f"{visible(d.name):<{width}}  ✗ {visible(str(e).splitlines()[0])}")
             continue
         loaded.append(t)
         size = measure(t)
@@ -92,9 +94,9 @@ def _print_tasks(entries: list[Path]) -> tuple[list[Task], int]:
         print(line)
         problem = long_problem(t, size)
         if problem:
-            print(f"{'':<{width}}  ✗ {problem}")
+            print(f"{'':<{width}}  ✗ {visible(problem)}")
         for e in t.exclude_tests:
-            print(f"{'':<{width}}  excluded: {e.test}: {e.reason}")
+            print(f"{'':<{width}}  excluded: {visible(e.test)}: {visible(e.reason)}")
         if t.spec_gaps:
             gaps = ", ".join(f"{n} {k}" for k, n in t.spec_gaps.items())
             print(f"{'':<{width}}  unexplained specification gaps: {gaps} (kit tasks audit {t.id})")
@@ -113,7 +115,7 @@ def _list_suite(suite: Suite) -> int:
         f"{sum(measure(t).long for t in loaded)} long by the kit's measure"
     )
     for line in overlap_lines(loaded):
-        print(line)
+        print(visible(line))
     unbuilt = [i for i, f in zip(suite.tasks, folders, strict=True) if f is None]
     if unbuilt:
         print(f"  not built: {', '.join(unbuilt)}: python -m kit tasks build-suite {suite.name} --repos DIR")
@@ -133,7 +135,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     try:
         tasks = [load_task(t) for t in expand_tasks([args.target])]
     except KitError as e:
-        print(f"✗ {e}")
+        print(f"✗ {visible(str(e))}")
         return 1
     missing = 0
     for task in tasks:
@@ -142,7 +144,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         missing += n
         print(f"{'✗' if n else '✓'} {task.id}: test  line  kind  what")
         for row in report(gaps):
-            print(f"    {row}")
+            print(f"    {visible(row)}")
     if len(tasks) > 1:
         print(f"{len(tasks)} tasks, {missing} unexplained gap(s)")
     return 1 if missing else 0
@@ -159,7 +161,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print("give a task id or folder, or --all")
             return 2
     except KitError as e:
-        print(f"✗ {e}")
+        print(f"✗ {visible(e, lines=True)}")
         return 1
     failed = 0
     for task in tasks:
@@ -172,10 +174,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
         took = report.durations.get("total_s", 0)
         print(f"{mark} {task.id}  ({took:.1f} s)  {requirements_line(task)}", flush=True)
         for p in report.problems:
-            print(f"    - {p}")
+            print(f"    - {visible(p)}")
         gaps = unexplained(audit_task(task))
         if gaps:  # shown, not a failure: build-suite refuses a suite task with one
-            print(f"    specification audit: {report_line(gaps)} (python -m kit tasks audit {task.id})")
+            print(
+                f"    specification audit: {visible(report_line(gaps))} (python -m kit tasks audit {task.id})"
+            )
         failed += not report.ok
     if len(tasks) > 1:
         print(f"{len(tasks) - failed}/{len(tasks)} tasks valid")
@@ -194,7 +198,7 @@ def cmd_import_exercism(args: argparse.Namespace) -> int:
     if not results:
         print(f"no exercises found in {args.path}")
         return 1
-    print(summary_table(results))
+    print(visible(summary_table(results), lines=True))
     return 0 if all(r.ok or r.status == "skipped" for r in results) else 1
 
 
@@ -216,10 +220,12 @@ def cmd_import_git(args: argparse.Namespace) -> int:
         force=args.force,
         repo_url=args.repo_url,
         exclude=dict(args.exclude_test or []),
-        command=shlex.join(["python", "-m", "kit", *sys.argv[1:]]) if sys.argv[1:2] == ["tasks"] else "",
+        command=shlex.join(["python", "-m", "kit", *map(public_text, sys.argv[1:])])  # (credentials cut)
+        if sys.argv[1:2] == ["tasks"]
+        else "",
     )
-    result = import_git(opts, progress=lambda line: print(line, flush=True))
-    print(import_summary(result))
+    result = import_git(opts, progress=lambda line: print(visible(line), flush=True))
+    print(visible(import_summary(result), lines=True))  # (each item in it escaped on its own line)
     return 0 if result.ok else 1
 
 
@@ -233,7 +239,7 @@ def _run_import(argv: list[str]) -> int:
     try:
         return int(args.func(args) or 0)
     except KitError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {visible(e, lines=True)}", file=sys.stderr)
         return 2
     finally:
         sys.argv = saved
@@ -297,7 +303,7 @@ def _print_build_summary(results: list[suite_build.BuildResult], out: Path) -> N
                 f"{r.id:<34} {r.status:<9} {size.hidden_tests:>6} {size.files:>5} {size.code_lines:>10}  {long}"
             )
         else:
-            print(f"{r.id:<34} {r.status:<9}  {r.detail.splitlines()[0][:120]}")
+            print(f"{r.id:<34} {r.status:<9}  {visible(r.detail.splitlines()[0][:120])}")
 
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:

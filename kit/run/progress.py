@@ -23,6 +23,7 @@ from kit.records.recorder import Progress
 from kit.records.schema import RunRecord
 from kit.run.plan import RunSpec
 from kit.run.spend import SpendCap
+from kit.terminal import visible
 
 F = TypeVar("F", bound=Future)
 
@@ -133,13 +134,13 @@ def progress_bar(
         disable=not progress,
         dynamic_ncols=True,
     )
-    bar.set_postfix_str(state.line() if state is not None else "$0.0000")
+    bar.set_postfix_str(visible(state.line()) if state is not None else "$0.0000")
     return bar
 
 
 def refresh(bar: Any, state: ExperimentState) -> None:
     """Redraw the bar's text when it changed (the executors call it as they wait)."""
-    text = state.line()
+    text = visible(state.line())  # (one line: a run's text escaped, kit.terminal)
     if text != getattr(bar, "_kit_text", None):
         bar._kit_text = text
         bar.set_postfix_str(text)

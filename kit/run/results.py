@@ -58,18 +58,47 @@ def storage_error(out: Path, err: OSError, detail: str = "") -> ResultsError:
     )
 
 
-#: What one run's records may take on the results disk besides its clone: run.json, the JSONL and
-#: Parquet files, the prompts and diff.patch (at most 8 MB: kit.tasks.patch).
+#: What one finished run may take on the results disk: run.json, the JSONL and Parquet files, the
+#: prompts and diff.patch (at most 8 MB: kit.tasks.patch), and the clone it keeps (at most 16 MB,
+#: kit.sandbox.quota.KEPT_CLONE_BYTES: a larger one is removed once the run is scored).
 RECORDS_PER_RUN_MB = 32
+#: Room each run holds on the results disk from its start until its last records are written (a file
+#: of this size in the run folder, freed just before diff.patch and run.json are written): a disk
+#: another run fills meanwhile cannot keep a scored run from being recorded.
+ROOM_BYTES = 12 * 2**20
+ROOM_FILE = ".records-room"
+
+
+def hold_room(run_dir: Path) -> None:
+    """Take :data:`ROOM_BYTES` of the results disk for the run's last records (an OSError when the
+    disk has no such room: the run does not start)."""
+    fd = os.open(run_dir / ROOM_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        if hasattr(os, "posix_fallocate"):
+            os.posix_fallocate(fd, 0, ROOM_BYTES)
+        else:  # macOS: written out
+            for _ in range(ROOM_BYTES // 2**20):
+                os.write(fd, bytes(2**20))
+    except OSError:
+        os.close(fd)
+        (run_dir / ROOM_FILE).unlink(missing_ok=True)
+        raise
+    os.close(fd)
+
+
+def free_room(run_dir: Path) -> None:
+    """Give the room :func:`hold_room` took back, for the records about to be written."""
+    (run_dir / ROOM_FILE).unlink(missing_ok=True)
 
 
 def space_needed(limits: Limits, concurrency: int, runs: int, same_disk_tmp: bool) -> tuple[int, str]:
     """Bytes the results disk must have free for ``runs`` runs, and how that was counted: each
-    run's records, and for each run in flight its clone at its quota (and its snapshot, at its cap,
-    when the temporary folder is on the same disk)."""
+    run's records and the clone it keeps (:data:`RECORDS_PER_RUN_MB`), and for each run in flight
+    -- a run playing, and the run its slot played before while it is scored -- its clone at its quota
+    (and its snapshot, at its cap, when the temporary folder is on the same disk)."""
     if runs <= 0:
         return 0, "no run to do"
-    in_flight = min(concurrency, runs)
+    in_flight = min(2 * concurrency, runs)  # each playing slot, and the run it played being scored
     clone_mb = limits.disk_quota_mb + (SNAPSHOT_LIMITS.total_bytes // 2**20 if same_disk_tmp else 0)
     mb = runs * RECORDS_PER_RUN_MB + in_flight * clone_mb
     how = f"{runs} run(s) x {RECORDS_PER_RUN_MB} MB of records + {in_flight} in flight x {clone_mb} MB"

@@ -11,6 +11,7 @@ and stop reasons``); only an OSError -- the records cannot be written -- propaga
 from __future__ import annotations
 
 import contextlib
+import errno
 import threading
 import time
 import traceback
@@ -30,10 +31,10 @@ from kit.records.recorder import Progress, RunRecorder
 from kit.records.schema import DISK_QUOTA, RunRecord, TaskSize, utc_now
 from kit.run.fingerprint import fingerprint, run_settings, write_prompts
 from kit.run.plan import RunSpec, redacted
-from kit.run.results import INTERRUPTED
+from kit.run.results import INTERRUPTED, free_room, hold_room
 from kit.run.sandboxing import run_sandbox
 from kit.sandbox.base import SANDBOX_GID, SANDBOX_UID, drops_to_sandbox_user
-from kit.sandbox.quota import Quota, provide, release, unmount
+from kit.sandbox.quota import Quota, drop_clone, provide, settle_clone, unmount
 from kit.scoring import scorer as scoring
 from kit.secrets import Redactor
 from kit.strategies.context import RunContext
@@ -145,6 +146,7 @@ def play_run(
     if on_progress is not None:
         on_progress(recorder.progress())  # the run shows as started before its first call
     write_prompts(run_dir, spec.strategy, experiment.prompt_overrides)  # the texts its settings hash
+    hold_room(run_dir)  # room for its last records, whatever fills the disk meanwhile
     started_at, t0 = utc_now(), time.monotonic()
     tiers = strategies.role_tiers(spec.strategy, experiment.tiers.get(spec.strategy), profile)
     limits = experiment.limits
@@ -173,19 +175,43 @@ def play_run(
         record.stop_reason = str(result.stop_reason or result.counters.get("stop_reason") or "")
         record.claimed_done = result.claimed_done
         record.counters = {**result.counters, "permission_denials": recorder.denials}
+    except OSError as exc:
+        if not _records_disk_full(exc, quota):
+            _failed_in_strategy(record, recorder, ctx, exc)
+        else:  # the results disk is full: the run is torn (no run.json), redone by the next kit run
+            if quota is not None:
+                drop_clone(quota)
+            recorder.close()
+            free_room(run_dir)
+            raise
     except Interrupted as exc:
         record.outcome = INTERRUPTED
         record.error = str(exc)
         record.counters = {**(ctx.counters if ctx else {}), "permission_denials": recorder.denials}
     except Exception as exc:  # noqa: BLE001 - one broken run must not stop the experiment
-        record.outcome = "error"
-        record.error = f"{type(exc).__name__}: {exc}"
-        recorder.event("note", "", "error", traceback.format_exc()[-2000:], ok=False)
-        record.counters = {**(ctx.counters if ctx else {}), "permission_denials": recorder.denials}
-        record.stop_reason = str(record.counters.get("stop_reason") or "")  # what the strategy had reached
+        _failed_in_strategy(record, recorder, ctx, exc)
     _settle_interrupt(record, recorder, budget)
     _settle_disk_quota(record, recorder, budget, quota)
     return PlayedRun(spec, experiment, record, recorder, workspace, t0, quota, time.monotonic())
+
+
+def _failed_in_strategy(
+    record: RunRecord, recorder: RunRecorder, ctx: RunContext | None, exc: BaseException
+) -> None:
+    """The strategy raised: outcome ``error``, its message and traceback, its counters so far."""
+    record.outcome = "error"
+    record.error = f"{type(exc).__name__}: {exc}"
+    recorder.event("note", "", "error", traceback.format_exc()[-2000:], ok=False)
+    record.counters = {**(ctx.counters if ctx else {}), "permission_denials": recorder.denials}
+    record.stop_reason = str(record.counters.get("stop_reason") or "")  # what the strategy had reached
+
+
+def _records_disk_full(exc: OSError, quota: Quota | None) -> bool:
+    """Whether ``exc`` is the results disk being full (not the clone's own quota, which ends the run
+    as ``disk-quota``): its records cannot be written, so the run cannot finish."""
+    if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+        return False
+    return quota is None or not quota.over()
 
 
 def failed_run(
@@ -206,6 +232,7 @@ def failed_run(
     run_dir = out / "runs" / run_id
     if fresh and run_dir.exists():
         _remove_run(run_dir)
+    free_room(run_dir)  # (a run that broke before it was scored held it)
     recorder = RunRecorder(run_dir, run_id, Redactor.for_profile(profile))  # the error text is masked too
     recorder.event("note", "", "error", error[-2000:], ok=False)
     now = utc_now()
@@ -315,8 +342,11 @@ def score_run(played: PlayedRun) -> RunRecord:
     try:
         _score_and_diff(played)
     finally:
-        if played.quota is not None:
-            release(played.quota)  # the clone stays as its image, repo.img
+        if played.quota is not None:  # the clone stays as its image, repo.img -- unless it is large
+            removed = settle_clone(played.quota)
+            if removed:
+                recorder.event("note", "", "clone-removed", removed)
+    free_room(recorder.run_dir)
     record.finished_at = utc_now()
     waited = max(0.0, scoring_started - played.played) if played.played else 0.0
     record.wall_s = round(time.monotonic() - played.started - waited, 3)
@@ -410,4 +440,5 @@ def _write_diff(
     except Exception as exc:  # noqa: BLE001 - the run keeps its score; the record says what failed
         record.error = (record.error + "; " if record.error else "") + f"diff failed: {exc}"[:2000]
         patch = f"# orchbench: no diff could be made: {exc}\n".encode()
+    free_room(recorder.run_dir)  # the room the run held is the diff's and run.json's now
     recorder.write_diff(patch)

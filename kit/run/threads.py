@@ -9,6 +9,7 @@ and a burst of finished runs never oversubscribes the CPU. Ctrl-C: :class:`kit.r
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -53,6 +54,27 @@ def _failed(
         return None
 
 
+class CloneSlots:
+    """How many runs may hold a clone at once: a run takes a slot before it starts and gives it back
+    once it is scored (its clone released, or removed) -- so runs that play faster than they are
+    scored wait, rather than pile full clones on the results disk past what the pre-run space check
+    counted (:func:`kit.run.results.space_needed`: two per playing slot)."""
+
+    def __init__(self, n: int) -> None:
+        self._sem = threading.Semaphore(n)
+
+    def take(self, draining: threading.Event) -> bool:
+        """Wait for a slot; False (no slot taken) once ``draining`` is set."""
+        while not self._sem.acquire(timeout=0.2):
+            if draining.is_set():
+                return False
+        return True
+
+    def give(self) -> None:
+        """Give a slot back (None, for ``return``)."""
+        self._sem.release()
+
+
 def run_threads(
     specs: list[RunSpec],
     todo: list[RunSpec],
@@ -74,14 +96,19 @@ def run_threads(
     agents = ThreadPoolExecutor(max_workers=experiment.concurrency, thread_name_prefix="run")
     scorers = ThreadPoolExecutor(max_workers=_cores(), thread_name_prefix="score")
     hard_stop = False
+    clones = CloneSlots(2 * experiment.concurrency)  # as kit.run.results.space_needed counts them
     with Interrupts(grace_s) as ctl:
 
         def play(spec: RunSpec) -> PlayedRun | None:
-            if ctl.draining.is_set():  # interrupted before this run could start: it never starts
+            if not clones.take(ctl.draining):  # interrupted before this run could start: it never starts
                 return None
-            if not state.cap.start(spec.run_id(profile.name)):  # the experiment's spend cap: not started
-                return None
-            return play_run(spec, experiment, profile, sheet, out, commit, ctl.stop, state.update)
+            try:  # interrupted, or the experiment's spend cap: not started
+                if ctl.draining.is_set() or not state.cap.start(spec.run_id(profile.name)):
+                    return clones.give()
+                return play_run(spec, experiment, profile, sheet, out, commit, ctl.stop, state.update)
+            except BaseException:
+                clones.give()
+                raise
 
         playing: dict[Future, RunSpec] = {state.track(agents.submit(play, s)): s for s in todo}
         scoring: dict[Future, RunSpec] = {}
@@ -94,7 +121,9 @@ def run_threads(
                     for fut in playing:
                         fut.cancel()  # a run not started yet never starts (queued scorings still run)
                 for fut in done:
-                    spec = playing.pop(fut, None) or scoring.pop(fut)
+                    if (spec := playing.pop(fut, None)) is None:
+                        spec = scoring.pop(fut)
+                        clones.give()  # scored: its clone released (or removed), the next run may start
                     if fut.cancelled():
                         continue
                     try:

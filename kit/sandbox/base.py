@@ -27,7 +27,8 @@ class SandboxUnavailable(KitError):
 class Sandbox(Protocol):
     """``run`` one command in ``cwd``. ``writable``: True -- ``cwd`` is the command's to change;
     False -- read-only; ``"throwaway"`` -- the command may write there, and what it wrote is
-    discarded when it ends, ``cwd`` itself unchanged (:mod:`kit.sandbox.throwaway`)."""
+    discarded when it ends, ``cwd`` itself unchanged (:mod:`kit.sandbox.throwaway`). ``neutral``: the
+    agent's view, naming nothing of the experiment (:mod:`kit.sandbox.view`)."""
 
     name: str
 
@@ -44,6 +45,7 @@ class Sandbox(Protocol):
         pass_fds: Sequence[int] = (),
         max_output_chars: int = 10_000,
         pins: Sequence[Path] = (),
+        neutral: bool = False,
     ) -> Result: ...
 
 

@@ -35,6 +35,7 @@ from kit.sandbox.base import (
 )
 from kit.sandbox.processes import DEFAULT_LIMITS, ProcessLimits, Result, _as_argv, run_process
 from kit.sandbox.throwaway import THROWAWAY, Layer, Writable
+from kit.sandbox.view import VIEW_PREFIX, venv_view, view_path, view_text
 
 
 def bwrap_binary() -> Path:
@@ -240,10 +241,14 @@ class BwrapSandbox:
         seccomp_fd: int | None = None,
         pins: Sequence[Path] = (),
         layer: Layer | None = None,
+        neutral: bool = False,
     ) -> list[str]:
         """The bwrap command line; with ``writable="throwaway"``, ``cwd`` is an overlay whose upper
-        layer is ``layer`` (None: bwrap's own ``--tmp-overlay``)."""
+        layer is ``layer`` (None: bwrap's own ``--tmp-overlay``). ``neutral``: the agent's view
+        (:mod:`kit.sandbox.view`): ``cwd`` at /work/repo, the kit's venv at /opt/venv."""
         cwd = Path(cwd).resolve()
+        venv = venv_view() if neutral else None
+        where = (lambda p: view_path(p, cwd)) if neutral else (lambda p: p)
         args = [self.binary, *self._system]
         args += ["--perms", "1777", "--size", str(scratch_mb * 2**20), "--tmpfs", "/tmp"]
         args += ["--perms", "0777", "--dir", SANDBOX_HOME]
@@ -257,22 +262,31 @@ class BwrapSandbox:
         binds.append((cwd, THROWAWAY if mode == THROWAWAY else "--bind" if mode else "--ro-bind"))
         # folders under cwd bound onto themselves: a mount point cannot be renamed or removed
         binds += [(Path(p).resolve(), "--bind" if writable is True else "--ro-bind") for p in pins]
+        if venv is not None:  # its bin and pyvenv.cfg: the copies that name no host folder
+            binds = [(venv.bin if p == venv.prefix / "bin" else p, how) for p, how in binds]
+            binds.append((venv.cfg, "--ro-bind"))
+        dest = {venv.bin: VIEW_PREFIX / "bin", venv.cfg: VIEW_PREFIX / "pyvenv.cfg"} if venv else {}
         bound: list[Path] = []
-        for path, how in sorted(binds, key=lambda b: len(b[0].parts)):  # outer folders first
-            args += _parent_dirs(path, bound)
-            args += throwaway.bwrap_args(path, layer) if how == THROWAWAY else [how, str(path), str(path)]
-            bound.append(path)
+        for path, how in sorted(binds, key=lambda b: len(where(dest.get(b[0], b[0])).parts)):  # outer first
+            to = where(dest.get(path, path))
+            args += _parent_dirs(to, bound)
+            args += throwaway.bwrap_args(path, layer, to) if how == THROWAWAY else [how, str(path), str(to)]
+            bound.append(to)
         for how, path, target in self._prefixes:
             if how == "symlink":
-                args += ["--symlink", target, str(path)]
+                args += ["--symlink", view_text(target, cwd) if neutral else target, str(where(path))]
             elif how == "hide":
                 args += ["--ro-bind", _empty_file(), str(path)]
-        args += ["--chdir", str(cwd)]
+        for path in venv.hidden if venv else ():  # editable and local installs: empty files
+            args += ["--ro-bind", _empty_file(), str(where(path))]
+        args += ["--chdir", str(where(cwd))]
         args += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox"]
         args += ["--unshare-cgroup-try"]  # /proc/self/cgroup shows "/", not the kit's cgroup names
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
         args += ["--die-with-parent", "--new-session", *self._caps, "--"]
+        if neutral:
+            command = [view_text(arg, cwd) for arg in command]
         return args + self._become + command
 
     def run(
@@ -288,8 +302,12 @@ class BwrapSandbox:
         pass_fds: Sequence[int] = (),
         max_output_chars: int = 10_000,
         pins: Sequence[Path] = (),
+        neutral: bool = False,
     ) -> Result:
         throwaway.check(writable, pins)
+        env = dict(env if env is not None else sandbox_env())
+        if neutral:  # PATH's venv bin, PYTHONPATH's clone roots: as the command sees them
+            env = {k: view_text(v, Path(cwd).resolve()) for k, v in env.items()}
         if drops_to_sandbox_user() and os.stat(cwd).st_uid != SANDBOX_UID:
             hand_over(Path(cwd))  # the folder the command works in is the sandbox user's
         with contextlib.ExitStack() as stack:
@@ -308,13 +326,14 @@ class BwrapSandbox:
                 seccomp_fd=filter_fd,
                 pins=pins,
                 layer=layer,
+                neutral=neutral,
             )
             return run_process(
                 full,
                 cwd,
                 timeout_s=timeout_s,
                 limits=limits,
-                env=dict(env if env is not None else sandbox_env()),
+                env=env,
                 pass_fds=[*pass_fds, *([filter_fd] if filter_fd is not None else [])],
                 max_output_chars=max_output_chars,
             )

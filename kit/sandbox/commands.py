@@ -29,13 +29,15 @@ def run_command(
     sandbox: str = "none",
     writable: bool = True,
     limits: ProcessLimits = DEFAULT_LIMITS,
+    neutral: bool = False,
 ) -> Result:
     """Run ``command`` (a shell string or an argv list) through the sandbox called ``sandbox``.
 
     Commands an agent can influence pass the run's sandbox (``ctx.sandbox``); ``none`` -- the default,
     for the kit's own trusted commands such as a task's setup -- is a process group with the timeout,
     the rlimits and the allow-listed environment. Either way the timeout kills everything and the
-    output keeps head and tail.
+    output keeps head and tail. ``neutral``: the agent's view (:mod:`kit.sandbox.view`), for output
+    an agent reads.
     """
     return get_sandbox(sandbox).run(
         command,
@@ -45,4 +47,5 @@ def run_command(
         limits=limits,
         env=env,
         max_output_chars=max_output_chars,
+        neutral=neutral,
     )

@@ -53,6 +53,7 @@ from kit.sandbox.client import FdPlan, run_client
 from kit.sandbox.engine import DEFAULT_IMAGE, HOST_LABEL, _alive, _host, install_hint
 from kit.sandbox.processes import DEFAULT_LIMITS, ProcessLimits, Result, _as_argv, _check_timeout
 from kit.sandbox.throwaway import PRISTINE, THROWAWAY, Layer, Writable
+from kit.sandbox.view import VIEW_PREFIX, view_path, view_text
 
 FILE_DESCRIPTORS = 1024
 NPROC = 32768
@@ -120,7 +121,11 @@ class ContainerSandbox:
 
     def env_args(self, env: dict[str, str]) -> list[str]:
         env = dict(env)
-        path = [p for p in env.get("PATH", "").split(os.pathsep) if p and p != interpreter_bin()]
+        kit_bins = (
+            interpreter_bin(),
+            str(VIEW_PREFIX / "bin"),
+        )  # (the kit's interpreter is not in the image)
+        path = [p for p in env.get("PATH", "").split(os.pathsep) if p and p not in kit_bins]
         env["PATH"] = os.pathsep.join(path or SYSTEM_PATH)
         args: list[str] = []
         for key, value in env.items():
@@ -137,18 +142,20 @@ class ContainerSandbox:
         pins: Sequence[Path] = (),
         limits: ProcessLimits = DEFAULT_LIMITS,
         layer: Layer | None = None,
+        neutral: bool = False,
     ) -> list[str]:
         """``--mount`` arguments, outer folders first: ``cwd`` (throwaway: :meth:`throwaway_mounts`),
         the ``pins`` (folders under it bound onto themselves, so they cannot be renamed or removed)
-        and the ``ro_binds``."""
+        and the ``ro_binds``. ``neutral``: ``cwd`` at /work/repo (:mod:`kit.sandbox.view`)."""
         args, mounts = [], []
+        where = (lambda p: view_path(p, cwd)) if neutral else (lambda p: p)
         if throwaway.check(writable, pins) == THROWAWAY:
-            args = self.throwaway_mounts(cwd, limits, layer)
+            args = self.throwaway_mounts(cwd, limits, layer, where(cwd))
         else:
             mounts = [(cwd, not writable), *((Path(p).resolve(), not writable) for p in pins)]
         mounts += [(Path(p).resolve(), True) for p in ro_binds]
-        for path, ro in sorted(mounts, key=lambda m: len(m[0].parts)):
-            spec = f"type=bind,source={_checked_path(path)},destination={_checked_path(path)}"
+        for path, ro in sorted(mounts, key=lambda m: len(where(m[0]).parts)):
+            spec = f"type=bind,source={_checked_path(path)},destination={_checked_path(where(path))}"
             args += ["--mount", spec + (",readonly=true" if ro else "")]
         return args
 
@@ -162,13 +169,17 @@ class ContainerSandbox:
         overlay takes a :class:`~kit.sandbox.throwaway.Layer` as root)."""
         return contextlib.nullcontext()
 
-    def throwaway_mounts(self, cwd: Path, limits: ProcessLimits, layer: Layer | None) -> list[str]:
-        """``cwd`` read-only at :data:`PRISTINE` and at ``cwd`` a tmpfs of the folder's size plus
-        the scratch space, owned like ``cwd``; :meth:`wrap` fills it with a copy first."""
+    def throwaway_mounts(
+        self, cwd: Path, limits: ProcessLimits, layer: Layer | None, dest: Path | None = None
+    ) -> list[str]:
+        """``cwd`` read-only at :data:`PRISTINE` and at ``cwd`` (or ``dest``) a tmpfs of the folder's
+        size plus the scratch space, owned like ``cwd``; :meth:`wrap` fills it with a copy first."""
         size = throwaway.tree_bytes(cwd) // 2**20 + limits.scratch_mb
         uid, gid = self.user()[1].split(":")
         mode = oct(os.stat(cwd).st_mode & 0o7777)[2:]
-        tmpfs = f"{_checked_path(cwd)}:rw,exec,nosuid,nodev,size={size}m,mode={mode},uid={uid},gid={gid}"
+        tmpfs = (
+            f"{_checked_path(dest or cwd)}:rw,exec,nosuid,nodev,size={size}m,mode={mode},uid={uid},gid={gid}"
+        )
         pristine = f"type=bind,source={_checked_path(cwd)},destination={PRISTINE},readonly=true"
         return ["--mount", pristine, "--tmpfs", tmpfs]
 
@@ -186,6 +197,7 @@ class ContainerSandbox:
         plan: FdPlan | None = None,
         pins: Sequence[Path] = (),
         layer: Layer | None = None,
+        neutral: bool = False,
     ) -> list[str]:
         """The client's command line for one command in a fresh container named ``container``
         (``layer``: podman's throwaway overlay as root)."""
@@ -199,8 +211,10 @@ class ContainerSandbox:
         args += ["--read-only", "--tmpfs", f"/tmp:rw,nosuid,nodev,size={limits.scratch_mb}m,mode=1777"]
         args += [f"--shm-size={limits.scratch_mb}m"]
         args += self.limits_args(limits) + self.run_args(timeout_s)
-        args += self.mounts(cwd, writable, ro_binds, pins, limits, layer) + ["--workdir", str(cwd)]
-        args += self.env_args(env if env is not None else sandbox_env())
+        args += self.mounts(cwd, writable, ro_binds, pins, limits, layer, neutral)
+        args += ["--workdir", str(view_path(cwd, cwd) if neutral else cwd)]
+        env = dict(env if env is not None else sandbox_env())
+        args += self.env_args({k: view_text(v, cwd) for k, v in env.items()} if neutral else env)
         if plan:
             args.append("--interactive")
         copy = writable == THROWAWAY and self.copies_throwaway
@@ -280,6 +294,7 @@ class ContainerSandbox:
         pass_fds: Sequence[int] = (),
         max_output_chars: int = 10_000,
         pins: Sequence[Path] = (),
+        neutral: bool = False,
     ) -> Result:
         _check_timeout(timeout_s)
         throwaway.check(writable, pins)
@@ -303,6 +318,7 @@ class ContainerSandbox:
                 plan=plan,
                 pins=pins,
                 layer=layer,
+                neutral=neutral,
             )
             return run_client(
                 full,

@@ -39,6 +39,7 @@ class NoSandbox:
         pass_fds: Sequence[int] = (),
         max_output_chars: int = 10_000,
         pins: Sequence[Path] = (),  # (nothing is bound here: unsandboxed)
+        neutral: bool = False,  # (nothing can be hidden here: unsandboxed)
     ) -> Result:
         env = dict(env if env is not None else sandbox_env())
         if env.get("HOME") == SANDBOX_HOME:

@@ -112,7 +112,9 @@ class PodmanSandbox(ContainerSandbox):
         own folder, removed with the container)."""
         return throwaway.layer(limits.scratch_mb, cwd)
 
-    def throwaway_mounts(self, cwd: Path, limits: ProcessLimits, layer: Layer | None) -> list[str]:
+    def throwaway_mounts(
+        self, cwd: Path, limits: ProcessLimits, layer: Layer | None, dest: Path | None = None
+    ) -> list[str]:
         path = _checked_path(cwd)
         own = f",upperdir={_checked_path(layer.upper)},workdir={_checked_path(layer.work)}" if layer else ""
-        return ["--volume", f"{path}:{path}:O{own}"]
+        return ["--volume", f"{path}:{_checked_path(dest or cwd)}:O{own}"]

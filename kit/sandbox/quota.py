@@ -155,11 +155,61 @@ _MOUNTED: set[Path] = set()  # quota mounts this process made and has not releas
 
 
 def release(quota: Quota) -> None:
-    """End a clone's quota (``loop``): unmount it, leaving the image beside the run's records as
-    the clone (``repo.img``: read it with ``debugfs -R 'rdump / OUT' repo.img`` as any user, or
+    """End a clone's quota (``loop``): hand the blocks of files the agent deleted back to the results
+    disk (``fstrim``: the image stays sparse), unmount it, leaving the image beside the run's records
+    as the clone (``repo.img``: read it with ``debugfs -R 'rdump / OUT' repo.img`` as any user, or
     mount it read-only), and remove the empty mount point. Safe to call twice."""
     if quota.image is not None:
+        if os.path.ismount(quota.folder) and shutil.which("fstrim", path=_TOOLS):
+            with contextlib.suppress(KitError, OSError, subprocess.SubprocessError):
+                _run("fstrim", str(quota.folder))
         unmount(quota.folder)
+
+
+#: A finished run keeps its clone (``repo.img``, or ``repo/`` where the clone has no file system of its
+#: own) only when it takes at most this much of the results disk; a larger one -- an agent that filled
+#: its quota -- is removed once the run is scored (its change is in diff.patch). So a finished run
+#: takes at most its records and this, which the pre-run space check counts
+#: (:data:`kit.run.results.RECORDS_PER_RUN_MB`), never its whole quota.
+KEPT_CLONE_BYTES = 16 * 2**20
+
+
+def clone_bytes(quota: Quota) -> int:
+    """What the released clone takes on the results disk now (its image's allocated blocks, or the
+    folder's, counted up to its quota)."""
+    if quota.image is not None:
+        with contextlib.suppress(OSError):
+            return quota.image.stat().st_blocks * 512
+        return 0
+    return quota.usage()[0] if quota.folder.is_dir() else 0
+
+
+def drop_clone(quota: Quota) -> None:
+    """Remove the released clone: its image (and mount point), or its folder whatever the agent
+    made there (:func:`kit.trees.remove_tree`)."""
+    if quota.image is not None:
+        unmount(quota.folder)
+        quota.image.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            quota.folder.rmdir()
+    elif quota.folder.is_dir():
+        with contextlib.suppress(OSError, trees.TreeChanged):
+            trees.remove_tree(quota.folder)
+
+
+def settle_clone(quota: Quota, keep_bytes: int = KEPT_CLONE_BYTES) -> str | None:
+    """After a run is scored: its clone released, and removed when it takes more than ``keep_bytes``
+    of the results disk (:data:`KEPT_CLONE_BYTES`); why it was removed, or None when it is kept."""
+    release(quota)
+    size = clone_bytes(quota)
+    if size <= keep_bytes:
+        return None
+    drop_clone(quota)
+    return (
+        f"the clone took {size / 2**20:.0f} MB of the results disk (more than the "
+        f"{keep_bytes // 2**20} MB a finished run keeps): removed once the run was scored; its "
+        "change is in diff.patch"
+    )
 
 
 def unmount(folder: Path) -> None:

@@ -191,12 +191,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def bwrap_args(folder: Path, layer: Layer | None) -> list[str]:
-    """bwrap's arguments for a throwaway overlay over ``folder``: ``layer`` as its upper layer, or
-    (None) bwrap's own ``--tmp-overlay``."""
+def bwrap_args(folder: Path, layer: Layer | None, dest: Path | None = None) -> list[str]:
+    """bwrap's arguments for a throwaway overlay over ``folder`` (seen at ``dest``, default the same
+    path): ``layer`` as its upper layer, or (None) bwrap's own ``--tmp-overlay``."""
+    to = str(dest or folder)
     if layer is None:
-        return ["--overlay-src", str(folder), "--tmp-overlay", str(folder)]
-    return ["--overlay-src", str(folder), "--overlay", str(layer.upper), str(layer.work), str(folder)]
+        return ["--overlay-src", str(folder), "--tmp-overlay", to]
+    return ["--overlay-src", str(folder), "--overlay", str(layer.upper), str(layer.work), to]
 
 
 def tree_bytes(folder: Path) -> int:

@@ -26,6 +26,7 @@ from kit.config import SafeName, load_yaml_model
 from kit.confine import confined
 from kit.errors import ConfigError, TaskError
 from kit.paths import TASKS_DIR, built_tasks_dir, is_ignored
+from kit.secrets import public_text
 from kit.tasks.packages import name_problems
 from kit.tasks.suite_manifest import BUILD_COMMAND, ExcludedTest, ExpertEstimate, SpecNote, SuiteManifest
 
@@ -68,6 +69,14 @@ class TaskSource(BaseModel):
         None, description="The licence file found in the base tree, as a path inside repo/, or null."
     )
     command: str = Field("", description="The import command line that made the task.")
+
+    @field_validator("repo_url", "command", mode="after")
+    @classmethod
+    def _no_credentials(cls, value: str | None) -> str | None:
+        """A hand-written or older task.yaml's URLs are cut too (kit.secrets.public_url)."""
+        if value is None:
+            return None
+        return public_text(value)
 
 
 class TaskFile(ExpertEstimate):

@@ -31,6 +31,7 @@ from pathlib import Path, PurePosixPath
 from kit.confine import confined, path_problem
 from kit.errors import TaskError
 from kit.importers.git.gitview import GitView, config_value, records
+from kit.secrets import public_url
 
 #: A base tree larger than this is refused: a task's repo is copied for every run.
 MAX_TREE_BYTES = 256 * 1024 * 1024
@@ -147,9 +148,9 @@ class Repo:
         """The ``origin`` remote's URL with any credentials cut; None when there is none or it is a
         local path (a clone of a clone says nothing public)."""
         url = config_value(self.view, "remote.origin.url") or ""
-        if not url or url.startswith(("/", ".", "~", "file:")) or re.match(r"^[A-Za-z]:[\\/]", url):
+        if not url or url.lower().startswith(("/", ".", "~", "file:")) or re.match(r"^[A-Za-z]:[\\/]", url):
             return None
-        return re.sub(r"^([a-z+]+://)[^/@]*@", r"\1", url) or None
+        return public_url(url)  # userinfo and credential-like query parameters cut, any scheme's case
 
     # ------------------------------------------------------------------ trees
 

@@ -74,7 +74,8 @@ def import_git(opts: Options, progress: Progress = lambda _line: None) -> Import
         raise TaskError(
             f"{out / task_id} already exists", "pass --force to replace it, or --id to name another"
         )
-    progress(f"{repo.path}: {base[:12]}..{head[:12]}, {len(commits)} commit(s)")
+    subject = f": {commits[0].subject[:100]}" if len(commits) == 1 else ""
+    progress(f"{repo.path}: {base[:12]}..{head[:12]}, {len(commits)} commit(s){subject}")
     result = ImportResult(task_id, base=base, head=head, commits=len(commits))
     out.mkdir(parents=True, exist_ok=True)
     holder = Path(tempfile.mkdtemp(prefix=f".{task_id}-", dir=out))

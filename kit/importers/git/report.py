@@ -1,6 +1,7 @@
 """What ``kit tasks import-git`` prints at the end: the hidden tests by severity (with how each fails
 at the base), the candidates left out and why, the own tests left out and why -- or, for a refused
-candidate, what did not validate."""
+candidate, what did not validate. Every item from the repository is one line, its control characters
+escaped (:func:`kit.terminal.visible`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from kit.importers.git.result import ImportResult
 from kit.importers.size import describe
 from kit.importers.spec_audit import report
 from kit.records.schema import SEVERITIES
+from kit.terminal import visible
 
 KIND_TEXT = {
     "hang": "runs past the time limit at the base",
@@ -23,7 +25,7 @@ def _block(title: str, items: dict[str, str]) -> list[str]:
     if not items:
         return []
     lines = [f"  {title} ({len(items)}):"]
-    lines += [f"    {k}: {v}" for k, v in list(items.items())[:SHOWN]]
+    lines += [f"    {visible(k)}: {visible(v)}" for k, v in list(items.items())[:SHOWN]]
     if len(items) > SHOWN:
         lines.append(f"    ... and {len(items) - SHOWN} more")
     return lines
@@ -38,16 +40,16 @@ def import_summary(r: ImportResult) -> str:
         f"{r.seconds:.0f} s"
     )
     if r.ok:
-        lines = [f"✓ {head}", f"  written to {r.task_dir}"]
+        lines = [f"✓ {head}", f"  written to {visible(r.task_dir)}"]
     else:
         lines = [f"✗ {head}", "  refused: the task does not validate (nothing was written):"]
-        lines += [f"    - {p}" for p in r.problems]
+        lines += [f"    - {visible(p)}" for p in r.problems]
     hidden = {k: f"{s} ({KIND_TEXT.get(r.kinds.get(k, ''), '?')})" for k, s in r.hidden.items()}
     lines += _block("hidden tests", hidden)
     lines += _block("new or changed tests left out", r.dropped)
     lines += _block("own tests left out", r.deselected)
     lines += _block("own test modules not collected (--ignore)", r.ignored)
-    lines += [f"  note: {n}" for n in r.notes]
+    lines += [f"  note: {visible(n)}" for n in r.notes]
     if r.size is not None:
         s = r.size
         lines.append(
@@ -56,5 +58,5 @@ def import_summary(r: ImportResult) -> str:
         )
     if r.ok:
         lines.append("  specification audit (kit tasks audit): test  line  kind  what")
-        lines += [f"    {row}" for row in report(r.gaps, SHOWN)]
+        lines += [f"    {visible(row)}" for row in report(r.gaps, SHOWN)]
     return "\n".join(lines)

@@ -10,14 +10,16 @@ from kit.importers.git.gitread import Repo
 from kit.importers.git.plan import Plan
 from kit.importers.git.prompt import build_prompt, changed_names, interface
 from kit.importers.git.result import ImportResult, Options
+from kit.secrets import public_text, public_url
 
 
 def project_name(repo: Repo, opts: Options) -> str:
-    """The project's name: the last part of its URL (``--repo-url`` or the origin remote), else of
-    the repository's folder, ``.git`` cut."""
-    url = (opts.repo_url or repo.remote_url() or "").rstrip("/")
-    name = url.rsplit("/", 1)[-1].rsplit(":", 1)[-1] if url else repo.path.name
-    return name.removesuffix(".git") or repo.path.name
+    """The project's name: the repository folder's name (``.git`` cut; a ``.git`` folder given: its
+    parent's). Never a URL's part: an origin URL is the repository's to choose and may carry a token."""
+    path = Path(repo.path).absolute()
+    if path.name == ".git":
+        path = path.parent
+    return path.name.removesuffix(".git") or path.name or "repo"
 
 
 def default_id(repo: Repo, opts: Options, base: str, head: str) -> str:
@@ -61,14 +63,14 @@ def task_spec(opts: Options, repo: Repo, plan: Plan, task_id: str, packages: lis
         "own_tests_deselect": sorted(plan.deselect),
         "source": {
             "kind": "git",
-            "repo_url": opts.repo_url or repo.remote_url(),
+            "repo_url": public_url(opts.repo_url) or repo.remote_url(),  # (credentials cut)
             "base": plan.base,
             "head": plan.head,
             "commits": [c.sha for c in plan.commits],
             "base_date": base_commit.date,
             "head_date": head_commit.date,
             "licence": repo.licence(plan.base),
-            "command": opts.command,
+            "command": public_text(opts.command),
         },
     }
 

@@ -314,6 +314,7 @@ def run_gate(ctx: RunContext, step: Step, commands: list[str]) -> tuple[bool, st
             timeout_s=ctx.limits.command_timeout_s,
             sandbox=ctx.sandbox,
             env=ctx.command_env(),
+            neutral=True,  # its output reaches the agent: the agent's view
         )
         last_line = next((ln for ln in reversed(res.output.strip().splitlines()) if ln.strip()), "")
         code = "timeout" if res.timed_out else res.exit_code
