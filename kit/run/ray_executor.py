@@ -182,7 +182,7 @@ def run_on_ray(
     commit: str,
     address: str | None = None,
     remote_fn: Callable[..., dict[str, Any]] = run_remote,
-    may_start: Callable[[RunSpec], bool] = lambda spec: True,
+    may_start: Callable[[RunSpec], bool | None] = lambda spec: True,
     on_progress: Callable[[Progress], None] | None = None,
     on_wait: Callable[[], None] | None = None,
 ) -> Iterator[RunRecord]:
@@ -211,8 +211,12 @@ def run_on_ray(
         queue, pending = list(todo), {}
         while queue or pending:
             while queue and len(pending) < max(1, experiment.concurrency):
-                spec = queue.pop(0)
-                if not may_start(spec):  # the experiment's spend cap: this run is not started
+                spec = queue[0]
+                allowed = may_start(spec)  # the experiment's spend cap
+                if allowed is None:  # not yet: a run in flight must end and give its room back
+                    break
+                queue.pop(0)
+                if not allowed:  # never: this run is not started
                     continue
                 ref = task_fn.remote(
                     blobs[spec.task.id],
@@ -277,7 +281,7 @@ def run_ray(
             out,
             kit_commit(),
             address=address,
-            may_start=lambda spec: state.cap.start(spec.run_id(profile.name)),
+            may_start=lambda spec: state.cap.try_start(spec.run_id(profile.name)),
             on_progress=state.update,
             on_wait=lambda: refresh(bar, state),
         )

@@ -79,9 +79,12 @@ def run_threads(
         def play(spec: RunSpec) -> PlayedRun | None:
             if ctl.draining.is_set():  # interrupted before this run could start: it never starts
                 return None
-            if not state.cap.start(spec.run_id(profile.name)):  # the experiment's spend cap: not started
-                return None
-            return play_run(spec, experiment, profile, sheet, out, commit, ctl.stop, state.update)
+            run_id = spec.run_id(profile.name)
+            if not state.cap.start(run_id, ctl.draining):  # the experiment's spend cap: not started
+                return None  # (it waits while runs in flight hold the room it needs)
+            played = play_run(spec, experiment, profile, sheet, out, commit, ctl.stop, state.update)
+            state.cap.ended(run_id, played.recorder.totals.cost_usd)  # scoring spends nothing: room back
+            return played
 
         playing: dict[Future, RunSpec] = {state.track(agents.submit(play, s)): s for s in todo}
         scoring: dict[Future, RunSpec] = {}
