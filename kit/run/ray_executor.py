@@ -188,7 +188,10 @@ def run_on_ray(
 ) -> Iterator[RunRecord]:
     """Run ``todo`` as Ray tasks, at most ``experiment.concurrency`` in flight; yield each
     run's record as the driver writes it. Joins the running Ray instance if there is one, else
-    ``ray.init(address)`` (None: a new local instance; "auto": the cluster of this node)."""
+    ``ray.init(address)`` (None: a new local instance; "auto": the cluster of this node).
+    ``may_start`` is the spend cap: True starts a run, None holds it until a run in flight ends,
+    False never starts it. Long because the driver's loop -- start under the cap, submit, wait,
+    install, record -- reads best in one piece."""
     ray = _ray()
     if not todo:
         return
@@ -211,12 +214,10 @@ def run_on_ray(
         queue, pending = list(todo), {}
         while queue or pending:
             while queue and len(pending) < max(1, experiment.concurrency):
-                spec = queue[0]
-                allowed = may_start(spec)  # the experiment's spend cap
-                if allowed is None:  # not yet: a run in flight must end and give its room back
+                if (allowed := may_start(queue[0])) is None:  # spend cap: wait for a run in flight to end
                     break
-                queue.pop(0)
-                if not allowed:  # never: this run is not started
+                spec = queue.pop(0)
+                if not allowed:  # the spend cap: never, this run is not started
                     continue
                 ref = task_fn.remote(
                     blobs[spec.task.id],
