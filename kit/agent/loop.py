@@ -122,7 +122,10 @@ class Agent:
                 res.outcome, res.final = "budget", str(e)
                 return res
             res.steps += 1
-            reply = self._ask()
+            try:
+                reply = self._ask()
+            finally:
+                self.budget.end_call()
             res.usage = res.usage + reply.usage
             self._add(self._assistant_message(reply))
             try:

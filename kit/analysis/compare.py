@@ -3,8 +3,10 @@ the prompt lab): per strategy x task the outcome, stop reason, solved, failed sh
 cache-read share and cost of A and of B with the change, then the diff of the prompts the two used.
 
 By default only the strategy x task pairs both sides ran are compared (a pair only one side ran is
-one line), the metrics that moved come first (quality, then cost and effort), and the prompt diff
-covers the strategies both ran.
+one line), the metrics that moved come first -- strategies whose settings changed before those whose
+settings are identical on both sides (marked: their differences are run-to-run noise), then quality,
+cost and effort -- each with its 95 % interval (:mod:`kit.analysis.compare_noise`), and the prompt
+diff covers the strategies both ran.
 
 The prompts: :mod:`kit.analysis.prompt_diff`.
 """
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from kit.analysis import compare_noise
 from kit.analysis.load import Records, load
 from kit.analysis.prices import TOKENS
 from kit.analysis.prompt_diff import prompt_diff, run_prompts  # noqa: F401 - importable from here as before
@@ -132,6 +135,18 @@ def format_compare(table: pd.DataFrame) -> pd.DataFrame:
     out["A"] = [_fmt(m, v) for m, v in zip(metrics, table["A"], strict=True)]
     out["B"] = [_fmt(m, v) for m, v in zip(metrics, table["B"], strict=True)]
     out["change"] = [_fmt(m, v, signed=True) for m, v in zip(metrics, table["change"], strict=True)]
+    return out
+
+
+def _format_changes(changed: pd.DataFrame) -> pd.DataFrame:
+    """The changes view as strings: A, B, change, its 95 % interval and the strategy's settings mark."""
+    out = format_compare(changed)
+    metrics = changed.index.get_level_values("metric")
+    out["95% interval"] = [
+        "-" if pd.isna(lo) else f"[{_fmt(m, lo, signed=True)}, {_fmt(m, hi, signed=True)}]"
+        for m, lo, hi in zip(metrics, changed["lo"], changed["hi"], strict=True)
+    ]
+    out["settings"] = list(changed["settings"])
     return out
 
 
@@ -285,10 +300,15 @@ def compare_text(
         )
     )
     table = compare_table(keep(runs[0]), keep(runs[1]))
-    changed = changes_table(table)
-    lines += ["", "What changed (B − A; quality first, then cost and effort; means per run)"]
+    changed, settings = compare_noise.annotate(changes_table(table), keep(runs[0]), keep(runs[1]))
+    lines += [
+        "",
+        "What changed (B − A; strategies whose settings changed first, then quality, cost and effort; "
+        "means per run, with the 95 % interval of each difference)",
+        *settings,
+    ]
     lines.append(
-        format_compare(changed).to_string() if not changed.empty else "  nothing: every metric is the same"
+        _format_changes(changed).to_string() if not changed.empty else "  nothing: every metric is the same"
     )
     lines += [
         "",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -93,6 +94,17 @@ def left_out_note(runs: pd.DataFrame, y: str) -> tuple[pd.DataFrame, str]:
     return shown[~missing], note
 
 
+#: Metrics that are shares: their axis is always 0 to 1 (never below 0, never zoomed to a sliver).
+SHARES = frozenset({"failed_share", "solved", "solved_rate", "cache_read_share"})
+
+
+def _share_axis(ax: Any) -> None:
+    """A y axis of shares: exactly 0 to 1, the points on its edges drawn whole."""
+    ax.set_ylim(0.0, 1.0)
+    for artist in ax.collections:
+        artist.set_clip_on(False)
+
+
 def pareto_figure(runs: pd.DataFrame, y: str = "failed_share") -> Figure:
     """The figure :func:`pareto` saves: colour = strategy, marker = task (two legends), the title
     counting the runs shown of all runs and every run left out."""
@@ -116,6 +128,8 @@ def pareto_figure(runs: pd.DataFrame, y: str = "failed_share") -> Figure:
     front = pareto_front(runs, y)
     if len(front) > 1:
         ax.step(front["cost_usd"], front[y], where="post", color="grey", lw=1, ls="--")
+    if y in SHARES:
+        _share_axis(ax)
     ax.set_xlabel("cost per run (USD)")
     ax.set_ylabel(Y_LABELS.get(y, y))
     ax.set_title(f"{title}: {len(runs)} of {total} runs" + (f"\n{note}" if note else ""))
@@ -271,8 +285,9 @@ def frontier_figure(table: pd.DataFrame, left_out: int = 0) -> Figure:
         for strategy, row in t.iterrows():
             ax.scatter(row["cost_usd"], row["failed_share"], s=60, color=colours[strategy])
         front = t[t["on_frontier"]].sort_values("cost_usd")
-        if len(front) > 1:
-            ax.plot(front["cost_usd"], front["failed_share"], color="grey", lw=1, ls="--")
+        if len(front) > 1:  # the same staircase as the Pareto figure's front
+            ax.step(front["cost_usd"], front["failed_share"], where="post", color="grey", lw=1, ls="--")
+        _share_axis(ax)
         ax.set_title(f"{family} ({int(t['runs'].sum())} runs)", fontsize="small")
         ax.set_xlabel("mean cost per run (USD)")
     axes[0].set_ylabel(Y_LABELS["failed_share"])
@@ -286,7 +301,8 @@ def frontier_figure(table: pd.DataFrame, left_out: int = 0) -> Figure:
 
 def frontier(table: pd.DataFrame, path: str | Path) -> Path:
     """One panel per task family: each strategy's mean cost vs mean failed share
-    (:func:`kit.analysis.verdict.frontier_table`); the strategies on the family's frontier joined by a line."""
+    (:func:`kit.analysis.verdict.frontier_table`); the strategies on the family's frontier joined by the
+    Pareto figure's staircase; the failed share's axis from 0 to 1."""
     title = "Cost-quality frontier per task family"
     kept = table.dropna(subset=["cost_usd", "failed_share"]) if not table.empty else table
     if kept.empty:

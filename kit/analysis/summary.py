@@ -7,7 +7,8 @@ many it solved (no critical or major requirement failed) of those scored, its me
 runs and their outcomes, its cost per run -- point values over all its runs, with no interval, since runs
 of different tasks are not repeats of one measurement. Then the *paired* verdict
 (:func:`kit.analysis.verdict.compare`: same task, profile and repeat) against the best other strategy,
-with its 95 % interval, or "not enough paired runs (need ~N)". The best strategy is the one with the
+with its 95 % interval, or "no verdict" and why (too few pairs to trust an interval: none is shown;
+or an interval that still includes 0) and the pairs it would need. The best strategy is the one with the
 highest solved share, then the lowest failed share, then the lowest cost.
 """
 
@@ -109,14 +110,17 @@ def done_unsolved_line(table: pd.DataFrame) -> str | None:
 
 
 def _interval(metric: str, row: pd.Series) -> str:
+    """The mean paired difference, and its interval only where it is evidence: with fewer than
+    :data:`verdict.FEW_PAIRS` pairs a bootstrap interval is too narrow to mean anything (all equal
+    differences even give a zero-width one), so none is shown -- :func:`_reading` says why."""
     unit, fmt, _ = verdict.FORMATS[metric]
-    if pd.isna(row["lo"]):
-        return f"{fmt(row['diff'])}{unit} (no interval)"
+    if pd.isna(row["lo"]) or int(row["pairs"]) < verdict.FEW_PAIRS:
+        return f"{fmt(row['diff'])}{unit}"
     return f"{fmt(row['diff'])}{unit} [{fmt(row['lo'])}, {fmt(row['hi'])}]"
 
 
 def _reading(row: pd.Series) -> str:
-    """The verdict on one metric in words, with the pairs behind it."""
+    """The verdict on one metric in words, with the pairs behind it and, without one, why."""
     pairs, state = int(row["pairs"]), row["verdict"]
     if state == verdict.DIFFERS:
         return f"differs ({pairs} paired runs)"
@@ -124,7 +128,12 @@ def _reading(row: pd.Series) -> str:
         return f"no difference observed ({pairs} paired runs)"
     need = row["repeats_needed"]
     need_text = f"~{int(need)}" if need is not None and not pd.isna(need) else f"over {verdict.MAX_REPEATS}"
-    return f"not enough paired runs (have {pairs}, need {need_text})"
+    if pairs < verdict.FEW_PAIRS:
+        return (
+            f"no verdict: {pairs} paired run(s), and a verdict needs at least {verdict.FEW_PAIRS} (fewer "
+            f"give an interval too narrow to trust); need {need_text}"
+        )
+    return f"no verdict yet: the interval still includes 0 (have {pairs} paired runs, need {need_text})"
 
 
 def paired_verdict(runs: pd.DataFrame, a: str, b: str) -> tuple[str, pd.DataFrame | None]:

@@ -282,6 +282,8 @@ def _interval(metric: str, row: pd.Series) -> str:
         return f"{name}: no pairs"
     if pd.isna(row["lo"]):
         return f"{fmt(row['diff'])}{unit} (one pair: no interval)"
+    if int(row["pairs"]) < FEW_PAIRS:  # too narrow to be evidence (equal differences: zero width)
+        return f"{fmt(row['diff'])}{unit} (no interval)"
     return f"{fmt(row['diff'])}{unit} [{fmt(row['lo'])}, {fmt(row['hi'])}]"
 
 
@@ -331,7 +333,8 @@ def verdict_lines(table: pd.DataFrame) -> list[str]:
             notes.append(detectable_words(g.loc["solved"]))
         if 1 < pairs < FEW_PAIRS:
             notes.append(
-                f"only {pairs} pairs: bootstrap intervals this small are too narrow, do not trust them"
+                f"only {pairs} pairs: no verdict and no interval -- a verdict needs at least {FEW_PAIRS} "
+                "(fewer give bootstrap intervals too narrow to trust)"
             )
         lines.append(head + (". " + "; ".join(notes) if notes else ""))
     return lines

@@ -34,10 +34,11 @@ from kit.errors import ConfigError, TaskError
 from kit.importers.git.gitread import Repo
 from kit.importers.size import LONG_CODE_LINES, LONG_FILES, LONG_HIDDEN_TESTS, describe, measure
 from kit.importers.spec_audit import audit_task, gap_counts, unexplained
+from kit.importers.validate import collection_checked, remember_checked
 from kit.paths import built_tasks_dir
 from kit.tasks.git import git, git_env
 from kit.tasks.suite_manifest import SuiteImport, SuiteProject
-from kit.tasks.task import SUITES_DIR, TASK_FILE, Suite, Task
+from kit.tasks.task import SUITES_DIR, TASK_FILE, Suite, Task, load_task
 from kit.tasks.taskyaml import write_task_file
 
 #: In a built task folder: the digest of the manifest entry it was built from (:func:`recipe`).
@@ -226,8 +227,11 @@ def build_suite(
             if status != 0 or not (folder / TASK_FILE).is_file():
                 raise TaskError(f"import-git exited with status {status}", "see its output above")
             # built: kept from now on; the manifest's checks (finish) run again on each build
-            (folder / RECIPE_FILE).write_text(recipe(item) + "\n", encoding="utf-8")
+            validated = collection_checked(load_task(folder))  # import-git's validation, remembered
             finish(item, project, folder)
+            (folder / RECIPE_FILE).write_text(recipe(item) + "\n", encoding="utf-8")
+            if validated:  # the licence copy and the recipe change no test: the dry run knows it
+                remember_checked(load_task(folder))
         except (TaskError, ConfigError) as e:
             status = "no-source" if "no clone of" in str(e) else "failed"
             results.append(BuildResult(item.id, status, time.monotonic() - started, str(e)))

@@ -105,6 +105,8 @@ def validate_task(
             problems.append(str(e))
     durations["total_s"] = time.monotonic() - started
     durations = {k: round(v, 3) for k, v in durations.items()}
+    if not problems:
+        remember_checked(task)  # the hidden tests collect with the solution: no check before a run
     return ValidationReport(task_id=task.id, ok=not problems, problems=problems, durations=durations)
 
 
@@ -211,8 +213,22 @@ def check_cache_dir() -> Path:
 
 
 def collection_checked(task: Task) -> bool:
-    """Whether the task's content already passed :func:`collection_problems`."""
+    """Whether the task's content already passed :func:`collection_problems` (or a whole validation:
+    :func:`remember_checked`)."""
     return (check_cache_dir() / f"{task_hash(task)}.ok").is_file()
+
+
+def remember_checked(task: Task) -> None:
+    """Remember that the task's content, as it is now, passed the check before a run: its hidden
+    tests collect with the reference solution. :func:`validate_task` (``kit tasks validate``,
+    ``import-git``, ``build-suite``) proves more than that, so a task it passed is not checked again
+    and the dry run does not call it unchecked. No cache folder: nothing remembered."""
+    marker = check_cache_dir() / f"{task_hash(task)}.ok"
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(task.id + "\n", encoding="utf-8")
+    except OSError:
+        pass  # no cache: the check runs again next time
 
 
 def collection_problems(task: Task, sandbox: str | None = None, static_only: bool = False) -> list[str]:
@@ -249,9 +265,5 @@ def collection_problems(task: Task, sandbox: str | None = None, static_only: boo
                 + (end.unscored_reason or "; ".join(end.acceptance.errors))[:400]
             )
     if not problems:
-        try:
-            marker.parent.mkdir(parents=True, exist_ok=True)
-            marker.write_text(task.id + "\n", encoding="utf-8")
-        except OSError:
-            pass  # no cache: the check runs again next time
+        remember_checked(task)
     return problems

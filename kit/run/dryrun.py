@@ -1,18 +1,21 @@
 """``kit run --dry-run``: what a run of the experiment would do, and nothing done -- no folder, no lock,
 no copy written. It prints the matrix, the smallest solved-rate difference the matrix can detect (and
-what a chosen one would need: :mod:`kit.run.power_plan`), the budget of one run, the most the runs to do can spend (from
-the price sheet and the budget, :func:`spend_bound`) and what resume would keep, redo or run
-(:mod:`kit.run.resume`)."""
+what a chosen one would need: :mod:`kit.run.power_plan`), the budget of one run, the most the runs to do
+can spend (from the price sheet and the budget, :func:`spend_bound`), what a run typically spent and took
+(the medians of the results folder's finished runs, per strategy), how many runs the experiment-wide cap
+lets start and why, and what resume would keep, redo or run (:mod:`kit.run.resume`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from kit.config import Experiment
 from kit.importers.validate import collection_checked
 from kit.paths import results_root
 from kit.power import Assumption
+from kit.records.schema import load_run
 from kit.run.power_plan import DETECT, power_lines, task_projects
 from kit.run.resume import describe, resume_plan
 from kit.run.runner import load_settings
@@ -27,24 +30,74 @@ def _budget_line(experiment: Experiment) -> str:
 
 
 def _cap_line(
-    experiment: Experiment, out: Path, resume: Any, per_run: float | None, todo: int, redo_changed: bool
-) -> str:
-    """The experiment-wide cap: what is spent, what a run may spend, how many runs it lets start."""
+    experiment: Experiment,
+    spent: float,
+    per_run: float | None,
+    todo: int,
+    typical: float | None,
+) -> list[str]:
+    """The experiment-wide cap: what is spent, what a run may spend, how many runs can start and why."""
     cap = experiment.limits.max_total_usd
     if cap is None:
-        return "experiment-wide cap: none (limits.max_total_usd, or --max-total-usd)"
+        return ["experiment-wide cap: none (limits.max_total_usd, or --max-total-usd)"]
     if per_run is None:
-        return (
+        return [
             f"experiment-wide cap: ${cap:g} -- kit run would refuse: set limits.max_usd too (a run's bound)"
-        )
-    redone = {rid for rid, spec in resume.specs.items() if spec in resume.todo}
-    redone |= set(resume.changed) if redo_changed else set()
-    spent = spent_so_far(out, redone)
-    starts = max(0, min(todo, int((cap - spent + 1e-12) // per_run))) if per_run > 0 else todo
-    return (
-        f"experiment-wide cap: ${cap:g} (limits.max_total_usd); spent so far ${spent:.4f}; a run may spend up "
-        f"to ${per_run:.2f}: at most {starts} of the {todo} run(s) to do will start"
+        ]
+    head = f"experiment-wide cap: ${cap:g} (limits.max_total_usd); spent so far ${spent:.4f}; a run may spend up to ${per_run:.2f}"
+    room = cap - spent
+    if todo == 0:
+        return [f"{head}: no run to do"]
+    if room + 1e-12 < per_run:
+        return [
+            f"{head}: no run will start -- the spend so far plus one run's worst case passes the cap; "
+            "raise it (--max-total-usd)"
+        ]
+    at_once = max(1, min(experiment.concurrency, todo, int((room + 1e-12) // per_run)))
+    why = (
+        f"a run starts while the spend so far plus the worst case of the runs in flight stays within "
+        f"the cap, and gives back what it did not spend when it ends: up to {at_once} at once "
+        f"(concurrency {experiment.concurrency})"
     )
+    if spent + todo * per_run <= cap + 1e-12:
+        return [
+            f"{head}: every one of the {todo} run(s) to do starts, even if each spends its worst case; {why}"
+        ]
+    lines = [
+        f"{head}: every one of the {todo} run(s) to do starts unless the runs spend more than "
+        f"${room - per_run:.4f} between them before the last one starts; {why}"
+    ]
+    if typical is not None and typical > 0:
+        fit = min(todo, 1 + int(max(0.0, room - per_run) // typical))
+        lines.append(
+            f"  at the typical ${typical:.4f} per run (the median of the folder's runs) "
+            + (f"all {todo} start" if fit >= todo else f"about {fit} of the {todo} start")
+        )
+    return lines
+
+
+def _typical(out: Path) -> tuple[str, float | None]:
+    """The folder's recorded runs per strategy: their median cost and time per run, as a line, and the
+    median cost over all of them (None: no run recorded yet)."""
+    runs = out / "runs"
+    rows = []
+    for run_dir in sorted(runs.iterdir()) if runs.is_dir() else []:
+        record = load_run(run_dir)
+        if record is not None and record.outcome not in ("error", "interrupted"):
+            rows.append((record.strategy, record.totals.cost_usd, record.wall_s or 0.0))
+    if not rows:
+        return "typical run: none yet (no finished run of this experiment in its results folder)", None
+    parts = []
+    for strategy in dict.fromkeys(r[0] for r in rows):
+        mine = [r for r in rows if r[0] == strategy]
+        cost, wall = median(r[1] for r in mine), median(r[2] for r in mine)
+        parts.append(f"{strategy} ${cost:.4f}, {_duration(wall)} ({len(mine)} run(s))")
+    head = "typical run (median of the folder's finished runs, errors and interrupts left out): "
+    return head + "; ".join(parts), median(r[1] for r in rows)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 def dry_run(
@@ -86,7 +139,11 @@ def dry_run(
             f"most it can spend: ${per_run * todo:.2f} for the {todo} run(s) to do, ${per_run:.2f} per run"
             f"{prices}: {how}"
         )
-    lines.append(_cap_line(experiment, out, resume, per_run, todo, redo_changed))
+    typical_line, typical = _typical(out)
+    lines.append(typical_line)
+    redone = {rid for rid, spec in resume.specs.items() if spec in resume.todo}
+    redone |= set(resume.changed) if redo_changed else set()
+    lines += _cap_line(experiment, spent_so_far(out, redone), per_run, todo, typical)
     where = "exists" if out.is_dir() else "new"
     redo = len(resume.changed) if redo_changed else 0
     lines.append(

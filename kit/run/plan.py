@@ -17,7 +17,7 @@ from kit.config import Experiment, Profile
 from kit.paths import REPO_ROOT
 from kit.secrets import is_secret_env, looks_secret
 from kit.tasks.git import git
-from kit.tasks.task import Task, expand_tasks, load_task
+from kit.tasks.task import Task, expand_tasks, load_tasks
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def redacted(profile: Profile) -> dict[str, Any]:
 
 def plan(experiment: Experiment) -> list[RunSpec]:
     """The matrix, validated up front: unknown tasks, strategies or roles fail before anything runs."""
-    tasks = [load_task(t) for t in expand_tasks(experiment.tasks)]  # `suite:<name>` -> its tasks
+    tasks = load_tasks(expand_tasks(experiment.tasks))  # `suite:<name>` -> its tasks; every unbuilt named
     for name in experiment.strategies:
         strategies.get(name)
     strategies.check_experiment(experiment)  # options, prompt names, roles: typos with a suggestion

@@ -182,13 +182,16 @@ def run_on_ray(
     commit: str,
     address: str | None = None,
     remote_fn: Callable[..., dict[str, Any]] = run_remote,
-    may_start: Callable[[RunSpec], bool] = lambda spec: True,
+    may_start: Callable[[RunSpec], bool | None] = lambda spec: True,
     on_progress: Callable[[Progress], None] | None = None,
     on_wait: Callable[[], None] | None = None,
 ) -> Iterator[RunRecord]:
     """Run ``todo`` as Ray tasks, at most ``experiment.concurrency`` in flight; yield each
     run's record as the driver writes it. Joins the running Ray instance if there is one, else
-    ``ray.init(address)`` (None: a new local instance; "auto": the cluster of this node)."""
+    ``ray.init(address)`` (None: a new local instance; "auto": the cluster of this node).
+    ``may_start`` is the spend cap: True starts a run, None holds it until a run in flight ends,
+    False never starts it. Long because the driver's loop -- start under the cap, submit, wait,
+    install, record -- reads best in one piece."""
     ray = _ray()
     if not todo:
         return
@@ -211,8 +214,10 @@ def run_on_ray(
         queue, pending = list(todo), {}
         while queue or pending:
             while queue and len(pending) < max(1, experiment.concurrency):
+                if (allowed := may_start(queue[0])) is None:  # spend cap: wait for a run in flight to end
+                    break
                 spec = queue.pop(0)
-                if not may_start(spec):  # the experiment's spend cap: this run is not started
+                if not allowed:  # the spend cap: never, this run is not started
                     continue
                 ref = task_fn.remote(
                     blobs[spec.task.id],
@@ -277,7 +282,7 @@ def run_ray(
             out,
             kit_commit(),
             address=address,
-            may_start=lambda spec: state.cap.start(spec.run_id(profile.name)),
+            may_start=lambda spec: state.cap.try_start(spec.run_id(profile.name)),
             on_progress=state.update,
             on_wait=lambda: refresh(bar, state),
         )

@@ -33,6 +33,7 @@ from kit.run.fingerprint import fingerprint, run_settings, write_prompts
 from kit.run.plan import RunSpec, redacted
 from kit.run.results import INTERRUPTED, free_room, hold_room
 from kit.run.sandboxing import run_sandbox
+from kit.run.spend import call_bounds
 from kit.sandbox.base import SANDBOX_GID, SANDBOX_UID, drops_to_sandbox_user
 from kit.sandbox.quota import Quota, drop_clone, provide, settle_clone, unmount
 from kit.scoring import scorer as scoring
@@ -150,7 +151,16 @@ def play_run(
     started_at, t0 = utc_now(), time.monotonic()
     tiers = strategies.role_tiers(spec.strategy, experiment.tiers.get(spec.strategy), profile)
     limits = experiment.limits
-    budget = Budget(recorder, limits.max_usd, limits.max_tokens, limits.max_model_calls, stop=stop)
+    call_usd, call_tokens = call_bounds(profile, sheet, tiers.values())  # a call in flight, at worst
+    budget = Budget(
+        recorder,
+        limits.max_usd,
+        limits.max_tokens,
+        limits.max_model_calls,
+        stop=stop,
+        call_usd=call_usd,
+        call_tokens=call_tokens,
+    )
     record = new_record(
         spec,
         experiment,

@@ -103,9 +103,12 @@ def run_threads(
             if not clones.take(ctl.draining):  # interrupted before this run could start: it never starts
                 return None
             try:  # interrupted, or the experiment's spend cap: not started
-                if ctl.draining.is_set() or not state.cap.start(spec.run_id(profile.name)):
-                    return clones.give()
-                return play_run(spec, experiment, profile, sheet, out, commit, ctl.stop, state.update)
+                run_id = spec.run_id(profile.name)
+                if ctl.draining.is_set() or not state.cap.start(run_id, ctl.draining):
+                    return clones.give()  # (the cap waits while runs in flight hold the room it needs)
+                played = play_run(spec, experiment, profile, sheet, out, commit, ctl.stop, state.update)
+                state.cap.ended(run_id, played.recorder.totals.cost_usd)  # scoring spends nothing: room back
+                return played
             except BaseException:
                 clones.give()
                 raise

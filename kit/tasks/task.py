@@ -192,15 +192,48 @@ def _task_folder(id_or_path: str | Path) -> Path:
         )
     suite = _building_suite(str(id_or_path))
     if suite is not None:
-        raise ConfigError(
-            f"task {str(id_or_path)!r} of suite {suite!r} is not built (no {built_tasks_dir() / str(id_or_path)})",
-            f"build it from clones of the suite's projects: {BUILD_COMMAND.format(name=suite)} "
-            "(datasets/suites/README.md)",
-        )
+        raise NotBuilt({suite: [str(id_or_path)]})
     known = ", ".join(_task_ids()) or "(none)"
     raise ConfigError(
         f"unknown task {str(id_or_path)!r}", f"pick one of: {known}, or give a task folder path"
     )
+
+
+class NotBuilt(ConfigError):
+    """Tasks a suite's manifest builds (``kit tasks build-suite``) whose folders are not there yet:
+    ``missing`` maps each suite to its unbuilt task ids."""
+
+    def __init__(self, missing: dict[str, list[str]]) -> None:
+        self.missing = missing
+        where = built_tasks_dir()
+        parts = [
+            f"task {ids[0]!r} of suite {suite!r} is not built (no {where / ids[0]})"
+            if len(ids) == 1
+            else f"{len(ids)} tasks of suite {suite!r} are not built (no folders in {where}): {', '.join(ids)}"
+            for suite, ids in missing.items()
+        ]
+        commands = " and ".join(BUILD_COMMAND.format(name=suite) for suite in missing)
+        super().__init__(
+            "; ".join(parts),
+            f"build {'it' if sum(map(len, missing.values())) == 1 else 'them'} from clones of the suite's "
+            f"projects: {commands} (datasets/suites/README.md)",
+        )
+
+
+def load_tasks(ids: list[str]) -> list[Task]:
+    """:func:`load_task` on each id; the tasks of suites not built yet are refused together, every
+    one named, not only the first."""
+    tasks: list[Task] = []
+    missing: dict[str, list[str]] = {}
+    for task_id in ids:
+        try:
+            tasks.append(load_task(task_id))
+        except NotBuilt as e:
+            for suite, more in e.missing.items():
+                missing.setdefault(suite, []).extend(more)
+    if missing:
+        raise NotBuilt(missing)
+    return tasks
 
 
 def _task_ids() -> list[str]:
@@ -293,8 +326,14 @@ def load_suite(name: str, check_tasks: bool = True) -> Suite:
         raise ConfigError(
             f"{path}: field `name`: {suite.name!r} differs from the file name", "make them equal"
         )
+    unbuilt: list[str] = []
     for task_id in suite.tasks if check_tasks else []:
-        _task_folder(task_id)  # an unknown task fails here, naming the valid ones
+        try:
+            _task_folder(task_id)  # an unknown task fails here, naming the valid ones
+        except NotBuilt:
+            unbuilt.append(task_id)  # named together below, every one
+    if unbuilt:
+        raise NotBuilt({suite.name: unbuilt})
     return suite
 
 

@@ -53,6 +53,23 @@ def test_frontier_has_one_legend_no_point_labels_and_a_shared_y_axis(records):
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["pdca", "vibe", "frontier"]
 
 
+def test_share_axes_run_from_0_to_1_and_the_frontier_is_the_pareto_staircase(records):
+    """Issue 41: a failed-share axis neither runs below 0 nor zooms to 0.86-1.00; the frontier is drawn
+    as the same staircase as the Pareto figure's front, not a diagonal."""
+    runs = records.runs.copy()
+    runs["failed_share"] = [0.9, 0.95, 0.0, 1.0][: len(runs)] + [0.9] * max(0, len(runs) - 4)
+    pareto = figures.pareto_figure(runs).axes[0]
+    assert pareto.get_ylim() == (0.0, 1.0)
+    high = runs.assign(failed_share=runs["cost_usd"].rank(pct=True) * 0.1 + 0.88)  # all in 0.88-0.98
+    assert figures.pareto_figure(high).axes[0].get_ylim() == (0.0, 1.0)
+    table = verdict.frontier_table(runs.assign(strategy=[f"s{i}" for i in range(len(runs))]))
+    table["on_frontier"] = True  # every point on it: a front of several points
+    ax = figures.frontier_figure(table).axes[0]
+    assert ax.get_ylim() == (0.0, 1.0)
+    [line] = ax.get_lines()
+    assert line.get_drawstyle() == "steps-post"
+
+
 # --------------------------------------------------------------------------- issue 32, item 1
 
 

@@ -28,7 +28,8 @@ def test_report_opens_with_who_won_in_plain_words(exp):
     assert lines[start] == "Summary: solved pdca 2/2 (100%), vibe 0/2 (0%); failed share pdca 8%, vibe 42%."
     assert lines[start + 1] == (
         "  No winner yet: pdca leads on the numbers; its solved rate against vibe's: "
-        "not enough paired runs (have 2, need ~6)."
+        "no verdict: 2 paired run(s), and a verdict needs at least 6 (fewer give an interval too narrow "
+        "to trust); need ~6."
     )
     # every fixture run ended `done`: vibe's two were not solved, and the summary says so
     assert lines[start + 2] == (
@@ -39,7 +40,8 @@ def test_report_opens_with_who_won_in_plain_words(exp):
         "  pdca: solved 2/2 (100%), failed share 8%; 2 runs on 1 task(s), outcomes: 2 done; $0.0208 per run; "
         "vs vibe: "
     )
-    assert "+100 pts solved [+100, +100]: not enough paired runs (have 2, need ~6)" in pdca
+    assert "+100 pts solved: no verdict: 2 paired run(s), and a verdict needs at least 6" in pdca
+    assert "[+100, +100]" not in pdca and "$0.0" in pdca  # issue 41: no zero-width interval as evidence
     vibe = next(line for line in lines if line.startswith("  vibe: "))
     assert vibe.startswith(
         "  vibe: solved 0/2 (0%), failed share 42%; 2 runs on 1 task(s), outcomes: 2 done;"
@@ -71,7 +73,7 @@ def test_summary_names_the_winner_once_the_paired_runs_decide():
     )
     assert "vs b: +100 pts solved [+100, +100]: differs (8 paired runs)" in lines[3]
     few = summary.summary_lines(dataclasses.replace(records, runs=_runs(1)))
-    assert few[1].startswith("  No winner yet") and "(have 1, need ~6)" in few[1]
+    assert few[1].startswith("  No winner yet") and "no verdict: 1 paired run(s)" in few[1]
 
 
 def test_intervals_are_over_the_repeats_of_one_task_never_across_tasks(exp):

@@ -91,7 +91,8 @@ def test_verdict_lines_in_plain_language():
     assert "-1.00 defects/run [-1.00, -1.00]" in line and "+$0.4000/run [+$0.4000, +$0.4000]" in line
     assert "24 paired runs" in line and "solved differs (interval excludes 0)" in line
     few = verdict.verdict_lines(verdict.verdict_table(_fixture_runs(2), n_resamples=500))[0]
-    assert "only 4 pairs" in few
+    assert "only 4 pairs: no verdict and no interval -- a verdict needs at least 6" in few
+    assert "[" not in few  # four pairs: no interval shown as evidence
     assert verdict.verdict_lines(verdict.verdict_table(_runs([]))) == [
         "no strategy pairs with runs on the same task and repeat: nothing to compare"
     ]

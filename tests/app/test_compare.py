@@ -4,6 +4,7 @@ copy and `kit notebooks`' defaults and output names: the fast checks (no noteboo
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import types
 
@@ -214,9 +215,11 @@ def test_compare_shows_what_both_ran_the_change_first_and_filters(tmp_path, caps
     out = capsys.readouterr().out
     assert out.index("What changed") < out.index("Per strategy × task")
     changed = out.split("What changed")[1].split("Per strategy × task")[0]
-    rows = [line for line in changed.splitlines()[1:] if line.strip()]
+    rows = [
+        line for line in changed.splitlines()[1:] if line.strip() and not re.match(r"  \w+: settings", line)
+    ]
     assert rows[0].split()[:3] == ["A", "B", "change"]
-    assert "failed_share" in rows[2] and rows[2].split()[-4:] == ["42%", "50%", "+8", "pts"]  # quality first
+    assert "failed_share" in rows[2] and rows[2].split()[3:7] == ["42%", "50%", "+8", "pts"]  # quality first
     assert "cost_usd" in changed and "runs" in changed  # 2 runs in A, 1 in B
     assert "outcome" not in changed  # done in both: unchanged, not listed
     diff = out.split("Prompt diff")[1]
@@ -247,3 +250,41 @@ def test_compare_pairs_each_strategy_by_cluster_and_shows_reliability(tmp_path, 
     reliability = out.split("Reliability over repeats per strategy")[1].split("Prompt diff")[0]
     assert "A: vibe" in reliability and "B: vibe" in reliability and "pdca" not in reliability  # A only
     assert "pass^2" in reliability and "flip_rate" in reliability
+
+
+def _set_run(folder, run_id, settings, extra_cost=0.0):
+    """Give one fixture run its settings (run.json) and, optionally, more cost."""
+    import json
+
+    path = folder / "runs" / run_id / "run.json"
+    data = json.loads(path.read_text())
+    data["settings"] = settings
+    data["totals"]["cost_usd"] += extra_cost
+    path.write_text(json.dumps(data))
+
+
+def test_compare_marks_identical_settings_as_noise_gives_intervals_and_puts_what_changed_first(
+    tmp_path, capsys
+):
+    """Issue 41, item 4: only vibe's prompt changed; pdca's (larger) cost difference is noise and must
+    say so, after vibe's; each difference has an interval."""
+    a = write_experiment(tmp_path, name="before", incomplete=False)
+    b = write_experiment(tmp_path, name="after", incomplete=False)
+    for folder, prompt in ((a, "aaa"), (b, "bbb")):
+        for r in range(2):
+            _set_run(
+                folder,
+                f"micro-slugify__vibe__r{r}",
+                {"strategy": "vibe", "prompts": {"coder.md": prompt}},
+                0.001 * (folder == b),
+            )
+            _set_run(folder, f"micro-slugify__pdca__r{r}", {"strategy": "pdca", "prompts": {"x.md": "same"}},
+                     (0.05 + 0.01 * r) * (folder == b))  # fmt: skip
+    assert main(["compare", str(a), str(b)]) == 0
+    changed = capsys.readouterr().out.split("What changed")[1].split("Per strategy × task")[0]
+    assert "  vibe: settings changed (prompts)" in changed
+    assert "  pdca: settings identical: differences are run-to-run noise" in changed
+    rows = [line for line in changed.splitlines() if "cost_usd" in line]
+    assert rows[0].startswith("vibe") and rows[1].startswith("pdca"), rows  # what changed first
+    assert "run-to-run noise" in rows[1] and "changed: prompts" in rows[0]
+    assert "95% interval" in changed and re.search(r"\[[-+]\$0\.\d{4}, \+\$0\.\d{4}\]", rows[1]), rows

@@ -105,7 +105,7 @@ def test_verdict_notebook_prints_the_paired_verdict_and_the_frontier(tmp_path):
     (out,) = notebooks.execute_all(exp, only="04", params={"n_resamples": 500}, progress=False)
     text = json.dumps(nbformat.read(out, as_version=4).cells)
     # the fixture: pdca solves both repeats, vibe neither; 2 defects fewer per pair
-    assert "pdca vs vibe: +100 pts solved [+100, +100], -2.00 defects/run [-2.00, -2.00]" in text
+    assert "pdca vs vibe: +100 pts solved (no interval), -2.00 defects/run (no interval)" in text
     assert "2 paired runs" in text and "only 2 pairs" in text and "on_frontier" in text
     assert "defects: ~6 paired runs to tell apart (have 2)" in text  # 2 pairs never "differ"
     assert out.name == "04_verdict-n_resamples-500.ipynb"  # named by its parameters, figures beside

@@ -103,9 +103,7 @@ def test_a_task_of_a_manifest_that_nobody_built_fails_naming_the_build_command(s
         lambda: tasks.load_suite("mine"),
         lambda: tasks.expand_tasks(["suite:mine"]),
     ):
-        with pytest.raises(
-            ConfigError, match=r"(?s)'widgets-fix' of suite 'mine' is not built.*build-suite mine"
-        ):
+        with pytest.raises(ConfigError, match=r"(?s)suite 'mine'.* not built.*widgets-fix.*build-suite mine"):
             call()
     from kit.run.runner import plan
 
@@ -290,3 +288,41 @@ def test_a_task_whose_hidden_test_needs_what_its_prompt_never_states_is_refused_
         "pins a seed",
     ]
     assert not suite_build.is_current(suite.imports[0], built)  # a test left out: built again
+
+
+def test_a_refusal_names_every_unbuilt_task_of_the_suite(suites):
+    """Issue 41: not only the first unbuilt task -- all of them, in one error."""
+    from kit.run.runner import plan
+
+    for call in (
+        lambda: tasks.load_suite("mine"),
+        lambda: plan(Experiment(name="x", tasks=["suite:mine"], strategies=["vibe"], profile="scripted")),
+        lambda: plan(Experiment(name="x", tasks=["widgets-fix", "widgets-span"], strategies=["vibe"],
+                                profile="scripted")),
+    ):  # fmt: skip
+        with pytest.raises(ConfigError) as info:
+            call()
+        text = str(info.value)
+        assert "widgets-fix" in text and "widgets-span" in text and "build-suite mine" in text, text
+
+
+def test_the_validation_of_a_build_is_remembered_so_the_dry_run_knows_it(suites, project, monkeypatch):
+    """Issue 41: after a build whose import validated the task, the built task (licence copied, recipe
+    written) counts as checked -- the dry run no longer says "hidden tests not yet checked"."""
+    from kit.importers.validate import collection_checked, remember_checked
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(project[0].parent.parent / "cache"))
+    repo, *_ = project
+    stand_in = fake_import([])
+
+    def validating_import(argv: list[str]) -> int:  # import-git validates what it leaves behind
+        status = stand_in(argv)
+        out, task_id = Path(argv[argv.index("--out") + 1]), argv[argv.index("--id") + 1]
+        remember_checked(tasks.load_task(out / task_id))
+        return status
+
+    suite = tasks.load_suite("mine", check_tasks=False)
+    suite_build.build_suite(suite, repo.parent, validating_import, only=["widgets-fix"])
+    assert collection_checked(tasks.load_task("widgets-fix"))
+    suite_build.build_suite(suite, repo.parent, stand_in, only=["widgets-span"])  # not validated: not
+    assert not collection_checked(tasks.load_task("widgets-span"))  # remembered

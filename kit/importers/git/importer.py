@@ -44,7 +44,7 @@ from kit.importers.git.spec import default_id, generated_prompt, read_prompt, ta
 from kit.importers.git.writer import write_acceptance, write_solution, write_spec
 from kit.importers.size import measure
 from kit.importers.spec_audit import audit_task, gap_counts
-from kit.importers.validate import validate_task
+from kit.importers.validate import remember_checked, validate_task
 from kit.tasks.task import Task, TaskFile, apply_solution, load_task
 from kit.tasks.transitions import is_hidden_test
 from kit.tasks.workspace import COPY_IGNORE, create_workspace
@@ -88,6 +88,7 @@ def import_git(opts: Options, progress: Progress = lambda _line: None) -> Import
                     shutil.rmtree(out / task_id)
                 folder.rename(out / task_id)
                 result.task_dir = out / task_id
+                remember_checked(load_task(out / task_id))  # validated as it is now (its final task.yaml)
     finally:
         shutil.rmtree(holder, ignore_errors=True)
     result.seconds = round(time.monotonic() - started, 1)

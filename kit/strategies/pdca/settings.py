@@ -28,7 +28,9 @@ class PdcaSettings:
     max_attempts: int = 3  # auditor rejections per plan revision before the expert
     max_plan_rejections: int = 3  # PLAN->DO rejections in a row before the expert
     max_do_rejections: int = 2  # DO->CHECK rejections on one revision before the expert
-    max_role_calls: int = 80  # role sessions (orchestrator included) in the whole run
+    #: role sessions (orchestrator turns included) in the whole run: room for the source's whole
+    #: escalation path, which needs 86 since CHECK's scout (a flawless cycle needs 12)
+    max_role_calls: int = 100
     report_retries: int = 2  # a missing/malformed scout, auditor or expert report is asked again
     executor_steps: int = 20
     scout_steps: int = 8

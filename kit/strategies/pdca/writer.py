@@ -58,9 +58,13 @@ class StatusWriter:
         ]
         for message in messages:
             self.ctx.recorder.transcript(conversation, ROLE, message)
-        reply = self.ctx.gateway.call(
-            role=ROLE, tier=self.ctx.tier(TIER_OF, "cheap"), messages=messages, conversation=conversation
-        )
+        try:
+            reply = self.ctx.gateway.call(
+                role=ROLE, tier=self.ctx.tier(TIER_OF, "cheap"), messages=messages, conversation=conversation
+            )
+        finally:
+            if self.ctx.budget is not None:
+                self.ctx.budget.end_call()
         self.ctx.recorder.transcript(
             conversation, ROLE, {"role": "assistant", "content": reply.content or ""}
         )

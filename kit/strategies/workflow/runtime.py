@@ -159,6 +159,11 @@ class Runtime:
         if self.ctx.budget is not None:
             self.ctx.budget.start_call()
 
+    def end_call(self) -> None:
+        """A subagent's model call has ended: the run budget stops counting it in flight."""
+        if self.ctx.budget is not None:
+            self.ctx.budget.end_call()
+
     # -- agent -------------------------------------------------------------------------------
     def agent(
         self,

@@ -4,6 +4,7 @@ default.yaml's and default-equal-tier.yaml's limits, tiers and pdca options, eve
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -43,4 +44,26 @@ def test_a_perfect_pdca_reaches_done_within_the_shipped_experiments_limits(tmp_p
         c = record.counters
         assert (record.outcome, c.get("stop_reason")) == ("done", "pass"), (task, record.error)
         assert len(read_jsonl(run_dir / CALLS)) <= exp.limits.max_model_calls
+        # the experiment file's comment gives the true counts of one clean cycle (issue 41)
+        comment = (EXPERIMENTS_DIR / f"{name}.yaml").read_text(encoding="utf-8")
+        said = re.search(
+            r"a flawless cycle is (\d+) role calls \((\d+) orchestrator turns.*?\) and (\d+) model",
+            comment,
+            re.S,
+        )
+        assert said, "the pdca comment must give the counts of a flawless cycle"
+        roles = c["role_calls"]
+        assert (int(said[1]), int(said[2]), int(said[3])) == (
+            sum(roles.values()),
+            roles["orchestrator"],
+            len(read_jsonl(run_dir / CALLS)),
+        ), (task, roles)
         assert record.score.defects_total == 0
+
+
+def test_the_default_role_cap_leaves_room_for_the_whole_escalation_path():
+    """Issue 41: since CHECK's scout the source's whole escalation path needs 86 role sessions; the
+    default cap (80) ended such a run as `capped` before the expert could decide."""
+    from kit.strategies.pdca.settings import PdcaSettings
+
+    assert PdcaSettings().max_role_calls >= 86
