@@ -33,11 +33,15 @@ from kit.analysis.sections import (  # noqa: F401 - importable from here as befo
     cache_sections,
     figure_sections,
 )
-from kit.analysis.summary import counters_table, groups, summary_lines
+from kit.analysis.summary import ORACLE_MODEL, counters_table, groups, summary_lines
 from kit.errors import KitError
 from kit.records.schema import OUTCOMES, STOP_REASONS, load_run
 
 SCRIPTED_LABEL = "scripted model — pipeline validation, not a benchmark"
+ORACLE_LABEL = (
+    "oracle profile — a pipeline check, not a benchmark: every role played the task's reference solution"
+    " (kit/model/oracle.py); a run that is not solved points at the task or the pipeline, not a strategy"
+)
 EMBEDDED_LABEL = "embedded SmolLM2-135M — real but tiny model"
 LOCAL_SERVER_LABEL = (
     "served on this machine: the models named were answered by a server at {bases}, not their provider"
@@ -89,7 +93,9 @@ def labels(records: Records) -> list[str]:
         if n:
             out.append(f"{label} ({n} of {len(runs)} runs)")
     out += _twin_labels(runs)
-    if any(m.startswith("scripted/") for m in models):
+    if ORACLE_MODEL in models:
+        out.append(ORACLE_LABEL)
+    elif any(m.startswith("scripted/") for m in models):
         out.append(SCRIPTED_LABEL)
     if any(m.startswith("embedded/") for m in models) or (
         not runs.empty and (runs["profile"] == "local").any()
