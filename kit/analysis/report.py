@@ -165,16 +165,22 @@ def outcome_words(runs: pd.DataFrame, counts: pd.Series) -> str:
     )
 
 
-def describe(records: Records) -> str:
-    """A few lines: what was loaded, what was skipped, and the caveats."""
+def describe(records: Records, shared: bool = False) -> str:
+    """A few lines: what was loaded (the results folder, its runs, tasks, strategies, profiles and
+    sandboxes), what was skipped, and the caveats. ``shared`` (a report meant to be sent: markdown,
+    HTML): the results folder by its name, not by an absolute path that carries the user's home."""
     runs = records.runs
+    where = Path(records.root).name if shared else records.root
     if runs.empty:
-        lines = [f"{records.root}: no complete runs"]
+        lines = [f"{where}: no complete runs"]
     else:
+        boxes = runs["sandbox"].value_counts() if "sandbox" in runs else pd.Series(dtype=int)
+        sandboxes = ", ".join(f"{b} ({n} runs)" if len(boxes) > 1 else str(b) for b, n in boxes.items())
         lines = [
-            f"{records.root}: {len(runs)} complete runs; tasks: {', '.join(sorted(set(runs['task'])))}; "
+            f"{where}: {len(runs)} complete runs; tasks: {', '.join(sorted(set(runs['task'])))}; "
             f"strategies: {', '.join(sorted(set(runs['strategy'])))}; "
             f"profiles: {', '.join(sorted(set(runs['profile'])))}"
+            + (f"; sandbox: {sandboxes}" if sandboxes else "")
         ]
     if not runs.empty:
         counts = (
@@ -247,17 +253,18 @@ def fairness_lines(records: Records) -> list[str]:
     return out
 
 
-def summary_section(records: Records) -> Section:
-    """The first screen: what was loaded and its caveats, then who won in plain words."""
-    lines = describe(records).splitlines()
+def summary_section(records: Records, shared: bool = False) -> Section:
+    """The first screen: what was loaded and its caveats, then who won in plain words (``shared``:
+    :func:`describe`'s)."""
+    lines = describe(records, shared).splitlines()
     summary = summary_lines(records)
     return Section("", [*lines, *([""] + summary if summary else [])])
 
 
-def report_sections(records: Records, figures: bool = False) -> list[Section]:
+def report_sections(records: Records, figures: bool = False, shared: bool = False) -> list[Section]:
     """The report, section by section (the summary first); with ``figures`` the sections carry the
     figures the notebooks draw (for the HTML report)."""
-    head = summary_section(records)
+    head = summary_section(records, shared)
     if records.runs.empty:
         return [head]
     by = groups(records)
@@ -333,7 +340,12 @@ def report(
     if fmt not in FORMATS:
         raise KitError(f"unknown report format {fmt!r}", f"pick one of: {', '.join(FORMATS)}")
     records = load(results_dir)
-    sections = [summary_section(records)] if summary_only else report_sections(records, figures=fmt == "html")
+    shared = fmt != "text"  # markdown and HTML are made to be sent: no absolute path in them
+    sections = (
+        [summary_section(records, shared)]
+        if summary_only
+        else report_sections(records, figures=fmt == "html", shared=shared)
+    )
     if summary_last and len(sections) > 1:
         sections = [*sections[1:], Section("", ["=" * 40, *sections[0].lines])]
     title = f"orchbench report: {Path(results_dir).name}"
