@@ -58,7 +58,7 @@ class PdcaCast:
                 self.handoff, self.briefs = req.last_user, self.briefs + 1
                 return f"Brief {self.briefs}:\n{req.last_user}"
         step = sum(1 for m in req.messages if m["role"] == "assistant")
-        first_user = str(next((m["content"] for m in req.messages if m["role"] == "user"), ""))
+        first_user = req.first_user
         if role == "executor" and "CHECK re-run:" in self.handoff:
             return self.check_session(first_user, mode, step)
         if role == "scout" and "CHECK re-runs' output" in self.handoff:

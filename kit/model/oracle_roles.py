@@ -13,7 +13,7 @@ import yaml
 
 from kit.model.actions import FINISH, render
 from kit.model.policies import solution_files
-from kit.model.script_io import Request
+from kit.model.script_io import Request, text_of
 
 FEATURES = "feature_list.json"
 COMMIT = "git add -A && git -c user.name=oracle -c user.email=oracle@example.com commit -qm"
@@ -26,10 +26,6 @@ def _mode(request: Request) -> str:
 
 def _steps(request: Request) -> int:
     return sum(m.get("role") == "assistant" for m in request.messages)
-
-
-def _first_user(request: Request) -> str:
-    return next((str(m.get("content") or "") for m in request.messages if m.get("role") == "user"), "")
 
 
 def deleted_files(task_path: str | None) -> list[str]:
@@ -89,7 +85,7 @@ def linear(request: Request) -> dict[str, Any]:
     for m in reversed(request.messages):
         if m.get("role") == "assistant":
             calls += 1
-        elif m.get("role") == "user" and (found := STEP_HEADER.search(str(m.get("content") or ""))):
+        elif m.get("role") == "user" and (found := STEP_HEADER.search(text_of(m.get("content")))):
             number = int(found.group(1))
             break
     todo = {
@@ -127,7 +123,7 @@ def harness(request: Request) -> dict[str, Any]:
     """harness: the initializer's four actions, or a coder session's (apply, test, flip, commit)."""
     context = request.context
     test = proving_command(context)
-    if context.get("role") == "initializer" or "you are the initializer" in _first_user(request):
+    if context.get("role") == "initializer" or "you are the initializer" in request.first_user:
         plan = [
             ("write_file", {"path": FEATURES, "content": _feature(context, False)}),
             ("write_file", {"path": "init.sh", "content": f"#!/bin/sh\n{test}\n"}),

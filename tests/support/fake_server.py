@@ -56,6 +56,14 @@ def _code_files(repo: Path) -> set[str]:
     return out
 
 
+def _text(content: Any) -> str:
+    """A message's text: a string as is, content blocks (the newest message carries its cache breakpoint
+    in one) joined -- never their repr, whose escaped newlines no brief would match."""
+    if isinstance(content, list):
+        return "\n".join(_text(b.get("text") if isinstance(b, dict) else b) for b in content)
+    return "" if content is None else str(content)
+
+
 def find_tasks(folders: list[Path]) -> list[Task]:
     """The shipped tasks, then each folder's: a task folder (task.yaml), or a folder of task folders."""
     found = [p for p in sorted(TASKS_DIR.iterdir()) if (p / "task.yaml").is_file()]
@@ -92,7 +100,7 @@ class Responder:
         is (a pdca sub-agent's brief quotes no prompt); else the one it names (a status update: ``task:
         micro-slugify``); else the one whose code files it names most. The first task only when nothing
         tells them apart."""
-        text = " ".join(str(m.get("content")) for m in request.messages if m["role"] == "user")
+        text = " ".join(_text(m.get("content")) for m in request.messages if m["role"] == "user")
         quoted = [t for t in self.tasks if t.prompt.strip()[:200] in text]
         with self.lock:
             ids = {i for brief, owners in self.handed.items() if brief in text for i in owners}
@@ -112,9 +120,9 @@ class Responder:
         strategy, role = next(
             (key for key, phrase in self.phrases if phrase in request.system), ("vibe", "coder")
         )
-        first = next((str(m.get("content")) for m in request.messages if m["role"] == "user"), "")
+        first = next((_text(m.get("content")) for m in request.messages if m["role"] == "user"), "")
         if (strategy, role) == ("vibe", "coder") and LINEAR_STEP.search(" ".join(
-                str(m.get("content")) for m in request.messages if m["role"] == "user")):  # fmt: skip
+                _text(m.get("content")) for m in request.messages if m["role"] == "user")):  # fmt: skip
             strategy = "linear"
         if strategy == "harness":
             role = "initializer" if "you are the initializer" in first else "coder"
