@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from pathlib import Path
 from typing import Any
 
 from kit.model.actions import FINISH, render
@@ -21,8 +22,9 @@ from kit.model.oracle_roles import _first_file, apply_actions, proving_command
 from kit.model.script_io import Request
 
 
-def plan(command: str, first_file: str) -> dict[str, Any]:
-    """A plan with every field the analyst's contract asks for, proved by ``command``."""
+def plan(command: str, first_file: str, task: str = "the task") -> dict[str, Any]:
+    """A plan with every field the analyst's contract asks for, proved by ``command``; its unit names
+    ``task`` (so every brief that carries it tells its task apart, as a real plan's would)."""
     criteria = [
         {"id": "C1", "text": "the task's change is made as its prompt specifies", "how_verified": command,
          "negative_case": "the behaviour the task asks for is missing"},
@@ -34,7 +36,9 @@ def plan(command: str, first_file: str) -> dict[str, Any]:
         "constraints": ["keep the project's public interface", "keep its own tests passing"],
         "assumptions": ["the task's test command is how the project is tested"],
         "acceptance_criteria": criteria,
-        "units": [{"id": "U1", "expected_result": "the change made and tested", "criteria": ["C1", "C2"]}],
+        "units": [
+            {"id": "U1", "expected_result": f"{task}: the change made and tested", "criteria": ["C1", "C2"]}
+        ],
         "means_and_access": f"{first_file}; {command}",
         "risks": ["an edge case the prompt names is missed"],
         "stop_conditions": ["the tests cannot run"],
@@ -101,7 +105,8 @@ class PdcaCast:
         return render(mode, FINISH, {"facts": [fact]}, "Facts.")
 
     def analyst(self, req: Request, mode: str, step: int) -> Any:
-        return {"content": json.dumps(plan(proving_command(req.context), _first_file(req.context)))}
+        task = Path(req.context.get("task_path") or "the task").name
+        return {"content": json.dumps(plan(proving_command(req.context), _first_file(req.context), task))}
 
     def auditor(self, req: Request, mode: str, step: int) -> Any:
         evidence = f"{proving_command(req.context)} -> exit 0"

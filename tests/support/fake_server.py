@@ -152,7 +152,7 @@ class Responder:
         reply = scripted.to_reply(self.oracle(req))
         if role == "orchestrator" and reply.content and reply.content.strip():
             with self.lock:
-                self.handed.setdefault(reply.content.strip(), set()).add(task.id)
+                self.handed[reply.content.strip()] = {task.id}  # the latest run that wrote it
         time.sleep(0.05)  # a model takes some time: the progress bar has something to show
         return {"content": reply.content, "tool_calls": reply.tool_calls}
 
