@@ -40,3 +40,28 @@ def test_pdca_status_updates_are_answered_by_the_cast():
     asked = "2026-12-03T13:52:06.739Z | PLAN | r1 | n1/3 | scout report | 1 facts\n"
     reply = fake(_request(writer, f"Event: scout report\nAppend to micro-slugify-1.md:\n\n{asked}"))
     assert reply["content"] == asked  # the text asked for, as the status writer's prompt wants
+
+
+def test_a_brief_is_traced_to_its_run_in_blocks_and_after_another_task_wrote_the_same():
+    """issue 41: over the wire the newest message carries its cache breakpoint as a content-block list,
+    and a brief one run wrote can be word for word another's (the same test command): the executor must
+    still get its own task's solution."""
+    fake = Responder()
+    book = PromptBook("pdca")
+    handoff = (
+        'Hand-off to the executor: implement unit U1.\n{"criteria": ["C1"], "command": "python -m pytest -q"}'
+    )
+    for task in ("bugfix-date-range", "micro-slugify"):  # the second run is the one in flight
+        prompt = next(t for t in fake.tasks if t.id == task).prompt
+        fake(_request(book.get("orchestrator"), f"Goal:\n{prompt}"))  # a new run of this task
+        turn = _request(book.get("orchestrator"), f"Goal:\n{prompt}")
+        turn.messages += [
+            {"role": "assistant", "content": "Brief 1: ..."},
+            {"role": "user", "content": handoff},
+        ]
+        brief = fake(turn)["content"]
+    blocks = [{"type": "text", "text": brief, "cache_control": {"type": "ephemeral"}}]
+    executor = _request(book.get("executor"), "")
+    executor.messages[-1] = {"role": "user", "content": blocks}
+    assert fake._task(executor).id == "micro-slugify"
+    assert fake._who(executor) == ("pdca", "executor")

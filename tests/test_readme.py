@@ -49,3 +49,23 @@ def test_every_kit_command_shown_parses():
             parser.parse_args(args)
         except SystemExit as e:  # argparse's way of saying the command line is wrong
             raise AssertionError(f"README command does not parse: python -m kit {' '.join(args)}") from e
+
+
+def test_the_readme_says_how_to_run_the_kit_and_names_only_what_exists():
+    """issue 41: a new user was never told to activate .venv, and the README named things that had
+    changed. Every experiment `python -m kit run NAME` names and every `--profile NAME` exist; the
+    fake server is described as what it is now (the oracle, for any task given)."""
+    text = README.read_text(encoding="utf-8")
+    assert "source .venv/bin/activate" in text and ".venv/bin/python -m kit" in text
+    parser = build_parser()
+    for args in _commands(text):
+        parsed = parser.parse_args(args)
+        if args[0] == "run":
+            name = parsed.experiment
+            assert (REPO_ROOT / (name if name.endswith(".yaml") else f"experiments/{name}.yaml")).is_file(), (
+                args
+            )
+        if getattr(parsed, "profile", None):
+            assert (REPO_ROOT / "datasets" / "profiles" / f"{parsed.profile}.yaml").is_file(), args
+    assert "pdca's roles play a scripted cast" not in text  # the fake server plays the oracle now
+    assert "--profile oracle" in text and "keyless-cache" in text.split("## Job 3")[0].split("## Job 2")[1]

@@ -36,13 +36,17 @@ from kit.analysis.sections import (  # noqa: F401 - importable from here as befo
     figure_sections,
     reliability_section,
 )
-from kit.analysis.summary import counters_table, groups, summary_lines
+from kit.analysis.summary import ORACLE_MODEL, counters_table, groups, summary_lines
 from kit.errors import KitError
 from kit.records.schema import OUTCOMES, STOP_REASONS, load_run
 
 SCRIPTED_LABEL = "scripted model — pipeline validation, not a benchmark"
 SIMULATED_LABEL = (
     "simulated records (kit.analysis.simulate): planted effects to test the analysis, not a benchmark"
+)
+ORACLE_LABEL = (
+    "oracle profile — a pipeline check, not a benchmark: every role played the task's reference solution"
+    " (kit/model/oracle.py); a run that is not solved points at the task or the pipeline, not a strategy"
 )
 EMBEDDED_LABEL = "embedded SmolLM2-135M — real but tiny model"
 LOCAL_SERVER_LABEL = (
@@ -97,7 +101,9 @@ def labels(records: Records) -> list[str]:
     out += _twin_labels(runs)
     if any(m.startswith("simulated/") for m in models):
         out.append(SIMULATED_LABEL)
-    if any(m.startswith("scripted/") for m in models):
+    if ORACLE_MODEL in models:
+        out.append(ORACLE_LABEL)
+    elif any(m.startswith("scripted/") for m in models):
         out.append(SCRIPTED_LABEL)
     if any(m.startswith("embedded/") for m in models) or (
         not runs.empty and (runs["profile"] == "local").any()
@@ -167,16 +173,22 @@ def outcome_words(runs: pd.DataFrame, counts: pd.Series) -> str:
     )
 
 
-def describe(records: Records) -> str:
-    """A few lines: what was loaded, what was skipped, and the caveats."""
+def describe(records: Records, shared: bool = False) -> str:
+    """A few lines: what was loaded (the results folder, its runs, tasks, strategies, profiles and
+    sandboxes), what was skipped, and the caveats. ``shared`` (a report meant to be sent: markdown,
+    HTML): the results folder by its name, not by an absolute path that carries the user's home."""
     runs = records.runs
+    where = Path(records.root).name if shared else records.root
     if runs.empty:
-        lines = [f"{records.root}: no complete runs"]
+        lines = [f"{where}: no complete runs"]
     else:
+        boxes = runs["sandbox"].value_counts() if "sandbox" in runs else pd.Series(dtype=int)
+        sandboxes = ", ".join(f"{b} ({n} runs)" if len(boxes) > 1 else str(b) for b, n in boxes.items())
         lines = [
-            f"{records.root}: {len(runs)} complete runs; tasks: {', '.join(sorted(set(runs['task'])))}; "
+            f"{where}: {len(runs)} complete runs; tasks: {', '.join(sorted(set(runs['task'])))}; "
             f"strategies: {', '.join(sorted(set(runs['strategy'])))}; "
             f"profiles: {', '.join(sorted(set(runs['profile'])))}"
+            + (f"; sandbox: {sandboxes}" if sandboxes else "")
         ]
     if not runs.empty:
         counts = (
@@ -249,17 +261,18 @@ def fairness_lines(records: Records) -> list[str]:
     return out
 
 
-def summary_section(records: Records) -> Section:
-    """The first screen: what was loaded and its caveats, then who won in plain words."""
-    lines = describe(records).splitlines()
+def summary_section(records: Records, shared: bool = False) -> Section:
+    """The first screen: what was loaded and its caveats, then who won in plain words (``shared``:
+    :func:`describe`'s)."""
+    lines = describe(records, shared).splitlines()
     summary = summary_lines(records)
     return Section("", [*lines, *([""] + summary if summary else [])])
 
 
-def report_sections(records: Records, figures: bool = False) -> list[Section]:
+def report_sections(records: Records, figures: bool = False, shared: bool = False) -> list[Section]:
     """The report, section by section (the summary first); with ``figures`` the sections carry the
     figures the notebooks draw (for the HTML report)."""
-    head = summary_section(records)
+    head = summary_section(records, shared)
     if records.runs.empty:
         return [head]
     by = groups(records)
@@ -337,7 +350,12 @@ def report(
     if fmt not in FORMATS:
         raise KitError(f"unknown report format {fmt!r}", f"pick one of: {', '.join(FORMATS)}")
     records = load(results_dir)
-    sections = [summary_section(records)] if summary_only else report_sections(records, figures=fmt == "html")
+    shared = fmt != "text"  # markdown and HTML are made to be sent: no absolute path in them
+    sections = (
+        [summary_section(records, shared)]
+        if summary_only
+        else report_sections(records, figures=fmt == "html", shared=shared)
+    )
     if summary_last and len(sections) > 1:
         sections = [*sections[1:], Section("", ["=" * 40, *sections[0].lines])]
     title = f"orchbench report: {Path(results_dir).name}"

@@ -90,11 +90,25 @@ def _solved(row: pd.Series) -> str:
     return f"{int(row['solved'])}/{int(row['scored'])} ({row['solved_rate']:.0%})"
 
 
-def shares_line(table: pd.DataFrame) -> str:
-    """The summary's first line: each strategy's solved and failed shares, best first."""
+def shares_line(table: pd.DataFrame, tag: str = "") -> str:
+    """The summary's first line: each strategy's solved and failed shares, best first (``tag``: what
+    played the runs, when it was no model: a pipeline check)."""
     solved = ", ".join(f"{s} {_solved(row)}" for s, row in table.astype(object).iterrows())
     failed = ", ".join(f"{s} {_share(row['failed_share'])}" for s, row in table.astype(object).iterrows())
-    return f"Summary: solved {solved}; failed share {failed}."
+    return f"Summary{f' ({tag})' if tag else ''}: solved {solved}; failed share {failed}."
+
+
+#: the oracle profile's model (kit/model/oracle.py): it plays each task's reference solution
+ORACLE_MODEL = "scripted/oracle-all"
+
+
+def pipeline_check(runs: pd.DataFrame) -> str:
+    """What the headline says first when the oracle played the runs: a pipeline check (other scripted
+    models' runs carry the report's scripted-model note)."""
+    models = {m for ms in runs.get("models", pd.Series(dtype=str)) for m in str(ms).split(",") if m}
+    if ORACLE_MODEL in models:
+        return "pipeline check, not a benchmark: the oracle played each task's reference solution"
+    return ""
 
 
 def done_unsolved_line(table: pd.DataFrame) -> str | None:
@@ -206,7 +220,7 @@ def summary_lines(records: Records) -> list[str]:
         lines.append(text)
     unsolved = done_unsolved_line(table)
     head = [
-        shares_line(table),
+        shares_line(table, pipeline_check(runs)),
         "  " + _headline(order, tables),
         *([unsolved] if unsolved else []),
         f"  (best first: {RANKING}; point values over all runs, no interval across tasks; "

@@ -153,6 +153,11 @@ def param_slug(params: Mapping[str, Any], limit: int = 60) -> str:
     return slug
 
 
+#: Arguments of the kit's own kernels: ipykernel's warning that its local TCP sockets are unencrypted
+#: (printed by every kernel start, on 127.0.0.1 only) is left out; its errors still show.
+KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
+
+
 def _runs_this_interpreter(argv0: str) -> bool:
     major, minor = sys.version_info[:2]
     # jupyter_client replaces these bare names with sys.executable when it starts the kernel
@@ -188,25 +193,16 @@ def declared_parameters(name: str) -> dict[str, Any]:
     return papermill.inspect_notebook(str(NOTEBOOKS_DIR / NOTEBOOKS[name]))
 
 
-def recorded_profile(results_dir: Path) -> str | None:
-    """The profile the experiment in ``results_dir`` ran on (its ``experiment.yaml``), if one."""
-    try:
-        spec = yaml.safe_load((results_dir / "experiment.yaml").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return None
-    profile = spec.get("profile") if isinstance(spec, dict) else None
-    return profile if isinstance(profile, str) and profile else None
-
-
 def default_parameters(
     name: str, results_dir: Path, chosen: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """What ``execute`` passes to a notebook before the user's ``chosen`` values: the results folder;
     the figures folder (named like the output when parameters were chosen); for the prompt lab, its
-    results root ``<results_dir>/lab`` and the profile the experiment ran on."""
+    results root ``<results_dir>/lab`` and ``like``: the experiment whose profile, api base and sandbox
+    the lab runs on (:func:`kit.app.prompt_lab.recorded_setup`)."""
     if name == "prompt_lab":
-        profile = recorded_profile(results_dir)
-        return {"results_dir": str(results_dir / "lab"), **({"profile": profile} if profile else {})}
+        like = {"like": str(results_dir)} if (results_dir / "experiment.yaml").is_file() else {}
+        return {"results_dir": str(results_dir / "lab"), **like}
     figures = results_dir / "notebooks" / "figures"
     slug = param_slug(chosen or {})
     if slug:
@@ -249,6 +245,7 @@ def execute(
             progress_bar=progress,
             engine_name=_named_engine(),
             progress_label=output.stem,
+            extra_arguments=KERNEL_ARGS,
         )
     except PapermillExecutionError as e:
         raise KitError(

@@ -8,6 +8,12 @@ on that root shows them as two rows, never one. They are named by what changed:
 first words of the new prompt); a folder of that name made under other settings (another prompt, task,
 profile or limits) is never reused: the next free ``-2``, ``-3`` ... is taken.
 
+The lab reaches the models the way an experiment did when given one (``like``: its folder): the profile
+it ran on, the base URL its tiers were sent to (``--api-base``: a fake or local server, a proxy) and its
+sandbox (:func:`recorded_setup`); values given explicitly win. A lab run that ends in ``error`` raises
+(the run and its error named), and an errored run never holds a lab folder's name: the next lab with the
+same settings redoes it in place.
+
 Every lab run has a budget (:data:`LAB_BUDGET`: model calls and dollars per run) unless ``limits`` sets
 its own (``max_usd: None`` lifts it). The transcript diff leaves out what differs between any two runs
 (timestamps, durations, call ids, temporary paths): what is left is what the prompt changed.
@@ -30,7 +36,7 @@ from kit.analysis import compare
 from kit.config import Experiment, Limits
 from kit.errors import ConfigError, KitError
 from kit.paths import PROMPTS_DIR, REPO_ROOT
-from kit.records.schema import TRANSCRIPT, read_jsonl
+from kit.records.schema import RUN, TRANSCRIPT, load_run, read_jsonl
 
 METRICS = (
     "outcome",
@@ -72,6 +78,7 @@ class LabResult:
     prompt_diff: str
     prompt_path: Path | None = None  # the file the new prompt was read from, when one was
     budget: dict[str, Any] | None = None  # each run's budget (max_model_calls, max_usd, max_tokens)
+    setup: dict[str, Any] | None = None  # how the runs reached their models: profile, api_base, sandbox
 
 
 def prompt_file(strategy: str, role: str) -> Path:
@@ -124,6 +131,37 @@ def lab_budget(limits: Limits | Mapping[str, Any] | None) -> Limits:
     return Limits.model_validate({**LAB_BUDGET, **given})
 
 
+def recorded_setup(results_dir: str | Path) -> dict[str, Any]:
+    """How the experiment in ``results_dir`` reached its models: ``profile`` (its experiment.yaml),
+    ``api_base`` (the one base URL its runs' tiers were sent to, when they share one), ``sandbox`` and
+    ``sandbox_image`` (its runs', else its experiment.yaml's). Only what was recorded."""
+    import yaml
+
+    folder = analysis.repo_path(results_dir)
+    try:
+        spec = yaml.safe_load((folder / "experiment.yaml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        spec = None
+    spec = spec if isinstance(spec, dict) else {}
+    out = {
+        k: spec[k]
+        for k in ("profile", "sandbox", "sandbox_image")
+        if isinstance(spec.get(k), str) and spec[k]
+    }
+    bases: set[str] = set()
+    for run_json in sorted(folder.glob(f"runs/*/{RUN}")):
+        record = load_run(run_json.parent)
+        if record is None:
+            continue
+        bases |= {str(t.get("api_base") or "") for t in (record.profile_spec.get("tiers") or {}).values()}
+        out.update(
+            {k: v for k, v in (("sandbox", record.sandbox), ("sandbox_image", record.sandbox_image)) if v}
+        )
+    if len(bases) == 1 and "" not in bases:
+        out["api_base"] = bases.pop()
+    return out
+
+
 def lab_experiments(
     strategy: str,
     role: str,
@@ -132,14 +170,18 @@ def lab_experiments(
     profile: str = "local",
     limits: Limits | Mapping[str, Any] | None = None,
     label: str | None = None,
+    sandbox: Mapping[str, Any] | None = None,
 ) -> tuple[Experiment, Experiment]:
-    """The baseline and the modified experiment (same task, strategy, profile and limits), named by
-    what changed: ``lab-<strategy>-<role>-baseline`` and ``lab-<strategy>-<role>-<label>``."""
+    """The baseline and the modified experiment (same task, strategy, profile, limits and ``sandbox``:
+    ``sandbox`` / ``sandbox_image``), named by what changed: ``lab-<strategy>-<role>-baseline`` and
+    ``lab-<strategy>-<role>-<label>``."""
     if not prompt_override.strip():
         raise ConfigError("prompt_override is empty", "give the text that replaces the role's prompt file")
     prompt_file(strategy, role)  # the role must exist
     lim = lab_budget(limits)
-    common = dict(tasks=[task], strategies=[strategy], profile=profile, repeats=1, limits=lim)
+    common = dict(
+        tasks=[task], strategies=[strategy], profile=profile, repeats=1, limits=lim, **(sandbox or {})
+    )
     tag = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-.") if label else label_of(prompt_override)
     base = Experiment(name=f"lab-{strategy}-{role}-baseline", **common)
     modified = Experiment(
@@ -238,21 +280,51 @@ def transcript_diff(baseline_dir: Path, modified_dir: Path) -> str:
     return "\n".join([note, *diff]) if diff else f"(the two transcripts are the same) {note}"
 
 
-def _run(experiment: Experiment, root: Path | None, progress: bool) -> Path:
-    """Run ``experiment``; when its folder holds runs made under other settings (another prompt, task,
-    profile or limits), under the next free name ``<name>-2``, ``-3`` ... instead (never reused)."""
+def _only_errors(folder: Path) -> bool:
+    """Every run the folder holds ended in ``error`` (or it holds none)."""
+    records = [load_run(p.parent) for p in folder.glob(f"runs/*/{RUN}")]
+    return all(r is None or r.outcome == "error" for r in records)
+
+
+def _run(experiment: Experiment, root: Path | None, progress: bool, api_base: str | None = None) -> Path:
+    """Run ``experiment`` (errored runs of its folder redone); when its folder holds runs made under
+    other settings (another prompt, task, profile or limits), under the next free name ``<name>-2``,
+    ``-3`` ... instead -- unless every run there errored: an errored run holds no name, it is redone."""
+    from kit.run.results import prepare_results
     from kit.run.resume import SettingsChanged
     from kit.run.runner import run_experiment  # the lab sits above the runner; imported on use
 
     for n in range(1, 100):
         named = experiment if n == 1 else experiment.model_copy(update={"name": f"{experiment.name}-{n}"})
+        common = dict(results_dir=root, progress=progress, retry_errors=True, api_base=api_base)
         try:
-            return run_experiment(named, results_dir=root, progress=progress)
+            return run_experiment(named, **common)
         except SettingsChanged:
+            if not _only_errors(prepare_results(root, named.name)):
+                continue
+        try:
+            return run_experiment(named, redo_changed=True, **common)
+        except SettingsChanged:  # errored runs outside the matrix (another task): cannot be redone
             continue
     raise KitError(
         f"99 lab folders named {experiment.name}-N already hold other settings", "clean up results/lab"
     )
+
+
+def check_no_errors(*folders: Path) -> None:
+    """Raise when a lab run ended in ``error``: the run and its error, and what to do."""
+    failed = [
+        f"{folder.name}/{record.run_id}: {record.error or 'no message recorded'}"
+        for folder in folders
+        for p in sorted(folder.glob(f"runs/*/{RUN}"))
+        if (record := load_run(p.parent)) is not None and record.outcome == "error"
+    ]
+    if failed:
+        raise KitError(
+            f"{len(failed)} lab run(s) ended in error: " + "; ".join(failed),
+            "fix what the error names (the profile, --api-base, the server) and run the lab again: "
+            "errored runs are redone under the same names",
+        )
 
 
 def prompt_lab(
@@ -260,22 +332,36 @@ def prompt_lab(
     role: str,
     prompt_override: str,
     task: str,
-    profile: str = "local",
+    profile: str | None = None,
     results_dir: str | Path | None = None,
     limits: Limits | Mapping[str, Any] | None = None,
     progress: bool = True,
     prompt_file: str | Path | None = None,
     label: str | None = None,
+    like: str | Path | None = None,
+    api_base: str | None = None,
+    sandbox: str | None = None,
 ) -> LabResult:
     """Run the baseline and the modified experiment (``results_dir`` is the results root they go
-    under; None = the runner's default) and compare them. With ``prompt_file`` the replacement text
-    is that file's (:func:`override_text`); ``label`` names the modified run's folder (default: the
-    new prompt's first words); ``limits`` over :data:`LAB_BUDGET`."""
+    under; None = the runner's default) and compare them. ``like``: an experiment folder whose profile,
+    api base and sandbox the lab uses (:func:`recorded_setup`); ``profile``, ``api_base`` and
+    ``sandbox`` given win (profile default: ``local``). With ``prompt_file`` the replacement text is
+    that file's (:func:`override_text`); ``label`` names the modified run's folder (default: the new
+    prompt's first words); ``limits`` over :data:`LAB_BUDGET`. Raises when a lab run errored."""
     text = override_text(prompt_override, prompt_file)
-    base, modified = lab_experiments(strategy, role, text, task, profile, limits, label)
+    setup = recorded_setup(like) if like else {}
+    given = {"profile": profile, "api_base": api_base, "sandbox": sandbox}
+    setup.update({k: v for k, v in given.items() if v})
+    if sandbox:
+        setup.pop("sandbox_image", None)  # the recorded image belongs to the recorded sandbox
+    boxes = {k: setup[k] for k in ("sandbox", "sandbox_image") if setup.get(k)}
+    base, modified = lab_experiments(
+        strategy, role, text, task, setup.get("profile") or "local", limits, label, boxes
+    )
     root = analysis.repo_path(results_dir) if results_dir is not None else None
-    base_dir = _run(base, root, progress)
-    modified_dir = _run(modified, root, progress)
+    base_dir = _run(base, root, progress, setup.get("api_base"))
+    modified_dir = _run(modified, root, progress, setup.get("api_base"))
+    check_no_errors(base_dir, modified_dir)
     lim = base.limits
     return LabResult(
         baseline_dir=base_dir,
@@ -288,4 +374,5 @@ def prompt_lab(
         prompt_diff=compare.prompt_diff(base_dir, modified_dir),
         prompt_path=resolve_prompt_file(prompt_file) if prompt_file else None,
         budget={k: getattr(lim, k) for k in ("max_model_calls", "max_usd", "max_tokens")},
+        setup=setup,
     )

@@ -286,9 +286,13 @@ class Gateway:
             started_at = utc_now()
             t0 = time.monotonic()
             failure: Exception
+            waiting = self.recorder.waiting(call.role) if self.recorder is not None else None
             try:
-                with litellm_private.quiet_logging():
-                    response = litellm.completion(model=call.target.model, messages=messages, **kwargs)
+                try:
+                    with litellm_private.quiet_logging():
+                        response = litellm.completion(model=call.target.model, messages=messages, **kwargs)
+                finally:
+                    self._answered(waiting)
             except Exception as exc:  # noqa: BLE001 - every failure is recorded, then classified
                 latency = time.monotonic() - t0
                 self._record(
@@ -388,6 +392,10 @@ class Gateway:
             return {}
         model, ttl = self._token_model(call.spec), call.spec.cache_ttl or DEFAULT_TTL
         return self._prefixes.describe(model, messages, kwargs.get("tools"), prompt_total, ttl)
+
+    def _answered(self, waiting: int | None) -> None:
+        if waiting is not None and self.recorder is not None:
+            self.recorder.answered(waiting)
 
     def _record(self, record: CallRecord) -> None:
         if self.recorder is not None:

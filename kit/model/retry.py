@@ -116,6 +116,40 @@ def short(exc: BaseException | str, limit: int = 300) -> str:
     return f"{text[:head]} ... {text[len(text) - (limit - 5 - head) :]}"
 
 
+#: what a connection error says when the host has no address here, and when nothing listens there
+_UNRESOLVED = re.compile(
+    r"name or service not known|temporary failure in name resolution|nodename nor servname|getaddrinfo "
+    r"failed|no address associated with hostname|name resolution|could not resolve host",
+    re.IGNORECASE,
+)
+_REFUSED = re.compile(r"connection refused|errno 111|errno 61\b|connect call failed", re.IGNORECASE)
+
+
+def unreachable_hint(exc: BaseException, spec: ModelSpec) -> str | None:
+    """Advice for a host that cannot be resolved or refuses the connection (None for other errors):
+    waiting does not help there, the address or the network does."""
+    chain, seen = [], set()
+    err: BaseException | None = exc
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        chain.append(f"{type(err).__name__}: {err}")
+        err = err.__cause__ or err.__context__
+    text = " ".join(chain)
+    where = spec.api_base or f"{spec.model.split('/', 1)[0]}'s API"
+    if _UNRESOLVED.search(text):
+        return (
+            f"the host of {where} cannot be resolved from this machine (no DNS or no network here): "
+            "check --api-base / the tier's api_base, or the network; a keyless run needs a server on this "
+            "machine (tests.support.fake_server) or --profile oracle -- waiting will not help"
+        )
+    if _REFUSED.search(text):
+        return (
+            f"nothing accepts connections at {where}: start the server (e.g. the fake server) or fix "
+            "--api-base / the tier's api_base -- waiting will not help"
+        )
+    return None
+
+
 def model_error(exc: BaseException, spec: ModelSpec, attempts: int, transient: bool) -> ModelError:
     """The error a call ends with once the kit stops retrying ``exc`` (with a hint saying what to do)."""
     if isinstance(exc, ModelError):
@@ -125,6 +159,10 @@ def model_error(exc: BaseException, spec: ModelSpec, attempts: int, transient: b
             f"{spec.model}: the provider rejected the API key ({short(exc, 160)})",
             f"check {spec.api_key_env or 'the provider key'} or pick --profile local",
         )
+    unreachable = unreachable_hint(exc, spec)
+    if unreachable:
+        said = f"gave up after {attempts} attempts: {describe(exc, 240)}" if transient else describe(exc, 300)
+        return ModelError(f"{spec.model}: {said}", unreachable)
     if transient:
         return ModelError(
             f"{spec.model}: gave up after {attempts} attempts: {describe(exc, 240)}",

@@ -37,12 +37,22 @@ class Request:
         return self.context.get("role", "")
 
     @property
+    def first_user(self) -> str:
+        """The text of the conversation's first user message (its brief or task)."""
+        return next((_text(m.get("content")) for m in self.messages if m.get("role") == "user"), "")
+
+    @property
     def last_user(self) -> str:
         """The text of the newest user or tool message."""
         for m in reversed(self.messages):
             if m.get("role") in ("user", "tool"):
                 return _text(m.get("content"))
         return ""
+
+
+def text_of(content: Any) -> str:
+    """A message's text: a string as is, content blocks' texts joined."""
+    return _text(content)
 
 
 def _text(content: Any) -> str:

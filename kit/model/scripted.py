@@ -114,14 +114,15 @@ def get_script(model: str) -> Script:
     with _registry_lock:
         script = _scripts.get(name)
     if script is None:
-        from kit.model import policies  # built-in named policies (oracle, done, ...)
+        from kit.model import oracle, policies  # built-in named policies (oracle, done, oracle-all)
 
-        factory = policies.POLICIES.get(name)
+        factories = {**policies.POLICIES, oracle.NAME: oracle.Oracle}
+        factory = factories.get(name)
         if factory is None:
             raise ModelError(
                 f"no scripted model named {name!r}",
                 f"register one with kit.model.scripted.register(), or use one of: "
-                f"{', '.join(sorted(policies.POLICIES))}",
+                f"{', '.join(sorted(factories))}",
             )
         with _registry_lock:
             script = _scripts.setdefault(name, Script(factory()))

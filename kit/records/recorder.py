@@ -44,6 +44,7 @@ class Progress:
     cost_usd: float = 0.0
     role: str = ""  # the role of the latest call
     phase: str = ""  # the latest phase the strategy announced (PLAN, DO, CHECK, a workflow step ...)
+    waiting_since: float | None = None  # wall-clock start of the oldest model call still in flight
 
 
 class RunRecorder:
@@ -79,6 +80,8 @@ class RunRecorder:
         self.started = time.monotonic()
         self.on_progress = on_progress  # told after each call and phase; must be quick
         self._role = ""  # the latest call's role
+        self._waiting: dict[int, float] = {}  # model calls in flight: token -> when they started (time.time)
+        self._next_wait = 0
 
     # -- appenders -------------------------------------------------------------------------
     def _append(self, name: str, record: BaseModel) -> None:
@@ -104,12 +107,31 @@ class RunRecorder:
             self._role = record.role
         self._tell()
 
+    def waiting(self, role: str) -> int:
+        """A model call of ``role`` starts (the gateway, before it sends it): the live view shows how long
+        the run has been waiting on the model. Returns the token :meth:`answered` takes."""
+        with self._lock:
+            self._next_wait += 1
+            self._waiting[self._next_wait] = time.time()
+            self._role = role
+            token = self._next_wait
+        self._tell()
+        return token
+
+    def answered(self, token: int) -> None:
+        """The call :meth:`waiting` announced came back (answered or failed)."""
+        with self._lock:
+            self._waiting.pop(token, None)
+        self._tell()
+
     def progress(self) -> Progress:
-        """The run so far: calls, tokens, dollars, the latest call's role, the latest phase."""
+        """The run so far: calls, tokens, dollars, the latest call's role, the latest phase, and since when
+        it has been waiting on a model call (None when none is in flight)."""
         with self._lock:
             t = self.totals
             tokens = t.input_uncached + t.cache_read + t.cache_write + t.output
-            return Progress(self.run_id, self.calls, tokens, t.cost_usd, self._role, self.phase or "")
+            since = min(self._waiting.values(), default=None)
+            return Progress(self.run_id, self.calls, tokens, t.cost_usd, self._role, self.phase or "", since)
 
     def _tell(self) -> None:
         if self.on_progress is not None:

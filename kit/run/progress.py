@@ -7,13 +7,15 @@
   (:mod:`kit.run.threads`, :mod:`kit.run.ray_executor`) show the same one: every run of the plan,
   those already done counted in; the dollars so far (kept runs from earlier invocations, runs recorded,
   and what the runs in flight have spent); per run in flight its calls, tokens, dollars, current role
-  and phase, updated as its calls finish (its recorder reports them: :class:`~kit.records.recorder.Progress`);
+  and phase, updated as its calls finish (its recorder reports them: :class:`~kit.records.recorder.Progress`),
+  and while a call is out "waiting on the model for N s", ticking (the bar redraws, its clock too);
   and the last run's outcome.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -91,16 +93,23 @@ class ExperimentState:
         with self._lock:
             return self.spent_before + self.spent_usd + sum(p.cost_usd for p in self.live.values())
 
-    def line(self, show: int = 2) -> str:
-        """The bar's text: the dollars, then per running run its calls, tokens, dollars, role and phase
-        (``show`` of them, "+N more" for the rest), then the last run recorded."""
+    def line(self, show: int = 2, now: float | None = None) -> str:
+        """The bar's text: the dollars, then per running run its calls, tokens, dollars, role and phase,
+        and how long it has been waiting on the model (ticking each second while a call is out; ``now``:
+        the wall clock) (``show`` of them, "+N more" for the rest), then the last run recorded."""
         running = self.running()
         kept = f" (incl. ${self.spent_before:.4f} kept)" if self.spent_before else ""
         parts = [f"${self.total_usd():.4f}{kept}"]
+        now = time.time() if now is None else now
         for p in running[:show]:
             where = "/".join(x for x in (p.role, p.phase) if x) or "starting"
+            wait = (
+                f", waiting on the model for {max(0, int(now - p.waiting_since))} s"
+                if p.waiting_since
+                else ""
+            )
             parts.append(
-                f"{_label(p.run_id)}: {p.calls} calls {_tokens(p.tokens)} tok ${p.cost_usd:.4f} {where}"
+                f"{_label(p.run_id)}: {p.calls} calls {_tokens(p.tokens)} tok ${p.cost_usd:.4f} {where}{wait}"
             )
         if len(running) > show:
             parts.append(f"+{len(running) - show} more running")

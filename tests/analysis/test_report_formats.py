@@ -160,3 +160,13 @@ def test_html_tables_fit_the_page_in_a_browser(exp, tmp_path):
         page.show(out.as_uri(), ["Summary: solved"])
         assert page.js("document.querySelectorAll('div.wide').length") >= 6
         assert _wide_boxes(page) == []
+
+
+def test_the_header_names_the_sandbox_and_a_shared_report_no_absolute_path(exp):
+    """issue 41: the report header names the sandbox the runs used; a report made to be sent (markdown,
+    HTML) names the results folder by its name -- the absolute path carries the user's home."""
+    text = report(exp, "text", summary_only=True)
+    assert text.splitlines()[0].startswith(str(exp)) and "sandbox: " in text.splitlines()[0]
+    for fmt in ("markdown", "html"):
+        shared = report(exp, fmt, summary_only=fmt == "markdown")
+        assert str(exp.parent) not in shared and f"{exp.name}: " in shared and "sandbox: " in shared, fmt

@@ -49,6 +49,9 @@ PARAMETERS = {
         "prompt_file",
         "task",
         "profile",
+        "like",
+        "api_base",
+        "sandbox",
         "results_dir",
         "limits",
         "label",
@@ -113,12 +116,13 @@ def test_verdict_notebook_prints_the_paired_verdict_and_the_frontier(tmp_path):
     assert frontier.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_economics_on_a_folder_without_runs_says_so(tmp_path):
+def test_economics_on_a_folder_without_runs_says_so(tmp_path, capfd):
     empty = tmp_path / "empty"
     empty.mkdir()
     (out,) = notebooks.execute_all(
         empty, only="02", params={"reassign": {"auditor": "strong"}}, progress=False
     )
+    assert "without encryption" not in capfd.readouterr().err  # the kit's kernels: no TCP warning (issue 41)
     text = json.dumps(nbformat.read(out, as_version=4).cells)
     assert (
         "no complete runs" in text
@@ -209,7 +213,7 @@ def test_lab_experiments_differ_only_by_the_override(prompts):
 def test_prompt_lab_compares_the_two_runs(prompts, tmp_path, monkeypatch):
     seen = []
 
-    def run_experiment(experiment, *, results_dir=None, progress=True, overrides=None):
+    def run_experiment(experiment, *, results_dir=None, progress=True, **kw):
         seen.append(experiment)
         folder = write_experiment(
             results_dir, name=experiment.name, strategies=("vibe",), repeats=1, incomplete=False

@@ -1,5 +1,5 @@
 """Pipeline validation, not a benchmark: every strategy of ``experiments/real-repos.yaml``, under its
-limits and tier maps, played by a perfect scripted model (tests/support/perfect.py with ``any_task``:
+limits and tier maps, played by the oracle (``--profile oracle``'s model, kit/model/oracle.py:
 each role does its job flawlessly and the code written is the task's reference solution) on the built
 real-repos tasks. Each run should end ``done`` with no requirement failed and no regression; the table
 says where one does not (a budget too small for the task, a task the pipeline cannot score ...). The
@@ -21,12 +21,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests.support, run as a script
 
 from kit.config import load_experiment  # noqa: E402
-from kit.model import scripted  # noqa: E402
+from kit.model import oracle  # noqa: E402
 from kit.records.schema import load_run, normalise_outcome  # noqa: E402
 from kit.run.runner import run_experiment  # noqa: E402
 from kit.tasks.task import expand_tasks  # noqa: E402
 from tests.support.helpers import write_profile  # noqa: E402
-from tests.support.perfect import Perfect  # noqa: E402
 
 
 def main() -> None:
@@ -40,7 +39,7 @@ def main() -> None:
     tasks = expand_tasks(args.tasks.split(","))
     strategies = args.strategies.split(",") if args.strategies else shipped.strategies
     with tempfile.TemporaryDirectory(prefix="real-repos-oracle-") as tmp:
-        model = scripted.register(Perfect(any_task=True), name="perfect-any-task")
+        model = oracle.MODEL
         experiment = shipped.model_copy(
             update={
                 "name": "real-repos-oracle",
@@ -55,7 +54,7 @@ def main() -> None:
         started = time.monotonic()
         out = run_experiment(experiment, results_dir=Path(args.results or tmp) / "results", progress=True)
         print(f"\n{len(tasks)} tasks x {len(strategies)} strategies in {time.monotonic() - started:.0f} s "
-              "(scripted perfect model: pipeline validation, not a benchmark)")  # fmt: skip
+              "(the oracle: a pipeline check, not a benchmark)")  # fmt: skip
         print(
             f"{'task':<34} {'strategy':<9} {'outcome':<10} {'calls':>5} {'$':>6} {'failed':>9} {'regr':>4}  note"
         )

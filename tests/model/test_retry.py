@@ -84,3 +84,25 @@ def test_model_error_says_what_to_do():
     assert model_error(own, spec, 1, False) is own
     other = model_error(openai.OpenAIError("odd"), spec, 1, False)
     assert "OpenAIError: odd" in str(other) and "model string" in other.hint
+
+
+def test_a_host_that_cannot_be_reached_gets_advice_that_fits_it():
+    """An unresolvable host (no DNS, no network) or a closed port: waiting does not help, so the advice is
+    the address or the network, never "rerun later" (issue 41: a lab run sent to the real provider from
+    a machine without network was told to rerun later)."""
+    import socket
+
+    spec = ModelSpec(model="anthropic/claude-haiku-4-5", api_key_env="ANTHROPIC_API_KEY")
+    cause = socket.gaierror(-3, "Temporary failure in name resolution")
+    unresolved = litellm.APIConnectionError("Connection error.", llm_provider="anthropic", model="m")
+    unresolved.__cause__ = cause
+    err = model_error(unresolved, spec, 4, transient=True)
+    assert "cannot be resolved" in err.hint and "rerun later" not in err.hint
+    assert "anthropic's API" in err.hint and "gave up after 4 attempts" in str(err)
+    local = ModelSpec(model="anthropic/claude-haiku-4-5", api_base="http://127.0.0.1:9")
+    refused = litellm.APIConnectionError(
+        "[Errno 111] Connection refused", llm_provider="anthropic", model="m"
+    )
+    err = model_error(refused, local, 4, transient=True)
+    assert "nothing accepts connections at http://127.0.0.1:9" in err.hint and "rerun later" not in err.hint
+    assert "rerun later" in model_error(rate_limited(), spec, 4, transient=True).hint  # a real outage: wait

@@ -74,7 +74,8 @@ def test_kit_run_shows_each_running_run_as_its_calls_finish_and_counts_kept_runs
     calls = rows(run_dir, "calls.jsonl")
     assert len(calls) >= 2
     mine = [p for p in state.updates if p.run_id == run_dir.name]
-    assert [p.calls for p in mine if p.calls] == list(range(1, len(calls) + 1))  # one update per call
+    counts = [p.calls for p in mine if p.calls]  # an update per call, and as each call is sent and answered
+    assert sorted(set(counts)) == list(range(1, len(calls) + 1)) and counts == sorted(counts)
     assert mine[-1].role == "coder" and mine[-1].phase == "code"
     assert abs(mine[-1].cost_usd - run_json(run_dir)["totals"]["cost_usd"]) < 1e-12
     during = state.lines[-1]  # the bar's text after the last call, before run.json was written
@@ -113,3 +114,51 @@ def test_a_runs_wall_time_leaves_out_its_wait_for_a_scoring_worker(tmp_path):
     elapsed = time.monotonic() - t0
     assert record.outcome == "done" and record.wall_s <= elapsed - 2.9
     assert record.wall_s >= record.score.scoring_s
+
+
+def test_the_bar_ticks_while_a_run_waits_on_the_model(tmp_path):
+    """issue 41: under load a call took minutes and the bar looked hung (its clock moved only when a call
+    ended). Now a call in flight shows "waiting on the model for N s", N from the call's start."""
+    seen: list[Progress] = []
+    rec = RunRecorder(tmp_path / "run", "micro-slugify__vibe__p__r1", on_progress=seen.append)
+    token = rec.waiting("coder")
+    state = ExperimentState()
+    state.update(seen[-1])
+    since = seen[-1].waiting_since
+    assert since is not None and seen[-1].role == "coder"
+    assert "vibe/micro-slugify r1: 0 calls 0 tok $0.0000 coder, waiting on the model for 7 s" in state.line(
+        now=since + 7.4
+    )
+    assert "for 8 s" in state.line(now=since + 8.1)  # the text changes each second: the bar redraws
+    rec.answered(token)
+    state.update(seen[-1])
+    assert seen[-1].waiting_since is None and "waiting" not in state.line(now=since + 9)
+    rec.close()
+
+
+@pytest.mark.slow  # a scripted run whose calls take 1.5 s each
+def test_a_slow_call_is_shown_waiting_while_it_is_out(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    monkeypatch.setenv("ORCHBENCH_SCRIPTED_LATENCY_S", "1.5")
+    profile = write_profile(tmp_path, "scripted/oracle", "native")
+    state = ExperimentState()
+    lines: list[str] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            lines.append(state.line())
+            time.sleep(0.2)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        run_experiment(experiment("slow", profile, ["micro-slugify"], ["vibe"], repeats=1),
+                       results_dir=tmp_path / "results", progress=False, state=state)  # fmt: skip
+    finally:
+        stop.set()
+        sampler.join()
+    assert any("waiting on the model for 0 s" in line for line in lines)
+    assert any("waiting on the model for 1 s" in line for line in lines)  # it ticked during one call

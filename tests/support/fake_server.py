@@ -1,13 +1,18 @@
 """A fake Anthropic server to try the kit by hand, as a new user would, with no key and no network:
 
-    PYTHONPATH=. .venv/bin/python -m tests.support.fake_server [--port 8765]
+    PYTHONPATH=. .venv/bin/python -m tests.support.fake_server [--port 8765] [--tasks my-tasks ...]
 
-It prints its URL and serves until Ctrl-C. Every call is answered by a scripted policy through
-litellm's real Anthropic code (:mod:`tests.support.fake_providers`): vibe's and linear's coder write the
-task's reference solution, run its tests and say done (the oracle); pdca's roles play the cast of
-:mod:`tests.support.pdca` (a plan, an executor that applies the solution, a passing CHECK). The task
-is recognised by its prompt in the conversation's first user message. Point a profile at it with
-``--api-base URL`` (and any ``ANTHROPIC_API_KEY``), or a profile whose tiers set ``api_base``.
+It prints its URL and serves until Ctrl-C. Every call is answered through litellm's real Anthropic code
+(:mod:`tests.support.fake_providers`: the request rules enforced, prompt caching simulated with each
+model's minimum) by the oracle the ``oracle`` profile runs in process (:mod:`kit.model.oracle`): the
+task's reference solution played through every strategy's roles -- vibe's coder and workflow's
+implementer write it and say done, linear does each step, pdca's cast plans with every field, applies it
+and passes CHECK, workflow's analyzers report clean, harness's initializer writes a feature list and a
+coder session applies the solution and flips it. So every strategy's run should end done and solved, on
+any task the server knows: the shipped ones, and every task folder ``--tasks`` names (a task folder, or
+a folder of them: ``kit tasks import-git --out my-tasks``). The task is recognised by its prompt in the
+conversation (a pdca sub-agent's by the brief its orchestrator wrote), the strategy and role by the
+system prompt. Point a profile at it with ``--api-base URL`` (and any ``ANTHROPIC_API_KEY``).
 
 Not a benchmark: the numbers are the fake's (4 characters a token), for trying the pipeline only.
 """
@@ -21,14 +26,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kit.model import policies
+from kit.model.oracle import Oracle
 from kit.paths import TASKS_DIR
-from kit.tasks.task import load_task
+from kit.tasks.task import Task, load_task
 from tests.support.fake_providers import FakeAnthropic, WireRequest, role_phrases
-from tests.support.pdca import Cast
 
 #: pdca's roles, each told by its prompt (the status writer's file is status_writer.md)
 PDCA_ROLES = ["orchestrator", "scout", "analyst", "auditor", "expert", "executor", "status_writer"]
+#: strategy -> its roles with a system prompt of their own (vibe's coder, linear's coder and workflow's
+#: implementer share one first line: told apart by linear's step messages, and played alike otherwise)
+ROLES = {
+    "pdca": PDCA_ROLES,
+    "vibe": ["coder"],
+    "linear": ["reviewer"],
+    "workflow": ["analyzer", "refuter", "editor"],
+    "harness": ["system"],
+}
+LINEAR_STEP = re.compile(r"^Step \d+ of \d+: ", re.MULTILINE)
 
 
 def _code_files(repo: Path) -> set[str]:
@@ -42,15 +56,41 @@ def _code_files(repo: Path) -> set[str]:
     return out
 
 
-class Responder:
-    """Picks the task from the first user message and the role from the system prompt, then asks the
-    role's policy (a new pdca cast for each run: a run is one orchestrator conversation)."""
+def _text(content: Any) -> str:
+    """A message's text: a string as is, content blocks (the newest message carries its cache breakpoint
+    in one) joined -- never their repr, whose escaped newlines no brief would match."""
+    if isinstance(content, list):
+        return "\n".join(_text(b.get("text") if isinstance(b, dict) else b) for b in content)
+    return "" if content is None else str(content)
 
-    def __init__(self) -> None:
-        self.tasks = [load_task(p.name) for p in sorted(TASKS_DIR.iterdir()) if (p / "task.yaml").is_file()]
-        self.phrases = {**role_phrases("pdca", PDCA_ROLES), **role_phrases("vibe", ["coder"])}
+
+def find_tasks(folders: list[Path]) -> list[Task]:
+    """The shipped tasks, then each folder's: a task folder (task.yaml), or a folder of task folders."""
+    found = [p for p in sorted(TASKS_DIR.iterdir()) if (p / "task.yaml").is_file()]
+    for folder in folders:
+        found += (
+            [folder]
+            if (folder / "task.yaml").is_file()
+            else sorted(p.parent for p in folder.glob("*/task.yaml"))
+        )
+    tasks = [load_task(p if p.parent != TASKS_DIR else p.name) for p in found]
+    return list({t.path.resolve(): t for t in tasks}.values())
+
+
+class Responder:
+    """Picks the task from the conversation and the strategy and role from the system prompt, then asks
+    the oracle (a new pdca cast for each run: a run is one orchestrator conversation)."""
+
+    def __init__(self, tasks: list[Path] | None = None) -> None:
+        self.tasks = find_tasks([Path(t) for t in tasks or []])
+        phrases = {
+            (st, role): phrase
+            for st, roles in ROLES.items()
+            for role, phrase in role_phrases(st, roles).items()
+        }
+        self.phrases = sorted(phrases.items(), key=lambda kv: -len(kv[1]))  # longest first: editor, coder
         self.files = {t.id: _code_files(t.path / "repo") for t in self.tasks}
-        self.casts: dict[str, Cast] = {}
+        self.oracle = Oracle()
         self.handed: dict[str, set[str]] = {}  # each brief an orchestrator wrote -> the tasks it was for
         self.lock = threading.Lock()
         self.index = 0
@@ -60,7 +100,7 @@ class Responder:
         is (a pdca sub-agent's brief quotes no prompt); else the one it names (a status update: ``task:
         micro-slugify``); else the one whose code files it names most. The first task only when nothing
         tells them apart."""
-        text = " ".join(str(m.get("content")) for m in request.messages if m["role"] == "user")
+        text = " ".join(_text(m.get("content")) for m in request.messages if m["role"] == "user")
         quoted = [t for t in self.tasks if t.prompt.strip()[:200] in text]
         with self.lock:
             ids = {i for brief, owners in self.handed.items() if brief in text for i in owners}
@@ -75,33 +115,44 @@ class Responder:
                 return found[0]
         return self.tasks[0]
 
+    def _who(self, request: WireRequest) -> tuple[str, str]:
+        """(strategy, role) from the system prompt and, for linear and harness, the first user message."""
+        strategy, role = next(
+            (key for key, phrase in self.phrases if phrase in request.system), ("vibe", "coder")
+        )
+        first = next((_text(m.get("content")) for m in request.messages if m["role"] == "user"), "")
+        if (strategy, role) == ("vibe", "coder") and LINEAR_STEP.search(" ".join(
+                _text(m.get("content")) for m in request.messages if m["role"] == "user")):  # fmt: skip
+            strategy = "linear"
+        if strategy == "harness":
+            role = "initializer" if "you are the initializer" in first else "coder"
+        return strategy, role
+
     def __call__(self, request: WireRequest) -> dict[str, Any]:
         from kit.model import scripted
 
-        system = request.system
-        role = next((r for r, phrase in self.phrases.items() if phrase in system), "coder")
+        strategy, role = self._who(request)
         task = self._task(request)
         tools = [t for t in request.tools or [] if t["function"]["name"] != request.forced_tool] or None
         structured = bool(
             request.forced_tool or request.body.get("output_format") or request.body.get("response_format")
         )
         context = {"task_path": str(task.path), "test_command": task.test_command, "role": role,
-                   "conversation": role, "action_mode": "native", "schema": True if structured and not tools else None}  # fmt: skip
+                   "strategy": strategy, "run_id": task.id, "conversation": role, "action_mode": "native",
+                   "schema": True if structured and not tools else None}  # fmt: skip
         with self.lock:
             self.index += 1
             index = self.index
-            if role == "orchestrator" and sum(m["role"] == "user" for m in request.messages) == 1:
-                self.casts[task.id] = Cast(task_tests=True)
-            cast = self.casts.setdefault(task.id, Cast(task_tests=True))
+        if role == "orchestrator" and sum(m["role"] == "user" for m in request.messages) == 1:
+            self.oracle.cast(task.id, fresh=True)  # a new pdca run of this task
         req = scripted.Request(
             messages=list(request.messages), tools=tools, response_format=request.body.get("response_format"),
             context=context, index=index,
         )  # fmt: skip
-        policy = cast if role in PDCA_ROLES else policies.oracle
-        reply = scripted.to_reply(policy(req))
+        reply = scripted.to_reply(self.oracle(req))
         if role == "orchestrator" and reply.content and reply.content.strip():
             with self.lock:
-                self.handed.setdefault(reply.content.strip(), set()).add(task.id)
+                self.handed[reply.content.strip()] = {task.id}  # the latest run that wrote it
         time.sleep(0.05)  # a model takes some time: the progress bar has something to show
         return {"content": reply.content, "tool_calls": reply.tool_calls}
 
@@ -109,8 +160,11 @@ class Responder:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    ap.add_argument(
+        "--tasks", nargs="*", default=[], help="task folders, or folders of them, beside the shipped tasks"
+    )
     args = ap.parse_args()
-    server = FakeAnthropic(Responder(), port=args.port)
+    server = FakeAnthropic(Responder(args.tasks), port=args.port)
     with server:
         print(server.url, flush=True)
         try:
