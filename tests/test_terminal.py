@@ -1,4 +1,4 @@
-"""Nothing a repository or an agent wrote reaches the terminal raw: :func:`kit.terminal.visible` writes
+"""Nothing a repository or an agent wrote reaches the terminal raw: :func:`kit.untrusted.terminal.visible` writes
 every control character as its escape, and the report (text, markdown, HTML) and the live progress
 bar go through it. Before: a record's error or a task's title printed ESC, BEL and bidi overrides as
 they were -- a window title set, a line erased, the clipboard written."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from kit.analysis.render import Section, render
-from kit.terminal import visible
+from kit.untrusted.terminal import visible
 
 TITLE = "\x1b]0;pwned\x07"  # OSC 0: the window's title
 ERASE = "\x1b[2K"  # erase the line

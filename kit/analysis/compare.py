@@ -25,7 +25,7 @@ from kit.analysis.prompt_diff import prompt_diff, run_prompts  # noqa: F401 - im
 from kit.analysis.report import describe
 from kit.errors import KitError
 from kit.paths import results_root
-from kit.terminal import visible
+from kit.untrusted.terminal import visible
 
 METRICS = (
     "runs",
@@ -322,4 +322,4 @@ def compare_text(
         "",
         prompt_diff(*folders, strategies={s for s, _ in both} if not every_pair else None),
     ]
-    return visible("\n".join(lines), lines=True) + "\n"  # (a record's text escaped: kit.terminal)
+    return visible("\n".join(lines), lines=True) + "\n"  # (a record's text escaped: kit.untrusted.terminal)

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from kit.terminal import visible
+from kit.untrusted.terminal import visible
 
 FORMATS = ("text", "markdown", "html")
 
@@ -223,7 +223,7 @@ def render_html(sections: list[Section], title: str) -> str:
 
 
 def _visible_table(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with its cells, row labels and column names as :func:`~kit.terminal.visible` text."""
+    """``table`` with its cells, row labels and column names as :func:`~kit.untrusted.terminal.visible` text."""
     shown = table.map(visible)
     shown.columns = [visible(c) if isinstance(c, str) else c for c in shown.columns]
     if isinstance(shown.index, pd.MultiIndex):
@@ -236,7 +236,7 @@ def _visible_table(table: pd.DataFrame) -> pd.DataFrame:
 def visible_sections(sections: list[Section]) -> list[Section]:
     """``sections`` with every piece of text escaped for a terminal or a page (a record's error, a
     stop reason, a task's title can hold what an agent or a repository wrote): each line, title and
-    cell through :func:`kit.terminal.visible` -- a control character shows as ``\\x1b``, never acts."""
+    cell through :func:`kit.untrusted.terminal.visible` -- a control character shows as ``\\x1b``, never acts."""
     return [
         Section(
             visible(s.title),

@@ -11,7 +11,7 @@ from pathlib import Path
 from kit.app import cli_analysis
 from kit.app.cli_analysis import _names, _width
 from kit.errors import KitError
-from kit.terminal import visible
+from kit.untrusted.terminal import visible
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

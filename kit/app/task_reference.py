@@ -192,8 +192,8 @@ def _import_git() -> list[str]:
 
 def _hostile() -> list[str]:
     """The section on untrusted repositories, from the docstrings of the modules that enforce it."""
-    from kit import confine
     from kit.importers.git import gitread, gitview, layout
+    from kit.untrusted import confine
 
     def flat(text: str) -> str:
         return " ".join(text.split())
@@ -210,7 +210,8 @@ def _hostile() -> list[str]:
         "",
         "**Its git runs nothing** (`kit/importers/git/gitview.py`). " + flat(markdown(gitview.__doc__)),
         "",
-        "**Its paths stay inside their folders** (`kit/confine.py`). " + flat(markdown(confine.__doc__)),
+        "**Its paths stay inside their folders** (`kit/untrusted/confine.py`). "
+        + flat(markdown(confine.__doc__)),
         "",
         "**The probe sessions' reports** (`kit/importers/git/layout.py`). "
         + flat(_after_first_paragraph(layout.read_data.__doc__)),

@@ -29,7 +29,7 @@ from kit.tasks.task import (
     load_task,
     suite_names,
 )
-from kit.terminal import visible
+from kit.untrusted.terminal import visible
 
 
 def _sandbox(args: argparse.Namespace, task: Task) -> str | None:

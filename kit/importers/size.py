@@ -23,12 +23,12 @@ import io
 import tokenize
 from pathlib import Path
 
-from kit.confine import confined
 from kit.errors import TaskError
 from kit.paths import is_ignored
 from kit.records.schema import TaskSize
 from kit.tasks.requirements import read_requirements
 from kit.tasks.task import DELETED_FILE, Task
+from kit.untrusted.confine import confined
 
 LONG_CODE_LINES = 150
 LONG_FILES = 2
@@ -78,7 +78,7 @@ def _keep_statement(tokens: list[tokenize.TokenInfo], keep: set[int]) -> None:
 
 
 def _read_in(root: Path, rel: str | Path) -> str:
-    """``root/rel``'s text, or "" when the path would leave ``root`` (:mod:`kit.confine`)."""
+    """``root/rel``'s text, or "" when the path would leave ``root`` (:mod:`kit.untrusted.confine`)."""
     try:
         return _read(confined(root, rel, "a file of the reference change"))
     except TaskError:

@@ -29,7 +29,6 @@ from pathlib import Path
 
 import yaml
 
-from kit.confine import confined
 from kit.errors import ConfigError, TaskError
 from kit.importers.git.gitread import Repo
 from kit.importers.size import LONG_CODE_LINES, LONG_FILES, LONG_HIDDEN_TESTS, describe, measure
@@ -40,6 +39,7 @@ from kit.tasks.git import git, git_env
 from kit.tasks.suite_manifest import SuiteImport, SuiteProject
 from kit.tasks.task import SUITES_DIR, TASK_FILE, Suite, Task, load_task
 from kit.tasks.taskyaml import write_task_file
+from kit.untrusted.confine import confined
 
 #: In a built task folder: the digest of the manifest entry it was built from (:func:`recipe`).
 RECIPE_FILE = ".suite-recipe"

@@ -25,7 +25,7 @@ from kit.records.recorder import Progress
 from kit.records.schema import RunRecord
 from kit.run.plan import RunSpec
 from kit.run.spend import SpendCap
-from kit.terminal import visible
+from kit.untrusted.terminal import visible
 
 F = TypeVar("F", bound=Future)
 
@@ -149,7 +149,7 @@ def progress_bar(
 
 def refresh(bar: Any, state: ExperimentState) -> None:
     """Redraw the bar's text when it changed (the executors call it as they wait)."""
-    text = visible(state.line())  # (one line: a run's text escaped, kit.terminal)
+    text = visible(state.line())  # (one line: a run's text escaped, kit.untrusted.terminal)
     if text != getattr(bar, "_kit_text", None):
         bar._kit_text = text
         bar.set_postfix_str(text)

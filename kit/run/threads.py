@@ -89,7 +89,9 @@ def run_threads(
     """The thread executor: play up to ``concurrency`` runs at once, score finished ones on a pool of
     one worker per core, collect the records. ``state`` counts each phase in flight until it ends
     (one still executing after a second Ctrl-C stays counted). Raises KeyboardInterrupt after a
-    Ctrl-C and ResultsError when records could not be written."""
+    Ctrl-C and ResultsError when records could not be written. Long because the three gates a run
+    passes before it plays (a clone slot, Ctrl-C, the spend cap) and the play/score loop read best in
+    one place."""
     commit = kit_commit()
     bar = progress_bar(specs, todo, experiment.name, progress, state)
     storage: list[tuple[str, OSError]] = []

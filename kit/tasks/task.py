@@ -23,12 +23,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kit.config import SafeName, load_yaml_model
-from kit.confine import confined
 from kit.errors import ConfigError, TaskError
 from kit.paths import TASKS_DIR, built_tasks_dir, is_ignored
 from kit.secrets import public_text
 from kit.tasks.packages import name_problems
 from kit.tasks.suite_manifest import BUILD_COMMAND, ExcludedTest, ExpertEstimate, SpecNote, SuiteManifest
+from kit.untrusted.confine import confined
 
 TASK_FILE = "task.yaml"
 DELETED_FILE = "DELETED.txt"
@@ -349,7 +349,7 @@ def expand_tasks(entries: list[str]) -> list[str]:
 
 def apply_solution(task: Task, root: Path) -> None:
     """Lay the reference solution over ``root`` (files copied; DELETED.txt entries removed). Every
-    path is checked first (:func:`kit.confine.confined`, against ``solution/`` and ``root``):
+    path is checked first (:func:`kit.untrusted.confine.confined`, against ``solution/`` and ``root``):
     one that is absolute, holds ``..`` or a control character, or goes through a link refuses the
     whole solution before anything is copied or removed (TaskError naming it)."""
     if not task.solution_dir.is_dir():

@@ -1,5 +1,5 @@
 """Every path of a task folder stays inside the folder it belongs to (issue 39, item 2): the one check
-(kit/confine.py) guards ``apply_solution``, ``kit tasks validate`` on any task folder (hand-made
+(kit/untrusted/confine.py) guards ``apply_solution``, ``kit tasks validate`` on any task folder (hand-made
 ones included) and a suite manifest's file names. Host files outside are neither read, written nor
 deleted."""
 
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from kit.confine import confined, path_problem
 from kit.errors import TaskError
 from kit.importers import suite_build
 from kit.importers.validate import validate_task
 from kit.tasks.suite_manifest import SuiteImport, SuiteProject
 from kit.tasks.task import apply_solution
+from kit.untrusted.confine import confined, path_problem
 from tests.tasks.taskmaker import make_task
 
 REPO = {

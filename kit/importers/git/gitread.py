@@ -4,7 +4,7 @@ repository's config is read, so no hook, filter, diff driver, pager, fsmonitor, 
 transport or lazy fetch of its choosing runs, and an object it lacks is one clear error.
 
 Every path the repository gives (tree entries, ``git diff`` paths) is checked by
-:func:`kit.confine.path_problem` as it is read, and a repository carrying one that is absolute,
+:func:`kit.untrusted.confine.path_problem` as it is read, and a repository carrying one that is absolute,
 holds ``..`` or a control character is refused, naming it.
 
 Sizes are checked before anything is read (``cat-file --batch-check``, which reads only the objects'
@@ -28,10 +28,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from kit.confine import confined, path_problem
 from kit.errors import TaskError
 from kit.importers.git.gitview import GitView, config_value, records
 from kit.secrets import public_url
+from kit.untrusted.confine import confined, path_problem
 
 #: A base tree larger than this is refused: a task's repo is copied for every run.
 MAX_TREE_BYTES = 256 * 1024 * 1024

@@ -18,9 +18,9 @@ import subprocess
 import sys
 from pathlib import Path, PurePosixPath
 
-from kit.confine import confined
 from kit.importers.git.testfiles import is_test_module, is_test_side, local_imports, parse, string_literals
 from kit.scoring.clean_copy import pytest_config_file
+from kit.untrusted.confine import confined
 
 #: Test data laid with the hidden tests may not exceed this (the rest is left to the agent's tree).
 MAX_DATA_BYTES = 32 * 1024 * 1024
@@ -106,7 +106,7 @@ def read_data(head: Path, reads: dict[str, set[str]], files: set[str]) -> list[s
     paths of ``files`` (the head tree as the kit wrote it) are taken -- a forged line can at most
     lay a file of the repository's own head tree --, and a path that is no plain relative path
     (absolute, ``..``, a control character: never one the audit hook reports) refuses the import,
-    named (:func:`kit.confine.confined`)."""
+    named (:func:`kit.untrusted.confine.confined`)."""
     out = []
     for rel, by in reads.items():
         confined(head, rel, "a probe session reported reading the path")

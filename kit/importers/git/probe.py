@@ -18,13 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit.confine import confined
 from kit.importers.exercism.marks import mark_source
 from kit.importers.git.testfiles import reduce_module, tolerant_imports
 from kit.scoring.scorer import Evaluation, evaluate
 from kit.tasks.task import Task
 from kit.tasks.transitions import Outcome, Transition, outcome_of, transition
 from kit.tasks.workspace import Workspace
+from kit.untrusted.confine import confined
 
 Progress = Callable[[str], None]
 

@@ -1,7 +1,7 @@
 """What ``kit tasks import-git`` prints at the end: the hidden tests by severity (with how each fails
 at the base), the candidates left out and why, the own tests left out and why -- or, for a refused
 candidate, what did not validate. Every item from the repository is one line, its control characters
-escaped (:func:`kit.terminal.visible`)."""
+escaped (:func:`kit.untrusted.terminal.visible`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from kit.importers.git.result import ImportResult
 from kit.importers.size import describe
 from kit.importers.spec_audit import report
 from kit.records.schema import SEVERITIES
-from kit.terminal import visible
+from kit.untrusted.terminal import visible
 
 KIND_TEXT = {
     "hang": "runs past the time limit at the base",

@@ -7,10 +7,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from kit.confine import confined
 from kit.importers.git.gitread import Change
 from kit.tasks.task import DELETED_FILE
 from kit.tasks.taskyaml import write_task_file
+from kit.untrusted.confine import confined
 
 
 def write_solution(folder: Path, head: Path, changes: list[Change]) -> list[str]:
