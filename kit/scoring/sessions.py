@@ -79,6 +79,7 @@ class Sessions:
         ini.write_text("[pytest]\npython_files = test_*.py *_test.py\n", encoding="utf-8")
         extra, ro_files, pins, audit = self.packages(repo), [], [], dict(code or {})
         extra["record"] = record
+        extra["test_timeout_s"] = self.task.limits.test_limit_s
         if self.task.acceptance_layout == "repo":
             self.prefix = ""
             laid = lay(folder, self.task.acceptance_dir, repo, self.task.repo_dir)
@@ -133,6 +134,7 @@ class Sessions:
                 "compiled": compiled([self.own_canary, *(repo / r for r in _test_side_py(repo))]),
                 "audit": _write_json(self.own_dir / f"{label}-{AUDIT_SETTINGS}", code or {}),
                 "deselect": self.task.own_tests_deselect,  # base versions of tests the change modified
+                "test_timeout_s": self.task.limits.test_limit_s,
             },
         )
 
