@@ -43,6 +43,7 @@ import threading
 from collections.abc import Callable
 
 _getframe = sys._getframe
+_Function = type(lambda: None)
 _realpath = os.path.realpath
 _readlink = os.readlink
 _abspath = os.path.abspath
@@ -210,7 +211,7 @@ class Audit:
             frame = frame.f_back  # type: ignore[attr-defined]  # charged to who called the wrapper
         hidden = ""
         if event == "object.__getattr__":  # a code read: of a hidden test's code?
-            hidden = self.code_file(args[0])
+            hidden = self.code_file(args[0], args[1])
             if not hidden and args[1] not in _FRAMES:
                 return None  # (before the walk up the stack: most code reads are pytest's or inspect's)
         where = self.caller(frame, all_stdlib=False)
@@ -255,9 +256,17 @@ class Audit:
             frame = frame.f_back  # type: ignore[attr-defined]
         return None
 
-    def code_file(self, target: object) -> str:
+    def code_file(self, target: object, attr: str = "") -> str:
         """The file of the code ``target`` (a frame, function, traceback, generator, coroutine or
-        code object) holds, if it is a hidden test file; else ""."""
+        code object) holds, if it is a hidden test file; else "". A function's ``__code__`` counts
+        only when the function is a test, a module's or a class's body: a library that reads the
+        code of a function a test hands it (boltons' ``funcutils.wraps`` reads
+        ``__code__.co_posonlyargcount``) learns nothing the test did not give it -- a test's own
+        code, where its expected values are, is still seen."""
+        if attr == "__code__" and type(target) is _Function:
+            name = getattr(getattr(target, "__code__", None), "co_name", "")
+            if isinstance(name, str) and not name.lower().startswith(("test", "<module>")):
+                return ""
         code = getattr(target, "f_code", None) or getattr(target, "__code__", None)
         code = (
             code
