@@ -100,7 +100,7 @@ def install(settings: dict) -> list[object]:
     send = _sender(fd, lock, seq)
     send(kind="start")
     shuffle = bool(settings.get("shuffle", settings.get("hidden")))
-    preloaded = _preload(settings, _rebind(_sender, _private_scope())(fd, lock, seq))
+    preloaded, compiled = _preload(settings, _rebind(_sender, _private_scope())(fd, lock, seq))
     limit = float(settings.get("test_timeout_s") or 0)
     hooks = _hooks(
         send, settings.get("canary_file"), settings["canaries"], shuffle, settings.get("deselect", []), limit
@@ -116,24 +116,30 @@ def install(settings: dict) -> list[object]:
                 laid = _loads(fh.read())
         processes = bool(settings.get("processes", True))
         audit = scope["Audit"](
-            settings["repo"], settings["hidden"], processes, laid, bool(settings.get("record"))
+            settings["repo"], settings["hidden"], processes, laid, bool(settings.get("record")), compiled
         )
         sys.addaudithook(scope["audit_hook"](_rebind(_sender, _private_scope())(fd, lock, seq), audit))
     return [hooks, preloaded]
 
 
-def _preload(settings: dict, send: Callable[..., None]) -> object:
+def _preload(settings: dict, send: Callable[..., None]) -> tuple[object, tuple]:
     """The test files the session may import, compiled now -- before the repo is importable -- and
     served first on ``sys.meta_path``; the pytest hooks that keep it first and check, after
-    collection, that pytest got its modules (``preload.py``)."""
+    collection, that pytest got its modules (``preload.py``); and, for the audit hook, the files'
+    names with the ids of the code objects compiled here (code under those names that is not one of
+    them was compiled by someone else)."""
     from _pytest.assertion.rewrite import rewrite_asserts
 
     scope = _private_scope(vars(_load(settings["plugin"], "preload")))
     plain = "--assert=plain" in settings["args"]
     files = [[path, rewrite and not plain] for path, rewrite in settings.get("compiled", [])]
-    preloaded = scope["Preloaded"](scope["compile_files"](files, rewrite_asserts))
+    runners = scope["compile_files"](files, rewrite_asserts)
+    preloaded = scope["Preloaded"](runners)  # (holds the runners: the ids below stay theirs)
     sys.meta_path.insert(0, preloaded)
-    return scope["session_hooks"](preloaded, send, _Hooks())
+    names = frozenset(run.__code__.co_filename for run in runners.values())  # (those that compiled)
+    ids = set(scope["code_objects"](runners)) | {id(run.__code__) for run in runners.values()}
+    compiled = (names, frozenset(ids))
+    return scope["session_hooks"](preloaded, send, _Hooks()), compiled
 
 
 def _load(plugin: str, name: str) -> types.ModuleType:
