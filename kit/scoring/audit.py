@@ -70,7 +70,9 @@ _TAKE = frozenset(
 )
 _READ = frozenset(
     {"f_code", "__code__", "tb_frame", "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame"}
+    | {"__kwdefaults__"}  # (a dict: what a twin binds could be swapped in it)
 )
+_WRITE = frozenset({"__code__", "__defaults__", "__kwdefaults__"})  # a hidden test's, replaced
 _FILES = frozenset({"open", "os.listdir", "os.scandir"})
 _FRAMES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 #: a process started by the code under test reads what it likes, unseen: that it started one is seen
@@ -83,7 +85,7 @@ _CALLED = "orchbench.test_called"
 _UNCHECKED = "could not check an open, listing, frame read or process start of the code under test"
 #: names of the stdlib's one-line ``sys._getframe`` wrappers (``logging.currentframe`` is a lambda)
 _WRAPPERS = frozenset({"<lambda>", "currentframe"})
-_OTHER = frozenset({"object.__getattr__", _CALLED})
+_OTHER = frozenset({"object.__getattr__", "object.__setattr__", _CALLED})
 #: what a file is, for :meth:`Audit.kind`; an event's walk up the stack looks through some of them
 _REPO, _ANGLE, _LOADER_FILE, _HELPER, _STDLIB, _OTHER_FILE, _BASE, _RUNTIME = range(8)
 #: (``_ANGLE``: the interpreter's frozen modules; ``_RUNTIME``: code compiled at run time under a
@@ -100,6 +102,7 @@ _LINKS = frozenset({"os.symlink", "os.link"})
 #: code made at run time: ``compile`` (and exec/eval of a string), ``code.__new__`` (``CodeType()``,
 #: ``code.replace``), with the file name it will carry
 _COMPILE = frozenset({"compile", "code.__new__"})
+_WATCHED, _ATTRS = _TAKE | _FILES | _SPAWN | _OTHER | _LINKS | _COMPILE, _READ | _WRITE
 
 
 def audit_hook(send: Callable[..., None], audit: Audit) -> Callable[[str, tuple], None]:
@@ -120,16 +123,9 @@ def audit_hook(send: Callable[..., None], audit: Audit) -> Callable[[str, tuple]
                 finally:
                     local.busy = False
             raise RuntimeError("no audit hook may be added during scoring")
-        if (
-            event not in _TAKE
-            and event not in _FILES
-            and event not in _SPAWN
-            and event not in _OTHER
-            and event not in _LINKS
-            and event not in _COMPILE
-        ):
+        if event not in _WATCHED:
             return
-        if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _READ):
+        if event in _OTHER and event != _CALLED and (len(args) < 2 or args[1] not in _ATTRS):
             return
         if getattr(local, "busy", False):
             return
@@ -232,6 +228,9 @@ class Audit:
             )
         if event in _LINKS:
             return self.link(args, frame)
+        if event == "object.__setattr__":  # a hidden test's (or twin's, helper's) code or defaults
+            where = self.caller(frame, all_stdlib=True) if self.code_file(args[0]) else None
+            return f"{where} replaced {args[1]} of hidden test code" if where else None
         if event in _COMPILE:
             return self.compiled(args[1] if len(args) > 1 else None, frame)
         if event == _CALLED:  # raised by the first statement of every hidden test, with its caller
