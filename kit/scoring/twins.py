@@ -211,6 +211,23 @@ def _mock_assert(call: ast.expr) -> bool:
     )
 
 
+#: words in an assertion helper's name that say a sentinel argument may pass it
+_LENIENT = ("not", "raise", "warn", "true", "false", "none", "is_", "called", "log")
+
+
+def helper_assert(call: ast.expr) -> bool:
+    """``assert_close(a, b, ...)``, ``testing.assert_equal(a, b)``: a function (not a method of
+    ``self``, not a mock's) whose name starts with ``assert``, called with two plain positional
+    arguments or more, whose name says nothing that a sentinel could meet (``assert_not_equal``)."""
+    if not isinstance(call, ast.Call) or _mock_assert(call) or self_assert(call) or raises_call(call):
+        return False
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    plain = len(call.args) >= 2 and not any(isinstance(a, ast.Starred) for a in call.args[:2])
+    low = name.lower()
+    return plain and low.startswith("assert") and not any(w in low for w in _LENIENT)
+
+
 def raises_call(call: ast.expr) -> bool:
     """``pytest.raises(E, ...)``, ``raises(E, ...)`` or ``self.assertRaises*(E, ...)``."""
     if (
@@ -287,6 +304,20 @@ class _Twin:
         handler = ast.ExceptHandler(type=_name("BaseException"), name=None, body=[ast.Pass()])
         return [ast.Try(body=[ast.Expr(call), done], handlers=[handler], orelse=[], finalbody=[]), stmt]
 
+    def helper_sentinel(self, stmt: ast.Expr) -> list[ast.stmt]:
+        """Before a call of an assertion helper (``assert_close(a, b)``: the project's or the test
+        module's, kept as it is): the same helper asked about ``a`` and a fresh sentinel in place of
+        ``b``. A real comparison fails there (a TypeError, an AssertionError); a helper made a
+        no-op passes (held)."""
+        self.checks += 1
+        self.kinds.add("helper")
+        call = copy.deepcopy(stmt.value)
+        assert isinstance(call, ast.Call)
+        call.args[1] = _call(self.names.sentinel)
+        done = ast.Assign(targets=[_name(self.held, ast.Store())], value=ast.Constant(True))
+        handler = ast.ExceptHandler(type=_name("BaseException"), name=None, body=[ast.Pass()])
+        return [ast.Try(body=[ast.Expr(call), done], handlers=[handler], orelse=[], finalbody=[]), stmt]
+
     def body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         return [out for stmt in stmts for out in self.stmt(stmt)]
 
@@ -302,6 +333,8 @@ class _Twin:
             return self.must_raise_sentinel(stmt, stmt.value)  # type: ignore[arg-type]
         if isinstance(stmt, ast.Expr) and _mock_assert(stmt.value):
             return self.mock_sentinel(stmt)
+        if isinstance(stmt, ast.Expr) and helper_assert(stmt.value):
+            return self.helper_sentinel(stmt)
         if isinstance(stmt, ast.Expr) and (method := self_assert(stmt.value)):
             return self.unittest_check(stmt, method)
         if isinstance(stmt, ast.With) and len(stmt.items) == 1 and raises_call(stmt.items[0].context_expr):
