@@ -102,7 +102,8 @@ _LINKS = frozenset({"os.symlink", "os.link"})
 #: code made at run time: ``compile`` (and exec/eval of a string), ``code.__new__`` (``CodeType()``,
 #: ``code.replace``), with the file name it will carry
 _COMPILE = frozenset({"compile", "code.__new__"})
-_WATCHED, _ATTRS = _TAKE | _FILES | _SPAWN | _OTHER | _LINKS | _COMPILE, _READ | _WRITE
+_WATCHED = _TAKE | _FILES | _SPAWN | _OTHER | _LINKS | _COMPILE
+_ATTRS = {"object.__getattr__": _READ, "object.__setattr__": _WRITE}
 
 
 def audit_hook(send: Callable[..., None], audit: Audit) -> Callable[[str, tuple], None]:
@@ -125,7 +126,7 @@ def audit_hook(send: Callable[..., None], audit: Audit) -> Callable[[str, tuple]
             raise RuntimeError("no audit hook may be added during scoring")
         if event not in _WATCHED:
             return
-        if event in _OTHER and event != _CALLED and (len(args) < 2 or args[1] not in _ATTRS):
+        if event in _OTHER and event != _CALLED and (len(args) < 2 or args[1] not in _ATTRS[event]):
             return
         if getattr(local, "busy", False):
             return
@@ -300,7 +301,7 @@ class Audit:
         code of a function a test hands it (boltons' ``funcutils.wraps`` reads
         ``__code__.co_posonlyargcount``) learns nothing the test did not give it -- a test's own
         code, where its expected values are, is still seen."""
-        if attr == "__code__" and type(target) is _Function:
+        if attr in ("__code__", "__kwdefaults__") and type(target) is _Function:
             name = getattr(getattr(target, "__code__", None), "co_name", "")
             if isinstance(name, str) and not name.lower().startswith(("test", "<module>")):
                 return ""

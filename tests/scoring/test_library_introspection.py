@@ -32,7 +32,9 @@ SOLVED = LIB.replace(
     "def posonly(func):\n    return getattr(getattr(func, '__code__', None), 'co_posonlyargcount', 0)",
 ).replace(
     "        return functools.wraps(func)(wrapper)",
-    "        wrapper.n_posonly = func.__code__.co_posonlyargcount\n        return functools.wraps(func)(wrapper)",
+    "        wrapper.n_posonly = func.__code__.co_posonlyargcount\n"
+    "        wrapper.defaults = (func.__defaults__, func.__kwdefaults__)  # (as FunctionBuilder reads them)\n"
+    "        return functools.wraps(func)(wrapper)",
 )
 HIDDEN = """
 import pytest
