@@ -2,8 +2,9 @@
 ``kit/scoring/launcher.py``, and imports nothing from the kit (the kit is not visible there).
 
 - registers the kit's markers (``severity``, ``baseline_pass``);
-- adds the run's canary test file to the collected paths (own-tests runs) and moves the canary tests
-  to the end of the run, so a report patch installed by any earlier test also meets them; in the
+- cuts a test that runs over its time limit (``test_timeout_s``: reported failed, the session goes on);
+- adds the run's canary test file to the collected paths (own-tests runs where no own test module can
+  hold canaries) and moves its tests to the end of the run; in the
   acceptance session it runs the tests of each class or module in a random order (a must-fail twin
   runs before or after its test: code that behaves one way on a first call and another way later
   meets the twin first half of the time);
@@ -14,7 +15,7 @@
   only append, and the kit treats anything after the end line, a repeated test or a garbled line as
   tampering;
 - in every session, the audit hook of ``audit.py`` (which :func:`install` adds before any code under
-  test loads; in an own-tests session the "hidden tests" are the canary file) streams a ``seen`` line
+  test loads; in an own-tests session the "hidden tests" are the kit's canary folder) streams a ``seen`` line
   each time the code under test looks at the hidden tests (what it sees, and what it does not: that
   module's docstring). The kit flags such a run ``suspicious``.
 

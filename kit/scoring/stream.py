@@ -4,7 +4,8 @@
 - every line well formed and in sequence, no test reported twice, nothing after the session's end;
 - every test's outcome one of :class:`kit.tasks.transitions.Outcome`'s, agreeing with its pass flag;
 - every **canary** -- in the acceptance session two inside each test module (:mod:`.inject`), in an
-  own-tests session the two of a kit canary file run last -- is present with its expected outcome;
+  own-tests session two inside each class and module of the repo's own test modules (a kit canary
+  file, run last, where none can hold them) -- is present with its expected outcome;
 - the session ended normally: pytest's own end of session reached with status 1 (a canary always
   fails), and the process's exit status agrees.
 
