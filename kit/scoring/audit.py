@@ -16,22 +16,25 @@ file by any thread but pytest's own is seen too. An audit hook added after this 
 check that cannot complete -- from a stack near the recursion limit, or on an argument made to break
 it -- is seen as such; where not even that can be sent, the hook raises and the operation is refused.
 
-In the ``repo`` acceptance layout the hidden test modules, their conftests, the task's pytest
-configuration and test data sit inside the repo copy (:class:`Audit` ``laid``): the laid Python files
-are test code, never the repo's, and the laid files the agent could not see at the base (the hidden
-modules; conftests, configuration and data the change added or changed) are hidden files.
+In the ``repo`` layout the laid Python files are test code, never the repo's, and the laid files the
+agent could not see at the base are hidden files (:class:`Audit` ``laid``). Only the agent's code is
+charged: code as it was at the base (``basecode.py``) is looked through like the stdlib's helpers --
+the project's own introspection is not flagged, the agent's reaching the same through it still is.
 
-Only the agent's code is charged: code of the repo that is as it was at the base (``basecode.py``:
-unchanged files, unchanged units of changed files) is looked through like the stdlib's helpers, so
-the project's own introspection -- a library that calls ``sys._getframe``, own tests that walk the
-stack -- is not flagged, while the agent's code reaching the same through a base helper still is.
+**Code made at run time.** Code the code under test compiles (``compile``, exec/eval of a string,
+``CodeType``/``code.replace``) under the name of a file that is not the agent's -- a test file, a
+base file, the stdlib's or a library's -- is itself evidence; under a ``<...>`` name it is
+remembered, and its frames are the code under test's where they are the nearest code to an event.
+Code running under a precompiled test file's name that is not the kit's compiled code is too. A
+thread whose stack is the stdlib's alone (an executor's worker handed ``sys._current_frames`` or
+``subprocess.run``) acts for the code under test; frames that ``asyncio``'s ``Task.get_stack`` or
+``inspect`` read are their caller's; a link made to a hidden file is seen when it is made.
 
 **What it does not close.** Nothing here can stop the code under test -- it makes what it does
-visible, and a flagged run is not re-scored. Code compiled under the file name of a stdlib module or
-of an installed library is taken for that library's (under an unchanged base file's, for the base's);
-base code steered by the agent's (a patched global, an argument) acts for it unseen; a native extension, or a process started
-before the hook could see it, acts unseen (but starting one is seen); reading ``f_locals`` of a frame
-already in hand raises no event.
+visible, and a flagged run is not re-scored. Base code steered by the agent's (a patched global, an
+argument) acts for it unseen; a native extension, or a process started before the hook could see
+it, acts unseen (but starting one is seen); reading ``f_locals`` of a frame already in hand raises
+no event.
 """
 
 from __future__ import annotations
@@ -43,8 +46,12 @@ import threading
 from collections.abc import Callable
 
 _getframe = sys._getframe
+_Function = type(lambda: None)
 _realpath = os.path.realpath
 _readlink = os.readlink
+_isfile = os.path.isfile
+_getcwd = os.getcwd
+_join, _dirname = os.path.join, os.path.dirname
 _abspath = os.path.abspath
 _fsdecode = os.fsdecode
 _basename = os.path.basename
@@ -56,14 +63,16 @@ _current_thread, _main_thread, _thread_local = (
 
 #: stdlib modules that only look at frames or read source on behalf of their caller: an event they
 #: raise is charged to the code that called them
-_HELPERS = frozenset({"inspect.py", "traceback.py", "linecache.py", "tokenize.py", "dis.py"})
+_HELPERS = frozenset({"inspect.py", "traceback.py", "linecache.py", "tokenize.py", "dis.py", "base_tasks.py"})
 _TAKE = frozenset(
     {"sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile"}
     | {"gc.get_objects", "gc.get_referrers", "gc.get_referents"}
 )
 _READ = frozenset(
     {"f_code", "__code__", "tb_frame", "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame"}
+    | {"__kwdefaults__"}  # (a dict: what a twin binds could be swapped in it)
 )
+_WRITE = frozenset({"__code__", "__defaults__", "__kwdefaults__"})  # a hidden test's, replaced
 _FILES = frozenset({"open", "os.listdir", "os.scandir"})
 _FRAMES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 #: a process started by the code under test reads what it likes, unseen: that it started one is seen
@@ -76,11 +85,25 @@ _CALLED = "orchbench.test_called"
 _UNCHECKED = "could not check an open, listing, frame read or process start of the code under test"
 #: names of the stdlib's one-line ``sys._getframe`` wrappers (``logging.currentframe`` is a lambda)
 _WRAPPERS = frozenset({"<lambda>", "currentframe"})
-_OTHER = frozenset({"object.__getattr__", _CALLED})
+_OTHER = frozenset({"object.__getattr__", "object.__setattr__", _CALLED})
 #: what a file is, for :meth:`Audit.kind`; an event's walk up the stack looks through some of them
-_REPO, _ANGLE, _LOADER_FILE, _HELPER, _STDLIB, _OTHER_FILE, _BASE = range(7)
-_THROUGH_ALL = frozenset({_ANGLE, _LOADER_FILE, _HELPER, _STDLIB})  # file events: the whole stdlib
-_THROUGH_HELPERS = frozenset({_ANGLE, _HELPER, _LOADER_FILE})  # frame events: inspection helpers, pytest
+_REPO, _ANGLE, _LOADER_FILE, _HELPER, _STDLIB, _OTHER_FILE, _BASE, _RUNTIME = range(8)
+#: (``_ANGLE``: the interpreter's frozen modules; ``_RUNTIME``: code compiled at run time under a
+#: ``<...>`` name -- ``<string>`` -- looked through as the stdlib's generated code is, except where it
+#: is the nearest code to an event: then it is the code under test's)
+_THROUGH_ALL = frozenset({_ANGLE, _RUNTIME, _LOADER_FILE, _HELPER, _STDLIB})  # file events: all stdlib
+_THROUGH_HELPERS = frozenset({_ANGLE, _RUNTIME, _HELPER, _LOADER_FILE})  # frame events: helpers, pytest
+#: stdlib helpers that hand their caller the frames they read (``asyncio``'s ``Task.get_stack``,
+#: ``inspect.getgeneratorlocals``): a frame read there is the caller's
+_FRAME_GIVERS = frozenset({"base_tasks.py", "inspect.py"})
+#: link events: a link made to a hidden file is opened later by a name (and ``dir_fd``) the hook
+#: cannot resolve
+_LINKS = frozenset({"os.symlink", "os.link"})
+#: code made at run time: ``compile`` (and exec/eval of a string), ``code.__new__`` (``CodeType()``,
+#: ``code.replace``), with the file name it will carry
+_COMPILE = frozenset({"compile", "code.__new__"})
+_WATCHED = _TAKE | _FILES | _SPAWN | _OTHER | _LINKS | _COMPILE
+_ATTRS = {"object.__getattr__": _READ, "object.__setattr__": _WRITE}
 
 
 def audit_hook(send: Callable[..., None], audit: Audit) -> Callable[[str, tuple], None]:
@@ -101,9 +124,9 @@ def audit_hook(send: Callable[..., None], audit: Audit) -> Callable[[str, tuple]
                 finally:
                     local.busy = False
             raise RuntimeError("no audit hook may be added during scoring")
-        if event not in _TAKE and event not in _FILES and event not in _SPAWN and event not in _OTHER:
+        if event not in _WATCHED:
             return
-        if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _READ):
+        if event in _OTHER and event != _CALLED and (len(args) < 2 or args[1] not in _ATTRS[event]):
             return
         if getattr(local, "busy", False):
             return
@@ -145,19 +168,24 @@ def audit_hook(send: Callable[..., None], audit: Audit) -> Callable[[str, tuple]
 
 
 class Audit:
-    """An audit hook (``sys.addaudithook``): introspection by code of the repo copy ``repo``, sent as
-    ``seen`` lines. Events are charged to the frame that raised them, looking through the stdlib
-    helpers above (for file events: through the whole stdlib); pytest's and the libraries' own
-    introspection is never the repo's. Nothing here can stop the code under test -- it makes it
-    visible."""
+    """An audit hook's checks (:func:`audit_hook`): introspection by code of the repo copy ``repo``."""
 
     def __init__(
-        self, repo: str, hidden: str, processes: bool = True, laid: dict | None = None, record: bool = False
+        self,
+        repo: str,
+        hidden: str,
+        processes: bool = True,
+        laid: dict | None = None,
+        record: bool = False,
+        compiled: tuple = (frozenset(), frozenset()),
     ) -> None:
         """``hidden``: the hidden tests' folder (the kit's); ``laid`` (the ``repo`` acceptance layout):
         ``tests`` -- the laid Python files (test code, not the repo's) and ``secret`` -- the laid
         files the agent could not see at the base, absolute paths in the repo copy; ``record``: tell
-        which data files of the repo copy are read, and by whom (:meth:`read`: the importer)."""
+        which data files of the repo copy are read, and by whom (:meth:`read`: the importer);
+        ``compiled``: the test files the session compiled before any code under test ran, and the
+        ids of their code objects (``preload.py``): code under such a name that is not one of them
+        was compiled by the code under test."""
         self.processes = processes  # are processes the repo code starts seen? (not in own tests)
         self.record = record
         self.repo = _realpath(repo).rstrip("/") + "/"
@@ -176,6 +204,8 @@ class Audit:
         paths = sysconfig.get_paths()
         self.stdlib = paths["stdlib"].rstrip("/") + "/"
         self.site = tuple({paths["purelib"].rstrip("/") + "/", paths["platlib"].rstrip("/") + "/"})
+        self.compiled_files, self.compiled_ids = compiled
+        self.runtime_names: set[str] = set()  # ``<...>`` names the code under test compiled code under
         self.collected = False  # a hidden test has run: an open of a hidden file by any thread counts
         self.kinds: dict[str, int] = {}  # file name -> what it is (:meth:`kind`)
         self.code_files: dict[str, bool] = {}  # a code object's file name -> is it a hidden test's?
@@ -197,29 +227,38 @@ class Audit:
                 if where
                 else None
             )
+        if event in _LINKS:
+            return self.link(args, frame)
+        if event == "object.__setattr__":  # a hidden test's (or twin's, helper's) code or defaults
+            where = self.caller(frame, all_stdlib=True) if self.code_file(args[0]) else None
+            return f"{where} replaced {args[1]} of hidden test code" if where else None
+        if event in _COMPILE:
+            return self.compiled(args[1] if len(args) > 1 else None, frame)
         if event == _CALLED:  # raised by the first statement of every hidden test, with its caller
             where = self.caller(args[0] if args else None, all_stdlib=True)
             return f"{where} called a hidden test function" if where else None
         if event in _SPAWN:
             if not self.processes or (event == "ctypes.dlopen" and args[:1] == (None,)):
                 return None  # (``import ctypes`` opens the process itself: only a symbol taken counts)
-            where = self.caller(frame, all_stdlib=True)
+            where = self.caller(frame, all_stdlib=True) or self.handed(frame)
             what = "loaded native code with ctypes" if event.startswith("ctypes") else "started a process"
             return f"{where} {what} ({str(args[:2])[:120]})" if where else None
         if event == "sys._getframe" and self.returns_frame(frame):
             frame = frame.f_back  # type: ignore[attr-defined]  # charged to who called the wrapper
         hidden = ""
         if event == "object.__getattr__":  # a code read: of a hidden test's code?
-            hidden = self.code_file(args[0])
+            hidden = self.code_file(args[0], args[1])
             if not hidden and args[1] not in _FRAMES:
                 return None  # (before the walk up the stack: most code reads are pytest's or inspect's)
-        where = self.caller(frame, all_stdlib=False)
+        where = self.caller(frame, all_stdlib=False) or (self.handed(frame) if event in _TAKE else None)
         if not where:
             return None
         if event in _TAKE:
             return f"{where} called {event}"
         if args[1] in _FRAMES and (
-            self.caller(frame, all_stdlib=False, direct=True) or self.via_pytest(frame)
+            self.caller(frame, all_stdlib=False, direct=True)
+            or self.via_pytest(frame)
+            or _basename(frame.f_code.co_filename) in _FRAME_GIVERS  # type: ignore[attr-defined]
         ):
             return f"{where} took a frame ({args[1]})"  # (through traceback's helpers: not on its own)
         if hidden:
@@ -255,9 +294,17 @@ class Audit:
             frame = frame.f_back  # type: ignore[attr-defined]
         return None
 
-    def code_file(self, target: object) -> str:
+    def code_file(self, target: object, attr: str = "") -> str:
         """The file of the code ``target`` (a frame, function, traceback, generator, coroutine or
-        code object) holds, if it is a hidden test file; else ""."""
+        code object) holds, if it is a hidden test file; else "". A function's ``__code__`` counts
+        only when the function is a test, a module's or a class's body: a library that reads the
+        code of a function a test hands it (boltons' ``funcutils.wraps`` reads
+        ``__code__.co_posonlyargcount``) learns nothing the test did not give it -- a test's own
+        code, where its expected values are, is still seen."""
+        if attr in ("__code__", "__kwdefaults__") and type(target) is _Function:
+            name = getattr(getattr(target, "__code__", None), "co_name", "")
+            if isinstance(name, str) and not name.lower().startswith(("test", "<module>")):
+                return ""
         code = getattr(target, "f_code", None) or getattr(target, "__code__", None)
         code = (
             code
@@ -276,9 +323,8 @@ class Audit:
         return filename if found else ""
 
     def kind(self, name: str) -> int:
-        """What file ``name`` is (``_REPO``, ``_BASE`` (a repo file as at the base), ``_ANGLE``,
-        ``_LOADER_FILE`` (pytest's and pluggy's), ``_HELPER``, ``_STDLIB``, ``_OTHER_FILE``), remembered: a test that walks the stack (exercism's paasio helpers call
-        ``inspect.getouterframes`` tens of thousands of times) raises an event per frame read."""
+        """What file ``name`` is (``_REPO``, ``_BASE`` ...), remembered: a test that walks the stack
+        (exercism's paasio helpers) raises an event per frame read."""
         found = self.kinds.get(name)
         if found is None:
             stdlib = (
@@ -290,8 +336,10 @@ class Audit:
                 found = _BASE  # a file of the repo as it was at the base: the project's, not the agent's
             elif name.startswith(self.repo):
                 found = _REPO
-            elif name.startswith("<"):
+            elif name.startswith("<frozen "):
                 found = _ANGLE
+            elif name.startswith("<"):
+                found = _RUNTIME
             elif "/_pytest/" in name or "/pluggy/" in name:
                 found = _LOADER_FILE  # the test machinery: looked through, like the stdlib's helpers
             elif stdlib:
@@ -310,15 +358,81 @@ class Audit:
         raised it; ``all_stdlib``: looking through every stdlib frame and pytest's module loader),
         or None."""
         through = _THROUGH_ALL if all_stdlib else _THROUGH_HELPERS
+        nearest = True  # no code but the stdlib's between the event and this frame
         while frame is not None:
             name = frame.f_code.co_filename  # type: ignore[attr-defined]
             found = self.kind(name)
             if found == _REPO and not self.base_line(name, frame):
                 return f"{name.removeprefix(self.repo)}:{frame.f_lineno}"  # type: ignore[attr-defined]
+            if (found == _RUNTIME and nearest and name in self.runtime_names) or self.forged(name, frame):
+                return f"{name}:{frame.f_lineno} (code compiled at run time)"  # type: ignore[attr-defined]
             if found not in (_REPO, _BASE) and (direct or found not in through):
                 return None
+            nearest = nearest and found not in (_REPO, _BASE, _RUNTIME)
             frame = frame.f_back  # type: ignore[attr-defined]  # (base code: looked through)
         return None
+
+    def compiled(self, filename: object, frame: object) -> str | None:
+        """Code the code under test compiles: under a ``<...>`` name it is remembered (its frames are
+        then the code under test's where they are the nearest code to an event); under the name of
+        a file that is not the agent's -- a test file, a file of the repo as at the base, of the
+        stdlib or a library -- it is evidence: such code would pass for that file's."""
+        if isinstance(filename, bytes):
+            filename = _fsdecode(filename)
+        if not isinstance(filename, str) or not filename:
+            return None
+        where = self.caller(frame, all_stdlib=True)
+        if not where:
+            return None
+        if filename.startswith("<"):
+            if len(self.runtime_names) < 1000:
+                self.runtime_names.add(filename)
+            return None
+        full = _abspath(filename)
+        others = (
+            full in self.compiled_files or full in self.tests or self.is_hidden(full) or full in self.same
+        )
+        others = others or full in self.spans or (not full.startswith(self.repo) and _isfile(full))
+        return f"{where} compiled code under the name of {filename[-120:]}" if others else None
+
+    def forged(self, name: str, frame: object) -> bool:
+        """Does ``frame`` run code under the name of a test file the session compiled first
+        (``preload.py``) that is not the code compiled there -- code the code under test compiled
+        under a test file's name, to pass for test code?"""
+        return name in self.compiled_files and id(frame.f_code) not in self.compiled_ids  # type: ignore[attr-defined]
+
+    def handed(self, frame: object) -> str | None:
+        """A thread whose stack holds nothing but the stdlib's code (an executor's worker, a
+        ``Thread`` whose target is a stdlib or builtin function): work handed over by code that is
+        no longer on any stack -- the code under test's (pytest runs tests in the main thread)."""
+        thread = _current_thread()
+        if thread is _main_thread():
+            return None
+        while frame is not None:
+            if self.kind(frame.f_code.co_filename) not in (_STDLIB, _HELPER, _ANGLE):  # type: ignore[attr-defined]
+                return None
+            frame = frame.f_back  # type: ignore[attr-defined]
+        return f"a thread started during the tests ({thread.name[:60]}, stdlib code only)"
+
+    def link(self, args: tuple, frame: object) -> str | None:
+        """A link made to a hidden file (``os.symlink``/``os.link``: source, destination and the
+        destination's folder descriptor): opened through it, by a name relative to a folder's
+        descriptor, the hidden file could not be told."""
+        if len(args) < 2 or not isinstance(args[0], str | bytes) or not isinstance(args[1], str | bytes):
+            return None
+        src, dst = _fsdecode(args[0]), _fsdecode(args[1])
+        fd = args[2] if len(args) > 2 else None  # symlink: the link's folder; link: the source's
+        try:
+            folder = _getcwd()
+            if isinstance(fd, int) and not isinstance(fd, bool) and fd >= 0:
+                folder = _readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            return None  # (the call fails as well)
+        base = _dirname(_join(folder, dst)) if len(args) == 3 else folder  # (a symlink: from its folder)
+        if not self.is_hidden(_join(base, src)):
+            return None
+        where = self.caller(frame, all_stdlib=True) or self.late(frame) or self.handed(frame)
+        return f"{where} made a link to the hidden tests ({src})" if where else None
 
     def base_line(self, name: str, frame: object) -> bool:
         """Is ``frame`` (of the repo file ``name``, which the agent changed) at a line of a unit that
@@ -356,6 +470,8 @@ class Audit:
         but pytest's own."""
         while frame is not None:
             name = frame.f_code.co_filename  # type: ignore[attr-defined]
+            if self.forged(name, frame):
+                return f"{name}:{frame.f_lineno} (code compiled at run time)"  # type: ignore[attr-defined]
             if name in self.tests or self.is_hidden(name):
                 return None
             if self.kind(name) == _REPO and not self.base_line(name, frame):

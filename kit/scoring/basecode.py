@@ -20,9 +20,9 @@ agent's code calling a base helper that takes frames is still seen, a hidden tes
 **What it does not close.** The agent's code can steer unchanged base code without being on the
 stack when the base code acts -- patch a global the base code calls (``sys._getframe`` itself, say)
 or hand it arguments -- so base code that takes frames or opens files on the agent's behalf, called
-from a hidden test, is not seen. Code compiled under the file name of an unchanged base file, with
-line numbers inside an unchanged unit, passes for base code (as code compiled under a stdlib file name
-passes for the stdlib's).
+from a hidden test, is not seen. (Code the agent's code compiles under a base file's name is seen by
+the audit hook when it is compiled; a line an unchanged unit shares with the agent's -- ``x = 1; peek
+= lambda: ...`` -- is the agent's.)
 """
 
 from __future__ import annotations
@@ -77,14 +77,33 @@ def unchanged_lines(source: bytes, base: bytes) -> list[list[int]]:
     try:
         now, then = pyast.parse(source), pyast.parse(base)
         kept = Counter(key for key, _ in units(then.body))
-        spans = []
+        spans, agents = [], set()
         for key, span in units(now.body):
             if kept[key] > 0:
                 kept[key] -= 1
-                spans.append(list(span))
-        return spans
+                spans.append(span)
+            else:
+                agents.update(range(span[0], span[1] + 1))
+        return _without(spans, agents)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
+
+
+def _without(spans: list[tuple[int, int]], lines: set[int]) -> list[list[int]]:
+    """``spans`` less ``lines``: a line an unchanged unit shares with the agent's (``x = 1; peek =
+    lambda: ...``) is the agent's -- the audit hook tells units apart by line only."""
+    out: list[list[int]] = []
+    for first, last in spans:
+        run: list[int] | None = None
+        for line in range(first, last + 1):
+            if line in lines:
+                run = None
+            elif run is None:
+                run = [line, line]
+                out.append(run)
+            else:
+                run[1] = line
+    return out
 
 
 def _read(path: Path) -> bytes | None:

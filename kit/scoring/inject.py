@@ -39,7 +39,7 @@ from pathlib import Path
 from kit import pyast
 from kit.scoring.seal import Site, module_names, seal_test
 from kit.scoring.twins import Names, capture_body, make_twin, no_args, own_nodes, straight
-from kit.tasks.requirements import is_test_class, is_test_func, test_files
+from kit.tasks.requirements import class_tests, is_test_class, is_test_func, pytestmark_of, test_files
 
 FILLER = [
     "value",
@@ -99,9 +99,17 @@ class _Namer:
         return self.rng.sample(self.words, self.rng.randint(low, min(high, len(self.words))))
 
     def ident(self, cls: bool = False) -> str:
+        """A helper's or variable's name: never one a test collector takes for a test or a test
+        class (a module's own words hold ``test``: ``test_for`` was collected, and refused)."""
+        words = [w for w in self.words if "test" not in w.lower()]
+        words = words if len(words) >= 4 else sorted(set(words) | set(FILLER))
+
+        def pick() -> list[str]:
+            return self.rng.sample(words, self.rng.randint(2, min(3, len(words))))
+
         if cls:
-            return self._fresh(lambda: "".join(w.capitalize() for w in self._pick(2, 3)))
-        return self._fresh(lambda: "_".join(self._pick(2, 3)))
+            return self._fresh(lambda: "".join(w.capitalize() for w in pick()))
+        return self._fresh(lambda: "_".join(pick()))
 
     def test_name(self) -> str:
         return self._fresh(lambda: "test_" + "_".join(self._pick(2, 5)))
@@ -135,6 +143,8 @@ def _canary(
     names: Names,
     value: str,
     must_pass: bool,
+    params: list[str] = (),  # type: ignore[assignment]
+    home_name: str = "",
 ) -> ast.FunctionDef:
     """A canary running a copy of ``source`` (a test of class ``home``, or module-level), to sit in
     class ``into`` (or at module level). The failing canary in its test's own scope is the test's
@@ -144,18 +154,15 @@ def _canary(
     start = pyast.parse(f"{value} = None").body
     body = capture_body(source, value, names.observe)
     if into is None and home is not None:  # module level: make the instance the test would run on
+        home_name = home_name or home.name
         make = (
-            f"self = {home.name}({source.name!r})\nself.setUp()"
+            f"self = {home_name}({source.name!r})\nself.setUp()"
             if _testcase(home)
-            else f"self = {home.name}()"
+            else f"self = {home_name}()"
         )
         body = pyast.parse(make).body + body
     own = home is into and not must_pass
-    args = no_args()
-    if own:
-        args = copy.deepcopy(source.args)
-    elif into is not None:
-        args.args = [ast.arg(arg="self")]
+    args = copy.deepcopy(source.args) if own else _any_args(into, params, names)
     check = pyast.parse(f"assert {value} is {'not ' if must_pass else ''}{names.sentinel}").body
     return ast.FunctionDef(
         name=name,
@@ -165,6 +172,40 @@ def _canary(
         returns=None,
         type_comment=None,
     )
+
+
+def _any_args(into: ast.ClassDef | None, params: list[str], names: Names) -> ast.arguments:
+    """A canary's signature where it is not its test's copy: ``self`` in a class, the names its
+    scope's ``parametrize`` marks hand every test, and ``*args, **kwargs`` -- a class decorator such
+    as ``mock.patch`` passes extra arguments to every method whose name starts with ``test``."""
+    args = no_args()
+    args.args = [ast.arg(arg=a) for a in (["self"] if into is not None else []) + list(params)]
+    args.vararg, args.kwarg = ast.arg(arg=names.mirror + "_args"), ast.arg(arg=names.mirror + "_kwargs")
+    return args
+
+
+def _param_names(marks: list[ast.expr]) -> list[str]:
+    """The argument names ``parametrize`` marks among ``marks`` give every test they apply to."""
+    out: list[str] = []
+    for mark in marks:
+        target = mark.func if isinstance(mark, ast.Call) else None
+        if not (isinstance(target, ast.Attribute) and target.attr == "parametrize" and mark.args):  # type: ignore[union-attr]
+            continue
+        first = mark.args[0]  # type: ignore[union-attr]
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            out += [n.strip() for n in first.value.split(",") if n.strip()]
+        elif isinstance(first, ast.List | ast.Tuple):
+            out += [e.value for e in first.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return list(dict.fromkeys(out))
+
+
+def _scope_marks(chain: tuple[ast.ClassDef, ...], module: ast.Module) -> list[ast.expr]:
+    """The marks every test of a scope gets: the module's ``pytestmark``, its classes' decorators and
+    ``pytestmark``."""
+    marks = pytestmark_of(module.body)
+    for cls in chain:
+        marks += [*cls.decorator_list, *pytestmark_of(cls.body)]
+    return marks
 
 
 def _testcase(cls: ast.ClassDef) -> bool:
@@ -213,26 +254,29 @@ def _place(body: list[ast.stmt], extra: list[tuple[int, ast.stmt]]) -> list[ast.
     return out
 
 
-def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) -> bool:
-    """Twins and canaries written into ``tree`` (acceptance file ``rel``); False if it has no tests."""
+def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected, twins: bool = True) -> bool:
+    """Twins and canaries written into ``tree`` (acceptance file ``rel``); False if it has no tests.
+    Tests of nested test classes are requirements too (``rel::Outer::Inner::test``). ``twins``
+    False: canaries only (the repo's own tests: :func:`inject_own`)."""
     namer.use_words(_words(tree))
     names = Names(
         namer.ident(cls=True), namer.ident(cls=True), *(namer.ident() for _ in range(4)), found.observer
     )
     imports = module_names(tree)
     module_extra: list[tuple[int, ast.stmt]] = []
-    class_extra: dict[int, list[tuple[int, ast.stmt]]] = {}
+    class_extra: dict[int, list[tuple[int, ast.stmt]]] = {}  # id(class) -> (index, statement)
+    scopes = _Scopes(tree)
     tests: list[tuple[int, ast.ClassDef | None, int, ast.FunctionDef]] = []  # (top idx, class, idx, test)
     for top, node in enumerate(tree.body):
         if is_test_func(node):
             tests.append((top, None, top, node))  # type: ignore[arg-type]
         elif is_test_class(node):
-            tests += [(top, node, i, sub) for i, sub in enumerate(node.body) if is_test_func(sub)]  # type: ignore[attr-defined, misc]
+            tests += [(top, c[-1], c[-1].body.index(sub), sub) for _, c, sub in class_tests([node])]
     if not tests:
         return False
     rng = namer.rng
-    for top, cls, idx, test in tests:
-        key = f"{rel}::{cls.name + '::' if cls else ''}{test.name}"
+    for _top, cls, idx, test in tests if twins else []:
+        key = f"{rel}::{scopes.node_id(cls)}{test.name}"
         kinds = found.kinds.setdefault(key, set())
         sealed = seal_test(test, key, imports, names.observe, found.next_site)
         found.sealed.update(sealed)
@@ -245,20 +289,43 @@ def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) ->
                 found.unguarded.append(key)
             continue
         found.twins[twin.name] = key
-        scope = class_extra.setdefault(top, []) if cls else module_extra
+        scope = class_extra.setdefault(id(cls), []) if cls else module_extra
         scope.append((rng.randint(idx, len(cls.body if cls else tree.body) - 1), twin))
-    _add_canaries(tree, rel, tests, namer, names, found, module_extra, class_extra)
-    for top, extra in class_extra.items():
-        cls_node = tree.body[top]
-        assert isinstance(cls_node, ast.ClassDef)
-        cls_node.body = _place(cls_node.body, extra)
+    _add_canaries(tree, rel, tests, namer, names, found, module_extra, class_extra, scopes)
+    for cls_node in scopes.classes.values():
+        cls_node.body = _place(cls_node.body, class_extra.get(id(cls_node), []))
     tree.body = _place(tree.body, module_extra)
-    for node in tree.body:  # every test (original, twin, canary) first tells who called it
-        for test in [node] if is_test_func(node) else node.body if is_test_class(node) else []:  # type: ignore[attr-defined]
-            if is_test_func(test):
-                test.body.insert(0, ast.Expr(ast.Call(ast.Name(names.guard, ast.Load()), [], [])))  # type: ignore[attr-defined]
+    every = [n for n in tree.body if is_test_func(n)] + [sub for _, _, sub in class_tests(tree.body)]
+    for test in every if twins else []:  # every test (original, twin, canary) tells who called it
+        test.body.insert(0, ast.Expr(ast.Call(ast.Name(names.guard, ast.Load()), [], [])))
     tree.body[_after_header(tree.body) : _after_header(tree.body)] = names.helpers()
     return True
+
+
+class _Scopes:
+    """The test classes of a module (nested ones included), by ``id``: each one's names from the
+    module down and the marks every test in it gets."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.classes: dict[int, ast.ClassDef] = {}
+        self.chains: dict[int, tuple[ast.ClassDef, ...]] = {}
+        for _, chain, _ in class_tests(tree.body):
+            self.classes[id(chain[-1])], self.chains[id(chain[-1])] = chain[-1], chain
+        for chain in list(self.chains.values()):  # (a class whose tests are all in nested ones)
+            for i in range(1, len(chain)):
+                self.classes.setdefault(id(chain[i - 1]), chain[i - 1])
+                self.chains.setdefault(id(chain[i - 1]), chain[:i])
+
+    def node_id(self, cls: ast.ClassDef | None) -> str:
+        """``Outer::Inner::`` (empty at module level)."""
+        return "".join(c.name + "::" for c in self.chains[id(cls)]) if cls is not None else ""
+
+    def dotted(self, cls: ast.ClassDef) -> str:
+        return ".".join(c.name for c in self.chains[id(cls)])
+
+    def params(self, cls: ast.ClassDef | None) -> list[str]:
+        return _param_names(_scope_marks(self.chains[id(cls)] if cls is not None else (), self.tree))
 
 
 def _add_canaries(
@@ -270,6 +337,7 @@ def _add_canaries(
     found: Injected,
     module_extra: list[tuple[int, ast.stmt]],
     class_extra: dict[int, list[tuple[int, ast.stmt]]],
+    classes: _Scopes,
 ) -> None:
     """Both canaries -- one that must pass, one that must fail -- in every class of tests and at
     module level (where the module has tests of its own), each a copy of one of the cheaper tests of
@@ -277,11 +345,13 @@ def _add_canaries(
     a canary sits tells nothing of what it is, nor of it from a twin."""
     rng = namer.rng
     simple = [t for t in tests if straight(t[3])]
-    scopes: dict[int | None, ast.ClassDef | None] = {top: cls for top, cls, _, _ in tests if cls is not None}
+    scopes: dict[int | None, ast.ClassDef | None] = {
+        id(cls): cls for _, cls, _, _ in tests if cls is not None
+    }
     if any(cls is None for _, cls, _, _ in tests):
         scopes[None] = None
     first = min(top for top, _, _, _ in tests)  # module-level canaries go after the imports
-    for top, into in scopes.items():
+    for into in scopes.values():
         scope_body = into.body if into is not None else tree.body
         for must_pass in (False, True):
             own = [t for t in simple if t[1] is into and (not must_pass or _plain(t[3], t[1]))]
@@ -291,11 +361,16 @@ def _add_canaries(
             pool.sort(key=lambda t: _cost(t[3]))  # a canary re-runs its test: one of the cheaper half
             src_top, home, idx, source = rng.choice(pool[: max(1, (len(pool) + 1) // 2)])
             name = namer.test_name()
-            found.canaries[name] = (rel + (f"::{into.name}" if into is not None else ""), must_pass)
-            canary = _canary(source, home, into, name, names, namer.ident(), must_pass)
+            found.canaries[name] = (
+                rel + ("::" + classes.node_id(into)[:-2] if into is not None else ""),
+                must_pass,
+            )
+            where = classes.dotted(home) if home is not None else ""
+            params = classes.params(into)
+            canary = _canary(source, home, into, name, names, namer.ident(), must_pass, params, where)
             after = (idx if into is not None else src_top) if own else (0 if into is not None else first)
             placed = (rng.randint(after, len(scope_body) - 1), canary)
-            (class_extra.setdefault(top, []) if into is not None else module_extra).append(placed)
+            (class_extra.setdefault(id(into), []) if into is not None else module_extra).append(placed)
 
 
 def _plain(func: ast.FunctionDef, cls: ast.ClassDef | None) -> bool:
@@ -313,22 +388,44 @@ def _after_header(body: list[ast.stmt]) -> int:
     return i
 
 
-def inject_folder(folder: Path, rng: random.Random | None = None) -> Injected:
-    """Write twins and canaries into every test module under ``folder`` (a kit-owned copy)."""
+def inject_own(root: Path, files: list[str], rng: random.Random | None = None) -> Injected:
+    """Both canaries in every class of tests and module of ``files`` (test modules of the repo copy
+    ``root``, relative): the own-tests sessions' canaries sit among the repo's tests, as the
+    acceptance session's do -- a report patch or a code path that spares a separate canary file
+    (03c, 03d) meets them. No twins: own tests are not requirements."""
     rng = rng or random.Random(secrets.randbits(64))
     found = Injected()
+    parsed, taken = _parse_all(root, files)
+    namer = _Namer(rng, taken)  # one for the session: a canary's name is no test's of any module
+    for path, rel, tree in parsed:
+        if inject_module(tree, rel, namer, found, twins=False):
+            path.write_text(ast.unparse(ast.fix_missing_locations(tree)) + "\n", encoding="utf-8")
+    return found
+
+
+def _parse_all(root: Path, files: list[str]) -> tuple[list[tuple[Path, str, ast.Module]], set[str]]:
+    """Each of ``files`` (relative to ``root``) that parses, and every name any of them uses."""
     parsed: list[tuple[Path, str, ast.Module]] = []
     taken: set[str] = set()
-    for path in test_files(folder):
+    for rel in files:
+        path = root / rel
         try:
             tree = pyast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        except (SyntaxError, UnicodeDecodeError, ValueError):
+        except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
             continue  # its requirements fail as not run; nothing to add
-        parsed.append((path, path.relative_to(folder).as_posix(), tree))
+        parsed.append((path, rel, tree))
         for node in ast.walk(tree):
             taken |= {
                 str(getattr(node, f)) for f in ("name", "id", "asname", "arg") if getattr(node, f, None)
             }
+    return parsed, taken
+
+
+def inject_folder(folder: Path, rng: random.Random | None = None) -> Injected:
+    """Write twins and canaries into every test module under ``folder`` (a kit-owned copy)."""
+    rng = rng or random.Random(secrets.randbits(64))
+    found = Injected()
+    parsed, taken = _parse_all(folder, [p.relative_to(folder).as_posix() for p in test_files(folder)])
     namer = _Namer(rng, taken)
     found.observer = namer.ident()
     for path, rel, tree in parsed:

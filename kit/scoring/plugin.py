@@ -2,8 +2,9 @@
 ``kit/scoring/launcher.py``, and imports nothing from the kit (the kit is not visible there).
 
 - registers the kit's markers (``severity``, ``baseline_pass``);
-- adds the run's canary test file to the collected paths (own-tests runs) and moves the canary tests
-  to the end of the run, so a report patch installed by any earlier test also meets them; in the
+- cuts a test that runs over its time limit (``test_timeout_s``: reported failed, the session goes on);
+- adds the run's canary test file to the collected paths (own-tests runs where no own test module can
+  hold canaries) and moves its tests to the end of the run; in the
   acceptance session it runs the tests of each class or module in a random order (a must-fail twin
   runs before or after its test: code that behaves one way on a first call and another way later
   meets the twin first half of the time);
@@ -14,7 +15,7 @@
   only append, and the kit treats anything after the end line, a repeated test or a garbled line as
   tampering;
 - in every session, the audit hook of ``audit.py`` (which :func:`install` adds before any code under
-  test loads; in an own-tests session the "hidden tests" are the canary file) streams a ``seen`` line
+  test loads; in an own-tests session the "hidden tests" are the kit's canary folder) streams a ``seen`` line
   each time the code under test looks at the hidden tests (what it sees, and what it does not: that
   module's docstring). The kit flags such a run ``suspicious``.
 
@@ -30,6 +31,7 @@ import importlib.util
 import json
 import os
 import random
+import signal
 import sys
 import threading
 import types
@@ -41,6 +43,11 @@ _write = os.write
 _dumps = json.dumps
 _loads = json.loads
 _escape = json.encoder.encode_basestring_ascii  # the C function: nothing of it can be patched
+_signal, _setitimer, _ALARM, _TIMER = signal.signal, signal.setitimer, signal.SIGALRM, signal.ITIMER_REAL
+
+
+class _OverTime(BaseException):  # not an Exception: ``except Exception`` in the code does not take it
+    """Raised in a test that ran over its time limit."""
 
 
 def _first_line(text: str) -> str:
@@ -94,9 +101,10 @@ def install(settings: dict) -> list[object]:
     send = _sender(fd, lock, seq)
     send(kind="start")
     shuffle = bool(settings.get("shuffle", settings.get("hidden")))
-    preloaded = _preload(settings, _rebind(_sender, _private_scope())(fd, lock, seq))
+    preloaded, compiled = _preload(settings, _rebind(_sender, _private_scope())(fd, lock, seq))
+    limit = float(settings.get("test_timeout_s") or 0)
     hooks = _hooks(
-        send, settings.get("canary_file"), settings["canaries"], shuffle, settings.get("deselect", [])
+        send, settings.get("canary_file"), settings["canaries"], shuffle, settings.get("deselect", []), limit
     )
     if settings.get("observer"):  # sealed checks (kit/scoring/seal.py) call it by this name
         observe = _private_scope(vars(_load(settings["plugin"], "observe")))["observer"]
@@ -109,24 +117,30 @@ def install(settings: dict) -> list[object]:
                 laid = _loads(fh.read())
         processes = bool(settings.get("processes", True))
         audit = scope["Audit"](
-            settings["repo"], settings["hidden"], processes, laid, bool(settings.get("record"))
+            settings["repo"], settings["hidden"], processes, laid, bool(settings.get("record")), compiled
         )
         sys.addaudithook(scope["audit_hook"](_rebind(_sender, _private_scope())(fd, lock, seq), audit))
     return [hooks, preloaded]
 
 
-def _preload(settings: dict, send: Callable[..., None]) -> object:
+def _preload(settings: dict, send: Callable[..., None]) -> tuple[object, tuple]:
     """The test files the session may import, compiled now -- before the repo is importable -- and
     served first on ``sys.meta_path``; the pytest hooks that keep it first and check, after
-    collection, that pytest got its modules (``preload.py``)."""
+    collection, that pytest got its modules (``preload.py``); and, for the audit hook, the files'
+    names with the ids of the code objects compiled here (code under those names that is not one of
+    them was compiled by someone else)."""
     from _pytest.assertion.rewrite import rewrite_asserts
 
     scope = _private_scope(vars(_load(settings["plugin"], "preload")))
     plain = "--assert=plain" in settings["args"]
     files = [[path, rewrite and not plain] for path, rewrite in settings.get("compiled", [])]
-    preloaded = scope["Preloaded"](scope["compile_files"](files, rewrite_asserts))
+    runners = scope["compile_files"](files, rewrite_asserts)
+    preloaded = scope["Preloaded"](runners)  # (holds the runners: the ids below stay theirs)
     sys.meta_path.insert(0, preloaded)
-    return scope["session_hooks"](preloaded, send, _Hooks())
+    names = frozenset(run.__code__.co_filename for run in runners.values())  # (those that compiled)
+    ids = set(scope["code_objects"](runners)) | {id(run.__code__) for run in runners.values()}
+    compiled = (names, frozenset(ids))
+    return scope["session_hooks"](preloaded, send, _Hooks()), compiled
 
 
 def _load(plugin: str, name: str) -> types.ModuleType:
@@ -196,6 +210,36 @@ def _sender(fd: int, lock: threading.Lock, seq: list[int]) -> Callable[..., None
     return send
 
 
+def _time_limit(limit: float, late: set[str]) -> dict:
+    """The hook that cuts a test (setup, call and teardown together) after ``limit`` seconds: a
+    ``SIGALRM`` timer, re-armed every ``limit`` seconds, raises :class:`_OverTime` in it; the test's
+    node id goes into ``late`` and the plugin reports it failed, whatever it did after (a test the
+    cut did not stop -- the code caught it, or switched the timer off -- runs on into the session's
+    timeout: evidence, every requirement failed). No limit: no hook."""
+    if limit <= 0:
+        return {}
+    current: list[str | None] = [None]
+    set_handler, set_timer, alarm, timer, over = _signal, _setitimer, _ALARM, _TIMER, _OverTime  # bound now
+
+    def on_alarm(signum: int, frame: object) -> None:
+        if current[0] is not None:
+            late.add(current[0])
+            raise over(f"the test ran over its time limit of {limit:g} s")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item: pytest.Item, nextitem: object) -> object:
+        current[0] = item.nodeid
+        set_handler(alarm, on_alarm)
+        set_timer(timer, limit, limit)
+        try:
+            yield
+        finally:
+            set_timer(timer, 0, 0)
+            current[0] = None
+
+    return {"pytest_runtest_protocol": pytest_runtest_protocol}
+
+
 def _deselected(nodeid: str, ids: tuple[str, ...]) -> bool:
     """Is ``nodeid`` one of ``ids`` or under one (a folder, a module, a class, a parametrized test)?
     (pytest's ``--deselect`` matches any prefix: ``::test_f`` would take ``::test_foo`` too.)"""
@@ -208,12 +252,14 @@ def _hooks(
     canary_names: list[str],
     shuffle: bool,
     deselect: list[str] = (),  # type: ignore[assignment]
+    limit: float = 0,
 ) -> object:
     """The pytest hooks, as plain closures (pluggy binds each function when the plugin registers:
     replacing an attribute of the returned object later does nothing). ``deselect``: node ids left
-    out (the task's ``own_tests_deselect``)."""
+    out (the task's ``own_tests_deselect``); ``limit``: each test's time limit in seconds (0: none)."""
     canaries, left_out = set(canary_names), tuple(deselect)
     pending: dict[str, tuple[str, str]] = {}
+    late: set[str] = set()  # node ids of tests cut at their time limit (_time_limit)
 
     def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", "severity(level): requirement severity: critical, major or minor")
@@ -254,6 +300,8 @@ def _hooks(
             outcome, message = now, _phase_message(report, now)  # xfail) of setup, call, teardown
         if report.when == "teardown":
             pending.pop(report.nodeid, None)
+            if report.nodeid in late:  # cut at its limit: failed, whatever it reported after
+                outcome, message = "failed", f"timed out: ran over its time limit of {limit:g} s"
             ok = outcome in ("passed", "xpassed")
             send(kind="test", nodeid=report.nodeid, passed=ok, outcome=outcome, message=message)
         else:
@@ -265,6 +313,7 @@ def _hooks(
 
     hooks = _Hooks()  # plain functions as instance attributes (pluggy needs a hashable plugin)
     hooks.__dict__.update({k: v for k, v in locals().items() if k.startswith("pytest_")})
+    hooks.__dict__.update(_time_limit(limit, late))
     return hooks
 
 

@@ -47,6 +47,9 @@ from kit import pyast
 #: ``{sent}(a, b)`` -- True if ``a`` or ``b`` equals a sentinel mirroring the other's shape;
 #: ``{eq}(a, b)`` -- that, or ``a == b`` does not hold (the assertion inverted);
 #: ``{guard}()`` -- first statement of every test: tells the audit hook who called the test.
+#: Each helper holds what it calls -- the others, the builtins -- in a default argument bound when it
+#: is defined, as each twin does (``{bind}``): the code under test swapping the module's globals
+#: (a helper, ``type``) changes nothing they do; replacing a default or a ``__code__`` is audited.
 HELPERS = """
 class {sentinel}:
     __slots__ = ()
@@ -56,17 +59,18 @@ class {error}(Exception):
     pass
 
 
-def {mirror}(value, budget, filled=False):
+def {mirror}(value, budget, filled=False, _k=None):
+    sentinel, mirror, type, list, tuple, dict, bool, int, float, str, bytes, abs, object, Exception = _k
     budget[0] -= 1
     kind = type(value)
     if budget[0] < 0:
-        return {sentinel}()
+        return sentinel()
     if filled and kind in (list, tuple, dict) and not value:  # an empty attribute: a full one
-        return {{{sentinel}(): {sentinel}()}} if kind is dict else kind([{sentinel}()])
+        return {{sentinel(): sentinel()}} if kind is dict else kind([sentinel()])
     if kind in (list, tuple, dict) and value:
         if kind is dict:
-            return {{key: {mirror}(item, budget) for key, item in value.items()}}
-        return kind({mirror}(item, budget) for item in value)
+            return {{key: mirror(item, budget) for key, item in value.items()}}
+        return kind(mirror(item, budget) for item in value)
     try:  # a plain leaf: another value of its own type (a check of types or shapes alone meets it)
         if kind is bool:
             return not value
@@ -83,28 +87,33 @@ def {mirror}(value, budget, filled=False):
     except Exception:
         fields = None  # slots
     if not kind.__flags__ & 512 or (type(fields) is dict and not fields):  # 512: a class statement's
-        return {sentinel}()
+        return sentinel()
     try:
         clone = object.__new__(kind)
         for key in fields if type(fields) is dict else ():  # else: slots, or a class's own __dict__()
-            object.__setattr__(clone, key, {mirror}(fields[key], budget, True))
+            object.__setattr__(clone, key, mirror(fields[key], budget, True))
         return clone
     except Exception:
-        return {sentinel}()
+        return sentinel()
 
 
-def {sent}(a, b):
+{mirror}.__defaults__ = (False, ({sentinel}, {mirror}, type, list, tuple, dict, bool, int, float, str, bytes, abs, object, Exception))
+
+
+def {sent}(a, b, _k=({mirror}, Exception)):
+    mirror, Exception = _k
     for value, shape in ((a, b), (b, a)):
         try:
-            if value == {mirror}(shape, [10000]):
+            if value == mirror(shape, [10000]):
                 return True
         except Exception:
             pass
     return False
 
 
-def {eq}(a, b):
-    if {sent}(a, b):
+def {eq}(a, b, _k=({sent}, Exception)):
+    sent, Exception = _k
+    if sent(a, b):
         return True
     try:
         return not (a == b)
@@ -133,6 +142,11 @@ class Names:
 
     def helpers(self) -> list[ast.stmt]:
         return pyast.parse(HELPERS.format(**vars(self))).body
+
+    @property
+    def bind(self) -> str:
+        """A twin's parameter holding, bound when it is defined, what its checks call."""
+        return self.guard + "_k"
 
 
 def own_nodes(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
@@ -195,6 +209,23 @@ def _mock_assert(call: ast.expr) -> bool:
         and call.func.attr in MOCK_ASSERTS
         and not (isinstance(call.func.value, ast.Name) and call.func.value.id == "self")
     )
+
+
+#: words in an assertion helper's name that say a sentinel argument may pass it
+_LENIENT = ("not", "raise", "warn", "true", "false", "none", "is_", "called", "log")
+
+
+def helper_assert(call: ast.expr) -> bool:
+    """``assert_close(a, b, ...)``, ``testing.assert_equal(a, b)``: a function (not a method of
+    ``self``, not a mock's) whose name starts with ``assert``, called with two plain positional
+    arguments or more, whose name says nothing that a sentinel could meet (``assert_not_equal``)."""
+    if not isinstance(call, ast.Call) or _mock_assert(call) or self_assert(call) or raises_call(call):
+        return False
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    plain = len(call.args) >= 2 and not any(isinstance(a, ast.Starred) for a in call.args[:2])
+    low = name.lower()
+    return plain and low.startswith("assert") and not any(w in low for w in _LENIENT)
 
 
 def raises_call(call: ast.expr) -> bool:
@@ -273,6 +304,20 @@ class _Twin:
         handler = ast.ExceptHandler(type=_name("BaseException"), name=None, body=[ast.Pass()])
         return [ast.Try(body=[ast.Expr(call), done], handlers=[handler], orelse=[], finalbody=[]), stmt]
 
+    def helper_sentinel(self, stmt: ast.Expr) -> list[ast.stmt]:
+        """Before a call of an assertion helper (``assert_close(a, b)``: the project's or the test
+        module's, kept as it is): the same helper asked about ``a`` and a fresh sentinel in place of
+        ``b``. A real comparison fails there (a TypeError, an AssertionError); a helper made a
+        no-op passes (held)."""
+        self.checks += 1
+        self.kinds.add("helper")
+        call = copy.deepcopy(stmt.value)
+        assert isinstance(call, ast.Call)
+        call.args[1] = _call(self.names.sentinel)
+        done = ast.Assign(targets=[_name(self.held, ast.Store())], value=ast.Constant(True))
+        handler = ast.ExceptHandler(type=_name("BaseException"), name=None, body=[ast.Pass()])
+        return [ast.Try(body=[ast.Expr(call), done], handlers=[handler], orelse=[], finalbody=[]), stmt]
+
     def body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         return [out for stmt in stmts for out in self.stmt(stmt)]
 
@@ -288,6 +333,8 @@ class _Twin:
             return self.must_raise_sentinel(stmt, stmt.value)  # type: ignore[arg-type]
         if isinstance(stmt, ast.Expr) and _mock_assert(stmt.value):
             return self.mock_sentinel(stmt)
+        if isinstance(stmt, ast.Expr) and helper_assert(stmt.value):
+            return self.helper_sentinel(stmt)
         if isinstance(stmt, ast.Expr) and (method := self_assert(stmt.value)):
             return self.unittest_check(stmt, method)
         if isinstance(stmt, ast.With) and len(stmt.items) == 1 and raises_call(stmt.items[0].context_expr):
@@ -344,11 +391,34 @@ def make_twin(
     handler = ast.ExceptHandler(type=_name("BaseException"), name=None, body=[raised])
     twin.name = name
     twin.body = [
+        *_bound(twin, names),
         start,
         ast.Try(body=body, handlers=[handler], orelse=[], finalbody=[]),
         ast.Assert(test=_name(held), msg=None),
     ]
     return twin
+
+
+#: what a twin's checks call, bound when the twin is defined (:func:`_bound`)
+_BOUND = ("sent", "eq", "sentinel", "error")
+_BUILTINS = ("int", "BaseException", "AssertionError")
+
+
+def _bound(twin: ast.FunctionDef, names: Names) -> list[ast.stmt]:
+    """Give ``twin`` a last parameter whose default holds the helpers and builtins its checks call
+    (positional: ``mock.patch`` appends its arguments after pytest's; keyword-only after a
+    ``*args``), and the statement that makes them the twin's locals: swapping the module's globals
+    later reaches none of them."""
+    idents = [getattr(names, n) for n in _BOUND] + list(_BUILTINS)
+    value = ast.Tuple(elts=[_name(i) for i in idents], ctx=ast.Load())
+    if twin.args.vararg is None:
+        twin.args.args.append(ast.arg(arg=names.bind))
+        twin.args.defaults.append(value)
+    else:
+        twin.args.kwonlyargs.append(ast.arg(arg=names.bind))
+        twin.args.kw_defaults.append(value)
+    target = ast.Tuple(elts=[_name(i, ast.Store()) for i in idents], ctx=ast.Store())
+    return [ast.Assign(targets=[target], value=_name(names.bind))]
 
 
 def _observed(stmt: ast.stmt, observe: str) -> bool:

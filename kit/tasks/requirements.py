@@ -71,7 +71,7 @@ def _always(mark: ast.expr) -> bool:
     return all(isinstance(a, ast.Constant) and bool(a.value) for a in args)
 
 
-def _pytestmark(body: list[ast.stmt]) -> list[ast.expr]:
+def pytestmark_of(body: list[ast.stmt]) -> list[ast.expr]:
     out: list[ast.expr] = []
     for stmt in body:
         if isinstance(stmt, ast.Assign) and any(
@@ -97,6 +97,22 @@ def is_test_class(node: ast.stmt) -> bool:
 
 def is_test_func(node: ast.stmt) -> bool:
     return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
+
+
+def class_tests(
+    body: list[ast.stmt], outer: tuple[ast.ClassDef, ...] = ()
+) -> list[tuple[list[str], tuple[ast.ClassDef, ...], ast.FunctionDef]]:
+    """The test methods of the test classes in ``body`` -- nested test classes included, as pytest
+    collects them -- each with its classes' names and the classes themselves, outermost first."""
+    out: list[tuple[list[str], tuple[ast.ClassDef, ...], ast.FunctionDef]] = []
+    for node in body:
+        if is_test_class(node):
+            chain = (*outer, node)  # type: ignore[arg-type]
+            for sub in node.body:  # type: ignore[attr-defined]
+                if is_test_func(sub):
+                    out.append(([c.name for c in chain], chain, sub))  # type: ignore[arg-type]
+            out.extend(class_tests(node.body, chain))  # type: ignore[attr-defined]
+    return out
 
 
 def test_files(folder: Path) -> list[Path]:
@@ -125,22 +141,22 @@ def read_requirements(
         except (SyntaxError, UnicodeDecodeError) as e:
             problems.append(f"acceptance/{rel}: cannot parse: {e}")
             continue
-        module_marks = _pytestmark(tree.body)
+        module_marks = pytestmark_of(tree.body)
         module = _read_marks(module_marks)
+        found: list[tuple[int, Requirement]] = []  # (line, requirement): in the file's order
         for node in tree.body:
             if is_test_func(node):
                 own = _read_marks(node.decorator_list)  # type: ignore[union-attr]
                 skip = _skip_mark(node.decorator_list, module_marks)  # type: ignore[union-attr]
-                reqs.append(Requirement(f"{rel}::{node.name}", *_merge(own, module), skip))  # type: ignore[union-attr]
-            elif is_test_class(node):
-                cls_marks = [*node.decorator_list, *_pytestmark(node.body)]  # type: ignore[attr-defined]
-                cls = _read_marks(cls_marks)
-                for sub in node.body:
-                    if is_test_func(sub):
-                        own = _read_marks(sub.decorator_list)  # type: ignore[union-attr]
-                        key = f"{rel}::{node.name}::{sub.name}"  # type: ignore[union-attr]
-                        skip = _skip_mark(sub.decorator_list, cls_marks, module_marks)  # type: ignore[union-attr]
-                        reqs.append(Requirement(key, *_merge(own, cls, module), skip))
+                found.append((node.lineno, Requirement(f"{rel}::{node.name}", *_merge(own, module), skip)))  # type: ignore[union-attr]
+        for names, chain, sub in class_tests(tree.body):  # (nested classes: each's marks apply)
+            marks = [[*c.decorator_list, *pytestmark_of(c.body)] for c in reversed(chain)]
+            own = _read_marks(sub.decorator_list)
+            levels = [_read_marks(m) for m in marks]
+            skip = _skip_mark(sub.decorator_list, *marks, module_marks)
+            key = f"{rel}::{'::'.join(names)}::{sub.name}"
+            found.append((sub.lineno, Requirement(key, *_merge(own, *levels, module), skip)))
+        reqs += [req for _, req in sorted(found, key=lambda lr: lr[0])]
     reqs = [r for r in reqs if r.key not in exclude]
     for r in reqs:
         if r.severity is None:
@@ -173,9 +189,5 @@ def count_test_functions(folder: Path) -> int:
             tree = pyast.parse(path.read_text(encoding="utf-8"))
         except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
             continue  # the agent's files may be anything
-        for node in tree.body:
-            if is_test_func(node):
-                n += 1
-            elif is_test_class(node):
-                n += sum(1 for sub in node.body if is_test_func(sub))
+        n += sum(1 for node in tree.body if is_test_func(node)) + len(class_tests(tree.body))
     return n

@@ -44,6 +44,20 @@ class TaskLimits(BaseModel):
     )
     command_timeout_s: float = Field(120.0, gt=0, description="Timeout of one command the agent runs.")
     scoring_timeout_s: float = Field(120.0, gt=0, description="Timeout of each pytest run while scoring.")
+    test_timeout_s: float | None = Field(
+        None,
+        gt=0,
+        description=(
+            "Time limit of one test (setup, call and teardown) in a scoring session: a test over it is "
+            "cut, recorded as failed (timed out) and the session goes on. Default: a quarter of "
+            "scoring_timeout_s."
+        ),
+    )
+
+    @property
+    def test_limit_s(self) -> float:
+        """The time limit of one test in a scoring session (``test_timeout_s`` or its default)."""
+        return self.test_timeout_s or self.scoring_timeout_s / 4
 
 
 class TaskSource(BaseModel):
