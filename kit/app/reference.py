@@ -108,6 +108,7 @@ EXAMPLES: dict[str, Any] = {
     "TaskFile.expert": "A. Reviewer",
     "TaskFile.source": {"kind": "git", "base": "4f1c...", "head": "9a2e..."},
     "TaskLimits.max_steps": 40,
+    "TaskLimits.test_timeout_s": 60,
     "TaskSource.repo_url": "https://github.com/me/mylib",
     "TaskSource.base": "4f1c2a9d0e...",
     "TaskSource.head": "9a2e77b1c3...",

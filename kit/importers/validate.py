@@ -16,14 +16,15 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from kit import pyast
-from kit.errors import KitError
+from kit.errors import KitError, TaskError
 from kit.paths import is_ignored
 from kit.records.schema import SEVERITIES
 from kit.scoring.inject import inject_folder
 from kit.scoring.scorer import evaluate
 from kit.tasks.requirements import read_requirements, test_files
-from kit.tasks.task import Task, apply_solution, task_path_problems
+from kit.tasks.task import DELETED_FILE, Task, apply_solution, deleted_lines
 from kit.tasks.workspace import COPY_IGNORE, create_workspace
+from kit.untrusted.confine import confined
 
 
 class ValidationReport(BaseModel):
@@ -161,7 +162,7 @@ def requirements_line(task: Task) -> str:
     reading them): what ``kit tasks list`` and ``validate`` print. Sealed: requirements with at least
     one check whose expected value never enters the scoring session (:mod:`kit.scoring.seal`),
     found by preparing a copy of ``acceptance/`` as scoring does. Nothing is read from a task folder
-    whose paths are refused (:func:`~kit.tasks.task.task_path_problems`)."""
+    whose paths are refused (:func:`task_path_problems`)."""
     if task_path_problems(task):
         return "requirements not read: the task folder's paths are refused"
     reqs, problems = read_requirements(task.acceptance_dir, task.excluded)
@@ -237,7 +238,7 @@ def collection_problems(task: Task, sandbox: str | None = None, static_only: boo
     validate`` does -- a collection error or no result from the acceptance session. A pass is
     remembered per task content (:func:`check_cache_dir`), so a task is checked once. ``static_only``:
     the file checks alone (they write nothing; the session builds a clone and remembers a pass).
-    A task folder whose paths are refused (:func:`~kit.tasks.task.task_path_problems`) fails first."""
+    A task folder whose paths are refused (:func:`task_path_problems`) fails first."""
     problems = task_path_problems(task)  # (before any file of the task is read or hashed)
     if problems:
         return problems
@@ -266,4 +267,32 @@ def collection_problems(task: Task, sandbox: str | None = None, static_only: boo
             )
     if not problems:
         remember_checked(task)
+    return problems
+
+
+def task_path_problems(task: Task) -> list[str]:
+    """Why the task folder's paths are unsafe ([] when they are not): a name with a control
+    character, a link in ``acceptance/`` or ``solution/``, a link in ``repo/`` that leads outside
+    it, a ``DELETED.txt`` line that is no plain path inside ``repo/``. ``kit tasks validate`` checks
+    this first, on any task folder."""
+    problems = []
+    for sub in (task.repo_dir, task.acceptance_dir, task.solution_dir):
+        for dirpath, dirnames, filenames in os.walk(sub):
+            for name in [*dirnames, *filenames]:
+                path = Path(dirpath, name)
+                rel = path.relative_to(sub)
+                try:
+                    confined(sub, rel, f"task {task.id!r}: {sub.name}/ file", leaf_link=True)
+                    if path.is_symlink() and sub != task.repo_dir:
+                        raise TaskError(f"task {task.id!r}: {sub.name}/{rel.as_posix()} is a symbolic link")
+                    if path.is_symlink():  # in repo/: it must resolve inside repo/
+                        target = os.path.relpath(os.path.realpath(path), os.path.realpath(sub))
+                        confined(sub, target, f"task {task.id!r}: the target of repo/{rel.as_posix()}")
+                except TaskError as e:
+                    problems.append(str(e))
+    try:
+        for line in deleted_lines(task):
+            confined(task.repo_dir, line, f"task {task.id!r}: {DELETED_FILE} line", leaf_link=True)
+    except TaskError as e:
+        problems.append(str(e))
     return problems

@@ -409,31 +409,3 @@ def deleted_lines(task: Task) -> list[str]:
         return []
     lines = deleted.read_text(encoding="utf-8").splitlines()
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
-
-
-def task_path_problems(task: Task) -> list[str]:
-    """Why the task folder's paths are unsafe ([] when they are not): a name with a control
-    character, a link in ``acceptance/`` or ``solution/``, a link in ``repo/`` that leads outside
-    it, a ``DELETED.txt`` line that is no plain path inside ``repo/``. ``kit tasks validate`` checks
-    this first, on any task folder."""
-    problems = []
-    for sub in (task.repo_dir, task.acceptance_dir, task.solution_dir):
-        for dirpath, dirnames, filenames in os.walk(sub):
-            for name in [*dirnames, *filenames]:
-                path = Path(dirpath, name)
-                rel = path.relative_to(sub)
-                try:
-                    confined(sub, rel, f"task {task.id!r}: {sub.name}/ file", leaf_link=True)
-                    if path.is_symlink() and sub != task.repo_dir:
-                        raise TaskError(f"task {task.id!r}: {sub.name}/{rel.as_posix()} is a symbolic link")
-                    if path.is_symlink():  # in repo/: it must resolve inside repo/
-                        target = os.path.relpath(os.path.realpath(path), os.path.realpath(sub))
-                        confined(sub, target, f"task {task.id!r}: the target of repo/{rel.as_posix()}")
-                except TaskError as e:
-                    problems.append(str(e))
-    try:
-        for line in deleted_lines(task):
-            confined(task.repo_dir, line, f"task {task.id!r}: {DELETED_FILE} line", leaf_link=True)
-    except TaskError as e:
-        problems.append(str(e))
-    return problems

@@ -122,7 +122,7 @@ def test_validate_refuses_a_hand_made_task_whose_paths_leave_it_and_runs_nothing
     (task.solution_dir / "DELETED.txt").write_text("lib/victim.txt\n../../victim.txt\n")
     report = validate_task(task)
     _untouched(host)
-    from kit.tasks.task import task_path_problems
+    from kit.importers.validate import task_path_problems
 
     problems = task_path_problems(task)
     assert any("repo/lib" in p for p in problems) and any("acceptance/data.txt" in p for p in problems)
