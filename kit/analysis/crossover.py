@@ -54,6 +54,7 @@ GRID = 121
 N_BOOT = 1000
 NONE = "no crossover inside the sizes measured"
 FEW = "too few tasks to tell"
+FEW_CLUSTERS = 8  # under this many clusters a bootstrap interval is too narrow
 
 
 @dataclass
@@ -83,6 +84,20 @@ class Crossover:
     clustering: str = ""
     left_out: str = ""
     n_boot: int = 0
+    clusters: int = 0  # the top-level clusters the bootstrap resamples (projects, else tasks)
+    caveat: str = ""  # "SIMULATED records ..." / "scripted model ...": what the figure's title must say
+
+
+def _caveat(runs: pd.DataFrame) -> str:
+    """What a figure that travels alone must say about records that are not a benchmark."""
+    kinds = set(runs["profile"]) if "profile" in runs else set()
+    if "models" in runs:
+        kinds |= {m.split("/")[0] for ms in runs["models"] for m in str(ms).split(",") if "/" in m}
+    if "simulated" in kinds:
+        return "SIMULATED records (planted effects), not a benchmark"
+    if "scripted" in kinds:
+        return "scripted model: pipeline check, not a benchmark"
+    return ""
 
 
 def _left_out(runs: pd.DataFrame, column: str) -> str:
@@ -103,10 +118,11 @@ def _pooled(runs: pd.DataFrame) -> str:
     projects = bootstrap.cluster_of(runs).nunique()
     reps = runs.groupby(["strategy", "task"]).size()
     rep_text = f"{int(reps.min())}" if reps.min() == reps.max() else f"{int(reps.min())}-{int(reps.max())}"
+    rep_text += " repeat" if rep_text == "1" else " repeats"
     has_projects = "project" in runs and (runs["project"].fillna("") != "").any()
     where = f" in {projects} projects" if has_projects else ""
     profiles = ", ".join(sorted(set(runs["profile"]))) if "profile" in runs else "?"
-    return f"pooled over {runs['task'].nunique()} tasks{where}, {rep_text} repeats each, profile {profiles}"
+    return f"pooled over {runs['task'].nunique()} tasks{where}, {rep_text} each, profile {profiles}"
 
 
 def task_points(runs: pd.DataFrame, column: str) -> pd.DataFrame:
@@ -145,8 +161,9 @@ def _root_grid(d: np.ndarray, xg: np.ndarray, down: bool) -> np.ndarray:
 
 
 def _crossing(curve: str, roots: np.ndarray, change: np.ndarray, span: tuple[float, float],
-              centre: float, words: tuple[str, str]) -> Crossing:  # fmt: skip
-    """The point (row 0), the percentile interval (rows 1:), and whether it is reported."""
+              centre: float, words: tuple[str, str], ahead: str = "one") -> Crossing:  # fmt: skip
+    """The point (row 0), the percentile interval (rows 1:), and whether it is reported; ``ahead``: who
+    is ahead in the middle of the range, in words (``pdca solves more``)."""
     point, boot = roots[0], roots[1:]
     lo_x, hi_x = bootstrap.percentile(np.clip(boot, span[0] - 1e-9, span[1] + 1e-9))
     c_lo, c_hi = bootstrap.percentile(change[1:])
@@ -159,10 +176,9 @@ def _crossing(curve: str, roots: np.ndarray, change: np.ndarray, span: tuple[flo
     if inside and clear:
         return Crossing(curve, size, lo, hi, direction, True)
     if inside:
-        note = (f"the curves meet near {size:,.0f} but their gap does not change across the sizes by more "
-                "than chance")  # fmt: skip
+        note = "the gap between the fitted curves does not change with size by more than chance"
     else:
-        note = "one stays ahead of the other throughout" if clear else "the curves do not differ clearly"
+        note = f"{ahead} throughout" if clear else "the curves do not differ clearly"
     return Crossing(curve, math.nan, lo, hi, direction, False, note)
 
 
@@ -182,7 +198,7 @@ def crossover(
     if measure not in MEASURES:
         raise KitError(f"unknown size measure {measure!r}", f"pick one of: {', '.join(MEASURES)}")
     column = f"size_{measure}"
-    result = Crossover(measure, baseline, n_boot=n_boot)
+    result = Crossover(measure, baseline, n_boot=n_boot, caveat=_caveat(runs))
     if runs.empty:
         result.status = f"{FEW} (no runs)"
         return result
@@ -193,9 +209,15 @@ def crossover(
         return result
     tasks = sized.loc[sized["strategy"] == baseline, "task"].nunique() if not sized.empty else 0
     sizes = sized[column].nunique() if not sized.empty else 0
+    alone = set(runs["strategy"]) == {baseline}
     if tasks < MIN_TASKS or sizes < 3:
-        result.status = (f"{FEW}: {tasks} task(s) with a size ({measure}) and {sizes} distinct size(s); "
-                         f"the fit needs at least {MIN_TASKS} tasks of 3 sizes")  # fmt: skip
+        result.status = (f"{FEW}: {baseline} ran {tasks} task(s) with a size, of {sizes} distinct size(s); "
+                         f"the fit needs at least {MIN_TASKS} tasks of 3 distinct sizes"
+                         + (f" (and only {baseline} ran: there is no other strategy to set against it)"
+                            if alone else ""))  # fmt: skip
+        return result
+    if alone:
+        result.status = f"only the baseline {baseline} ran: there is no other strategy to set against it"
         return result
     x_all = np.log(np.maximum(sized[column].to_numpy(float), 1.0))
     centre = float(np.mean(np.unique(x_all)))
@@ -204,6 +226,7 @@ def crossover(
     result.low, result.high = math.exp(span[0] + centre), math.exp(span[1] + centre)
     if details:
         result.pooled, result.clustering = _pooled(sized), bootstrap.clustering_words(sized)
+        result.clusters = int(bootstrap.cluster_of(sized).nunique())
     w = np.vstack([np.ones(len(sized)), bootstrap.run_weights(sized, n_boot, seed)])
     xg = np.linspace(span[0], span[1], GRID)
     solved = sized["solved"].to_numpy(float)
@@ -229,12 +252,14 @@ def crossover(
             continue
         da, db = sol[:, 0] - base_s[:, 0], sol[:, 1] - base_s[:, 1]
         solved_x = _crossing("solved", _root_solved(da, db, span), db * (span[1] - span[0]), span, centre,
-                             ("passes", "falls behind"))  # fmt: skip
+                             ("passes", "falls behind"),
+                             f"{strategy if da[0] > 0 else baseline} solves more")  # fmt: skip
         gap = _log_cps(cst, sol, xg) - _log_cps(base_c, base_s, xg)  # log(cost per solved / baseline's)
         change = gap[:, -1] - gap[:, 0]
         down = bool(change[0] <= 0)
         cost_x = _crossing("cost", _root_grid(gap, xg, down), -change, span, centre,
-                           ("drops below", "rises above"))  # fmt: skip
+                           ("drops below", "rises above"),
+                           f"{strategy if gap[0, GRID // 2] < 0 else baseline} pays less per solved task")  # fmt: skip
         result.crossings[strategy] = [solved_x, cost_x]
     return result
 
@@ -270,12 +295,22 @@ def _size(value: float, low: float, high: float) -> str:
     return f"{value:,.0f}"
 
 
+def _interval_words(c: Crossing, result: Crossover) -> str:
+    """``56 to 366 lines``; an end past the sizes measured in words (``beyond 987, the largest size
+    measured``): the data cannot place that end inside the range."""
+    unit = UNITS[result.measure]
+    lo = f"below {result.low:,.0f} (the smallest size measured)" if c.lo == -math.inf else f"{c.lo:,.0f}"
+    hi = (f"beyond {result.high:,.0f} {unit} (the largest size measured)" if c.hi == math.inf
+          else f"{c.hi:,.0f} {unit}")  # fmt: skip
+    return f"{lo} to {hi}"
+
+
 def crossing_words(c: Crossing, result: Crossover, strategy: str) -> str:
     """One crossing in plain words, e.g. ``passes vibe at ~140 code lines [95 % interval 60, 300]``."""
     unit = UNITS[result.measure]
-    if not c.reported:
-        return f"{NONE} ({c.note})"
     what = "solved rate" if c.curve == "solved" else "cost per solved task"
+    if not c.reported:
+        return f"{what}: {NONE} ({c.note})"
     meaning = {
         "passes": f"on larger tasks {strategy} solves more, on smaller {result.baseline} does",
         "falls behind": f"on larger tasks {result.baseline} solves more, on smaller {strategy} does",
@@ -283,8 +318,7 @@ def crossing_words(c: Crossing, result: Crossover, strategy: str) -> str:
         "rises above": f"on larger tasks {strategy} pays more per solved task, on smaller less",
     }[c.direction]
     return (f"its {what} {c.direction} {result.baseline}'s at ~{c.size:,.0f} {unit} "
-            f"[95 % interval {_size(c.lo, result.low, result.high)}, {_size(c.hi, result.low, result.high)}]: "
-            f"{meaning}")  # fmt: skip
+            f"[95 % interval {_interval_words(c, result)}]: {meaning}")  # fmt: skip
 
 
 def crossover_table(result: Crossover) -> pd.DataFrame:
@@ -293,15 +327,18 @@ def crossover_table(result: Crossover) -> pd.DataFrame:
     unit, rows = UNITS[result.measure], {}
     for s, crossings in sorted(result.crossings.items()):
         row = {}
-        for c, name in zip(crossings, ("solved rate", "cost per solved task"), strict=True):
-            row[name] = f"{c.direction} at ~{c.size:,.0f} {unit}" if c.reported else NONE
-            row[f"{name}: 95 % interval"] = (
+        for c, name, short in zip(crossings, ("solved rate", "cost per solved task"), ("solved", "cost"),
+                                  strict=True):  # fmt: skip
+            row[f"{name} vs {result.baseline}'s"] = (
+                f"{c.direction} at ~{c.size:,.0f} {unit}" if c.reported else NONE
+            )
+            row[f"95 % interval ({short})"] = (  # none for a crossover that is not reported
                 f"{_size(c.lo, result.low, result.high)} to {_size(c.hi, result.low, result.high)}"
-                if not math.isnan(c.lo) else "-"
+                if c.reported else "-"
             )  # fmt: skip
         rows[s] = row
     table = pd.DataFrame.from_dict(rows, orient="index")
-    table.index.name = f"vs {result.baseline}"
+    table.index.name = "strategy"
     return table
 
 
@@ -313,10 +350,16 @@ def crossover_lines(result: Crossover) -> list[str]:
     else:
         lines = [
             f"Task size = {what}, {result.low:,.0f} to {result.high:,.0f} {UNITS[result.measure]} measured; "
-            f"{result.pooled}. Solved rate fitted per strategy as a logistic on log size, cost per solved task "
-            f"as mean cost per run / fitted solved rate; 95 % intervals from {result.n_boot} bootstrap "
+            f"{result.pooled}. Solved rate fitted per strategy as a logistic (S-shaped) curve in log size, cost per "
+            "solved task "
+            f"as fitted mean cost per run / fitted solved rate; 95 % intervals from {result.n_boot} bootstrap "
             f"replicates {result.clustering}.",
         ]
+        if result.clusters < FEW_CLUSTERS:
+            kind = "projects" if result.clustering == bootstrap.BY_PROJECT else "tasks"
+            lines.append(f"  Only {result.clusters} {kind} to resample: with fewer than {FEW_CLUSTERS} a "
+                         "bootstrap interval is too narrow; read the intervals as the least uncertainty there "
+                         "is.")  # fmt: skip
         for strategy, (sol, cst) in sorted(result.crossings.items()):
             lines.append(f"  {strategy}: {crossing_words(sol, result, strategy)}; "
                          f"{crossing_words(cst, result, strategy)}.")  # fmt: skip

@@ -5,29 +5,30 @@ reported crossings as dotted lines. Titles say what was pooled and what the band
 from __future__ import annotations
 
 from pathlib import Path
+from textwrap import fill
 
 from matplotlib.figure import Figure
 
-from kit.analysis.crossover import MEASURES, Crossover
+from kit.analysis.crossover import MEASURES, UNITS, Crossover
 from kit.analysis.figures import _new, _save
 
 
 def _title(result: Crossover, what: str) -> str:
-    return (f"{what} against task size, {result.pooled}\nline = fitted per strategy, band = 95 % interval "
+    caveat = f"{result.caveat}\n" if result.caveat else ""
+    return (f"{caveat}{what} against task size, {result.pooled}\nline = fitted per strategy, band = 95 % interval "
             f"({result.n_boot} bootstrap replicates {result.clustering.split(';')[0]}), dot = one task")  # fmt: skip
 
 
 def crossover_figure(result: Crossover) -> Figure:
     """Two panels: solved rate (left) and cost per solved task (right, log scale) against size."""
-    fig = _new(12, 5)
-    axes = fig.subplots(1, 2)
-    if result.status or result.curves.empty:
-        fig.suptitle(
-            f"Crossover on {MEASURES[result.measure]}: {result.status or 'nothing fitted'}", fontsize=10
-        )
-        for ax in axes:
-            ax.set_axis_off()
+    if result.status or result.curves.empty:  # words only, on a small canvas
+        fig = _new(9, 1.8)
+        caveat = f"{result.caveat}\n" if result.caveat else ""
+        text = fill(f"Crossover on {MEASURES[result.measure]}: {result.status or 'nothing fitted'}", 110)
+        fig.text(0.5, 0.5, caveat + text, ha="center", va="center", fontsize=10, wrap=True)
         return fig
+    fig = _new(12, 5.4 if result.caveat else 5)
+    axes = fig.subplots(1, 2)
     strategies = sorted(set(result.curves["strategy"]))
     colours = {s: f"C{i % 10}" for i, s in enumerate(strategies)}
     pts = result.points
@@ -46,6 +47,10 @@ def crossover_figure(result: Crossover) -> Figure:
             c = crossings[0 if column == "solved" else 1]
             if c.reported:
                 ax.axvline(c.size, color=colours[s], ls=":", lw=1.5)
+                ax.annotate(f"{s} {c.direction} {result.baseline}\nat ~{c.size:,.0f} {UNITS[result.measure]}",
+                            (c.size, 1), xycoords=("data", "axes fraction"), xytext=(4, -4),
+                            textcoords="offset points", va="top", fontsize=8, color=colours[s],
+                            bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none", "pad": 1})  # fmt: skip
         ax.set_xscale("log")
         ax.set_xlabel(f"task size: {MEASURES[result.measure]} (log scale)")
         ax.grid(alpha=0.3)
@@ -56,8 +61,8 @@ def crossover_figure(result: Crossover) -> Figure:
     axes[1].set_yscale("log")
     axes[1].set_ylabel("USD per solved task (mean cost per run / solved rate)")
     if unsolved:
-        axes[1].set_title(f"Cost per solved task ({unsolved} strategy x task with nothing solved: not drawn)",
-                          fontsize=10)  # fmt: skip
+        axes[1].set_title(f"Cost per solved task (not drawn: {unsolved} of {len(pts)} strategy x task with "
+                          "nothing solved)", fontsize=10)  # fmt: skip
     axes[0].legend(title="strategy (dotted: crossover)", fontsize="small")
     fig.suptitle(_title(result, "Solved rate and cost per solved task"), fontsize=9)
     return fig

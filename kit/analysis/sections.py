@@ -99,9 +99,9 @@ def crossover_sections(records: Records, figures: bool = False, measure: str = "
         cx.crossover_lines(result),
         table=table,
         after=[
-            "  Reported only when the gap between the two fitted curves changes across the sizes measured by "
-            "more than chance (95 % interval of the change excludes 0); '< N' / '> N': the interval runs past "
-            "the smallest / largest size measured. docs/analysis.md says what this cannot tell."
+            "  A crossover is reported only when the gap between the two fitted curves changes across the sizes measured by "
+            "more than chance (95 % interval of the change excludes 0); '< N' / '> N' in the table: the interval runs "
+            "past the smallest / largest size measured, so the data cannot place that end. docs/analysis.md says what this cannot tell."
         ]
         if not result.status
         else [],

@@ -1,4 +1,4 @@
-"""`python -m kit run | report | tasks | models | notebooks`."""
+"""`python -m kit run | report | tasks | models | notebooks | simulate ...`."""
 
 from __future__ import annotations
 
@@ -237,10 +237,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_cmd_docs)
 
-    from kit.app import sandbox_cli, tasks_cli
+    from kit.app import sandbox_cli, simulate_cli, tasks_cli
 
     tasks_cli.add_cli(sub)
     sandbox_cli.add_cli(sub)
+    simulate_cli.add_cli(sub)
     from kit.app import export_inspect  # inspect_ai itself is imported only when the command runs
 
     export_inspect.add_cli(sub)

@@ -118,7 +118,9 @@ def _spec_metadata(group: list[RunFiles], incomplete: list[str]) -> dict[str, An
     first = group[0].run
     models = sorted({c.model for f in group for c in f.calls})
     note = ""
-    if models and all(m.startswith("scripted/") for m in models):
+    if any(m.startswith("simulated/") for m in models):
+        note = "simulated records (kit.analysis.simulate): planted effects to test the analysis, never a benchmark"
+    elif models and all(m.startswith("scripted/") for m in models):
         note = "scripted model: pipeline validation only, never a benchmark result"
     elif any(m.startswith("embedded/") for m in models):
         note = "embedded model (SmolLM2-135M): real but tiny; its numbers are not a benchmark of strategies"
