@@ -311,6 +311,10 @@ def clusters_words(row: pd.Series) -> str:
 def detectable_words(row: pd.Series) -> str:
     """``smallest solved difference it could detect: 31 pts (80 % power, alpha 0.05)``."""
     how = " -- assumed, every difference was the same (kit.power)" if row.get("mde_from") == "assumed" else ""
+    if not row["mde"] < 1:  # a solved rate moves 100 points at most: no difference is detectable
+        return (
+            f"no solved difference it could detect: it would need over 100 pts (80 % power, alpha 0.05{how})"
+        )
     return f"smallest solved difference it could detect: {row['mde'] * 100:.0f} pts (80 % power, alpha 0.05{how})"
 
 

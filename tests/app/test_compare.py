@@ -127,7 +127,7 @@ def test_param_file_that_cannot_be_read_is_one_clear_error(tmp_path):
 def test_prompt_lab_reads_the_prompt_from_a_file(tmp_path, monkeypatch):
     seen = []
 
-    def run_experiment(experiment, *, results_dir=None, progress=True, overrides=None):
+    def run_experiment(experiment, *, results_dir=None, progress=True, overrides=None, **_):
         seen.append(experiment)
         folder = write_experiment(
             results_dir, name=experiment.name, strategies=("vibe",), repeats=1, incomplete=False
@@ -191,8 +191,11 @@ def test_prompt_lab_runs_on_the_profile_the_experiment_used(tmp_path):
     (tmp_path / "experiment.yaml").write_text(yaml.safe_dump({"name": "x", "profile": "tiered"}))
     assert notebooks.default_parameters("prompt_lab", tmp_path) == {
         "results_dir": str(tmp_path / "lab"),
-        "profile": "tiered",
+        "like": str(tmp_path),  # the lab reads the experiment's profile, api base and sandbox from it
     }
+    from kit.app.prompt_lab import recorded_setup
+
+    assert recorded_setup(tmp_path)["profile"] == "tiered"
 
 
 def _keep_prompts(folder, strategies, text):

@@ -34,7 +34,7 @@ def test_lab_runs_are_named_by_what_changed_and_never_reuse_other_settings(tmp_p
     assert named.name == "lab-vibe-coder-terse-v2"
     taken = {"lab-vibe-coder-terse-v2", "lab-vibe-coder-terse-v2-2"}  # made under other settings
 
-    def run_experiment(experiment, *, results_dir=None, progress=True):
+    def run_experiment(experiment, *, results_dir=None, progress=True, **_):
         if experiment.name in taken:
             raise SettingsChanged("1 finished run(s) ... were made under other settings")
         return tmp_path / experiment.name
