@@ -22,9 +22,10 @@ from kit.records.schema import SEVERITIES
 from kit.scoring.inject import inject_folder
 from kit.scoring.scorer import evaluate
 from kit.tasks.requirements import read_requirements, test_files
-from kit.tasks.task import DELETED_FILE, Task, apply_solution, deleted_lines
+from kit.tasks.task import DELETED_FILE, TASK_FILE, Task, apply_solution, deleted_lines
 from kit.tasks.workspace import COPY_IGNORE, create_workspace
 from kit.untrusted.confine import confined
+from kit.untrusted.terminal import visible
 
 
 class ValidationReport(BaseModel):
@@ -274,8 +275,17 @@ def task_path_problems(task: Task) -> list[str]:
     """Why the task folder's paths are unsafe ([] when they are not): a name with a control
     character, a link in ``acceptance/`` or ``solution/``, a link in ``repo/`` that leads outside
     it, a ``DELETED.txt`` line that is no plain path inside ``repo/``. ``kit tasks validate`` checks
-    this first, on any task folder."""
-    problems = []
+    this first, on any task folder. The task folder's own entries (``task.yaml``, ``repo/``,
+    ``acceptance/``, ``solution/``) are never links: a link there would make the folder's content a
+    host folder's (copied into the run's clone, validated, hashed)."""
+    problems = [
+        f"task {task.id!r}: {part.name} is a symbolic link (to {visible(os.readlink(part))}): a task "
+        "folder's own entries must be real files and folders"
+        for part in (task.path / TASK_FILE, task.repo_dir, task.acceptance_dir, task.solution_dir)
+        if part.is_symlink()
+    ]
+    if problems:
+        return problems
     for sub in (task.repo_dir, task.acceptance_dir, task.solution_dir):
         for dirpath, dirnames, filenames in os.walk(sub):
             for name in [*dirnames, *filenames]:

@@ -295,3 +295,35 @@ def test_a_blob_far_over_the_cap_is_refused_before_it_is_read(tmp_path):
     peak = max(int(lines["SELF_KB"]), int(lines["CHILDREN_KB"])) * 1024
     print(f"\npeak memory importing a {size // 2**20} MB blob: {peak / 2**20:.0f} MB (kit and git)")
     assert peak < size / 2, f"{peak / 2**20:.0f} MB"
+
+
+def test_a_repository_that_borrows_objects_from_another_store_is_refused(tmp_path):
+    """Red team, issue 39: the view borrowed the repository's objects and git followed the
+    repository's own objects/info/alternates -- a head tree could name a blob of any store on the
+    host and the import copied it into solution/. Such a repository is refused, nothing is read."""
+    victim = tmp_path / "victim"
+    make_repo(victim, [("secret", {"victim.txt": "TOP SECRET victim content\n"})])
+    secret = git(victim, "rev-parse", "HEAD:victim.txt")
+    repo = tmp_path / "calc"
+    make_repo(repo, [("start", BASE), ("Fix double", FIX)])
+    (repo / ".git" / "objects" / "info" / "alternates").write_text(f"{victim / '.git' / 'objects'}\n")
+    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{secret},secret.txt")
+    git(repo, "commit", "-qm", "Fix double and take the secret")
+    with pytest.raises(TaskError, match="borrows objects from another store"):
+        import_git(Options(repo=repo, commit=git(repo, "rev-parse", "HEAD"), out=tmp_path / "tasks"))
+    assert not any(
+        "TOP SECRET" in p.read_text(errors="replace") for p in tmp_path.glob("tasks/**/*") if p.is_file()
+    )
+
+
+def test_a_python_source_over_the_parse_cap_is_refused_before_it_is_parsed():
+    """Red team, issue 39: ast.parse takes ~650 times a module's size (a 4 MB test module of a
+    hostile repository took the kit to 2.6 GB): no source over 2 MB is parsed, whoever asks."""
+    import resource
+
+    from kit import pyast
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(SyntaxError, match="parses no Python source over"):
+        pyast.parse("x = 1\n" * (pyast.MAX_SOURCE_BYTES // 6 + 1))
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 * 1024  # KB: not parsed

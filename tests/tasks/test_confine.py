@@ -146,3 +146,22 @@ def test_a_manifest_names_no_file_outside_its_folders(tmp_path, host):
     dotdot = SuiteProject(url="https://example.org/acme/..", licence="MIT")
     with pytest.raises(TaskError, match="project name"):
         suite_build.find_clone(dotdot, tmp_path / "clones")
+
+
+@pytest.mark.parametrize("entry", ["repo", "acceptance", "solution", "task.yaml"])
+def test_a_task_folder_whose_own_entry_is_a_link_to_a_host_folder_is_refused(tmp_path, entry):
+    """Red team, issue 39: `repo -> /host/folder` passed validate, and a run's clone then held the host
+    folder's files (copytree follows a top-level link). A task folder's own entries are never links."""
+    from kit.importers.validate import task_path_problems
+    from kit.tasks.task import load_task
+
+    task = make_task(tmp_path / "t", REPO, ACCEPTANCE, {"calc.py": "def double(x):\n    return x + x\n"})
+    host = tmp_path / "host" / entry
+    host.parent.mkdir()
+    os.rename(task.path / entry, host)
+    (host / "secret.txt").write_text("HOST SECRET") if host.is_dir() else None
+    os.symlink(host, task.path / entry)
+    problems = task_path_problems(load_task(task.path))
+    assert problems and f"{entry} is a symbolic link" in problems[0], problems
+    report = validate_task(load_task(task.path))
+    assert not report.ok and any("symbolic link" in p for p in report.problems), report.problems

@@ -75,6 +75,14 @@ class GitView:
         objects = (common / "objects").resolve()
         if not objects.is_dir() or any(c in str(objects) for c in "\n\r\0"):
             raise TaskError(f"{path}: git holds no objects folder at {objects}", "give a clone's path")
+        borrowed = [n for n in ("alternates", "http-alternates") if os.path.lexists(objects / "info" / n)]
+        if borrowed:  # git would follow them from the view too: objects of any store on the host
+            raise TaskError(
+                f"{path}: the repository borrows objects from another store (objects/info/{borrowed[0]}); "
+                "the kit reads no store but the repository's own",
+                "make the clone self-contained (git repack -a -d, then remove objects/info/alternates), "
+                "or clone it again without --shared/--reference",
+            )
         self._tmp = tempfile.TemporaryDirectory(prefix="orchbench-gitview-")
         self.git_dir = Path(self._tmp.name) / "view.git"
         for sub in ("objects/info", "objects/pack", "refs/heads", "refs/tags"):
