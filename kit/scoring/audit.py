@@ -2,39 +2,13 @@
 runs INSIDE the scoring sandbox, loaded by the plugin (``plugin.py``) from its own folder before any
 code under test loads, and imports nothing from the kit.
 
-**What it closes.** An agent whose code reads the hidden tests to learn their expected values -- opens
-or lists them (by path, by descriptor, relative to a folder's descriptor, through pytest's path
-helpers or module loaders), takes frames (``sys._getframe``, ``inspect.currentframe``/``stack``,
-``traceback.extract_stack``, ``sys._current_frames``, a traceback's or generator's frame), reads a
-hidden test's code (``f_code``, ``__code__``, through ``inspect``/``dis`` too), walks the heap
-(``gc.get_objects``/``get_referrers``), installs a tracer or another audit hook, starts a process or
-loads native code (which could do all of that unseen), or calls a hidden test function itself. Each
-such event is charged to the frame of the code under test that raised it (looking through the
-stdlib's inspection helpers, and for file events through the whole stdlib and pytest's loader) and
-sent as a ``seen`` line: the kit flags the run ``suspicious``. After collection, an open of a hidden
-file by any thread but pytest's own is seen too. An audit hook added after this one is refused. A
-check that cannot complete -- from a stack near the recursion limit, or on an argument made to break
-it -- is seen as such; where not even that can be sent, the hook raises and the operation is refused.
-
-In the ``repo`` layout the laid Python files are test code, never the repo's, and the laid files the
-agent could not see at the base are hidden files (:class:`Audit` ``laid``). Only the agent's code is
-charged: code as it was at the base (``basecode.py``) is looked through like the stdlib's helpers --
-the project's own introspection is not flagged, the agent's reaching the same through it still is.
-
-**Code made at run time.** Code the code under test compiles (``compile``, exec/eval of a string,
-``CodeType``/``code.replace``) under the name of a file that is not the agent's -- a test file, a
-base file, the stdlib's or a library's -- is itself evidence; under a ``<...>`` name it is
-remembered, and its frames are the code under test's where they are the nearest code to an event.
-Code running under a precompiled test file's name that is not the kit's compiled code is too. A
-thread whose stack is the stdlib's alone (an executor's worker handed ``sys._current_frames`` or
-``subprocess.run``) acts for the code under test; frames that ``asyncio``'s ``Task.get_stack`` or
-``inspect`` read are their caller's; a link made to a hidden file is seen when it is made.
-
-**What it does not close.** Nothing here can stop the code under test -- it makes what it does
-visible, and a flagged run is not re-scored. Base code steered by the agent's (a patched global, an
-argument) acts for it unseen; a native extension, or a process started before the hook could see
-it, acts unseen (but starting one is seen); reading ``f_locals`` of a frame already in hand raises
-no event.
+Opening or listing the hidden tests, taking frames, reading a hidden test's code, walking the heap,
+installing a tracer or another audit hook, starting a process or loading native code, calling a hidden
+test function, compiling code under the name of a file that is not the agent's (a faithful compile of
+a file as it is on disk, what an import does, excepted): each event is charged to the frame of the
+code under test that raised it and sent as a ``seen`` line, and the kit flags the run ``suspicious``.
+Code as it was at the base (``basecode.py``) is looked through like the stdlib's helpers. What it
+closes and what it does not, in full: docs/scoring.md, "The audit hook".
 """
 
 from __future__ import annotations
@@ -51,6 +25,7 @@ _realpath = os.path.realpath
 _readlink = os.readlink
 _isfile = os.path.isfile
 _getcwd = os.getcwd
+_osopen, _osread, _osclose = os.open, os.read, os.close
 _join, _dirname = os.path.join, os.path.dirname
 _abspath = os.path.abspath
 _fsdecode = os.fsdecode
@@ -233,7 +208,7 @@ class Audit:
             where = self.caller(frame, all_stdlib=True) if self.code_file(args[0]) else None
             return f"{where} replaced {args[1]} of hidden test code" if where else None
         if event in _COMPILE:
-            return self.compiled(args[1] if len(args) > 1 else None, frame)
+            return self.compiled(args[1] if len(args) > 1 else None, frame, args[0] if args else None)
         if event == _CALLED:  # raised by the first statement of every hidden test, with its caller
             where = self.caller(args[0] if args else None, all_stdlib=True)
             return f"{where} called a hidden test function" if where else None
@@ -372,7 +347,7 @@ class Audit:
             frame = frame.f_back  # type: ignore[attr-defined]  # (base code: looked through)
         return None
 
-    def compiled(self, filename: object, frame: object) -> str | None:
+    def compiled(self, filename: object, frame: object, source: object = None) -> str | None:
         """Code the code under test compiles: under a ``<...>`` name it is remembered (its frames are
         then the code under test's where they are the nearest code to an event); under the name of
         a file that is not the agent's -- a test file, a file of the repo as at the base, of the
@@ -393,7 +368,9 @@ class Audit:
             full in self.compiled_files or full in self.tests or self.is_hidden(full) or full in self.same
         )
         others = others or full in self.spans or (not full.startswith(self.repo) and _isfile(full))
-        return f"{where} compiled code under the name of {filename[-120:]}" if others else None
+        if not others or _as_on_disk(source, full):  # an import compiles the file as it is: no forgery
+            return None
+        return f"{where} compiled code under the name of {filename[-120:]}"
 
     def forged(self, name: str, frame: object) -> bool:
         """Does ``frame`` run code under the name of a test file the session compiled first
@@ -497,3 +474,18 @@ class Audit:
             return False
         real = _realpath(full)
         return real == self.hidden or real.startswith(self.hidden + "/") or real in self.secret
+
+
+def _as_on_disk(source: object, path: str) -> bool:
+    """Is ``source`` (what ``compile`` got) the file at ``path`` as it is, as an import reads it?"""
+    data = source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source
+    if not isinstance(data, bytes | bytearray) or len(data) > 1 << 24:
+        return False
+    try:
+        fd = _osopen(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        return _osread(fd, len(data) + 1) == data
+    finally:
+        _osclose(fd)
