@@ -9,6 +9,7 @@ import inspect
 import re
 from pathlib import Path
 
+from kit import pyast
 from kit.app.reference import table
 from kit.importers.git import importer, prompt, severity
 from kit.paths import REPO_ROOT
@@ -220,7 +221,8 @@ def _hostile() -> list[str]:
         + flat(_after_first_paragraph(gitread.__doc__).split("\n\n")[1])
         + f" The limits: {gitread.MAX_FILE_BYTES // 2**20} MB a file, {gitread.MAX_TREE_BYTES // 2**20} MB "
         f"and {gitread.MAX_TREE_FILES:,} files a tree, {gitread.MAX_COMMIT_BYTES // 2**10} KB a commit, "
-        f"{gitread.MAX_RANGE_COMMITS:,} commits a range.",
+        f"{gitread.MAX_RANGE_COMMITS:,} commits and {gitread.MAX_RANGE_BYTES // 2**20} MB of commit objects "
+        f"a range; no Python source over {pyast.MAX_SOURCE_BYTES // 2**20} MB is parsed.",
         "",
     ]
 

@@ -327,3 +327,23 @@ def test_a_python_source_over_the_parse_cap_is_refused_before_it_is_parsed():
     with pytest.raises(SyntaxError, match="parses no Python source over"):
         pyast.parse("x = 1\n" * (pyast.MAX_SOURCE_BYTES // 6 + 1))
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 * 1024  # KB: not parsed
+
+
+def test_a_range_whose_commit_messages_add_up_past_the_cap_is_refused_before_they_are_read(
+    tmp_path, monkeypatch
+):
+    """Red team, issue 39: each commit was capped at 1 MB but a range of 300 such commits took the kit
+    to 335 MB (5,000 would be ~5.5 GB). Their sum is capped too, from the objects' headers."""
+    from kit.importers.git import gitread
+
+    monkeypatch.setattr(gitread, "MAX_RANGE_BYTES", 64 * 1024)  # (the real cap is 16 MB: 20 x 4 KB here)
+    repo = tmp_path / "calc"
+    shas = make_repo(repo, [("start", BASE)])
+    for i in range(20):
+        (repo / "calc.py").write_text(f"def double(x):\n    return x + x + {i}\n")
+        git(repo, "commit", "-qam", f"step {i}\n\n" + "x" * 4000)
+    read = []
+    monkeypatch.setattr(gitread.Repo, "commit", lambda self, sha: read.append(sha))
+    with pytest.raises(TaskError, match="commit objects hold .* over the importer's limit"):
+        Repo(repo).range_commits(shas[0], git(repo, "rev-parse", "HEAD"))
+    assert read == []  # no message was read

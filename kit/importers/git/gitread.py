@@ -42,6 +42,8 @@ MAX_TREE_FILES = 50_000
 #: A commit object (its message) larger than this is refused; so is a range of more commits.
 MAX_COMMIT_BYTES = 1024 * 1024
 MAX_RANGE_COMMITS = 5_000
+#: The commit objects of a range together (their messages): each is capped, so is their sum.
+MAX_RANGE_BYTES = 16 * 1024 * 1024
 LICENCE_RE = re.compile(r"^(licen[cs]e|copying|copyright|unlicense)(\.[a-z]+)?$", re.I)
 #: Left out for everyone: the hint of every error reading the repository.
 _HINT = (
@@ -134,6 +136,14 @@ class Repo:
         if len(shas) > MAX_RANGE_COMMITS:
             raise TaskError(
                 f"{base[:12]}..{head[:12]} holds more than {MAX_RANGE_COMMITS} commits",
+                "give a shorter range",
+            )
+        sizes = self.view.sizes(shas)
+        total = sum(info[1] for info in sizes.values() if info)
+        if total > MAX_RANGE_BYTES:  # checked before any message is read
+            raise TaskError(
+                f"{base[:12]}..{head[:12]}: its {len(shas)} commit objects hold {total // 2**20} MB: over the "
+                f"importer's limit of {MAX_RANGE_BYTES // 2**20} MB",
                 "give a shorter range",
             )
         return [self.commit(s) for s in reversed(shas)]
