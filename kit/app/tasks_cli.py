@@ -142,6 +142,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
         gaps = audit_task(task)
         n = len(unexplained(gaps))
         missing += n
+        if not gaps:
+            print(f"✓ {task.id}: no gaps -- nothing the hidden tests rely on is missing from the prompt")
+            continue
         print(f"{'✗' if n else '✓'} {task.id}: test  line  kind  what")
         for row in report(gaps):
             print(f"    {visible(row)}")

@@ -90,8 +90,11 @@ def test_each_kind_of_gap_the_prompt_never_states(tmp_path):
     assert line == 11  # the line of the hidden module that reads it
 
 
-def test_a_prompt_that_states_everything_leaves_no_gap(tmp_path):
-    assert audit_task(_task(tmp_path, FULL)) == []
+def test_a_prompt_that_states_everything_leaves_no_gap(tmp_path, capsys):
+    task = _task(tmp_path, FULL)
+    assert audit_task(task) == []
+    assert main(["tasks", "audit", str(task.path)]) == 0  # says so in words, not as an empty table
+    assert "no gaps -- nothing the hidden tests rely on is missing from the prompt" in capsys.readouterr().out
 
 
 def test_an_explained_gap_is_shown_as_explained_and_the_cli_exits_by_the_unexplained(tmp_path, capsys):

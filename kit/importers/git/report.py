@@ -57,6 +57,11 @@ def import_summary(r: ImportResult) -> str:
             f"long: {'yes' if s.long else 'no'} (kit.importers.size)"
         )
     if r.ok:
-        lines.append("  specification audit (kit tasks audit): test  line  kind  what")
-        lines += [f"    {visible(row)}" for row in report(r.gaps, SHOWN)]
+        if r.gaps:
+            lines.append("  specification audit (kit tasks audit): test  line  kind  what")
+            lines += [f"    {visible(row)}" for row in report(r.gaps, SHOWN)]
+        else:
+            lines.append(
+                "  specification audit (kit tasks audit): no gaps -- nothing the hidden tests rely on is missing from the prompt"
+            )
     return "\n".join(lines)
