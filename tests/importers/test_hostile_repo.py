@@ -347,3 +347,20 @@ def test_a_range_whose_commit_messages_add_up_past_the_cap_is_refused_before_the
     with pytest.raises(TaskError, match="commit objects hold .* over the importer's limit"):
         Repo(repo).range_commits(shas[0], git(repo, "rev-parse", "HEAD"))
     assert read == []  # no message was read
+
+
+def test_a_repository_whose_refs_folder_is_a_link_is_refused(tmp_path):
+    """Red team, issue 39: a `.git/refs` that links to a host folder had its small files copied into
+    the kit's view as refs."""
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "secret").write_text("0" * 40 + "\n")
+    repo = tmp_path / "calc"
+    make_repo(repo, [("start", BASE)])
+    git(repo, "pack-refs", "--all")
+    import shutil
+
+    shutil.rmtree(repo / ".git" / "refs")
+    os.symlink(host, repo / ".git" / "refs")
+    with pytest.raises(TaskError, match="refs is a symbolic link"):
+        Repo(repo)

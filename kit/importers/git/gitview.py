@@ -13,7 +13,9 @@ repository's ``HEAD``, refs and ``shallow`` list copied as plain files (links an
 skipped, ``refs/replace/`` left out), and its object store borrowed read-only through
 ``objects/info/alternates``. git runs with no system or user config, ``GIT_NO_REPLACE_OBJECTS``,
 ``GIT_ALLOW_PROTOCOL`` empty (no transport at all) and ``protocol.allow=never``, so an object the
-repository lacks is never fetched: it is one clear error naming it, and the import stops.
+repository lacks is never fetched: it is one clear error naming it, and the import stops. A
+repository that borrows objects from another store (its own ``objects/info/alternates``) or whose
+``refs/`` is a link is refused: git would follow either out of the repository.
 """
 
 from __future__ import annotations
@@ -208,6 +210,8 @@ def _copy_refs(common: Path, view: Path) -> None:
                 raise TaskError(f"{common / name} is over {MAX_PACKED_REFS_BYTES // 2**20} MB: refused")
             shutil.copyfile(common / name, view / name)
     refs = common / "refs"
+    if refs.is_symlink():  # os.walk would follow it: a host folder's small files copied as refs
+        raise TaskError(f"{refs} is a symbolic link: refused", "give a clone whose refs/ is a folder")
     seen = 0
     for dirpath, dirnames, filenames in os.walk(refs):
         rel = Path(dirpath).relative_to(refs)
