@@ -344,6 +344,9 @@ def _add_canaries(
     its scope (of the module's when its scope has none that fits), at a random place after it: where
     a canary sits tells nothing of what it is, nor of it from a twin."""
     rng = namer.rng
+    tests = [t for t in tests if t[1] is None or not _skipped(t[1])]  # a skipped class's canary never runs
+    if not tests:
+        return
     simple = [t for t in tests if straight(t[3])]
     scopes: dict[int | None, ast.ClassDef | None] = {
         id(cls): cls for _, cls, _, _ in tests if cls is not None
@@ -432,3 +435,15 @@ def inject_folder(folder: Path, rng: random.Random | None = None) -> Injected:
         if inject_module(tree, rel, namer, found):
             path.write_text(ast.unparse(ast.fix_missing_locations(tree)) + "\n", encoding="utf-8")
     return found
+
+
+def _skipped(cls: ast.ClassDef) -> bool:
+    """Is the class skipped as a whole -- ``@unittest.skipUnless(...)``, ``@pytest.mark.skipif(...)``, a
+    ``pytestmark`` with a skip -- so that a canary in it would never run (cachetools' threading tests)?"""
+    marks = [*cls.decorator_list]
+    marks += [
+        n.value
+        for n in cls.body
+        if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in n.targets)
+    ]
+    return any("skip" in ast.unparse(m).lower() for m in marks)

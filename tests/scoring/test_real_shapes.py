@@ -232,3 +232,34 @@ def test_nothing_the_injection_adds_but_twins_and_canaries_is_collected_as_a_tes
             name = getattr(node, "name", None) or getattr(node, "id", None) or ""
             if name.lower().startswith("test") and name not in tests | kit_tests:
                 raise AssertionError(f"seed {seed}: {name} would be collected as a test")
+
+
+OWN_WITH_A_SKIPPED_CLASS = """
+import os
+import unittest
+
+import calc
+
+
+@unittest.skipUnless(os.environ.get("THREADING_TESTS"), "THREADING_TESTS not set")
+class ThreadingTest(unittest.TestCase):
+    def test_stampede(self):
+        self.assertEqual(calc.helper(1), 1)
+"""
+
+
+def test_a_class_skipped_as_a_whole_gets_no_canary(tmp_path):
+    """cachetools' own tests skip a threading class unless THREADING_TESTS is set: a canary injected
+    there never ran, so the must-pass one read as failed and the must-fail one as passed -- the
+    reference solution of cachetools-7-0 was scored as tampering."""
+    acceptance = {"test_unittest_class_mock_patch.py": SHAPES["unittest-class-mock-patch"]}
+    repo = {
+        "calc.py": STUB,
+        "tests/test_own.py": "import calc\n\n\ndef test_helper():\n    assert calc.helper(2) == 2\n",
+        "tests/test_threading.py": OWN_WITH_A_SKIPPED_CLASS,
+    }
+    task = make_task(tmp_path / "task", repo, acceptance, SOLVED)
+    ws = workspace(task, tmp_path)
+    ev = evaluate(task, ws.root, ws)
+    assert not ev.tampered and not ev.problems, (ev.tampered, ev.problems)
+    assert not ev.failed_requirements, ev.results
