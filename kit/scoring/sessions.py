@@ -128,9 +128,7 @@ class Sessions:
         left_out = self.task.own_tests_deselect
         canaries = {n: v for n, v in injected.canaries.items() if not _deselected(v[0], left_out)}
         expect, canary_file = (
-            (Expect(canaries, uncollected_ok=True), None)
-            if canaries
-            else (self.canaries.expect(), self.own_canary)
+            (Expect(canaries), None) if canaries else (self.canaries.expect(), self.own_canary)
         )
         return run_pytest(
             self.sandbox,

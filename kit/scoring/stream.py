@@ -46,10 +46,6 @@ class Expect:
     twins: dict[str, str] = field(default_factory=dict)
     sealed: dict[str, str] = field(default_factory=dict)  # sealed check id -> expected digest (seal.py)
     observer: str = ""  # the name they call
-    #: a module none of whose tests reported excuses its canaries (the own tests: a test module the
-    #: test command does not collect; its tests are absent at the end -- regressions -- if they ran
-    #: at the base)
-    uncollected_ok: bool = False
 
 
 @dataclass
@@ -172,9 +168,9 @@ class _Reader:
                 if want and module and self.all_failed(scope):
                     continue  # its class's setUp or fixture, or a skip mark, takes every test of it
                 self.out.tamper.append(f"{label} was reported {'failed' if want else 'passed'}")
-            elif not got and not (
-                module and not self.ran(module) and (module in self.uncollected or self.expect.uncollected_ok)
-            ):  # (a module that failed to import: every test of it is absent, nothing credited)
+            elif not got and not (module and not self.ran(module)):
+                # (a module none of whose tests reported was not collected -- an import error, a
+                # test command naming other paths --: every test of it is absent, nothing credited)
                 self.out.tamper.append(f"{label} ({scope or 'canary file'}) is missing from the report")
 
 
