@@ -254,10 +254,9 @@ def _place(body: list[ast.stmt], extra: list[tuple[int, ast.stmt]]) -> list[ast.
     return out
 
 
-def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected, twins: bool = True) -> bool:
+def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) -> bool:
     """Twins and canaries written into ``tree`` (acceptance file ``rel``); False if it has no tests.
-    Tests of nested test classes are requirements too (``rel::Outer::Inner::test``). ``twins``
-    False: canaries only (the repo's own tests: :func:`inject_own`)."""
+    Tests of nested test classes are requirements too (``rel::Outer::Inner::test``)."""
     namer.use_words(_words(tree))
     names = Names(
         namer.ident(cls=True), namer.ident(cls=True), *(namer.ident() for _ in range(4)), found.observer
@@ -275,7 +274,7 @@ def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected, tw
     if not tests:
         return False
     rng = namer.rng
-    for _top, cls, idx, test in tests if twins else []:
+    for _top, cls, idx, test in tests:
         key = f"{rel}::{scopes.node_id(cls)}{test.name}"
         kinds = found.kinds.setdefault(key, set())
         sealed = seal_test(test, key, imports, names.observe, found.next_site)
@@ -296,7 +295,7 @@ def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected, tw
         cls_node.body = _place(cls_node.body, class_extra.get(id(cls_node), []))
     tree.body = _place(tree.body, module_extra)
     every = [n for n in tree.body if is_test_func(n)] + [sub for _, _, sub in class_tests(tree.body)]
-    for test in every if twins else []:  # every test (original, twin, canary) tells who called it
+    for test in every:  # every test (original, twin, canary) first tells who called it
         test.body.insert(0, ast.Expr(ast.Call(ast.Name(names.guard, ast.Load()), [], [])))
     tree.body[_after_header(tree.body) : _after_header(tree.body)] = names.helpers()
     return True
@@ -391,44 +390,22 @@ def _after_header(body: list[ast.stmt]) -> int:
     return i
 
 
-def inject_own(root: Path, files: list[str], rng: random.Random | None = None) -> Injected:
-    """Both canaries in every class of tests and module of ``files`` (test modules of the repo copy
-    ``root``, relative): the own-tests sessions' canaries sit among the repo's tests, as the
-    acceptance session's do -- a report patch or a code path that spares a separate canary file
-    (03c, 03d) meets them. No twins: own tests are not requirements."""
-    rng = rng or random.Random(secrets.randbits(64))
-    found = Injected()
-    parsed, taken = _parse_all(root, files)
-    namer = _Namer(rng, taken)  # one for the session: a canary's name is no test's of any module
-    for path, rel, tree in parsed:
-        if inject_module(tree, rel, namer, found, twins=False):
-            path.write_text(ast.unparse(ast.fix_missing_locations(tree)) + "\n", encoding="utf-8")
-    return found
-
-
-def _parse_all(root: Path, files: list[str]) -> tuple[list[tuple[Path, str, ast.Module]], set[str]]:
-    """Each of ``files`` (relative to ``root``) that parses, and every name any of them uses."""
-    parsed: list[tuple[Path, str, ast.Module]] = []
-    taken: set[str] = set()
-    for rel in files:
-        path = root / rel
-        try:
-            tree = pyast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
-            continue  # its requirements fail as not run; nothing to add
-        parsed.append((path, rel, tree))
-        for node in ast.walk(tree):
-            taken |= {
-                str(getattr(node, f)) for f in ("name", "id", "asname", "arg") if getattr(node, f, None)
-            }
-    return parsed, taken
-
-
 def inject_folder(folder: Path, rng: random.Random | None = None) -> Injected:
     """Write twins and canaries into every test module under ``folder`` (a kit-owned copy)."""
     rng = rng or random.Random(secrets.randbits(64))
     found = Injected()
-    parsed, taken = _parse_all(folder, [p.relative_to(folder).as_posix() for p in test_files(folder)])
+    parsed: list[tuple[Path, str, ast.Module]] = []
+    taken: set[str] = set()
+    for path in test_files(folder):
+        try:
+            tree = pyast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue  # its requirements fail as not run; nothing to add
+        parsed.append((path, path.relative_to(folder).as_posix(), tree))
+        for node in ast.walk(tree):
+            taken |= {
+                str(getattr(node, f)) for f in ("name", "id", "asname", "arg") if getattr(node, f, None)
+            }
     namer = _Namer(rng, taken)
     found.observer = namer.ident()
     for path, rel, tree in parsed:
