@@ -79,7 +79,7 @@ def test_an_import_records_no_credential(tmp_path, monkeypatch):
     args = argparse.Namespace(
         repo=str(tmp_path / "tiny"), commit=shas[1], range=None, id=None, prompt_file=None,
         out=str(tmp_path / "t"), tests=None, severities=None, timeout=60.0, sandbox=None, force=False,
-        repo_url=None,
+        repo_url=None, exclude_test=None,
     )  # fmt: skip
     assert cmd_import_git(args) == 0
     (task,) = (tmp_path / "t").iterdir()
