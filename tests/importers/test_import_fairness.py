@@ -87,4 +87,6 @@ def test_an_excluded_test_and_a_flaky_one_are_left_out_with_why(tmp_path, monkey
     assert spec["spec_gaps"] == {}
     text = import_summary(r)
     assert "size: 5 code lines, 1 files, 1 hidden tests" in text and "long: no" in text
-    assert "specification audit (kit tasks audit)" in text and ("unexplained gaps: 0" in text or "no gaps" in text)
+    assert "specification audit (kit tasks audit)" in text and (
+        "unexplained gaps: 0" in text or "no gaps" in text
+    )

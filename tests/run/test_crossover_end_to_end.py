@@ -71,7 +71,7 @@ def test_a_size_dependent_policy_shows_the_crossover_in_the_report(tmp_path):
     assert len(sizes) == len(TASKS) and any(v < SMALL for v in sizes.values()) and max(sizes.values()) > SMALL
     text = " ".join(report(out, "text").split())
     section = text.split("Where a strategy starts paying off")[1].split("Per role")[0]
-    assert "pooled over 8 tasks, 1 repeats each" in section and "resampled by task, then repeat" in section
+    assert "pooled over 8 tasks, 1 repeat each" in section and "resampled by task, then repeat" in section
     assert "linear: its solved rate passes vibe's at ~" in section
     at = float(section.split("passes vibe's at ~")[1].split()[0].replace(",", ""))
     below = sorted(v for v in sizes.values() if v < SMALL)[-2]  # the second-largest vibe solves

@@ -178,6 +178,9 @@ def test_ray_runs_report_their_progress_to_the_driver_as_they_go(cluster, tmp_pa
     for run_dir in (out / "runs").iterdir():
         mine = [p for p, _ in seen if p.run_id == run_dir.name]
         calls = rows(run_dir, "calls.jsonl")
-        assert [p.calls for p in mine if p.calls] == list(range(1, len(calls) + 1)), run_dir.name
+        counts = [p.calls for p in mine if p.calls]  # an update as each call is sent and as it is answered
+        assert sorted(set(counts)) == list(range(1, len(calls) + 1)) and counts == sorted(counts), (
+            run_dir.name
+        )
         assert mine[-1].role == "coder" and mine[-1].phase == "code"
     assert any(" calls " in line and "coder/code" in line for _, line in seen)

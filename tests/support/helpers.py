@@ -64,6 +64,6 @@ def plan_shipped(exp: Experiment) -> list:
     try:
         expand_tasks(exp.tasks)
     except ConfigError as e:
-        assert "is not built" in str(e) and "python -m kit tasks build-suite" in str(e), e
+        assert "not built" in str(e) and "python -m kit tasks build-suite" in str(e), e
         return plan(exp.model_copy(update={"tasks": ["micro-slugify"]}))
     return plan(exp)
