@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from kit.analysis import bootstrap, fits
+from kit.analysis.caveat import caveat
 from kit.errors import KitError
 
 #: Size measures (the ``size_<name>`` columns of the runs table) -> words for axes and sentences.
@@ -86,18 +87,6 @@ class Crossover:
     n_boot: int = 0
     clusters: int = 0  # the top-level clusters the bootstrap resamples (projects, else tasks)
     caveat: str = ""  # "SIMULATED records ..." / "scripted model ...": what the figure's title must say
-
-
-def _caveat(runs: pd.DataFrame) -> str:
-    """What a figure that travels alone must say about records that are not a benchmark."""
-    kinds = set(runs["profile"]) if "profile" in runs else set()
-    if "models" in runs:
-        kinds |= {m.split("/")[0] for ms in runs["models"] for m in str(ms).split(",") if "/" in m}
-    if "simulated" in kinds:
-        return "SIMULATED records (planted effects), not a benchmark"
-    if "scripted" in kinds:
-        return "scripted model: pipeline check, not a benchmark"
-    return ""
 
 
 def _left_out(runs: pd.DataFrame, column: str) -> str:
@@ -198,7 +187,7 @@ def crossover(
     if measure not in MEASURES:
         raise KitError(f"unknown size measure {measure!r}", f"pick one of: {', '.join(MEASURES)}")
     column = f"size_{measure}"
-    result = Crossover(measure, baseline, n_boot=n_boot, caveat=_caveat(runs))
+    result = Crossover(measure, baseline, n_boot=n_boot, caveat=caveat(runs))
     if runs.empty:
         result.status = f"{FEW} (no runs)"
         return result

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from kit.analysis import cache_economics
+from kit.analysis.caveat import caveat
 from kit.analysis.tables import order_tiers
 
 BUCKET_LABELS = {
@@ -39,6 +40,11 @@ def _save(fig: Figure, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     return path
+
+
+def _head(caveat: str, title: str) -> str:
+    """A figure's title with what its records are first (:func:`kit.analysis.summary.caveat`)."""
+    return f"{caveat}\n{title}" if caveat else title
 
 
 def _empty(path: str | Path, title: str, message: str) -> Path:
@@ -109,7 +115,7 @@ def pareto_figure(runs: pd.DataFrame, y: str = "failed_share") -> Figure:
     """The figure :func:`pareto` saves: colour = strategy, marker = task (two legends), the title
     counting the runs shown of all runs and every run left out."""
     total = len(runs)
-    title = f"Cost vs {'failed share' if y == 'failed_share' else y} per run"
+    title = _head(caveat(runs), f"Cost vs {'failed share' if y == 'failed_share' else y} per run")
     runs, note = left_out_note(runs, y)
     fig = _new()
     ax = fig.subplots()
@@ -183,7 +189,9 @@ def tier_cost_figure(calls: pd.DataFrame) -> Figure:
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize="small")
     models = textwrap.fill(f"models: {models_per_tier(calls)}", 90)
-    fig.suptitle(f"Cost per tier by token bucket, per strategy\n{models}", fontsize="medium")
+    fig.suptitle(
+        _head(caveat(calls), f"Cost per tier by token bucket, per strategy\n{models}"), fontsize="medium"
+    )
     return fig
 
 
@@ -230,7 +238,10 @@ def timeline_figure(calls: pd.DataFrame, max_runs: int = 6) -> Figure:
     axes[-1].set_xlabel("seconds since run start")
     what = f"all {total} runs" if len(run_keys) == total else f"{len(run_keys)} of {total} runs"
     fig.suptitle(
-        f"Calls over time by role: {what} (first repeat of each strategy first; calls per role in brackets)"
+        _head(
+            caveat(calls),
+            f"Calls over time by role: {what} (first repeat of each strategy first; calls per role in brackets)",
+        )
     )
     return fig
 
@@ -295,7 +306,7 @@ def frontier_figure(table: pd.DataFrame, left_out: int = 0) -> Figure:
     handles.append(Line2D([], [], color="grey", ls="--", label="frontier"))
     fig.legend(handles=handles, loc="outside right upper", fontsize="small")
     note = f" ({left_out} strategy x family rows without a score left out)" if left_out else ""
-    fig.suptitle(f"Cost-quality frontier per task family{note}")
+    fig.suptitle(_head(table.attrs.get("caveat", ""), f"Cost-quality frontier per task family{note}"))
     return fig
 
 

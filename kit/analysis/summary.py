@@ -19,6 +19,7 @@ import json
 import pandas as pd
 
 from kit.analysis import bootstrap, verdict
+from kit.analysis.caveat import ORACLE_MODEL
 from kit.analysis.load import OUTCOME_ORDER, Records
 from kit.errors import KitError
 
@@ -96,10 +97,6 @@ def shares_line(table: pd.DataFrame, tag: str = "") -> str:
     solved = ", ".join(f"{s} {_solved(row)}" for s, row in table.astype(object).iterrows())
     failed = ", ".join(f"{s} {_share(row['failed_share'])}" for s, row in table.astype(object).iterrows())
     return f"Summary{f' ({tag})' if tag else ''}: solved {solved}; failed share {failed}."
-
-
-#: the oracle profile's model (kit/model/oracle.py): it plays each task's reference solution
-ORACLE_MODEL = "scripted/oracle-all"
 
 
 def pipeline_check(runs: pd.DataFrame) -> str:

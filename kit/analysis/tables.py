@@ -10,6 +10,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from kit.analysis.cachesim import TOLERANCE, left_cached
+from kit.analysis.caveat import caveat
 from kit.analysis.load import OUTCOME_ORDER, Records
 from kit.analysis.prices import BUCKETS, TOKENS
 from kit.config import TIERS
@@ -221,7 +222,8 @@ def runs_note(records: Records, strategy: str) -> str:
 def measured_label(records: Records, strategy: str) -> str:
     """Whose runs a measured bar pools, for a figure's legend: ``measured: pdca, 3 runs``."""
     n = int((records.runs["strategy"] == strategy).sum()) if not records.runs.empty else 0
-    return f"measured: {strategy}, {n} run{'s' if n != 1 else ''}"
+    what = caveat(records.runs) if not records.runs.empty else ""
+    return f"measured: {strategy}, {n} run{'s' if n != 1 else ''}" + (f" ({what})" if what else "")
 
 
 def bucket_costs(calls: pd.DataFrame) -> pd.DataFrame:

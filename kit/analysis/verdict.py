@@ -38,6 +38,7 @@ from scipy import stats
 
 from kit import power
 from kit.analysis import bootstrap
+from kit.analysis.caveat import caveat
 from kit.errors import KitError
 
 METRICS = ("solved", "failed_share", "defects_total", "cost_usd")
@@ -362,6 +363,7 @@ def frontier_table(runs: pd.DataFrame) -> pd.DataFrame:
     cols = ["runs", "cost_usd", "failed_share", "solved_rate", "on_frontier"]
     if runs.empty:
         return pd.DataFrame(columns=cols, index=pd.MultiIndex.from_tuples([], names=["family", "strategy"]))
+    what = caveat(runs)  # the figure's title says it (frontier_figure): the table travels without the runs
     df = runs.assign(family=runs["task"].map(task_family(runs["task"])))
     g = df.groupby(["family", "strategy"], sort=True)
     table = pd.DataFrame(
@@ -382,4 +384,6 @@ def frontier_table(runs: pd.DataFrame) -> pd.DataFrame:
         )
         on.append(not bool(dominated.any()) and not pd.isna(row["failed_share"]))
     table["on_frontier"] = on
-    return table[cols]
+    table = table[cols].copy()
+    table.attrs["caveat"] = what
+    return table

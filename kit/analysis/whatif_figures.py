@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from kit.analysis.caveat import caveat
 from kit.analysis.figures import _empty, _new, _save
 from kit.analysis.repricing import WhatIf
 from kit.analysis.tables import order_tiers
@@ -53,6 +54,8 @@ def whatif_figure(w: WhatIf, title: str = "What-if") -> Figure:
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=len(bars), fontsize="small")
     head = textwrap.fill(f"{title}: {w.note.split(' -- no change')[0]}", 110)
+    if what := caveat(c):
+        head = f"{what}\n{head}"
     if w.why_unchanged:
         head += "\n" + textwrap.fill(f"NO CHANGE in cost: {w.why_unchanged}", 110)
     fig.suptitle(head, fontsize="small")

@@ -22,7 +22,9 @@ def test_pareto_tells_tasks_apart_and_counts_every_run_left_out(records):
     runs.loc[first, ["outcome", "scored"]] = ["error", False]
     fig = figures.pareto_figure(runs)
     ax = fig.axes[0]
-    assert ax.get_title() == "Cost vs failed share per run: 3 of 4 runs\nleft out (not scored): 1 error"
+    assert ax.get_title() == (
+        "scripted model: pipeline check, not a benchmark\nCost vs failed share per run: 3 of 4 runs\nleft out (not scored): 1 error"
+    )
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["csv-export-stream", "micro-slugify"]
     strategy_legend = next(a for a in ax.artists if a is not ax.get_legend())
     assert [t.get_text() for t in strategy_legend.get_texts()][:2] == ["pdca", "vibe"]
@@ -33,12 +35,13 @@ def test_pareto_tells_tasks_apart_and_counts_every_run_left_out(records):
 
 def test_timeline_says_how_many_runs_it_shows_and_shares_its_x_axis(records):
     fig = figures.timeline_figure(records.calls, max_runs=2)
-    assert fig.get_suptitle().startswith("Calls over time by role: 2 of 4 runs")
+    assert fig.get_suptitle().split("\n")[1].startswith("Calls over time by role: 2 of 4 runs")
     a, b = fig.axes[:2]
     assert a.get_shared_x_axes().joined(a, b)
     assert (
         figures.timeline_figure(records.calls)
         .get_suptitle()
+        .split("\n")[1]
         .startswith("Calls over time by role: all 4 runs")
     )
 
@@ -118,10 +121,10 @@ def test_the_measured_reference_bars_say_whose_runs_they_are(records):
 
     ref = pd.Series({"cheap": 0.6, "medium": 0.3, "strong": 0.1})
     label = analysis.measured_label(records, "pdca")
-    assert label == "measured: pdca, 2 runs"
+    assert label == "measured: pdca, 2 runs (scripted model: pipeline check, not a benchmark)"
     fig = figures.tier_shares_figure(ref, analysis.tier_cost_shares(records, "pdca"), label)
     ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["reference", "measured: pdca, 2 runs"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["reference", label]
     assert "pdca" in ax.get_title()
 
 
@@ -190,3 +193,39 @@ def test_a_whatif_that_changes_nothing_says_why(records):
     assert moved.why_unchanged == "" and "no change" not in moved.note
     fig = whatif_figures.whatif_figure(same_tier)
     assert "NO CHANGE in cost: the 4 calls it touches already ran" in fig.get_suptitle()
+
+
+@pytest.mark.parametrize(
+    ("models", "caveat"),
+    [
+        ("scripted/oracle-all", "oracle: a pipeline check, not a benchmark"),
+        ("scripted/cheap", "scripted model: pipeline check, not a benchmark"),
+        ("simulated/strong", "SIMULATED records (planted effects), not a benchmark"),
+        ("embedded/smollm2-135m", "embedded SmolLM2-135M: a real but tiny model"),
+        ("anthropic/claude-sonnet-4-5", ""),
+    ],
+)
+def test_every_figure_says_in_its_title_what_played_the_runs(records, models, caveat):
+    """Issue 41: a figure travels alone, without the report's labels -- an oracle's, a scripted model's,
+    simulated or the tiny embedded model's runs say so in every figure's title; a provider's say nothing."""
+    import dataclasses
+
+    from kit.analysis import whatif_figures
+
+    runs = records.runs.assign(models=models, profile="p")
+    calls = records.calls.assign(model=models, profile="p")
+    titles = {
+        "pareto": figures.pareto_figure(runs).axes[0].get_title(),
+        "timeline": figures.timeline_figure(calls).get_suptitle(),
+        "tier cost": figures.tier_cost_figure(calls).get_suptitle(),
+        "frontier": figures.frontier_figure(verdict.frontier_table(runs)).get_suptitle(),
+        "measured": analysis.measured_label(dataclasses.replace(records, runs=runs, calls=calls), "pdca"),
+        "what-if": whatif_figures.whatif_figure(  # (a cache lifetime: the calls keep their models)
+            analysis.whatif(dataclasses.replace(records, runs=runs, calls=calls), ttl={"coder": "1h"}), "TTL"
+        ).get_suptitle(),
+    }
+    for name, title in titles.items():
+        if caveat:
+            assert caveat in title, (name, title)
+        else:
+            assert "benchmark" not in title and "model:" not in title.split("\n")[0], (name, title)

@@ -1,0 +1,31 @@
+"""What records that are not a benchmark must say wherever they are drawn: a figure travels alone,
+without the report's labels, so its title names simulated, oracle, scripted and embedded-model records."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+#: the oracle profile's model (kit/model/oracle.py): it plays each task's reference solution
+ORACLE_MODEL = "scripted/oracle-all"
+
+
+def caveat(frame: pd.DataFrame) -> str:
+    """What a figure must say in its title when the records it draws are not a benchmark, from a frame
+    of runs (``models``, ``profile``) or of calls (``model``): a figure travels alone, without the
+    report's labels. '' for a real provider's runs."""
+    kinds, models = set(), set()
+    if "profile" in frame:
+        kinds |= set(frame["profile"].dropna().astype(str))
+    for column in ("models", "model"):
+        if column in frame:
+            models |= {m for ms in frame[column].dropna() for m in str(ms).split(",") if m}
+    kinds |= {m.split("/")[0] for m in models if "/" in m}
+    if "simulated" in kinds:
+        return "SIMULATED records (planted effects), not a benchmark"
+    if ORACLE_MODEL in models:
+        return "oracle: a pipeline check, not a benchmark (every role played the reference solution)"
+    if "scripted" in kinds:
+        return "scripted model: pipeline check, not a benchmark"
+    if "embedded" in kinds or "local" in kinds:
+        return "embedded SmolLM2-135M: a real but tiny model"
+    return ""
