@@ -23,7 +23,9 @@ from kit.records.parquet import write_atomic
 from kit.records.schema import CALLS, EVENTS, CallRecord, EventRecord, RunRecord, Score
 
 CACHE_DIR = ".analysis"
-CACHE_VERSION = 2  # 2: the runs table has api_bases (a row built from run.json gains a column: bump)
+CACHE_VERSION = (
+    3  # 2: the runs table has api_bases (a row built from run.json gains a column: bump); 3: calls too
+)
 MANIFEST = "manifest.json"
 _SIGNED = ("run.json", CALLS, EVENTS)
 

@@ -3,6 +3,8 @@ without the report's labels, so its title names simulated, oracle, scripted and 
 
 from __future__ import annotations
 
+from urllib.parse import urlparse
+
 import pandas as pd
 
 #: the oracle profile's model (kit/model/oracle.py): it plays each task's reference solution
@@ -28,4 +30,15 @@ def caveat(frame: pd.DataFrame) -> str:
         return "scripted model: pipeline check, not a benchmark"
     if "embedded" in kinds or "local" in kinds:
         return "embedded SmolLM2-135M: a real but tiny model"
+    bases = {
+        b for bs in frame.get("api_bases", pd.Series(dtype=str)).dropna() for b in str(bs).split(",") if b
+    }
+    if local := sorted(b for b in bases if on_this_machine(b)):
+        return f"served on this machine ({', '.join(local)}): a fake or local server's numbers, not the provider's"
     return ""
+
+
+def on_this_machine(url: str) -> bool:
+    """Is ``url``'s host this machine (a fake or local server answered the models named)?"""
+    host = (urlparse(url).hostname or "").lower()
+    return host in ("localhost", "::1", "0.0.0.0") or host.startswith("127.")

@@ -359,7 +359,7 @@ def _log_frame(done: list[Path], runs: pd.DataFrame, log: str, fields: list[str]
         table = table.take(np.argsort(order, kind="stable"))
         order = table.column("_run").to_numpy()
     df = table.drop_columns(["_run"]).to_pandas()
-    for name in RUN_IDENTITY:
+    for name in (*RUN_IDENTITY, "api_bases"):  # api_bases: a figure of calls says a local server answered
         values = pa.array(runs[name].tolist()) if not runs.empty else pa.array([], pa.string())
         df[name] = values.take(pa.array(order)).to_pandas() if len(df) else pd.Series([], dtype=object)
     df["_run"] = order

@@ -20,6 +20,7 @@ from kit.analysis import (
     role_tier_table,
     strategy_table,
 )
+from kit.analysis.caveat import on_this_machine
 from kit.analysis.context import context_table, format_context
 from kit.analysis.formats import (  # noqa: F401 - the table formats, importable from here as before
     _tokens,
@@ -119,19 +120,12 @@ def _local_server_label(runs: pd.DataFrame) -> list[str]:
     provider's model names are on it, but a fake or local server answered."""
     if runs.empty or "api_bases" not in runs:
         return []
-    local = runs["api_bases"].map(lambda bs: [b for b in bs.split(",") if b and _on_this_machine(b)])
+    local = runs["api_bases"].map(lambda bs: [b for b in bs.split(",") if b and on_this_machine(b)])
     bases = sorted({b for bs in local for b in bs})
     if not bases:
         return []
     n = int(local.map(bool).sum())
     return [f"{LOCAL_SERVER_LABEL.format(bases=', '.join(bases))} ({n} of {len(runs)} runs)"]
-
-
-def _on_this_machine(url: str) -> bool:
-    from urllib.parse import urlparse
-
-    host = (urlparse(url).hostname or "").lower()
-    return host in ("localhost", "::1", "0.0.0.0") or host.startswith("127.")
 
 
 def _twin_labels(runs: pd.DataFrame) -> list[str]:

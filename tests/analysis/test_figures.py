@@ -203,6 +203,10 @@ def test_a_whatif_that_changes_nothing_says_why(records):
         ("simulated/strong", "SIMULATED records (planted effects), not a benchmark"),
         ("embedded/smollm2-135m", "embedded SmolLM2-135M: a real but tiny model"),
         ("anthropic/claude-sonnet-4-5", ""),
+        (
+            "anthropic/claude-sonnet-4-5@http://127.0.0.1:8765",
+            "served on this machine (http://127.0.0.1:8765)",
+        ),
     ],
 )
 def test_every_figure_says_in_its_title_what_played_the_runs(records, models, caveat):
@@ -212,8 +216,9 @@ def test_every_figure_says_in_its_title_what_played_the_runs(records, models, ca
 
     from kit.analysis import whatif_figures
 
-    runs = records.runs.assign(models=models, profile="p")
-    calls = records.calls.assign(model=models, profile="p")
+    models, _, base = models.partition("@")  # a provider's model answered by a server on this machine
+    runs = records.runs.assign(models=models, profile="p", api_bases=base)
+    calls = records.calls.assign(model=models, profile="p", api_bases=base)
     titles = {
         "pareto": figures.pareto_figure(runs).axes[0].get_title(),
         "timeline": figures.timeline_figure(calls).get_suptitle(),
