@@ -180,3 +180,29 @@ def test_validate_names_a_special_file_in_repo_as_one_clear_error(tmp_path, caps
     assert "[('" not in text and "Traceback" not in text, text
     if code != 0:  # refusing it is right; so would be leaving the special file out, saying so
         assert "repo/pipe.txt" in text, text
+
+
+def test_symlinks_to_one_big_file_count_against_the_tree_size_cap(tmp_path, monkeypatch):
+    """A link is counted as its link text (<= 4096 bytes) and then written as a full copy of its
+    target: one blob and N links to it write N times the blob, past ``MAX_TREE_BYTES`` (a 60 MB blob
+    and 30 links: 1.8 GB per export, 5 GB of disk at the peak of an import; 49,000 links: terabytes).
+    Here the cap is lowered to 20 MB and the blob is 5 MB, 10 links: 55 MB must not be written."""
+    from kit.errors import TaskError
+    from kit.importers.git import gitread
+
+    monkeypatch.setattr(gitread, "MAX_TREE_BYTES", 20 * 1024 * 1024)
+    repo = tmp_path / "calc"
+    make_repo(repo, [("start", BASE)])
+    (repo / "data.bin").write_bytes(b"\0" * (5 * 1024 * 1024))
+    (repo / "links").mkdir()
+    for i in range(10):
+        (repo / "links" / f"l{i}.bin").symlink_to("../data.bin")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "links")
+    out = tmp_path / "out"
+    try:
+        gitread.Repo(repo).export(git(repo, "rev-parse", "HEAD"), out)
+    except TaskError:
+        return  # refused by size: right
+    written = sum(p.stat().st_size for p in out.rglob("*") if p.is_file() and not p.is_symlink())
+    assert written <= gitread.MAX_TREE_BYTES, f"{written // 2**20} MB written under a {20} MB cap"
