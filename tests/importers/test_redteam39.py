@@ -206,3 +206,28 @@ def test_symlinks_to_one_big_file_count_against_the_tree_size_cap(tmp_path, monk
         return  # refused by size: right
     written = sum(p.stat().st_size for p in out.rglob("*") if p.is_file() and not p.is_symlink())
     assert written <= gitread.MAX_TREE_BYTES, f"{written // 2**20} MB written under a {20} MB cap"
+
+
+@pytest.mark.slow
+def test_a_deleted_file_whose_name_holds_a_line_separator_deletes_only_itself(tmp_path, capsys):
+    """The change deletes 'notes\\u2028calc_extra.py' (path_problem lets U+2028 through); DELETED.txt
+    holds it as one line, but ``deleted_lines`` reads it with ``str.splitlines()``, which also splits
+    at U+2028 / U+0085 -- so the reference solution, as the kit lays it, deletes calc_extra.py, a file
+    the change kept, and the own test that imports it is dropped as "does not collect"."""
+    import yaml
+
+    from kit.tasks.task import deleted_lines, load_task
+
+    odd = "notes\u2028calc_extra.py"
+    base = {**BASE, "calc_extra.py": "X = 1\n", odd: "old notes\n"}
+    base["tests/test_extra.py"] = "from calc_extra import X\n\n\ndef test_extra():\n    assert X == 1\n"
+    repo = tmp_path / "calc"
+    shas = make_repo(repo, [("start", base), ("Fix double", {**FIX, odd: None})])
+    code = main(["tasks", "import-git", str(repo), "--commit", shas[1], "--out", str(tmp_path / "tasks")])
+    out = capsys.readouterr()
+    if code != 0:  # refusing such a path is right too
+        assert "Traceback" not in out.out + out.err
+        return
+    (task_dir,) = (tmp_path / "tasks").iterdir()
+    assert deleted_lines(load_task(task_dir)) == [odd]
+    assert "test_extra.py" not in yaml.safe_load((task_dir / "task.yaml").read_text())["test_command"]
