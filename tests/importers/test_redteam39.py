@@ -209,16 +209,19 @@ def test_symlinks_to_one_big_file_count_against_the_tree_size_cap(tmp_path, monk
 
 
 @pytest.mark.slow
-def test_a_deleted_file_whose_name_holds_a_line_separator_deletes_only_itself(tmp_path, capsys):
+@pytest.mark.parametrize(
+    "odd", ["notes\u2028calc_extra.py", "calc_extra.py "], ids=["u2028", "trailing-space"]
+)
+def test_a_deleted_file_whose_name_holds_a_line_separator_deletes_only_itself(tmp_path, capsys, odd):
     """The change deletes 'notes\\u2028calc_extra.py' (path_problem lets U+2028 through); DELETED.txt
     holds it as one line, but ``deleted_lines`` reads it with ``str.splitlines()``, which also splits
     at U+2028 / U+0085 -- so the reference solution, as the kit lays it, deletes calc_extra.py, a file
-    the change kept, and the own test that imports it is dropped as "does not collect"."""
+    the change kept, and the own test that imports it is dropped as "does not collect". Likewise
+    'calc_extra.py ' (a trailing space): each line is stripped."""
     import yaml
 
     from kit.tasks.task import deleted_lines, load_task
 
-    odd = "notes\u2028calc_extra.py"
     base = {**BASE, "calc_extra.py": "X = 1\n", odd: "old notes\n"}
     base["tests/test_extra.py"] = "from calc_extra import X\n\n\ndef test_extra():\n    assert X == 1\n"
     repo = tmp_path / "calc"
