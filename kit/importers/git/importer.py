@@ -61,6 +61,8 @@ def import_git(opts: Options, progress: Progress = lambda _line: None) -> Import
     started = time.monotonic()
     repo = Repo(opts.repo)
     base, head, commits = resolve_change(repo, opts.commit, opts.range)
+    for commit in (base, head):  # a tree bomb is refused by its file count before git walks it
+        repo.count_files(commit)
     job = _Import(opts, repo, progress)
     task_id = opts.task_id or default_id(repo, opts, base, head)
     try:

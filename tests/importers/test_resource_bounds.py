@@ -1,0 +1,62 @@
+"""The importer's resource bounds against a hostile repository (red team 39): commits read from
+their objects (no tree walk), a tree's file count streamed before git walks it, symlink copies
+counted against the tree size cap, a full disk as one clear error, and one time budget for all of
+an import's probe sessions."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from kit.errors import TaskError
+from kit.importers.git import gitread
+from tests.support.gitrepos import git, make_repo
+
+BASE = {"calc.py": "def double(x):\n    return x + x + 1\n"}
+
+
+def test_a_commit_is_read_from_its_object_as_git_show_reads_it(tmp_path):
+    repo = tmp_path / "calc"
+    shas = make_repo(
+        repo, [("start", BASE), ("Fix double\n\nThe body, with\n\n  lines.", {"calc.py": "x = 1\n"})]
+    )
+    got = gitread.Repo(repo).commit(shas[1])
+    want = git(repo, "show", "-s", "--format=%P%x00%cI%x00%B", shas[1]).split("\0")
+    assert (got.sha, got.parents, got.date, got.message) == (
+        shas[1],
+        [shas[0]],
+        want[1],
+        want[2].rstrip("\n"),
+    )
+
+
+def test_a_tree_of_more_files_than_the_cap_is_refused_by_count(tmp_path, monkeypatch):
+    monkeypatch.setattr(gitread, "MAX_TREE_FILES", 3)
+    repo = tmp_path / "calc"
+    shas = make_repo(repo, [("start", {f"f{i}.py": "" for i in range(5)})])
+    with pytest.raises(TaskError, match="more than 3 files"):
+        gitread.Repo(repo).count_files(shas[0])
+    monkeypatch.setattr(gitread, "MAX_TREE_FILES", 5)
+    assert gitread.Repo(repo).count_files(shas[0]) == 5
+
+
+def test_a_malformed_tree_is_not_blamed_on_a_shallow_clone(tmp_path):
+    """A tree object git cannot parse (hand-made) gets the fsck hint, not "fetch --unshallow"."""
+    repo = tmp_path / "calc"
+    make_repo(repo, [("start", BASE)])
+    bad = (
+        subprocess.run(
+            ["git", "hash-object", "-w", "-t", "tree", "--literally", "--stdin"],
+            cwd=repo,
+            input=b"100644 x\0short",
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
+    commit = git(repo, "commit-tree", bad, "-m", "bad")
+    with pytest.raises(TaskError) as e:
+        gitread.Repo(repo).count_files(commit)
+    assert "fsck" in (e.value.hint or "") and "unshallow" not in (e.value.hint or ""), e.value
