@@ -5,7 +5,10 @@ an import's probe sessions."""
 
 from __future__ import annotations
 
+import errno
+import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +63,47 @@ def test_a_malformed_tree_is_not_blamed_on_a_shallow_clone(tmp_path):
     with pytest.raises(TaskError) as e:
         gitread.Repo(repo).count_files(commit)
     assert "fsck" in (e.value.hint or "") and "unshallow" not in (e.value.hint or ""), e.value
+
+
+def _links_repo(tmp_path: Path, n: int) -> tuple[Path, str]:
+    repo = tmp_path / "calc"
+    make_repo(repo, [("start", BASE)])
+    (repo / "data.bin").write_bytes(b"\0" * 300_000)
+    for i in range(n):
+        (repo / f"l{i}.bin").symlink_to("data.bin")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "links")
+    return repo, git(repo, "rev-parse", "HEAD")
+
+
+def test_symlink_copies_count_what_they_write(tmp_path, monkeypatch):
+    """Each link is written as a copy of its target: 3 links to a 300 KB file write 1.2 MB, over a
+    1 MB cap (the link texts alone are a few bytes), so the export is refused and writes no more."""
+    monkeypatch.setattr(gitread, "MAX_TREE_BYTES", 1_000_000)
+    repo, head = _links_repo(tmp_path, 3)
+    with pytest.raises(TaskError, match="once its symlinks are written as copies"):
+        gitread.Repo(repo).export(head, tmp_path / "out")
+    written = sum(p.stat().st_size for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert written <= 1_000_000
+    monkeypatch.setattr(gitread, "MAX_TREE_BYTES", 1_300_000)
+    assert gitread.Repo(repo).export(head, tmp_path / "out2").bytes > 1_200_000
+
+
+def test_a_full_disk_while_writing_a_tree_is_one_clear_error(tmp_path, monkeypatch):
+    repo, head = _links_repo(tmp_path, 1)
+
+    def full(*_args, **_kw):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    reader = gitread.Repo(repo)
+    monkeypatch.setattr(gitread.shutil, "copyfile", full)  # the link's copy
+    with pytest.raises(TaskError, match="the disk ran full while writing") as e:
+        reader.export(head, tmp_path / "out")
+    assert "TMPDIR" in e.value.hint
+
+
+def test_a_full_disk_in_copytree_is_not_a_raw_error_list(tmp_path):
+    errors = [(f"/a/{i}", f"/b/{i}", "[Errno 28] No space left on device") for i in range(50)]
+    with pytest.raises(TaskError) as e, gitread.writing(tmp_path):
+        raise shutil.Error(errors)
+    assert "disk ran full" in str(e.value) and "/a/3" not in str(e.value)

@@ -13,8 +13,11 @@ streamed ``ls-tree`` that is stopped at the cap, before any git command walks or
 (a tree bomb -- one subtree repeated, billions of paths from a few KB of objects -- costs no more);
 a commit is read from its object (``cat-file``: ``git show`` would walk its tree), and one over
 :data:`MAX_COMMIT_BYTES` is refused before its message is read; a file over :data:`MAX_FILE_BYTES`
-(named) or a tree over :data:`MAX_TREE_BYTES` is refused before a byte of it is written; blobs are
-streamed to their files, so the kit never holds one whole.
+(named) or a tree over :data:`MAX_TREE_BYTES` is refused before a byte of it is written, and a
+symlink kept as a copy counts what it writes (its target's size, not its link text) against the same
+cap before it is copied, so links to one big file cannot multiply it; blobs are streamed to their
+files, so the kit never holds one whole; a disk that runs full while a tree or the task is written is
+one clear error (the import stops, its scratch removed).
 
 Trees are written from ``git ls-tree`` + ``git cat-file --batch`` (raw blobs: no ``.gitattributes``
 filter, ``export-ignore`` or ``export-subst`` applies, as ``git archive`` would), as regular files
@@ -24,6 +27,8 @@ left out; each is noted.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
 import shutil
@@ -276,9 +281,10 @@ class Repo:
                 result.bytes += sizes[sha]
                 result.paths.add(path)
 
-        self.view.blobs(sorted(targets), write)
-        for rel, link in sorted(links):  # after every file exists: a link is kept as a copy of its target
-            self._link(dest, rel, link, result)
+        with writing(dest):
+            self.view.blobs(sorted(targets), write)
+            for rel, link in sorted(links):  # after every file exists: a link is kept as a copy of its target
+                self._link(dest, rel, link, result, commit)
         return result
 
     def _sizes(self, commit: str, files: list[tuple[str, str, str]]) -> dict[str, int]:
@@ -308,9 +314,11 @@ class Repo:
         return {sha: info[1] for sha, info in found.items() if info is not None}
 
     @staticmethod
-    def _link(dest: Path, rel: str, link: str, result: Export) -> None:
+    def _link(dest: Path, rel: str, link: str, result: Export, commit: str) -> None:
         """The symlink ``rel`` -> ``link`` written as a copy of its target when that is a file of the
-        tree already written (:func:`confined`: no ``..`` out, no absolute path); else left out, noted."""
+        tree already written (:func:`confined`: no ``..`` out, no absolute path); else left out, noted.
+        The copy counts against :data:`MAX_TREE_BYTES` with what is written already (its target's
+        size, not the link text's): links to one big file cannot multiply it past the cap."""
         try:
             where = os.path.normpath(os.path.join(os.path.dirname(rel), link))
             source = confined(dest, where, "a link's target")
@@ -321,15 +329,49 @@ class Repo:
         if not source.is_file() or target.exists():
             result.notes.append(f"{rel}: a symlink to {link!r} (not a file of the tree), left out")
             return
+        size = source.stat().st_size
+        if result.bytes + size > MAX_TREE_BYTES:
+            raise TaskError(
+                f"the tree of {commit[:12]} holds over {MAX_TREE_BYTES // 2**20} MB once its symlinks are "
+                f"written as copies of their targets ({rel} -> {link!r}, {size:,} bytes): too large for a task",
+                "pick a commit whose tree is smaller (a task's tree is copied for every run)",
+            )
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
         result.files += 1
+        result.bytes += size
         result.paths.add(rel)
 
     def licence(self, commit: str) -> str | None:
         """The licence file at the top of ``commit``'s tree (LICENSE, COPYING ...), or None."""
         names = sorted(p for m, _, p in self.tree(commit) if "/" not in p and LICENCE_RE.match(p))
         return names[0] if names else None
+
+
+@contextlib.contextmanager
+def writing(where: Path | str) -> Iterator[None]:
+    """Writing files under ``where``: a full disk (or quota) is one clear error naming the folder --
+    not a raw ``OSError`` or ``shutil.Error`` list of every file ``copytree`` could not copy."""
+    try:
+        yield
+    except shutil.Error as e:
+        errors = e.args[0] if e.args and isinstance(e.args[0], list) else []
+        full = [x for x in errors if "No space left" in str(x) or "quota" in str(x).lower()]
+        if full or not errors:
+            raise _disk_full(where) from None
+        first = errors[0][-1] if isinstance(errors[0], tuple) else errors[0]
+        raise TaskError(f"copying into {where} failed for {len(errors)} files, the first: {first}") from None
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise _disk_full(where) from None
+        raise
+
+
+def _disk_full(where: Path | str) -> TaskError:
+    return TaskError(
+        f"the disk ran full while writing {where}: the import stopped (nothing of it is kept)",
+        "free space on that disk, or set TMPDIR (the importer's scratch) and --out to a disk with room",
+    )
 
 
 def _parse_commit(sha: str, raw: bytes) -> Commit:

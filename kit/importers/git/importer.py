@@ -36,7 +36,7 @@ from pydantic import ValidationError
 from kit.errors import TaskError
 from kit.importers.exercism.marks import load_severity_map
 from kit.importers.git import flaky, layout, settle, severity
-from kit.importers.git.gitread import Repo
+from kit.importers.git.gitread import Repo, writing
 from kit.importers.git.plan import make_plan, resolve_change
 from kit.importers.git.probe import Prober, Verdict, acceptance_module
 from kit.importers.git.result import ImportResult, Options, drop, own_test_command
@@ -84,7 +84,8 @@ def import_git(opts: Options, progress: Progress = lambda _line: None) -> Import
     try:
         with tempfile.TemporaryDirectory(prefix="orchbench-import-") as tmp:
             folder = holder / task_id
-            job.build(Path(tmp), folder, result, (base, head, commits))
+            with writing(f"{out} and the importer's scratch folder {tmp}"):
+                job.build(Path(tmp), folder, result, (base, head, commits))
             if not result.problems:
                 if (out / task_id).exists():
                     shutil.rmtree(out / task_id)
