@@ -8,10 +8,12 @@ from __future__ import annotations
 import errno
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
+from kit.app.cli import main
 from kit.errors import TaskError
 from kit.importers.git import gitread
 from tests.support.gitrepos import git, make_repo
@@ -107,3 +109,43 @@ def test_a_full_disk_in_copytree_is_not_a_raw_error_list(tmp_path):
     with pytest.raises(TaskError) as e, gitread.writing(tmp_path):
         raise shutil.Error(errors)
     assert "disk ran full" in str(e.value) and "/a/3" not in str(e.value)
+
+
+@pytest.mark.slow
+def test_the_probe_sessions_share_one_time_budget(tmp_path, capsys):
+    """A file of 8 tests sleeping 1 s each runs past a 2 s session limit: each test then runs alone on
+    both sides (16 sessions, over 20 s with the sessions' start). The default budget, 10 x --timeout
+    = 20 s, stops the import with one error naming the budget and --probe-budget; --probe-budget 6
+    stops it sooner. The old code had no budget: it ran every session."""
+    slow = "import time\n\n" + "".join(
+        f"\ndef test_slow{i}():\n    time.sleep(1)\n    assert 0\n" for i in range(8)
+    )
+    repo = tmp_path / "calc"
+    make_repo(
+        repo,
+        [
+            ("start", BASE),
+            ("Fix double", {"calc.py": "def double(x):\n    return 2 * x\n", "tests/test_slow.py": slow}),
+        ],
+    )
+    for extra, within in (([], 35), (["--probe-budget", "6"], 15)):
+        start = time.monotonic()
+        code = main(
+            [
+                "tasks",
+                "import-git",
+                str(repo),
+                "--commit",
+                "HEAD",
+                "--timeout",
+                "2",
+                "--out",
+                str(tmp_path / "t"),
+                *extra,
+            ]
+        )
+        took = time.monotonic() - start
+        out = capsys.readouterr()
+        text = out.out + out.err
+        assert code != 0 and "ran out of their time budget" in text and "--probe-budget" in text, text
+        assert took < within, (took, text)

@@ -172,6 +172,7 @@ class _Import:
             self.opts.timeout_s,
             self.opts.sandbox,
             self.progress,
+            self.opts.probe_budget_s,
         )
         verdicts: dict[str, Verdict] = {}
         for module, keys in self.plan.candidates.items():
