@@ -193,7 +193,7 @@ def _import_git() -> list[str]:
 
 def _hostile() -> list[str]:
     """The section on untrusted repositories, from the docstrings of the modules that enforce it."""
-    from kit.importers.git import gitread, gitview, layout
+    from kit.importers.git import gitread, gitview, layout, probe
     from kit.untrusted import confine
 
     def flat(text: str) -> str:
@@ -216,6 +216,11 @@ def _hostile() -> list[str]:
         "",
         "**The probe sessions' reports** (`kit/importers/git/layout.py`). "
         + flat(_after_first_paragraph(layout.read_data.__doc__)),
+        "",
+        "**Bounded time** (`kit/importers/git/probe.py`). "
+        + flat(markdown(probe.__doc__.split("\n\n")[-1]))
+        + f" `BUDGET_FACTOR` is {probe.BUDGET_FACTOR}: {probe.BUDGET_FACTOR * 120 // 60} minutes at the default"
+        " `--timeout 120`.",
         "",
         "**Bounded memory** (`kit/importers/git/gitread.py`). "
         + flat(_after_first_paragraph(gitread.__doc__).split("\n\n")[1])

@@ -219,6 +219,7 @@ def cmd_import_git(args: argparse.Namespace) -> int:
         tests=args.tests,
         severities=Path(args.severities) if args.severities else None,
         timeout_s=args.timeout,
+        probe_budget_s=args.probe_budget,
         sandbox=args.sandbox,
         force=args.force,
         repo_url=args.repo_url,
@@ -416,6 +417,13 @@ def _add_import_git(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--timeout", type=float, default=120.0, metavar="S", help="time limit of each check (default 120)"
+    )
+    p.add_argument(
+        "--probe-budget",
+        type=float,
+        default=None,
+        metavar="S",
+        help="time budget of all the checks of the new tests together (default 10 x --timeout)",
     )
     p.add_argument(
         "--repo-url", default=None, help="the public URL recorded in source: (default: the origin remote)"

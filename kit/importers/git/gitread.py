@@ -8,10 +8,16 @@ Every path the repository gives (tree entries, ``git diff`` paths) is checked by
 holds ``..`` or a control character is refused, naming it.
 
 Sizes are checked before anything is read (``cat-file --batch-check``, which reads only the objects'
-headers): a tree of more than :data:`MAX_TREE_FILES` files is refused as it is listed, a file over
-:data:`MAX_FILE_BYTES` (named) or a tree over :data:`MAX_TREE_BYTES` before a byte of it is written,
-a commit over :data:`MAX_COMMIT_BYTES` before its message is read; blobs are streamed to their
-files, so the kit never holds one whole.
+headers): a tree of more than :data:`MAX_TREE_FILES` files is refused by its count, read from a
+streamed ``ls-tree`` that is stopped at the cap, before any git command walks or diffs the whole tree
+(a tree bomb -- one subtree repeated, billions of paths from a few KB of objects -- costs no more);
+a commit is read from its object (``cat-file``: ``git show`` would walk its tree), and one over
+:data:`MAX_COMMIT_BYTES` is refused before its message is read; a file over :data:`MAX_FILE_BYTES`
+(named) or a tree over :data:`MAX_TREE_BYTES` is refused before a byte of it is written, and a
+symlink kept as a copy counts what it writes (its target's size, not its link text) against the same
+cap before it is copied, so links to one big file cannot multiply it; blobs are streamed to their
+files, so the kit never holds one whole; a disk that runs full while a tree or the task is written is
+one clear error (the import stops, its scratch removed).
 
 Trees are written from ``git ls-tree`` + ``git cat-file --batch`` (raw blobs: no ``.gitattributes``
 filter, ``export-ignore`` or ``export-subst`` applies, as ``git archive`` would), as regular files
@@ -21,11 +27,14 @@ left out; each is noted.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path, PurePosixPath
 
 from kit.errors import TaskError
@@ -45,10 +54,15 @@ MAX_RANGE_COMMITS = 5_000
 #: The commit objects of a range together (their messages): each is capped, so is their sum.
 MAX_RANGE_BYTES = 16 * 1024 * 1024
 LICENCE_RE = re.compile(r"^(licen[cs]e|copying|copyright|unlicense)(\.[a-z]+)?$", re.I)
-#: Left out for everyone: the hint of every error reading the repository.
+#: The hint of an error reading a partial or shallow clone (it lacks objects) ...
 _HINT = (
     "the kit reads the repository as it is and never fetches: a partial or shallow clone lacks "
     "objects (git fetch --unshallow, or clone it again without --filter), then import again"
+)
+#: ... and of any other repository (a damaged or hand-made object).
+_FSCK_HINT = (
+    "git could not read the repository's objects: `git fsck` in it shows which are missing or "
+    "malformed; pick a commit whose trees git reads, or repair the clone"
 )
 
 
@@ -99,7 +113,14 @@ class Repo:
         try:
             return self.view.run(*args, check=check, text=text, input=input)
         except TaskError as e:
-            raise TaskError(f"reading {self.path}: {e}", _HINT) from None
+            raise TaskError(f"reading {self.path}: {e}", self.hint()) from None
+
+    def hint(self) -> str:
+        """What to do when git cannot read an object: fetch it (a shallow or partial clone), else fsck."""
+        partial = config_value(self.view, "extensions.partialclone") or config_value(
+            self.view, "remote.origin.promisor"
+        )
+        return _HINT if partial or (self.view.common / "shallow").exists() else _FSCK_HINT
 
     def out(self, *args: str) -> str:
         return self.run(*args).stdout
@@ -123,12 +144,12 @@ class Repo:
         """The commit ``sha`` (its size checked first: a message over :data:`MAX_COMMIT_BYTES` is refused)."""
         info = self.view.sizes([sha]).get(sha)
         if info is None:
-            raise TaskError(f"{self.path} lacks the commit {sha}", _HINT)
+            raise TaskError(f"{self.path} lacks the commit {sha}", self.hint())
         if info[1] > MAX_COMMIT_BYTES:
             raise TaskError(f"the commit {sha[:12]} is {info[1] // 1024} KB: over the importer's limit")
-        raw = self.run("show", "-s", "--no-color", "--format=%H%x00%P%x00%cI%x00%B", sha, "--", text=False)
-        full, parents, date, message = raw.stdout.decode("utf-8", "replace").split("\0", 3)
-        return Commit(full.strip(), parents.split(), date.strip(), message.rstrip("\n"))
+        # the object itself (cat-file): ``git show``/``log`` would diff the commit's whole tree, even with -s
+        raw = self.run("cat-file", "commit", sha, text=False).stdout
+        return _parse_commit(sha, raw)
 
     def range_commits(self, base: str, head: str) -> list[Commit]:
         """The commits from ``base`` (excluded) to ``head``, oldest first (at most :data:`MAX_RANGE_COMMITS`)."""
@@ -164,29 +185,35 @@ class Repo:
 
     # ------------------------------------------------------------------ trees
 
-    def _paths(self, *args: str, what: str, per: int) -> Iterator[tuple[bytes, str]]:
+    def _paths(self, *args: str, what: str, per: int, check: bool = True) -> Iterator[tuple[bytes, str]]:
         """(meta, path) pairs of a ``-z`` listing, each path checked (:func:`path_problem`: refused,
-        named), at most :data:`MAX_TREE_FILES` of them (more: refused before anything is written)."""
+        named; ``check`` False: only counted), at most :data:`MAX_TREE_FILES` of them (more: refused
+        before anything is written, git stopped)."""
         seen = 0
         try:
             with self.view.stream(*args) as stream:
                 items = records(stream)
                 for first in items:
-                    meta, path = first.split(b"\t", 1) if per == 1 else (first, next(items, b""))
+                    if per == 0:  # paths alone (--name-only)
+                        meta, path = b"", first
+                    else:
+                        meta, path = first.split(b"\t", 1) if per == 1 else (first, next(items, b""))
                     seen += 1
                     if seen > MAX_TREE_FILES:
                         raise TaskError(
                             f"{what} holds more than {MAX_TREE_FILES} files: too many for a task",
                             "pick another commit or range (the kit copies a task's tree for every run)",
                         )
-                    yield meta, _checked(path, what)
+                    yield meta, _checked(path, what) if check else ""
         except TaskError as e:
             if "failed in" not in str(e):
                 raise
-            raise TaskError(f"reading {self.path}: {e}", _HINT) from None
+            raise TaskError(f"reading {self.path}: {e}", self.hint()) from None
 
     def changes(self, base: str, head: str) -> list[Change]:
         """The files that differ between two commits (renames as a delete and an add; submodules left out)."""
+        for commit in (base, head):  # counted (streamed, stopped at the cap) before git diffs the trees
+            self.count_files(commit)
         args = ("diff", "--raw", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", base, head, "--")
         out = []
         for meta, path in self._paths(*args, what=f"the change {base[:12]}..{head[:12]}", per=2):
@@ -195,6 +222,13 @@ class Repo:
                 continue
             out.append(Change(fields[4][0], path))
         return out
+
+    def count_files(self, commit: str) -> int:
+        """The number of files of ``commit``'s tree, read from a streamed ``ls-tree -r``: at
+        :data:`MAX_TREE_FILES` + 1 it is refused and git is stopped, so a tree bomb (one subtree
+        repeated: billions of paths from a few KB of objects) costs no more than that many lines."""
+        args = ("ls-tree", "-r", "-z", "--full-tree", "--name-only", commit)
+        return sum(1 for _ in self._paths(*args, what=f"the tree of {commit[:12]}", per=0, check=False))
 
     def tree(self, commit: str) -> list[tuple[str, str, str]]:
         """(mode, object SHA, path) of every entry of ``commit``'s tree (files, links, submodules)."""
@@ -247,9 +281,10 @@ class Repo:
                 result.bytes += sizes[sha]
                 result.paths.add(path)
 
-        self.view.blobs(sorted(targets), write)
-        for rel, link in sorted(links):  # after every file exists: a link is kept as a copy of its target
-            self._link(dest, rel, link, result)
+        with writing(dest):
+            self.view.blobs(sorted(targets), write)
+            for rel, link in sorted(links):  # after every file exists: a link is kept as a copy of its target
+                self._link(dest, rel, link, result, commit)
         return result
 
     def _sizes(self, commit: str, files: list[tuple[str, str, str]]) -> dict[str, int]:
@@ -261,7 +296,7 @@ class Repo:
             info = found.get(sha)
             if info is None:
                 raise TaskError(
-                    f"{self.path} lacks the object {sha} ({path} in the tree of {commit[:12]})", _HINT
+                    f"{self.path} lacks the object {sha} ({path} in the tree of {commit[:12]})", self.hint()
                 )
             cap = 4096 if mode == "120000" else MAX_FILE_BYTES
             if info[1] > cap:
@@ -279,9 +314,11 @@ class Repo:
         return {sha: info[1] for sha, info in found.items() if info is not None}
 
     @staticmethod
-    def _link(dest: Path, rel: str, link: str, result: Export) -> None:
+    def _link(dest: Path, rel: str, link: str, result: Export, commit: str) -> None:
         """The symlink ``rel`` -> ``link`` written as a copy of its target when that is a file of the
-        tree already written (:func:`confined`: no ``..`` out, no absolute path); else left out, noted."""
+        tree already written (:func:`confined`: no ``..`` out, no absolute path); else left out, noted.
+        The copy counts against :data:`MAX_TREE_BYTES` with what is written already (its target's
+        size, not the link text's): links to one big file cannot multiply it past the cap."""
         try:
             where = os.path.normpath(os.path.join(os.path.dirname(rel), link))
             source = confined(dest, where, "a link's target")
@@ -292,15 +329,72 @@ class Repo:
         if not source.is_file() or target.exists():
             result.notes.append(f"{rel}: a symlink to {link!r} (not a file of the tree), left out")
             return
+        size = source.stat().st_size
+        if result.bytes + size > MAX_TREE_BYTES:
+            raise TaskError(
+                f"the tree of {commit[:12]} holds over {MAX_TREE_BYTES // 2**20} MB once its symlinks are "
+                f"written as copies of their targets ({rel} -> {link!r}, {size:,} bytes): too large for a task",
+                "pick a commit whose tree is smaller (a task's tree is copied for every run)",
+            )
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
         result.files += 1
+        result.bytes += size
         result.paths.add(rel)
 
     def licence(self, commit: str) -> str | None:
         """The licence file at the top of ``commit``'s tree (LICENSE, COPYING ...), or None."""
         names = sorted(p for m, _, p in self.tree(commit) if "/" not in p and LICENCE_RE.match(p))
         return names[0] if names else None
+
+
+@contextlib.contextmanager
+def writing(where: Path | str) -> Iterator[None]:
+    """Writing files under ``where``: a full disk (or quota) is one clear error naming the folder --
+    not a raw ``OSError`` or ``shutil.Error`` list of every file ``copytree`` could not copy."""
+    try:
+        yield
+    except shutil.Error as e:
+        errors = e.args[0] if e.args and isinstance(e.args[0], list) else []
+        full = [x for x in errors if "No space left" in str(x) or "quota" in str(x).lower()]
+        if full or not errors:
+            raise _disk_full(where) from None
+        first = errors[0][-1] if isinstance(errors[0], tuple) else errors[0]
+        raise TaskError(f"copying into {where} failed for {len(errors)} files, the first: {first}") from None
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise _disk_full(where) from None
+        raise
+
+
+def _disk_full(where: Path | str) -> TaskError:
+    return TaskError(
+        f"the disk ran full while writing {where}: the import stopped (nothing of it is kept)",
+        "free space on that disk, or set TMPDIR (the importer's scratch) and --out to a disk with room",
+    )
+
+
+def _parse_commit(sha: str, raw: bytes) -> Commit:
+    """A commit object's parents, committer date (ISO 8601, as ``%cI``) and message, from its raw text."""
+    head, _, body = raw.partition(b"\n\n")
+    parents, date, encoding = [], "", "utf-8"
+    for line in head.decode("utf-8", "replace").split("\n"):
+        key, _, value = line.partition(" ")
+        if key == "parent":
+            parents.append(value.strip())
+        elif key == "committer":
+            m = re.search(r" (\d+) ([+-])(\d\d)(\d\d)$", value)
+            if m:
+                offset = timedelta(hours=int(m.group(3)), minutes=int(m.group(4)))
+                zone = timezone(-offset if m.group(2) == "-" else offset)
+                date = datetime.fromtimestamp(int(m.group(1)), zone).isoformat()
+        elif key == "encoding":
+            encoding = value.strip()
+    try:
+        message = body.decode(encoding, "replace")
+    except LookupError:  # an encoding Python does not know
+        message = body.decode("utf-8", "replace")
+    return Commit(sha, parents, date, message.rstrip("\n"))
 
 
 def _checked(raw: bytes, what: str) -> str:

@@ -36,7 +36,7 @@ from pydantic import ValidationError
 from kit.errors import TaskError
 from kit.importers.exercism.marks import load_severity_map
 from kit.importers.git import flaky, layout, settle, severity
-from kit.importers.git.gitread import Repo
+from kit.importers.git.gitread import Repo, writing
 from kit.importers.git.plan import make_plan, resolve_change
 from kit.importers.git.probe import Prober, Verdict, acceptance_module
 from kit.importers.git.result import ImportResult, Options, drop, own_test_command
@@ -61,6 +61,8 @@ def import_git(opts: Options, progress: Progress = lambda _line: None) -> Import
     started = time.monotonic()
     repo = Repo(opts.repo)
     base, head, commits = resolve_change(repo, opts.commit, opts.range)
+    for commit in (base, head):  # a tree bomb is refused by its file count before git walks it
+        repo.count_files(commit)
     job = _Import(opts, repo, progress)
     task_id = opts.task_id or default_id(repo, opts, base, head)
     try:
@@ -82,7 +84,8 @@ def import_git(opts: Options, progress: Progress = lambda _line: None) -> Import
     try:
         with tempfile.TemporaryDirectory(prefix="orchbench-import-") as tmp:
             folder = holder / task_id
-            job.build(Path(tmp), folder, result, (base, head, commits))
+            with writing(f"{out} and the importer's scratch folder {tmp}"):
+                job.build(Path(tmp), folder, result, (base, head, commits))
             if not result.problems:
                 if (out / task_id).exists():
                     shutil.rmtree(out / task_id)
@@ -169,6 +172,7 @@ class _Import:
             self.opts.timeout_s,
             self.opts.sandbox,
             self.progress,
+            self.opts.probe_budget_s,
         )
         verdicts: dict[str, Verdict] = {}
         for module, keys in self.plan.candidates.items():

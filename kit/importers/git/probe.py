@@ -8,16 +8,24 @@ base tree with the reference solution, under the time limit and the sandbox's me
 file's session does not end cleanly -- a test ran away (a loop, a memory blow-up) or the process
 died -- each candidate is scored alone, so one runaway test cannot decide for its neighbours. The
 probes run no own tests (their test command is ``true``); the assembled task is checked with them.
+
+All of an import's probe sessions share one time budget (``--probe-budget``, default
+:data:`BUDGET_FACTOR` times the per-session ``--timeout``): a test file whose session runs away makes
+each of its tests run alone on both sides -- 2N sessions, each up to the time limit -- so without it
+a repository of slow tests could hold an import for hours. No session is given longer than the
+budget has left; when it runs out the import stops with one error saying so and how to raise it.
 """
 
 from __future__ import annotations
 
 import itertools
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kit.errors import TaskError
 from kit.importers.exercism.marks import mark_source
 from kit.importers.git.testfiles import reduce_module, tolerant_imports
 from kit.scoring.scorer import Evaluation, evaluate
@@ -27,6 +35,8 @@ from kit.tasks.workspace import Workspace
 from kit.untrusted.confine import confined
 
 Progress = Callable[[str], None]
+#: The probe sessions' time budget, by default: this many times the per-session time limit.
+BUDGET_FACTOR = 10
 
 
 @dataclass
@@ -90,6 +100,7 @@ class Prober:
         timeout_s: float,
         sandbox: str | None,
         progress: Progress,
+        budget_s: float | None = None,
     ) -> None:
         self.spec = {**spec, "test_command": "true"}
         self.repo_dir = repo_dir  # the task's repo/ (the base tree)
@@ -102,6 +113,8 @@ class Prober:
         self.sandbox = sandbox
         self.progress = progress
         self._ids = itertools.count()
+        self.budget_s = BUDGET_FACTOR * timeout_s if budget_s is None else budget_s
+        self._deadline = time.monotonic() + self.budget_s
         #: data files of the tree the hidden tests read with the change (path -> "test" / "code")
         self.reads: dict[str, set[str]] = {}
 
@@ -125,7 +138,20 @@ class Prober:
             out.update(self.side(module, source, [k], side))
         return out
 
+    def _out_of_time(self, module: str) -> TaskError:
+        return TaskError(
+            f"the probe sessions ran out of their time budget of {self.budget_s:g} s (checking {module}, "
+            f"after {next(self._ids)} sessions): its tests are too slow for the per-session limit of "
+            f"{self.timeout_s:g} s, or a session ran away and its tests had to run one by one",
+            f"raise the budget with --probe-budget S (default {BUDGET_FACTOR} x --timeout), or leave "
+            "the slow tests out with --exclude-test NODE_ID REASON",
+        )
+
     def _evaluate(self, module: str, source: str, keys: list[str], side: str) -> Evaluation:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise self._out_of_time(module)
+        limit = min(self.timeout_s, left)
         folder = self.scratch / f"probe-{next(self._ids)}"
         acceptance = folder / "acceptance"
         acceptance.mkdir(parents=True)
@@ -144,10 +170,12 @@ class Prober:
                 task,
                 self.trees[side],
                 self.ws,
-                self.timeout_s,
+                limit,
                 sandbox=self.sandbox,
                 record_reads=side == "change",
             )
+            if ev.acceptance.timed_out and limit < self.timeout_s:  # cut short by the budget
+                raise self._out_of_time(module)
             for path, by in ev.acceptance.reads.items():
                 self.reads.setdefault(path, set()).update(by)
             return ev

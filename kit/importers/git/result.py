@@ -22,6 +22,7 @@ class Options:
     tests: list[str] | None = None
     severities: Path | None = None
     timeout_s: float = 120.0
+    probe_budget_s: float | None = None  # all probe sessions together (None: probe.BUDGET_FACTOR x timeout_s)
     sandbox: str | None = None
     force: bool = False
     repo_url: str | None = None
