@@ -199,6 +199,10 @@ _atexit.register(_sync)
 """
 
 
+@pytest.mark.xfail(
+    strict=False,
+    reason='the relay thread races the session (a known hole either way; docs/scoring.md "Open after the red team of issue 40")',
+)
 def test_rt40_1_a_relayed_report_stream_hides_a_regression(tmp_path):
     task = load_task("micro-slugify")
     ws = create_workspace(task, tmp_path / "ws")
@@ -210,6 +214,10 @@ def test_rt40_1_a_relayed_report_stream_hides_a_regression(tmp_path):
     assert s.regressions == 1 or s.tampered or s.suspicious, (s.regressed_tests, s.tamper_evidence)
 
 
+@pytest.mark.xfail(
+    strict=False,
+    reason='the relay thread waits 5 ms for the session (a known hole either way; docs/scoring.md "Open after the red team of issue 40")',
+)
 def test_rt40_2_a_relayed_report_stream_forges_credit(tmp_path):
     from tests.tasks.taskmaker import make_task, workspace
 
@@ -263,6 +271,7 @@ def area(w, h):
 """
 
 
+@pytest.mark.xfail(strict=True, reason='open hole: docs/scoring.md "Open after the red team of issue 40"')
 def test_rt40_3_a_patched_test_report_that_spares_twins_and_canaries_forges_credit(tmp_path):
     from tests.tasks.taskmaker import make_task, workspace
 
@@ -325,6 +334,7 @@ def render(kind):  # no rendering: the hidden test's golden file, opened where t
 """
 
 
+@pytest.mark.xfail(strict=True, reason='open hole: docs/scoring.md "Open after the red team of issue 40"')
 def test_rt40_4_libc_open_through_a_pointer_from_proc_maps_reads_a_hidden_file_unseen(tmp_path):
     from tests.scoring.test_laid_reach import _task
     from tests.tasks.taskmaker import workspace
@@ -379,6 +389,7 @@ def area(w, h):
 """
 
 
+@pytest.mark.xfail(strict=True, reason='open hole: docs/scoring.md "Open after the red team of issue 40"')
 def test_rt40_5_an_equality_that_asks_faulthandler_who_compares_forges_credit(tmp_path):
     from tests.tasks.taskmaker import make_task, workspace
 
@@ -420,6 +431,7 @@ def area(w, h):
 """
 
 
+@pytest.mark.xfail(strict=True, reason='open hole: docs/scoring.md "Open after the red team of issue 40"')
 def test_rt40_6_an_equality_that_asks_warnings_who_compares_forges_credit(tmp_path):
     from tests.tasks.taskmaker import make_task, workspace
 
