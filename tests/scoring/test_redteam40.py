@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from kit.scoring.scorer import score
 from kit.tasks.task import apply_solution, load_task
 from kit.tasks.workspace import create_workspace
