@@ -199,6 +199,7 @@ def _import_git() -> list[str]:
 def _hostile() -> list[str]:
     """The section on untrusted repositories, from the docstrings of the modules that enforce it."""
     from kit.importers.git import gitread, gitview, layout
+    from kit.importers.validate import task_path_problems
     from kit.untrusted import confine
 
     def flat(text: str) -> str:
@@ -218,6 +219,9 @@ def _hostile() -> list[str]:
         "",
         "**Its paths stay inside their folders** (`kit/untrusted/confine.py`). "
         + flat(markdown(confine.__doc__)),
+        "",
+        "**A task folder's files** (`kit/importers/validate.py`). "
+        + flat(markdown(task_path_problems.__doc__)),
         "",
         "**The probe sessions' reports** (`kit/importers/git/layout.py`). "
         + flat(_after_first_paragraph(layout.read_data.__doc__)),
