@@ -275,10 +275,10 @@ def task_path_problems(task: Task) -> list[str]:
     """Why the task folder's paths are unsafe ([] when they are not): a name with a control
     character, a link in ``acceptance/`` or ``solution/``, a link in ``repo/`` that leads outside
     it, a special file (a named pipe, socket or device: a run's cached base refuses one too), a
-    ``DELETED.txt`` line that is no plain path inside ``repo/``. ``kit tasks validate`` checks
-    this first, on any task folder. The task folder's own entries (``task.yaml``, ``repo/``,
-    ``acceptance/``, ``solution/``) are never links: a link there would make the folder's content a
-    host folder's (copied into the run's clone, validated, hashed)."""
+    ``DELETED.txt`` line that is no plain path inside ``repo/``. ``kit tasks validate`` and
+    ``kit tasks audit`` check this first, on any task folder. The task folder's own entries
+    (``task.yaml``, ``repo/``, ``acceptance/``, ``solution/``) are never links: a link there would
+    make the folder's content a host folder's (copied into the run's clone, validated, hashed)."""
     problems = [
         f"task {task.id!r}: {part.name} is a symbolic link (to {visible(os.readlink(part))}): a task "
         "folder's own entries must be real files and folders"
