@@ -326,7 +326,7 @@ def audit_task(task: Task) -> list[Gap]:
     problems = task_path_problems(task)
     if problems:
         raise TaskError(
-            f"task {task.id!r} is refused, not audited: " + "; ".join(problems),
+            "refused, not audited: " + "; ".join(problems),
             f"fix the task folder (python -m kit tasks validate {task.path} shows the same)",
         )
     base = tree_facts(_py_files(task.repo_dir))

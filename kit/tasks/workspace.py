@@ -170,6 +170,6 @@ def special_file_problem(task: Task, folder: Path, rel: Path) -> None:
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
         kind = "a named pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
         raise TaskError(
-            f"task {task.id!r}: {folder.name}/{rel.as_posix()} is {kind}, not a file: refused",
-            "a task folder holds only files, folders and symbolic links: remove it",
+            f"task {task.id!r}: {folder.name}/{rel.as_posix()} is {kind}, not a file: refused (a task "
+            "folder holds only files, folders and symbolic links: remove it)"
         )
