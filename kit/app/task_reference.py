@@ -48,6 +48,11 @@ solution/      the reference change: full copies of the files it adds or modifie
                solution/DELETED.txt lists the files it deletes, one path a line (# comments allowed)
 ```
 
+`DELETED.txt` lines are split at `\\n` only and each is taken exactly (a trailing space is part of
+the name; a `\\r` is a control character and is refused); empty lines and lines starting with `#` are
+left out. `import-git` refuses a change that deletes a file `DELETED.txt` cannot name (one starting
+with `#`; a name with a line break or another control character is refused as every such path is).
+
 A run's clone is a fresh git repository holding `repo/` as its one commit (built by the kit with a
 fixed author and date: no history, no tags, no objects of anything later). Neither `acceptance/` nor
 `solution/` enters it, and the agent's sandbox shows neither.
@@ -194,6 +199,7 @@ def _import_git() -> list[str]:
 def _hostile() -> list[str]:
     """The section on untrusted repositories, from the docstrings of the modules that enforce it."""
     from kit.importers.git import gitread, gitview, layout, probe
+    from kit.importers.validate import task_path_problems
     from kit.untrusted import confine
 
     def flat(text: str) -> str:
@@ -213,6 +219,9 @@ def _hostile() -> list[str]:
         "",
         "**Its paths stay inside their folders** (`kit/untrusted/confine.py`). "
         + flat(markdown(confine.__doc__)),
+        "",
+        "**A task folder's files** (`kit/importers/validate.py`). "
+        + flat(markdown(task_path_problems.__doc__)),
         "",
         "**The probe sessions' reports** (`kit/importers/git/layout.py`). "
         + flat(_after_first_paragraph(layout.read_data.__doc__)),

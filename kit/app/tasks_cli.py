@@ -14,7 +14,7 @@ from kit.importers.exercism.importer import import_exercism, summary_table
 from kit.importers.overlap import overlap_lines
 from kit.importers.size import describe, long_problem, measure
 from kit.importers.spec_audit import audit_task, report, report_line, unexplained
-from kit.importers.validate import requirements_line, validate_task
+from kit.importers.validate import requirements_line, task_path_problems, validate_task
 from kit.paths import REPO_ROOT, TASKS_DIR, built_tasks_dir
 from kit.run.sandboxing import task_sandbox
 from kit.secrets import public_text
@@ -131,15 +131,21 @@ def _suite_task_folder(task_id: str) -> Path | None:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     """``kit tasks audit TASK|suite:NAME``: each hidden test's reliance on what the prompt never
-    states (:mod:`kit.importers.spec_audit`); exit 1 when a gap is unexplained."""
+    states (:mod:`kit.importers.spec_audit`); exit 1 when a gap is unexplained or a task folder is
+    refused (as ``validate`` refuses it)."""
     try:
         tasks = [load_task(t) for t in expand_tasks([args.target])]
     except KitError as e:
         print(f"✗ {visible(str(e))}")
         return 1
-    missing = 0
+    missing = refused = 0
     for task in tasks:
-        gaps = audit_task(task)
+        try:
+            gaps = audit_task(task)
+        except KitError as e:  # a folder validate refuses: refused here too
+            print(f"✗ {visible(e, lines=True)}")
+            refused += 1
+            continue
         n = len(unexplained(gaps))
         missing += n
         if not gaps:
@@ -149,8 +155,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
         for row in report(gaps):
             print(f"    {visible(row)}")
     if len(tasks) > 1:
-        print(f"{len(tasks)} tasks, {missing} unexplained gap(s)")
-    return 1 if missing else 0
+        print(
+            f"{len(tasks)} tasks, {missing} unexplained gap(s)" + (f", {refused} refused" if refused else "")
+        )
+    return 1 if missing or refused else 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -178,7 +186,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(f"{mark} {task.id}  ({took:.1f} s)  {requirements_line(task)}", flush=True)
         for p in report.problems:
             print(f"    - {visible(p)}")
-        gaps = unexplained(audit_task(task))
+        gaps = unexplained(audit_task(task)) if report.ok or not task_path_problems(task) else []
         if gaps:  # shown, not a failure: build-suite refuses a suite task with one
             print(
                 f"    specification audit: {visible(report_line(gaps))} (python -m kit tasks audit {task.id})"

@@ -27,7 +27,7 @@ from kit.errors import TaskError
 from kit.paths import is_ignored
 from kit.records.schema import TaskSize
 from kit.tasks.requirements import read_requirements
-from kit.tasks.task import DELETED_FILE, Task
+from kit.tasks.task import DELETED_FILE, Task, read_deleted
 from kit.untrusted.confine import confined
 
 LONG_CODE_LINES = 150
@@ -100,9 +100,9 @@ def change_size(repo: Path, solution: Path) -> tuple[int, int]:
         if not is_ignored(rel):
             changed.append((_read_in(repo, rel), _read_in(solution, rel)))
     deleted = solution / DELETED_FILE
-    for rel in deleted.read_text("utf-8", "replace").splitlines() if deleted.is_file() else []:
-        if rel.strip().endswith(".py") and not rel.startswith("#"):
-            changed.append((_read_in(repo, rel.strip()), ""))
+    for rel in read_deleted(deleted.read_text("utf-8", "replace")) if deleted.is_file() else []:
+        if rel.endswith(".py"):
+            changed.append((_read_in(repo, rel), ""))
     for old, new in changed:
         diff = difflib.unified_diff(code_lines(old), code_lines(new), lineterm="", n=0)
         n = sum(1 for ln in diff if ln[:1] in "+-" and not ln.startswith(("+++", "---")))

@@ -20,7 +20,9 @@ test, so a comparison of strategies on it measures the prompt. A heuristic read 
 
 The test's own body is read, with the helpers it calls in its module (module functions, ``self.``
 methods, ``setUp``/``setup_method``), three calls deep. A gap a ``spec_notes`` entry of task.yaml
-explains is shown as explained. What it cannot see is listed in docs/tasks.md.
+explains is shown as explained. What it cannot see is listed in docs/tasks.md. A task folder whose
+paths ``kit tasks validate`` refuses (a link out of it, a special file, a bad ``DELETED.txt`` line:
+:func:`kit.importers.validate.task_path_problems`) is refused here too, before any file is read.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kit import pyast
+from kit.errors import TaskError
+from kit.importers.validate import task_path_problems
 from kit.paths import is_ignored
 from kit.tasks.requirements import read_requirements, test_files
 from kit.tasks.task import Task
@@ -317,7 +321,14 @@ def _exception_names(node: ast.expr | None) -> list[str]:
 
 
 def audit_task(task: Task) -> list[Gap]:
-    """Every gap of the task's hidden tests (see the module docstring), explained ones with their note."""
+    """Every gap of the task's hidden tests (see the module docstring), explained ones with their note.
+    A task folder whose paths are refused raises TaskError naming why, before any file is read."""
+    problems = task_path_problems(task)
+    if problems:
+        raise TaskError(
+            "refused, not audited: " + "; ".join(problems),
+            f"fix the task folder (python -m kit tasks validate {task.path} shows the same)",
+        )
     base = tree_facts(_py_files(task.repo_dir))
     change = tree_facts(_py_files(task.solution_dir))
     new = {n: kind for n, kind in change.defined.items() if n not in base.defined and kind != "import"}

@@ -23,7 +23,7 @@ from kit.scoring.inject import inject_folder
 from kit.scoring.scorer import evaluate
 from kit.tasks.requirements import read_requirements, test_files
 from kit.tasks.task import DELETED_FILE, TASK_FILE, Task, apply_solution, deleted_lines
-from kit.tasks.workspace import COPY_IGNORE, create_workspace
+from kit.tasks.workspace import COPY_IGNORE, create_workspace, special_file_problem
 from kit.untrusted.confine import confined
 from kit.untrusted.terminal import visible
 
@@ -274,10 +274,11 @@ def collection_problems(task: Task, sandbox: str | None = None, static_only: boo
 def task_path_problems(task: Task) -> list[str]:
     """Why the task folder's paths are unsafe ([] when they are not): a name with a control
     character, a link in ``acceptance/`` or ``solution/``, a link in ``repo/`` that leads outside
-    it, a ``DELETED.txt`` line that is no plain path inside ``repo/``. ``kit tasks validate`` checks
-    this first, on any task folder. The task folder's own entries (``task.yaml``, ``repo/``,
-    ``acceptance/``, ``solution/``) are never links: a link there would make the folder's content a
-    host folder's (copied into the run's clone, validated, hashed)."""
+    it, a special file (a named pipe, socket or device: a run's cached base refuses one too), a
+    ``DELETED.txt`` line that is no plain path inside ``repo/``. ``kit tasks validate`` and
+    ``kit tasks audit`` check this first, on any task folder. The task folder's own entries
+    (``task.yaml``, ``repo/``, ``acceptance/``, ``solution/``) are never links: a link there would
+    make the folder's content a host folder's (copied into the run's clone, validated, hashed)."""
     problems = [
         f"task {task.id!r}: {part.name} is a symbolic link (to {visible(os.readlink(part))}): a task "
         "folder's own entries must be real files and folders"
@@ -293,6 +294,7 @@ def task_path_problems(task: Task) -> list[str]:
                 rel = path.relative_to(sub)
                 try:
                     confined(sub, rel, f"task {task.id!r}: {sub.name}/ file", leaf_link=True)
+                    special_file_problem(task, sub, rel)
                     if path.is_symlink() and sub != task.repo_dir:
                         raise TaskError(f"task {task.id!r}: {sub.name}/{rel.as_posix()} is a symbolic link")
                     if path.is_symlink():  # in repo/: it must resolve inside repo/

@@ -29,12 +29,13 @@ def _steps(request: Request) -> int:
 
 
 def deleted_files(task_path: str | None) -> list[str]:
-    """The files the reference change deletes (``solution/DELETED.txt``, one a line, # comments)."""
+    """The files the reference change deletes (``solution/DELETED.txt``: one a line, split at
+    ``\\n`` only and taken exactly, empty lines and lines starting with ``#`` left out)."""
     listed = Path(task_path or "") / "solution" / "DELETED.txt"
     if not task_path or not listed.is_file():
         return []
-    lines = (line.split("#", 1)[0].strip() for line in listed.read_text(encoding="utf-8").splitlines())
-    return [line for line in lines if line]
+    text = listed.read_text(encoding="utf-8")  # (read as kit.tasks.task.deleted_lines reads it)
+    return [line for line in text.split("\n") if line and not line.startswith("#")]
 
 
 def proving_command(context: dict[str, Any]) -> str:

@@ -401,11 +401,17 @@ def solution_files(task: Task) -> list[str]:
 
 
 def deleted_lines(task: Task) -> list[str]:
-    """The paths ``solution/DELETED.txt`` lists (blank lines and ``#`` comments left out)."""
+    """The paths ``solution/DELETED.txt`` lists: one a line, split at ``\\n`` only and taken exactly
+    (no stripping: ``'a.py '`` is its own file), empty lines and lines starting with ``#`` left out.
+    A name holding a line break, or starting with ``#``, cannot be listed (the importer refuses it)."""
     deleted = task.solution_dir / DELETED_FILE
     if deleted.is_symlink():
         raise TaskError(f"task {task.id!r}: solution/{DELETED_FILE} is a symbolic link: refused")
     if not deleted.is_file():
         return []
-    lines = deleted.read_text(encoding="utf-8").splitlines()
-    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    return read_deleted(deleted.read_text(encoding="utf-8"))
+
+
+def read_deleted(text: str) -> list[str]:
+    """The paths a ``DELETED.txt`` text lists (see :func:`deleted_lines`)."""
+    return [line for line in text.split("\n") if line and not line.startswith("#")]

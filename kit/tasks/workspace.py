@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,8 +102,12 @@ def base_repository(task: Task) -> Path:
         tmp = folder.with_name(f"{folder.name}.tmp-{os.getpid()}-{threading.get_ident()}")
         if tmp.exists():
             shutil.rmtree(tmp)
-        _build_base(task, tmp)
-        (tmp / READY).write_text("ok\n", encoding="utf-8")
+        try:
+            _build_base(task, tmp)
+            (tmp / READY).write_text("ok\n", encoding="utf-8")
+        except BaseException:  # nothing half-built is left in the cache
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         try:
             os.replace(tmp, folder)
         except OSError:  # another process built it first
@@ -112,8 +117,11 @@ def base_repository(task: Task) -> Path:
 
 def _build_base(task: Task, dest: Path) -> None:
     """Copy ``task.repo_dir`` to ``dest``, run ``task.setup`` there, and commit it (fixed identity
-    and date, so the same content always gives the same commit id)."""
+    and date, so the same content always gives the same commit id). A special file in ``repo/``
+    (named pipe, socket, device) is refused first, named (:func:`special_file_problem`)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
+    for path in task.repo_dir.rglob("*"):
+        special_file_problem(task, task.repo_dir, path.relative_to(task.repo_dir))
     shutil.copytree(task.repo_dir, dest, symlinks=True, ignore=COPY_IGNORE)
     for command in task.setup:
         res = run_command(command, dest, task.limits.command_timeout_s)
@@ -153,3 +161,15 @@ def diff_stats(ws: Workspace) -> tuple[int, int, int]:
     """(files touched, lines added, lines removed) since the base commit, from a fresh snapshot."""
     with snapshot(ws.root, ws.sandbox) as snap:
         return diff_stats_of(ws, snap)
+
+
+def special_file_problem(task: Task, folder: Path, rel: Path) -> None:
+    """Refuse (TaskError naming it) ``folder/rel`` when it is neither a file, a folder nor a symbolic
+    link: a named pipe would block a copy or a read, a device would read the host's."""
+    mode = os.lstat(folder / rel).st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+        kind = "a named pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+        raise TaskError(
+            f"task {task.id!r}: {folder.name}/{rel.as_posix()} is {kind}, not a file: refused (a task "
+            "folder holds only files, folders and symbolic links: remove it)"
+        )

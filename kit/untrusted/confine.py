@@ -2,7 +2,9 @@
 user's repository, a line of ``DELETED.txt``, a file of a task folder, a suite manifest's file names,
 a path a scoring session reports -- before the kit reads, copies, writes or removes anything there.
 
-A path is refused, named, when it is empty, absolute, holds a NUL or another control character, has
+A path is refused, named, when it is empty, absolute, holds a NUL or another control character (C0,
+DEL, the C1 controls U+0080-U+009F with U+0085, and the line and paragraph separators U+2028 /
+U+2029, which some readers take as line breaks), has
 an empty, ``.`` or ``..`` segment, is longer than the file system takes (a name of 255 bytes, a
 path of :data:`MAX_PATH_BYTES`), or -- joined to the folder it belongs to -- goes through a
 symbolic link (a folder on its way, or the file itself unless the caller removes the link, not its
@@ -20,7 +22,7 @@ from kit.errors import TaskError
 
 #: Longer paths are refused (the file system's limit is 4,096 bytes with the folder they join).
 MAX_PATH_BYTES = 1024
-_CONTROL = frozenset(chr(c) for c in (*range(0x20), 0x7F))
+_CONTROL = frozenset(chr(c) for c in (*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029))
 
 
 def path_problem(rel: str | PurePath) -> str | None:

@@ -371,3 +371,19 @@ def test_a_repository_whose_refs_folder_is_a_link_is_refused(tmp_path):
     os.symlink(host, repo / ".git" / "refs")
     with pytest.raises(TaskError, match="refs is a symbolic link"):
         Repo(repo)
+
+
+def test_a_deleted_name_deleted_txt_cannot_carry_is_refused_and_others_are_written_exactly(tmp_path):
+    """DELETED.txt is one path a line, taken exactly: 'b.py ' keeps its space; a deleted '#notes'
+    would read as a comment (the file kept), so the import refuses it, named."""
+    from kit.importers.git.gitread import Change
+    from kit.importers.git.writer import write_solution
+
+    head = tmp_path / "head"
+    head.mkdir()
+    folder = tmp_path / "task"
+    write_solution(folder, head, [Change("D", "b.py "), Change("D", "pkg/#x.py")])
+    assert (folder / "solution" / "DELETED.txt").read_text() == "b.py \npkg/#x.py\n"
+    with pytest.raises(TaskError, match=r"deletes '#notes', a name DELETED.txt cannot list"):
+        write_solution(tmp_path / "task2", head, [Change("D", "#notes")])
+    assert not (tmp_path / "task2" / "solution" / "DELETED.txt").exists()

@@ -141,3 +141,22 @@ def test_the_interface_lists_the_constants_and_attributes_the_hidden_tests_read(
     assert [n.line() for n in used if "MAX" in n.qualname] == [
         "- `Parser.MAX_NESTING_DEPTH = 100` in `parser` (new)"
     ]
+
+
+def test_a_task_folder_validate_refuses_is_refused_by_the_audit_before_anything_is_read(tmp_path, capsys):
+    """acceptance/ holding a link to a host folder of tests: the audit read them through the link and
+    said "no gaps" (exit 0) on a folder validate refuses."""
+    import shutil
+
+    from kit.errors import TaskError
+
+    task = _task(tmp_path, FULL)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.move(task.acceptance_dir / "test_parser.py", outside / "test_parser.py")
+    (task.acceptance_dir / "tests").symlink_to(outside)
+    with pytest.raises(TaskError, match=r"refused, not audited: .*acceptance/tests is a symbolic link"):
+        audit_task(task)
+    assert main(["tasks", "audit", str(task.path)]) == 1
+    out = capsys.readouterr().out
+    assert "refused, not audited" in out and "no gaps" not in out

@@ -6,6 +6,7 @@ deleted."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,11 @@ ACCEPTANCE = {
         ("a\0b", "NUL or control"),
         ("a\nb", "NUL or control"),
         ("a\x1b]0;t\x07", "NUL or control"),
+        ("notes\u2028pkg/extra.py", "NUL or control"),
+        ("a\u2029b", "NUL or control"),
+        ("a\x85b", "NUL or control"),
+        ("a\x9bb", "NUL or control"),
+        ("caf\u00e9/\u00a0x y ", None),
         ("a/" + "n" * 256, "name longer than 255"),
         ("a/" * 600, "'..' segment"),
         ("a/" * 600 + "b", "longer than 1024"),
@@ -165,3 +171,23 @@ def test_a_task_folder_whose_own_entry_is_a_link_to_a_host_folder_is_refused(tmp
     assert problems and f"{entry} is a symbolic link" in problems[0], problems
     report = validate_task(load_task(task.path))
     assert not report.ok and any("symbolic link" in p for p in report.problems), report.problems
+
+
+def test_deleted_lines_are_split_at_newlines_only_and_taken_exactly(tmp_path):
+    """str.splitlines() split 'notes\\u2028a.py' in two and each line was stripped: the solution
+    deleted 'a.py', a file the change kept."""
+    from kit.tasks.task import deleted_lines
+
+    task = make_task(tmp_path / "t", REPO, ACCEPTANCE, {"calc.py": "def double(x):\n    return x + x\n"})
+    text = "# a comment\n\nnotes\u2028a.py\nb.py \n  c.py\nd\x85e.py\n"
+    (task.solution_dir / "DELETED.txt").write_text(text, encoding="utf-8")
+    assert deleted_lines(task) == ["notes\u2028a.py", "b.py ", "  c.py", "d\x85e.py"]
+    for name in ("a.py", "b.py", "c.py", "e.py"):
+        (task.repo_dir / name).write_text("kept\n")
+    root = tmp_path / "root"
+    shutil.copytree(task.repo_dir, root)
+    with pytest.raises(TaskError, match="control character"):  # U+2028, U+0085: refused, nothing done
+        apply_solution(task, root)
+    (task.solution_dir / "DELETED.txt").write_text("b.py \n  c.py\n", encoding="utf-8")
+    apply_solution(task, root)
+    assert all((root / name).is_file() for name in ("a.py", "b.py", "c.py", "e.py"))

@@ -74,3 +74,21 @@ def test_setup_commands_are_part_of_the_base(tmp_path):
     bad = task.model_copy(update={"setup": ["exit 3"]})
     with pytest.raises(TaskError, match="setup command"):
         create_workspace(bad, tmp_path / "ws2")
+
+
+def test_a_special_file_in_repo_is_refused_named_and_no_half_built_base_is_left(tmp_path):
+    """A named pipe in repo/: the base's copy raised a raw shutil.Error (a list of tuples naming the
+    cache path) and left a ``*.tmp-*`` folder in the bases cache. A failing setup leaves none either."""
+    import os
+
+    from kit.paths import results_root
+    from tests.tasks.taskmaker import make_task
+
+    task = make_task(tmp_path / "t", {"calc.py": "X = 1\n"}, {"test_x.py": "def test_x():\n    pass\n"}, {})
+    os.mkfifo(task.repo_dir / "pipe.txt")
+    with pytest.raises(TaskError, match=r"repo/pipe.txt is a named pipe, not a file: refused"):
+        create_workspace(task, tmp_path / "ws")
+    os.unlink(task.repo_dir / "pipe.txt")
+    with pytest.raises(TaskError, match="setup command"):
+        create_workspace(task.model_copy(update={"setup": ["exit 3"]}), tmp_path / "ws2")
+    assert list((results_root() / ".cache" / "bases").glob("*.tmp-*")) == []

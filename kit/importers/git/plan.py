@@ -93,6 +93,12 @@ def _plan_module(plan: Plan, change: Change, trees: dict[str, Path]) -> None:
     if change.status == "D":
         plan.ignore[path] = "a test module the change deletes"
         return
+    if not head_file.is_file():  # a link out of the tree or a submodule: the export left it out
+        raise TaskError(
+            f"the test module {path!r} is no file at the head (a symbolic link out of the tree, or a "
+            "submodule, which the kit does not follow): refused",
+            "import a commit whose test modules are plain files, or name the ones to use with --tests GLOB",
+        )
     head_tree = parse(head_file.read_bytes(), path)
     if head_tree is None:
         plan.notes.append(f"{path}: does not parse at the head; its tests are left out")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from kit.errors import TaskError
 from kit.importers.git.gitread import Change
 from kit.tasks.task import DELETED_FILE
 from kit.tasks.taskyaml import write_task_file
@@ -15,7 +16,8 @@ from kit.untrusted.confine import confined
 
 def write_solution(folder: Path, head: Path, changes: list[Change]) -> list[str]:
     """``folder/solution``: the head's version of each added or modified file, and the deleted ones
-    listed in DELETED.txt. Returns the deleted paths."""
+    listed in DELETED.txt (one a line, exactly; a deleted name starting with ``#`` is refused: it
+    would read as a comment). Returns the deleted paths."""
     solution = folder / "solution"
     solution.mkdir(parents=True, exist_ok=True)
     deleted = []
@@ -31,6 +33,12 @@ def write_solution(folder: Path, head: Path, changes: list[Change]) -> list[str]
         shutil.copy2(src, dest)
     for rel in deleted:
         confined(head, rel, f"a {DELETED_FILE} line", leaf_link=True)
+        if rel.startswith("#"):  # (a line break is refused by confined)
+            raise TaskError(
+                f"the change deletes {rel!r}, a name {DELETED_FILE} cannot list (a line starting with "
+                "'#' is a comment)",
+                "rename the file in the repository's history or import another commit",
+            )
     if deleted:
         (solution / DELETED_FILE).write_text("".join(f"{p}\n" for p in sorted(deleted)), encoding="utf-8")
     return deleted
