@@ -11,6 +11,7 @@ import argparse
 import pytest
 import yaml
 
+from kit.app.cli import build_parser
 from kit.importers.git.gitread import Repo
 from kit.importers.git.result import Options
 from kit.importers.git.spec import default_id
@@ -76,11 +77,7 @@ def test_an_import_records_no_credential(tmp_path, monkeypatch):
     )
     argv = ["tasks", "import-git", str(tmp_path / "tiny"), "--commit", shas[1], "--out", str(tmp_path / "t")]
     monkeypatch.setattr("sys.argv", ["kit", *argv])
-    args = argparse.Namespace(
-        repo=str(tmp_path / "tiny"), commit=shas[1], range=None, id=None, prompt_file=None,
-        out=str(tmp_path / "t"), tests=None, severities=None, timeout=60.0, sandbox=None, force=False,
-        repo_url=None, exclude_test=None,
-    )  # fmt: skip
+    args = build_parser().parse_args([*argv, "--timeout", "60"])  # the real parser: every option it has
     assert cmd_import_git(args) == 0
     (task,) = (tmp_path / "t").iterdir()
     assert task.name == f"tiny-{shas[1][:10]}"
