@@ -33,6 +33,7 @@ import ast
 import copy
 import random
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -254,9 +255,18 @@ def _place(body: list[ast.stmt], extra: list[tuple[int, ast.stmt]]) -> list[ast.
     return out
 
 
-def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) -> bool:
+def inject_module(
+    tree: ast.Module,
+    rel: str,
+    namer: _Namer,
+    found: Injected,
+    twins: bool = True,
+    left_out: tuple[str, ...] = (),
+) -> bool:
     """Twins and canaries written into ``tree`` (acceptance file ``rel``); False if it has no tests.
-    Tests of nested test classes are requirements too (``rel::Outer::Inner::test``)."""
+    Tests of nested test classes are requirements too (``rel::Outer::Inner::test``). ``twins``
+    False: canaries only (the repo's own tests: :func:`inject_own`); ``left_out``: node ids the
+    session deselects -- their tests are as good as absent (no canary's source, no scope of one)."""
     namer.use_words(_words(tree))
     names = Names(
         namer.ident(cls=True), namer.ident(cls=True), *(namer.ident() for _ in range(4)), found.observer
@@ -271,10 +281,11 @@ def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) ->
             tests.append((top, None, top, node))  # type: ignore[arg-type]
         elif is_test_class(node):
             tests += [(top, c[-1], c[-1].body.index(sub), sub) for _, c, sub in class_tests([node])]
+    tests = [t for t in tests if not deselected(f"{rel}::{scopes.node_id(t[1])}{t[3].name}", left_out)]
     if not tests:
         return False
     rng = namer.rng
-    for _top, cls, idx, test in tests:
+    for _top, cls, idx, test in tests if twins else []:
         key = f"{rel}::{scopes.node_id(cls)}{test.name}"
         kinds = found.kinds.setdefault(key, set())
         sealed = seal_test(test, key, imports, names.observe, found.next_site)
@@ -295,7 +306,7 @@ def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) ->
         cls_node.body = _place(cls_node.body, class_extra.get(id(cls_node), []))
     tree.body = _place(tree.body, module_extra)
     every = [n for n in tree.body if is_test_func(n)] + [sub for _, _, sub in class_tests(tree.body)]
-    for test in every:  # every test (original, twin, canary) first tells who called it
+    for test in every if twins else []:  # every test (original, twin, canary) tells who called it
         test.body.insert(0, ast.Expr(ast.Call(ast.Name(names.guard, ast.Load()), [], [])))
     tree.body[_after_header(tree.body) : _after_header(tree.body)] = names.helpers()
     return True
@@ -390,22 +401,57 @@ def _after_header(body: list[ast.stmt]) -> int:
     return i
 
 
-def inject_folder(folder: Path, rng: random.Random | None = None) -> Injected:
-    """Write twins and canaries into every test module under ``folder`` (a kit-owned copy)."""
+def inject_own(
+    root: Path,
+    files: list[str],
+    left_out: list[str] = (),
+    rng: random.Random | None = None,  # type: ignore[assignment]
+) -> Injected:
+    """Both canaries in every class of tests and module of ``files`` (test modules of the repo copy
+    ``root``, relative) that holds a test the session runs (``left_out``: the node ids it deselects):
+    the own-tests sessions' canaries sit among the repo's tests, as the acceptance session's do -- a
+    report patch or a code path that spares a separate canary file (03c, 03d) meets them. No twins:
+    own tests are not requirements. A scope whose every test is deselected gets none: nothing of it
+    reports, so a broken ``setUp`` there (Python-Markdown's extension classes, whose tests fail at
+    the base and are deselected) could not excuse its must-pass canary."""
     rng = rng or random.Random(secrets.randbits(64))
     found = Injected()
+    parsed, taken = _parse_all(root, files)
+    namer = _Namer(rng, taken)  # one for the session: a canary's name is no test's of any module
+    for path, rel, tree in parsed:
+        if inject_module(tree, rel, namer, found, twins=False, left_out=tuple(left_out)):
+            path.write_text(ast.unparse(ast.fix_missing_locations(tree)) + "\n", encoding="utf-8")
+    return found
+
+
+def deselected(nodeid: str, ids: Iterable[str]) -> bool:
+    """Is ``nodeid`` (a module, class or test) one of ``ids`` (pytest ``--deselect`` ids) or under one?"""
+    return any(nodeid == i or nodeid.startswith((i + "::", i.rstrip("/") + "/")) for i in ids)
+
+
+def _parse_all(root: Path, files: list[str]) -> tuple[list[tuple[Path, str, ast.Module]], set[str]]:
+    """Each of ``files`` (relative to ``root``) that parses, and every name any of them uses."""
     parsed: list[tuple[Path, str, ast.Module]] = []
     taken: set[str] = set()
-    for path in test_files(folder):
+    for rel in files:
+        path = root / rel
         try:
             tree = pyast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        except (SyntaxError, UnicodeDecodeError, ValueError):
+        except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
             continue  # its requirements fail as not run; nothing to add
-        parsed.append((path, path.relative_to(folder).as_posix(), tree))
+        parsed.append((path, rel, tree))
         for node in ast.walk(tree):
             taken |= {
                 str(getattr(node, f)) for f in ("name", "id", "asname", "arg") if getattr(node, f, None)
             }
+    return parsed, taken
+
+
+def inject_folder(folder: Path, rng: random.Random | None = None) -> Injected:
+    """Write twins and canaries into every test module under ``folder`` (a kit-owned copy)."""
+    rng = rng or random.Random(secrets.randbits(64))
+    found = Injected()
+    parsed, taken = _parse_all(folder, [p.relative_to(folder).as_posix() for p in test_files(folder)])
     namer = _Namer(rng, taken)
     found.observer = namer.ident()
     for path, rel, tree in parsed:
