@@ -223,6 +223,9 @@ def _plain_args(func: ast.FunctionDef, cls: ast.ClassDef | None) -> bool:
     return names == wanted and not (args.vararg or args.kwarg or args.kwonlyargs)
 
 
+#: A canary copies a test of its scope at most this costly (:func:`_cost`), else one of the module's, else any
+CANARY_COST = 400  # (a copy of more-itertools' 20 s sieve(10**5) test took its own tests past their timeout)
+
 #: A test holding an integer literal this large (rows, iterations) is taken as a long-running one.
 HEAVY_LITERAL = 100_000
 
@@ -235,15 +238,34 @@ def _heavy(func: ast.FunctionDef) -> bool:
 
 
 def _cost(func: ast.FunctionDef) -> int:
-    """A guess at how long a test runs, from its source: statements, loops, large numbers."""
+    """A guess at how long a test runs, from its source: statements, loops, large numbers (literals,
+    or a power, product or shift of two: ``10**5``)."""
     cost = 0
     for node in own_nodes(func):
         cost += 1
         if isinstance(node, ast.For | ast.While | ast.comprehension):
             cost += 50
-        elif isinstance(node, ast.Constant) and type(node.value) is int and abs(node.value) >= 1000:
-            cost += 100 * len(str(abs(node.value)))
+        elif (value := _int_of(node)) is not None and abs(value) >= 1000:
+            cost += 100 * len(str(abs(value)))
     return cost
+
+
+def _int_of(node: ast.AST) -> int | None:
+    """An int literal's value, or a power, product or shift of two (bounded: never computed big)."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value if abs(node.value) < 10**30 else 10**30
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow | ast.Mult | ast.LShift):
+        a, b = (
+            n.value if isinstance(n, ast.Constant) and type(n.value) is int else None
+            for n in (node.left, node.right)
+        )
+        if a is None or b is None or abs(a) > 10**6 or not 0 <= b <= 10**6:
+            return None
+        if isinstance(node.op, ast.Mult):
+            return a * b
+        bits = abs(a).bit_length() * b if isinstance(node.op, ast.Pow) else abs(a).bit_length() + b
+        return 10**30 if bits > 99 else (a**b if isinstance(node.op, ast.Pow) else a << b)
+    return None
 
 
 def _place(body: list[ast.stmt], extra: list[tuple[int, ast.stmt]]) -> list[ast.stmt]:
@@ -358,6 +380,7 @@ def _add_canaries(
     if not tests:
         return
     simple = [t for t in tests if straight(t[3])]
+    cheap = [t for t in simple if _cost(t[3]) <= CANARY_COST]
     scopes: dict[int | None, ast.ClassDef | None] = {
         id(cls): cls for _, cls, _, _ in tests if cls is not None
     }
@@ -367,8 +390,12 @@ def _add_canaries(
     for into in scopes.values():
         scope_body = into.body if into is not None else tree.body
         for must_pass in (False, True):
-            own = [t for t in simple if t[1] is into and (not must_pass or _plain(t[3], t[1]))]
-            pool = own or simple
+            own, pool = [], []
+            for candidates in (cheap, simple):  # a cheap test of its scope, else of the module
+                own = [t for t in candidates if t[1] is into and (not must_pass or _plain(t[3], t[1]))]
+                pool = own or candidates
+                if pool:
+                    break
             if not pool:
                 continue
             pool.sort(key=lambda t: _cost(t[3]))  # a canary re-runs its test: one of the cheaper half

@@ -120,7 +120,8 @@ class Sessions:
             env = command_env(self.task.packages, self.task.repo_dir, repo)
             return run_shell(self.sandbox, repo, command, self.timeout_s, env)
         ini = pytest_config_file(repo) or self.own_dir / "empty.ini"
-        args = [*args, "-c", str(ini), f"--rootdir={repo}", f"--confcutdir={repo}", *_COMMON]
+        # --tb=line: a full traceback of each must-fail canary tripled more-itertools' own-tests time
+        args = [*args, "-c", str(ini), f"--rootdir={repo}", f"--confcutdir={repo}", *_COMMON, "--tb=line"]
         side = _test_side_py(repo)
         # canaries among the repo's own tests, as in the acceptance session (03c, 03d: a separate
         # canary file could be told apart); the file only where no module can hold them

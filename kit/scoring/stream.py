@@ -131,7 +131,8 @@ class _Reader:
 
     def test(self, seq: int, nodeid: str, passed: object, message: object, state: object = None) -> None:
         out = self.out
-        name = nodeid.rsplit("::", 1)[-1].split("[", 1)[0]
+        # the parameter id first: it may hold "::" itself (boltons' "[https://[::101.45.75.219]:80/]")
+        name = nodeid.split("[", 1)[0].rsplit("::", 1)[-1]
         self.reported.add(nodeid)
         if state is None and isinstance(passed, bool):  # (a line without one: passed or failed)
             state = Outcome.PASSED if passed else Outcome.FAILED
