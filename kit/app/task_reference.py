@@ -199,7 +199,7 @@ def _import_git() -> list[str]:
 
 def _hostile() -> list[str]:
     """The section on untrusted repositories, from the docstrings of the modules that enforce it."""
-    from kit.importers.git import gitread, gitview, layout, probe
+    from kit.importers.git import gitread, gitview, layout, plan, probe
     from kit.importers.validate import task_path_problems
     from kit.untrusted import confine
 
@@ -237,7 +237,10 @@ def _hostile() -> list[str]:
         + f" The limits: {gitread.MAX_FILE_BYTES // 2**20} MB a file, {gitread.MAX_TREE_BYTES // 2**20} MB "
         f"and {gitread.MAX_TREE_FILES:,} files a tree, {gitread.MAX_COMMIT_BYTES // 2**10} KB a commit, "
         f"{gitread.MAX_RANGE_COMMITS:,} commits and {gitread.MAX_RANGE_BYTES // 2**20} MB of commit objects "
-        f"a range; no Python source over {pyast.MAX_SOURCE_BYTES // 2**20} MB is parsed.",
+        f"a range; no Python source over {pyast.MAX_SOURCE_BYTES // 2**20} MB is parsed. A test module the "
+        "change adds or changes must be UTF-8 and nest at most "
+        f"{plan.MAX_TEST_NESTING} levels deep (scoring copies each test's syntax tree recursively), or the "
+        "import stops with one error naming it.",
         "",
     ]
 

@@ -387,3 +387,28 @@ def test_a_deleted_name_deleted_txt_cannot_carry_is_refused_and_others_are_writt
     with pytest.raises(TaskError, match=r"deletes '#notes', a name DELETED.txt cannot list"):
         write_solution(tmp_path / "task2", head, [Change("D", "#notes")])
     assert not (tmp_path / "task2" / "solution" / "DELETED.txt").exists()
+
+
+def test_a_test_module_that_is_not_utf8_is_one_clear_error(tmp_path):
+    """Issue 39, left open by the first red team: a latin-1 test module ended the import in a
+    UnicodeDecodeError traceback (the probe read it as UTF-8). Now: one error naming the module."""
+    repo = tmp_path / "calc"
+    shas = make_repo(repo, [("start", BASE), ("Fix double", {**FIX, "tests/test_double.py": "x"})])
+    latin = "# -*- coding: latin-1 -*-\nfrom calc import double\n\n\ndef test_caf\xe9():\n    assert double(2) == 4\n"
+    (repo / "tests" / "test_double.py").write_bytes(latin.encode("latin-1"))
+    git(repo, "commit", "-qam", "Fix double, in latin-1")
+    with pytest.raises(TaskError, match=r"'tests/test_double.py' is not UTF-8") as e:
+        import_git(Options(repo=repo, commit=git(repo, "rev-parse", "HEAD"), out=tmp_path / "tasks"))
+    assert "--tests GLOB" in e.value.hint and shas
+
+
+def test_a_test_nested_a_thousand_levels_deep_is_one_clear_error(tmp_path):
+    """Issue 39, left open by the first red team: a test asserting a 1,000-term sum ended the import in a
+    RecursionError (scoring copies each test's syntax tree recursively). Now refused by its depth."""
+    terms = " + ".join(["double(1)"] * 1000)
+    deep = f"from calc import double\n\n\ndef test_many():\n    assert {terms} == 2000\n"
+    repo = tmp_path / "calc"
+    make_repo(repo, [("start", BASE), ("Fix double", {**FIX, "tests/test_double.py": deep})])
+    with pytest.raises(TaskError, match=r"'tests/test_double.py' nests 100\d levels deep \(at most 100"):
+        import_git(Options(repo=repo, commit=git(repo, "rev-parse", "HEAD"), out=tmp_path / "tasks"))
+    assert not (tmp_path / "tasks").exists() or not any((tmp_path / "tasks").iterdir())

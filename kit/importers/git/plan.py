@@ -5,6 +5,7 @@ modified or removed (their base versions would count as regressions of the refer
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +61,21 @@ def resolve_change(repo: Repo, commit: str | None, span: str | None) -> tuple[st
     return base, head, commits
 
 
+#: How deep a test module's syntax tree may nest (1,600 modules of the real-repos suite: at most 23).
+#: Scoring copies each test's tree recursively: a 1,000-term expression was a RecursionError.
+MAX_TEST_NESTING = 100
+
+
+def nesting(tree: ast.AST) -> int:
+    """How many levels deep ``tree`` nests (walked without recursion)."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
 def make_plan(
     repo: Repo, base: str, head: str, commits: list[Commit], trees: dict[str, Path], globs: list[str] | None
 ) -> Plan:
@@ -99,10 +115,24 @@ def _plan_module(plan: Plan, change: Change, trees: dict[str, Path]) -> None:
             "submodule, which the kit does not follow): refused",
             "import a commit whose test modules are plain files, or name the ones to use with --tests GLOB",
         )
-    head_tree = parse(head_file.read_bytes(), path)
+    source = head_file.read_bytes()
+    try:
+        source.decode("utf-8")
+    except UnicodeDecodeError as e:  # (every later step reads a test module as UTF-8, PEP 3120's default)
+        raise TaskError(
+            f"the test module {path!r} is not UTF-8 (byte {e.start:,}): the kit reads test modules as UTF-8",
+            "re-encode it as UTF-8 in the repository, or name the test modules to use with --tests GLOB",
+        ) from None
+    head_tree = parse(source, path)
     if head_tree is None:
         plan.notes.append(f"{path}: does not parse at the head; its tests are left out")
         return
+    if (depth := nesting(head_tree)) > MAX_TEST_NESTING:
+        raise TaskError(  # (scoring copies a test's syntax tree recursively: a RecursionError, not a task)
+            f"the test module {path!r} nests {depth} levels deep (at most {MAX_TEST_NESTING}; real test "
+            "modules stay under 30): refused",
+            "import a commit whose tests are plainer, or name the test modules to use with --tests GLOB",
+        )
     if base_file.is_file() and base_tree is None:
         plan.ignore[path] = "a test module that does not parse at the base"
     added, changed, removed = changed_tests(base_tree, head_tree)
