@@ -34,7 +34,7 @@ def caveat(frame: pd.DataFrame) -> str:
         b for bs in frame.get("api_bases", pd.Series(dtype=str)).dropna() for b in str(bs).split(",") if b
     }
     if local := sorted(b for b in bases if on_this_machine(b)):
-        return f"served on this machine ({', '.join(local)}): a fake or local server's numbers, not the provider's"
+        return f"served on this machine ({', '.join(local)}): a fake or local server's numbers"
     return ""
 
 

@@ -44,7 +44,7 @@ def _save(fig: Figure, path: str | Path) -> Path:
 
 def _head(caveat: str, title: str) -> str:
     """A figure's title with what its records are first (:func:`kit.analysis.summary.caveat`)."""
-    return f"{caveat}\n{title}" if caveat else title
+    return f"{textwrap.fill(caveat, 64)}\n{title}" if caveat else title
 
 
 def _empty(path: str | Path, title: str, message: str) -> Path:
