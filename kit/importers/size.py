@@ -28,7 +28,7 @@ from kit.paths import is_ignored
 from kit.records.schema import TaskSize
 from kit.tasks.requirements import read_requirements
 from kit.tasks.task import DELETED_FILE, Task, read_deleted
-from kit.untrusted.confine import confined
+from kit.untrusted.confine import confined, read_capped
 
 LONG_CODE_LINES = 150
 LONG_FILES = 2
@@ -100,7 +100,7 @@ def change_size(repo: Path, solution: Path) -> tuple[int, int]:
         if not is_ignored(rel):
             changed.append((_read_in(repo, rel), _read_in(solution, rel)))
     deleted = solution / DELETED_FILE
-    for rel in read_deleted(deleted.read_text("utf-8", "replace")) if deleted.is_file() else []:
+    for rel in read_deleted(read_capped(deleted, f"solution/{DELETED_FILE}")) if deleted.is_file() else []:
         if rel.endswith(".py"):
             changed.append((_read_in(repo, rel), ""))
     for old, new in changed:

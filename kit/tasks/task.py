@@ -28,7 +28,7 @@ from kit.paths import TASKS_DIR, built_tasks_dir, is_ignored
 from kit.secrets import public_text
 from kit.tasks.packages import name_problems
 from kit.tasks.suite_manifest import BUILD_COMMAND, ExcludedTest, ExpertEstimate, SpecNote, SuiteManifest
-from kit.untrusted.confine import confined
+from kit.untrusted.confine import confined, read_capped
 
 TASK_FILE = "task.yaml"
 DELETED_FILE = "DELETED.txt"
@@ -409,7 +409,7 @@ def deleted_lines(task: Task) -> list[str]:
         raise TaskError(f"task {task.id!r}: solution/{DELETED_FILE} is a symbolic link: refused")
     if not deleted.is_file():
         return []
-    return read_deleted(deleted.read_text(encoding="utf-8"))
+    return read_deleted(read_capped(deleted, f"task {task.id!r}: solution/{DELETED_FILE}"))
 
 
 def read_deleted(text: str) -> list[str]:

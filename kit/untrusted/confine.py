@@ -65,8 +65,26 @@ def confined(root: Path, rel: str | PurePath, what: str = "path", *, leaf_link: 
             if real != real_root and not real.startswith(real_root + os.sep):
                 problem = "a path that leads outside its folder"
     if problem is not None:
+        shown = text if len(text) <= 200 else f"{text[:200]}... ({len(text):,} characters)"
         raise TaskError(
-            f"{what} {text!r} is {problem}: refused (it would reach outside {root})",
+            f"{what} {shown!r} is {problem}: refused (it would reach outside {root})",
             "a repository or task folder that names such a path is not imported, validated or applied",
         )
     return Path(root) / text
+
+
+#: The largest listing file the kit reads whole (``DELETED.txt``): a hostile task folder's 3 GB one
+#: took ``kit tasks validate`` to 24 GB.
+MAX_LISTING_BYTES = 1024 * 1024
+
+
+def read_capped(path: Path, what: str, limit: int = MAX_LISTING_BYTES) -> str:
+    """The UTF-8 text of ``path``, refused (one :class:`TaskError` naming ``what``) when it is over
+    ``limit`` bytes or not UTF-8 -- its size is read before its text."""
+    size = path.stat().st_size
+    if size > limit:
+        raise TaskError(f"{what} is {size:,} bytes (at most {limit:,}): refused")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise TaskError(f"{what} is not UTF-8 (byte {e.start:,}): refused") from None
