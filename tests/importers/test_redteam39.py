@@ -14,17 +14,8 @@ from pathlib import Path
 import pytest
 
 from kit.app.cli import main
+from tests.importers.test_hostile_repo import BASE, FIX  # the calc repository both red teams use
 from tests.support.gitrepos import git, make_repo
-
-BASE = {
-    "LICENSE": "MIT License\n",
-    "calc.py": "def double(x):\n    return x + x + 1\n",
-    "tests/test_calc.py": "import calc\n\n\ndef test_module():\n    assert calc.double\n",
-}
-FIX = {
-    "calc.py": "def double(x):\n    return x + x\n",
-    "tests/test_double.py": "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
-}
 
 
 def _mktree(repo: Path, listing: str) -> str:
