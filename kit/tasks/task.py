@@ -44,15 +44,10 @@ class TaskLimits(BaseModel):
     )
     command_timeout_s: float = Field(120.0, gt=0, description="Timeout of one command the agent runs.")
     scoring_timeout_s: float = Field(120.0, gt=0, description="Timeout of each pytest run while scoring.")
-    test_timeout_s: float | None = Field(
-        None,
-        gt=0,
-        description=(
-            "Time limit of one test (setup, call and teardown) in a scoring session: a test over it is "
-            "cut, recorded as failed (timed out) and the session goes on. Default: a quarter of "
-            "scoring_timeout_s."
-        ),
-    )
+    test_timeout_s: float | None = Field(None, gt=0, description=(
+        "Time limit of one test (setup, call and teardown) in a scoring session: a test over it is "
+        "cut, recorded as failed (timed out) and the session goes on. Default: a quarter of "
+        "scoring_timeout_s."))  # fmt: skip
 
     @property
     def test_limit_s(self) -> float:
@@ -362,7 +357,7 @@ def expand_tasks(entries: list[str]) -> list[str]:
 
 
 def apply_solution(task: Task, root: Path) -> None:
-    """Lay the reference solution over ``root`` (files copied; DELETED.txt entries removed). Every
+    """Lay the reference solution over ``root`` (DELETED.txt entries removed, then files copied). Every
     path is checked first (:func:`kit.untrusted.confine.confined`, against ``solution/`` and ``root``):
     one that is absolute, holds ``..`` or a control character, or goes through a link refuses the
     whole solution before anything is copied or removed (TaskError naming it)."""
@@ -377,14 +372,19 @@ def apply_solution(task: Task, root: Path) -> None:
         for line in deleted_lines(task)
         if not is_ignored(Path(line))  # (never the clone's own .git)
     ]
+    for path in removals:  # first: a file the change deletes may become a folder, or the reverse
+        if path.is_symlink() or path.is_file():
+            path.unlink()
     for src, dest in copies:
+        if any(p.is_file() for p in dest.parents if p.is_relative_to(root)):  # not in DELETED.txt
+            dest = dest.relative_to(root)  # (named by its repo path, never the scratch folder's)
+            raise TaskError(f"task {task.id!r}: solution file {dest} needs a folder where a file is")
         dest.parent.mkdir(parents=True, exist_ok=True)
+        if not dest.is_symlink() and dest.is_dir() and not any(dest.iterdir()):
+            dest.rmdir()  # a folder whose files the change deleted becomes this file
         if dest.is_symlink() or dest.is_dir():
             raise TaskError(f"task {task.id!r}: solution file {dest} would replace a link or folder")
         shutil.copy2(src, dest)
-    for path in removals:
-        if path.is_symlink() or path.is_file():
-            path.unlink()
 
 
 def solution_files(task: Task) -> list[str]:

@@ -4,6 +4,7 @@ expected failure until fixed)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -44,33 +45,73 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="open: the import stops with a bare OSError naming a scratch path")
-def test_a_file_that_becomes_a_folder_is_one_clear_error(tmp_path, capsys):
-    """The change deletes the file pkg/mod and adds pkg/mod/x.py: the import stopped with the bare
-    OSError "File exists: /tmp/orchbench-import-.../change/pkg/mod" (a scratch path, no advice)."""
-    repo = tmp_path / "r"
+def _base_repo(repo: Path, mod_is_file: bool) -> None:
     (repo / "pkg").mkdir(parents=True)
     (repo / "tests").mkdir()
     (repo / "pkg" / "__init__.py").write_text("def f():\n    return 1\n")
-    (repo / "pkg" / "mod").write_text("x = 1\n")
+    if mod_is_file:
+        (repo / "pkg" / "mod").write_text("x = 1\n")
+    else:
+        (repo / "pkg" / "mod").mkdir()
+        (repo / "pkg" / "mod" / "x.py").write_text("z = 1\n")
     (repo / "tests" / "test_base.py").write_text("from pkg import f\n\ndef test_f():\n    assert f() == 1\n")
     _git(repo, "init", "-q", "-b", "main", ".")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "base")
-    (repo / "pkg" / "mod").unlink()
-    (repo / "pkg" / "mod").mkdir()
-    (repo / "pkg" / "mod" / "x.py").write_text("z = 1\n")
+
+
+def _add_g(repo: Path) -> None:
     (repo / "pkg" / "__init__.py").write_text("def f():\n    return 1\n\ndef g():\n    return 2\n")
     (repo / "tests" / "test_g.py").write_text("from pkg import g\n\ndef test_g():\n    assert g() == 2\n")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "add g")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("becomes", ["folder", "file"])
+def test_a_file_that_becomes_a_folder_and_back_imports(tmp_path, capsys, becomes):
+    """The change deletes the file pkg/mod and adds pkg/mod/x.py (or the reverse): the import stopped
+    with the bare OSError "File exists: /tmp/orchbench-import-.../change/pkg/mod" (a scratch path, no
+    advice). The solution's deletions are laid before its files now, so both import and validate."""
+    from kit.tasks.task import apply_solution, load_task
+
+    repo = tmp_path / "r"
+    _base_repo(repo, mod_is_file=becomes == "folder")
+    (repo / "pkg" / "mod").unlink() if becomes == "folder" else shutil.rmtree(repo / "pkg" / "mod")
+    if becomes == "folder":
+        (repo / "pkg" / "mod").mkdir()
+        (repo / "pkg" / "mod" / "x.py").write_text("z = 1\n")
+    else:
+        (repo / "pkg" / "mod").write_text("x = 1\n")
+    _add_g(repo)
     code = main(["tasks", "import-git", str(repo), "--commit", "HEAD", "--out", str(tmp_path / "out")])
     text = capsys.readouterr()
-    text = text.out + text.err
-    if code != 0:  # refusing is fine, but said clearly: no scratch path, the change's path named
-        assert "orchbench-import-" not in text and "File exists" not in text, text
-        assert "pkg/mod" in text, text
+    assert code == 0, text.out + text.err
+    task = load_task(next((tmp_path / "out").iterdir()))
+    clone = tmp_path / "clone"
+    shutil.copytree(task.repo_dir, clone)
+    apply_solution(task, clone)
+    assert (
+        (clone / "pkg" / "mod" / "x.py").is_file()
+        if becomes == "folder"
+        else (clone / "pkg" / "mod").is_file()
+    )
+
+
+def test_a_solution_file_under_a_file_the_change_keeps_is_one_clear_error(tmp_path):
+    """A hand-made solution adding pkg/mod/x.py over a base file pkg/mod it does not delete: one
+    TaskError naming the repo path (it was a bare FileExistsError naming the clone's path)."""
+    from kit.errors import TaskError
+    from kit.tasks.task import apply_solution, load_task
+
+    task = _hand_made_task(tmp_path)
+    (task / "repo" / "mod").write_text("x = 1\n")
+    (task / "solution" / "mod").mkdir()
+    (task / "solution" / "mod" / "x.py").write_text("z = 1\n")
+    clone = tmp_path / "clone"
+    shutil.copytree(task / "repo", clone)
+    with pytest.raises(TaskError, match=r"solution file mod/x\.py needs a folder where a file is"):
+        apply_solution(load_task(task), clone)
 
 
 def test_a_deleted_txt_over_the_cap_is_refused_by_its_size_before_it_is_read(tmp_path):
