@@ -193,8 +193,12 @@ def task_hash(task: Task) -> str:
         if (str(root), signature) in _HASHES:
             return _HASHES[(str(root), signature)]
     h = hashlib.sha256()
-    for p in files:
-        h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    for p in files:  # streamed: a task's tree may hold files of up to 64 MB (never read whole)
+        h.update(p.relative_to(root).as_posix().encode() + b"\0")
+        with open(p, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+        h.update(b"\0")
     value = h.hexdigest()[:16]
     with _LOCK:
         _HASHES[(str(root), signature)] = value

@@ -51,7 +51,6 @@ to pass on the starting code.
 from __future__ import annotations
 
 import contextlib
-import io
 import shutil
 import tarfile
 import threading
@@ -60,6 +59,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kit.errors import TaskError
 from kit.records.schema import Score
 from kit.sandbox import quota
 from kit.scoring import verdicts
@@ -67,7 +67,7 @@ from kit.scoring.basecode import base_code, with_base_tests
 from kit.scoring.clean_copy import copy_clean, copy_sparse, use_base_tests
 from kit.scoring.session import PytestRun
 from kit.scoring.sessions import Sessions
-from kit.tasks.git import git
+from kit.tasks.git import git_env, git_stream, safety_env
 from kit.tasks.requirements import Requirement, count_test_functions, read_requirements, test_files  # noqa: F401 - re-exported
 from kit.tasks.snapshot import Snapshot, snapshot
 from kit.tasks.task import Task
@@ -82,22 +82,16 @@ def _extract_commit(ws: Workspace, dest: Path) -> None:
     clone, whose ``.git`` the agent may have rewritten."""
     git_dirs = [d for d in (ws.base_git_dir,) if d is not None and d.is_dir()]
     last = "no git folder holds it"
-    for git_dir in git_dirs:
-        proc = git(
-            git_dir.parent,
-            f"--git-dir={git_dir}",
-            "archive",
-            "--format=tar",
-            ws.base_commit,
-            text=False,
-            check=False,
-        )
-        if proc.returncode == 0:
-            dest.mkdir(parents=True, exist_ok=True)
-            with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
-                tar.extractall(dest, filter="data")
+    for git_dir in git_dirs:  # streamed: a tree of up to 256 MB is never held in memory
+        env = git_env() | {"GIT_DIR": str(git_dir)} | safety_env(git_dir)
+        try:
+            with git_stream(git_dir.parent, "archive", "--format=tar", ws.base_commit, env=env) as out:
+                dest.mkdir(parents=True, exist_ok=True)
+                with tarfile.open(fileobj=out, mode="r|") as tar:
+                    tar.extractall(dest, filter="data")
             return
-        last = proc.stderr.decode("utf-8", "replace").strip()
+        except (TaskError, tarfile.TarError) as e:
+            last = str(e)
     raise RuntimeError(f"cannot read the base commit {ws.base_commit[:12]}: {last}")
 
 

@@ -299,6 +299,42 @@ def test_a_blob_far_over_the_cap_is_refused_before_it_is_read(tmp_path):
     assert peak < size / 2, f"{peak / 2**20:.0f} MB"
 
 
+@pytest.mark.slow
+def test_a_tree_of_big_identical_files_under_the_caps_imports_in_little_memory(tmp_path):
+    """Re-attack of issue 39: four identical 64 MB files (one blob, under every cap) took the
+    importer to 1.09 GB -- the scorer read the base tree as one `git archive` output held whole (and
+    joined), and the task's hash read each file whole. Both stream now; the kit's own peak stays small."""
+    size, copies = 40 * 2**20, 3
+    repo = tmp_path / "calc"
+    make_repo(repo, [("start", BASE)])
+    sparse = tmp_path / "zeros"
+    with open(sparse, "wb") as f:
+        f.truncate(size)
+    blob = git(repo, "hash-object", "-w", str(sparse))
+    sparse.unlink()
+    for i in range(copies):
+        git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},data/copy{i}.bin")
+    git(repo, "commit", "-qm", "add the data")
+    for rel, text in FIX.items():
+        (repo / rel).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "Fix double")
+    head = git(repo, "rev-parse", "HEAD")
+    env = {**os.environ, "ORCHBENCH_RESULTS_DIR": str(tmp_path / "results")}
+    proc = subprocess.run(
+        [sys.executable, "-c", MEASURE, str(repo), head, str(tmp_path / "tasks")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    lines = dict(line.split(" ", 1) if " " in line else (line, "") for line in proc.stdout.splitlines())
+    assert "IMPORTED" in lines, proc.stdout + proc.stderr
+    peak = int(lines["SELF_KB"]) * 1024
+    print(f"\nthe kit's peak importing {copies} x {size // 2**20} MB identical files: {peak / 2**20:.0f} MB")
+    assert peak < size * copies / 2, f"{peak / 2**20:.0f} MB"
+
+
 def test_a_repository_that_borrows_objects_from_another_store_is_refused(tmp_path):
     """Red team, issue 39: the view borrowed the repository's objects and git followed the
     repository's own objects/info/alternates -- a head tree could name a blob of any store on the
