@@ -431,7 +431,8 @@ def _add_import_git(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=None,
         metavar="S",
-        help="time budget of all the checks of the new tests together (default 10 x --timeout)",
+        help="time budget of the probe sessions (the new tests checked at the base and with the change) "
+        "together (default 10 x --timeout); the validation after them is bounded by --timeout a session",
     )
     p.add_argument(
         "--repo-url", default=None, help="the public URL recorded in source: (default: the origin remote)"

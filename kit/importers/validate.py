@@ -282,7 +282,10 @@ def task_path_problems(task: Task) -> list[str]:
     ``DELETED.txt`` line that is no plain path inside ``repo/``. ``kit tasks validate`` and
     ``kit tasks audit`` check this first, on any task folder. The task folder's own entries
     (``task.yaml``, ``repo/``, ``acceptance/``, ``solution/``) are never links: a link there would
-    make the folder's content a host folder's (copied into the run's clone, validated, hashed)."""
+    make the folder's content a host folder's (copied into the run's clone, validated, hashed).
+    Hard links are allowed (``build-suite`` links a project's identical files across its tasks): a
+    hard link is a file the folder's author could already read and copy, and the kit copies task
+    files, never writes through them -- a run's clone, the probes and validation write to copies."""
     problems = [
         f"task {task.id!r}: {part.name} is a symbolic link (to {visible(os.readlink(part))}): a task "
         "folder's own entries must be real files and folders"

@@ -308,8 +308,8 @@ class Repo:
             total += info[1]
         if total > MAX_TREE_BYTES:
             raise TaskError(
-                f"the tree of {commit[:12]} holds {total // 2**20} MB: too large for a task "
-                f"(at most {MAX_TREE_BYTES // 2**20} MB)"
+                f"the tree of {commit[:12]} holds {total:,} bytes: too large for a task "
+                f"(at most {MAX_TREE_BYTES:,} bytes, {MAX_TREE_BYTES // 2**20} MB)"
             )
         return {sha: info[1] for sha, info in found.items() if info is not None}
 

@@ -14,6 +14,10 @@ All of an import's probe sessions share one time budget (``--probe-budget``, def
 each of its tests run alone on both sides -- 2N sessions, each up to the time limit -- so without it
 a repository of slow tests could hold an import for hours. No session is given longer than the
 budget has left; when it runs out the import stops with one error saying so and how to raise it.
+The validation that follows is not counted against the budget; it is bounded by the time limit: at
+most three rounds of ``kit tasks validate`` (two scorings each, the limit doubled once when a session
+timed out), then two more scorings of the reference solution (:mod:`.flaky`), each scoring's sessions
+under the limit.
 """
 
 from __future__ import annotations
