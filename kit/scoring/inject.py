@@ -169,7 +169,9 @@ def _canary(
         name=name,
         args=args,
         body=[*start, _try_all(body), *check],
-        decorator_list=[copy.deepcopy(d) for d in source.decorator_list if own or _is_mark(d)],
+        decorator_list=[
+            copy.deepcopy(d) for d in source.decorator_list if (own or _is_mark(d)) and not _skips(d)
+        ],
         returns=None,
         type_comment=None,
     )
@@ -330,7 +332,7 @@ def inject_module(
     every = [n for n in tree.body if is_test_func(n)] + [sub for _, _, sub in class_tests(tree.body)]
     for test in every if twins else []:  # every test (original, twin, canary) tells who called it
         test.body.insert(0, ast.Expr(ast.Call(ast.Name(names.guard, ast.Load()), [], [])))
-    tree.body[_after_header(tree.body) : _after_header(tree.body)] = names.helpers()
+    tree.body[pyast.after_header(tree.body) : pyast.after_header(tree.body)] = names.helpers()
     return True
 
 
@@ -398,6 +400,7 @@ def _add_canaries(
                     break
             if not pool:
                 continue
+            pool = [t for t in pool if not _skipped(t[3])] or pool  # its body runs: one meant to, if any
             pool.sort(key=lambda t: _cost(t[3]))  # a canary re-runs its test: one of the cheaper half
             src_top, home, idx, source = rng.choice(pool[: max(1, (len(pool) + 1) // 2)])
             name = namer.test_name()
@@ -416,16 +419,6 @@ def _add_canaries(
 def _plain(func: ast.FunctionDef, cls: ast.ClassDef | None) -> bool:
     """A test a passing canary can copy in its own scope: no fixture, no decorator but marks."""
     return _plain_args(func, cls) and all(_is_mark(d) for d in func.decorator_list)
-
-
-def _after_header(body: list[ast.stmt]) -> int:
-    """The index after the module docstring and ``from __future__`` imports."""
-    i = 0
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        i = 1
-    while i < len(body) and isinstance(body[i], ast.ImportFrom) and body[i].module == "__future__":  # type: ignore[attr-defined]
-        i += 1
-    return i
 
 
 def inject_own(
@@ -487,13 +480,18 @@ def inject_folder(folder: Path, rng: random.Random | None = None) -> Injected:
     return found
 
 
-def _skipped(cls: ast.ClassDef) -> bool:
-    """Is the class skipped as a whole -- ``@unittest.skipUnless(...)``, ``@pytest.mark.skipif(...)``, a
-    ``pytestmark`` with a skip -- so that a canary in it would never run (cachetools' threading tests)?"""
-    marks = [*cls.decorator_list]
+def _skipped(node: ast.ClassDef | ast.FunctionDef) -> bool:
+    """Is the class (or test) skipped or expected to fail by its marks -- ``@unittest.skipUnless(...)``,
+    ``@pytest.mark.skipif(...)``, ``xfail``, a ``pytestmark`` with one -- so that a canary in it would
+    never run (cachetools' threading tests)? A canary copying a test leaves such marks out (:func:`_skips`)."""
+    marks = [*node.decorator_list]
     marks += [
         n.value
-        for n in cls.body
+        for n in node.body
         if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in n.targets)
     ]
-    return any("skip" in ast.unparse(m).lower() for m in marks)
+    return any(_skips(m) for m in marks)
+
+
+def _skips(mark: ast.expr) -> bool:
+    return any(w in ast.unparse(mark).lower() for w in ("skip", "xfail", "expectedfailure"))
