@@ -30,3 +30,13 @@ def parse(source: str | bytes, filename: str = "<unknown>", mode: str = "exec") 
         )
     with _LOCK:
         return ast.parse(source, filename, mode)  # type: ignore[return-value]
+
+
+def after_header(body: list[ast.stmt]) -> int:
+    """The index after the module docstring and ``from __future__`` imports."""
+    i = 0
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        i = 1
+    while i < len(body) and isinstance(body[i], ast.ImportFrom) and body[i].module == "__future__":  # type: ignore[attr-defined]
+        i += 1
+    return i

@@ -87,8 +87,9 @@ def _layouts() -> list[str]:
         "hook work as for `folder`.",
         "",
         "The own tests are the repo's tests as of the base commit, run on a copy of the final tree "
-        "whose test files, conftests and pytest configuration are the base's (tests the agent added "
-        "count only as tests added), minus `own_tests_deselect`: an entry leaves out the node id it "
+        "whose test files, conftests and pytest configuration are the base's, plus the test modules "
+        "the agent added at new paths (their tests that pass count as tests added, nothing else), "
+        "minus `own_tests_deselect`: an entry leaves out the node id it "
         "names and, when it names a module or a test function, every test under it "
         "(`path::Class::name[params]`).",
         "",

@@ -203,6 +203,17 @@ def use_base_tests(tree: Path, base: Path) -> None:
             lay_file(base / rel, tree, rel)
 
 
+def add_new_tests(tree: Path, final: Path, base: Path) -> list[str]:
+    """Lay in ``tree`` (a copy with the base's test side) the test modules of ``final`` at paths the
+    base has none at -- the test files the agent added --, to run in the own-tests session; their
+    paths. (Tests the agent wrote into the base's files are not run: those files are the base's.)"""
+    at_base = {rel for rel in _files(base) if is_test_path(rel)}
+    added = [rel for rel in _files(final) if TEST_FILE_RE.match(rel.name) and rel not in at_base]
+    for rel in added:
+        lay_file(final / rel, tree, rel)
+    return sorted(str(rel) for rel in added)
+
+
 def lay_file(src: Path, tree: Path, rel: PurePosixPath) -> Path:
     """Copy ``src`` to ``tree/rel`` (a kit-owned copy), whatever the agent left on that path."""
     target = tree / rel

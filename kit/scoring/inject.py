@@ -33,6 +33,7 @@ import ast
 import copy
 import random
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -168,7 +169,9 @@ def _canary(
         name=name,
         args=args,
         body=[*start, _try_all(body), *check],
-        decorator_list=[copy.deepcopy(d) for d in source.decorator_list if own or _is_mark(d)],
+        decorator_list=[
+            copy.deepcopy(d) for d in source.decorator_list if (own or _is_mark(d)) and not _skips(d)
+        ],
         returns=None,
         type_comment=None,
     )
@@ -222,6 +225,9 @@ def _plain_args(func: ast.FunctionDef, cls: ast.ClassDef | None) -> bool:
     return names == wanted and not (args.vararg or args.kwarg or args.kwonlyargs)
 
 
+#: A canary copies a test of its scope at most this costly (:func:`_cost`), else one of the module's, else any
+CANARY_COST = 400  # (a copy of more-itertools' 20 s sieve(10**5) test took its own tests past their timeout)
+
 #: A test holding an integer literal this large (rows, iterations) is taken as a long-running one.
 HEAVY_LITERAL = 100_000
 
@@ -234,15 +240,34 @@ def _heavy(func: ast.FunctionDef) -> bool:
 
 
 def _cost(func: ast.FunctionDef) -> int:
-    """A guess at how long a test runs, from its source: statements, loops, large numbers."""
+    """A guess at how long a test runs, from its source: statements, loops, large numbers (literals,
+    or a power, product or shift of two: ``10**5``)."""
     cost = 0
     for node in own_nodes(func):
         cost += 1
         if isinstance(node, ast.For | ast.While | ast.comprehension):
             cost += 50
-        elif isinstance(node, ast.Constant) and type(node.value) is int and abs(node.value) >= 1000:
-            cost += 100 * len(str(abs(node.value)))
+        elif (value := _int_of(node)) is not None and abs(value) >= 1000:
+            cost += 100 * len(str(abs(value)))
     return cost
+
+
+def _int_of(node: ast.AST) -> int | None:
+    """An int literal's value, or a power, product or shift of two (bounded: never computed big)."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value if abs(node.value) < 10**30 else 10**30
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow | ast.Mult | ast.LShift):
+        a, b = (
+            n.value if isinstance(n, ast.Constant) and type(n.value) is int else None
+            for n in (node.left, node.right)
+        )
+        if a is None or b is None or abs(a) > 10**6 or not 0 <= b <= 10**6:
+            return None
+        if isinstance(node.op, ast.Mult):
+            return a * b
+        bits = abs(a).bit_length() * b if isinstance(node.op, ast.Pow) else abs(a).bit_length() + b
+        return 10**30 if bits > 99 else (a**b if isinstance(node.op, ast.Pow) else a << b)
+    return None
 
 
 def _place(body: list[ast.stmt], extra: list[tuple[int, ast.stmt]]) -> list[ast.stmt]:
@@ -254,9 +279,18 @@ def _place(body: list[ast.stmt], extra: list[tuple[int, ast.stmt]]) -> list[ast.
     return out
 
 
-def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) -> bool:
+def inject_module(
+    tree: ast.Module,
+    rel: str,
+    namer: _Namer,
+    found: Injected,
+    twins: bool = True,
+    left_out: tuple[str, ...] = (),
+) -> bool:
     """Twins and canaries written into ``tree`` (acceptance file ``rel``); False if it has no tests.
-    Tests of nested test classes are requirements too (``rel::Outer::Inner::test``)."""
+    Tests of nested test classes are requirements too (``rel::Outer::Inner::test``). ``twins``
+    False: canaries only (the repo's own tests: :func:`inject_own`); ``left_out``: node ids the
+    session deselects -- their tests are as good as absent (no canary's source, no scope of one)."""
     namer.use_words(_words(tree))
     names = Names(
         namer.ident(cls=True), namer.ident(cls=True), *(namer.ident() for _ in range(4)), found.observer
@@ -271,10 +305,11 @@ def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) ->
             tests.append((top, None, top, node))  # type: ignore[arg-type]
         elif is_test_class(node):
             tests += [(top, c[-1], c[-1].body.index(sub), sub) for _, c, sub in class_tests([node])]
+    tests = [t for t in tests if not deselected(f"{rel}::{scopes.node_id(t[1])}{t[3].name}", left_out)]
     if not tests:
         return False
     rng = namer.rng
-    for _top, cls, idx, test in tests:
+    for _top, cls, idx, test in tests if twins else []:
         key = f"{rel}::{scopes.node_id(cls)}{test.name}"
         kinds = found.kinds.setdefault(key, set())
         sealed = seal_test(test, key, imports, names.observe, found.next_site)
@@ -295,9 +330,9 @@ def inject_module(tree: ast.Module, rel: str, namer: _Namer, found: Injected) ->
         cls_node.body = _place(cls_node.body, class_extra.get(id(cls_node), []))
     tree.body = _place(tree.body, module_extra)
     every = [n for n in tree.body if is_test_func(n)] + [sub for _, _, sub in class_tests(tree.body)]
-    for test in every:  # every test (original, twin, canary) first tells who called it
+    for test in every if twins else []:  # every test (original, twin, canary) tells who called it
         test.body.insert(0, ast.Expr(ast.Call(ast.Name(names.guard, ast.Load()), [], [])))
-    tree.body[_after_header(tree.body) : _after_header(tree.body)] = names.helpers()
+    tree.body[pyast.after_header(tree.body) : pyast.after_header(tree.body)] = names.helpers()
     return True
 
 
@@ -347,6 +382,7 @@ def _add_canaries(
     if not tests:
         return
     simple = [t for t in tests if straight(t[3])]
+    cheap = [t for t in simple if _cost(t[3]) <= CANARY_COST]
     scopes: dict[int | None, ast.ClassDef | None] = {
         id(cls): cls for _, cls, _, _ in tests if cls is not None
     }
@@ -356,10 +392,15 @@ def _add_canaries(
     for into in scopes.values():
         scope_body = into.body if into is not None else tree.body
         for must_pass in (False, True):
-            own = [t for t in simple if t[1] is into and (not must_pass or _plain(t[3], t[1]))]
-            pool = own or simple
+            own, pool = [], []
+            for candidates in (cheap, simple):  # a cheap test of its scope, else of the module
+                own = [t for t in candidates if t[1] is into and (not must_pass or _plain(t[3], t[1]))]
+                pool = own or candidates
+                if pool:
+                    break
             if not pool:
                 continue
+            pool = [t for t in pool if not _skipped(t[3])] or pool  # its body runs: one meant to, if any
             pool.sort(key=lambda t: _cost(t[3]))  # a canary re-runs its test: one of the cheaper half
             src_top, home, idx, source = rng.choice(pool[: max(1, (len(pool) + 1) // 2)])
             name = namer.test_name()
@@ -380,32 +421,57 @@ def _plain(func: ast.FunctionDef, cls: ast.ClassDef | None) -> bool:
     return _plain_args(func, cls) and all(_is_mark(d) for d in func.decorator_list)
 
 
-def _after_header(body: list[ast.stmt]) -> int:
-    """The index after the module docstring and ``from __future__`` imports."""
-    i = 0
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        i = 1
-    while i < len(body) and isinstance(body[i], ast.ImportFrom) and body[i].module == "__future__":  # type: ignore[attr-defined]
-        i += 1
-    return i
+def inject_own(
+    root: Path,
+    files: list[str],
+    left_out: list[str] = (),
+    rng: random.Random | None = None,  # type: ignore[assignment]
+) -> Injected:
+    """Both canaries in every class of tests and module of ``files`` (test modules of the repo copy
+    ``root``, relative) that holds a test the session runs (``left_out``: the node ids it deselects):
+    the own-tests sessions' canaries sit among the repo's tests, as the acceptance session's do -- a
+    report patch or a code path that spares a separate canary file (03c, 03d) meets them. No twins:
+    own tests are not requirements. A scope whose every test is deselected gets none: nothing of it
+    reports, so a broken ``setUp`` there (Python-Markdown's extension classes, whose tests fail at
+    the base and are deselected) could not excuse its must-pass canary."""
+    rng = rng or random.Random(secrets.randbits(64))
+    found = Injected()
+    parsed, taken = _parse_all(root, files)
+    namer = _Namer(rng, taken)  # one for the session: a canary's name is no test's of any module
+    for path, rel, tree in parsed:
+        if inject_module(tree, rel, namer, found, twins=False, left_out=tuple(left_out)):
+            path.write_text(ast.unparse(ast.fix_missing_locations(tree)) + "\n", encoding="utf-8")
+    return found
+
+
+def deselected(nodeid: str, ids: Iterable[str]) -> bool:
+    """Is ``nodeid`` (a module, class or test) one of ``ids`` (pytest ``--deselect`` ids) or under one?"""
+    return any(nodeid == i or nodeid.startswith((i + "::", i.rstrip("/") + "/")) for i in ids)
+
+
+def _parse_all(root: Path, files: list[str]) -> tuple[list[tuple[Path, str, ast.Module]], set[str]]:
+    """Each of ``files`` (relative to ``root``) that parses, and every name any of them uses."""
+    parsed: list[tuple[Path, str, ast.Module]] = []
+    taken: set[str] = set()
+    for rel in files:
+        path = root / rel
+        try:
+            tree = pyast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
+            continue  # its requirements fail as not run; nothing to add
+        parsed.append((path, rel, tree))
+        for node in ast.walk(tree):
+            taken |= {
+                str(getattr(node, f)) for f in ("name", "id", "asname", "arg") if getattr(node, f, None)
+            }
+    return parsed, taken
 
 
 def inject_folder(folder: Path, rng: random.Random | None = None) -> Injected:
     """Write twins and canaries into every test module under ``folder`` (a kit-owned copy)."""
     rng = rng or random.Random(secrets.randbits(64))
     found = Injected()
-    parsed: list[tuple[Path, str, ast.Module]] = []
-    taken: set[str] = set()
-    for path in test_files(folder):
-        try:
-            tree = pyast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        except (SyntaxError, UnicodeDecodeError, ValueError):
-            continue  # its requirements fail as not run; nothing to add
-        parsed.append((path, path.relative_to(folder).as_posix(), tree))
-        for node in ast.walk(tree):
-            taken |= {
-                str(getattr(node, f)) for f in ("name", "id", "asname", "arg") if getattr(node, f, None)
-            }
+    parsed, taken = _parse_all(folder, [p.relative_to(folder).as_posix() for p in test_files(folder)])
     namer = _Namer(rng, taken)
     found.observer = namer.ident()
     for path, rel, tree in parsed:
@@ -414,13 +480,18 @@ def inject_folder(folder: Path, rng: random.Random | None = None) -> Injected:
     return found
 
 
-def _skipped(cls: ast.ClassDef) -> bool:
-    """Is the class skipped as a whole -- ``@unittest.skipUnless(...)``, ``@pytest.mark.skipif(...)``, a
-    ``pytestmark`` with a skip -- so that a canary in it would never run (cachetools' threading tests)?"""
-    marks = [*cls.decorator_list]
+def _skipped(node: ast.ClassDef | ast.FunctionDef) -> bool:
+    """Is the class (or test) skipped or expected to fail by its marks -- ``@unittest.skipUnless(...)``,
+    ``@pytest.mark.skipif(...)``, ``xfail``, a ``pytestmark`` with one -- so that a canary in it would
+    never run (cachetools' threading tests)? A canary copying a test leaves such marks out (:func:`_skips`)."""
+    marks = [*node.decorator_list]
     marks += [
         n.value
-        for n in cls.body
+        for n in node.body
         if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in n.targets)
     ]
-    return any("skip" in ast.unparse(m).lower() for m in marks)
+    return any(_skips(m) for m in marks)
+
+
+def _skips(mark: ast.expr) -> bool:
+    return any(w in ast.unparse(mark).lower() for w in ("skip", "xfail", "expectedfailure"))

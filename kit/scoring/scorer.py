@@ -8,7 +8,8 @@ Scoring never runs in the clone, and never in the process that reads the results
    (:func:`kit.scoring.clean_copy.copy_clean`). A second copy gets the base commit's test
    files, conftests and pytest configuration (:func:`kit.scoring.clean_copy.use_base_tests`),
    read from the kit's cached base -- built from the task folder, sharing no object with any clone --
-   to judge regressions; tests the agent added only count as ``tests_added``.
+   to judge regressions, and the test modules the agent added at new paths: those tests count as
+   ``tests_added`` when they ran and passed there (:attr:`Evaluation.tests_added`).
 2. **Fresh sandboxes** (:mod:`kit.sandbox.backends`; ``bwrap`` by default): the hidden acceptance tests, the
    kit's launcher and plugin live in a kit folder outside the copy, visible read-only. The interpreter
    starts isolated (``python -I``), so the repo cannot shadow pytest or the standard library; the repo
@@ -64,7 +65,7 @@ from kit.records.schema import Score
 from kit.sandbox import quota
 from kit.scoring import verdicts
 from kit.scoring.basecode import base_code, with_base_tests
-from kit.scoring.clean_copy import copy_clean, copy_sparse, use_base_tests
+from kit.scoring.clean_copy import add_new_tests, copy_clean, copy_sparse, use_base_tests
 from kit.scoring.session import PytestRun
 from kit.scoring.sessions import Sessions
 from kit.tasks.git import git_env, git_stream, safety_env
@@ -136,6 +137,24 @@ class Evaluation:
     sealed: list[str] = field(default_factory=list)  # requirement keys with a sealed check
     suspicious: list[str] = field(default_factory=list)  # introspection seen by the audit hook
     own_states_at_base: dict[str, str] = field(default_factory=dict)  # nodeid -> outcome at the base
+    added_files: list[str] = field(default_factory=list)  # test modules the agent added (new paths)
+
+    def _added(self, nodeid: str) -> bool:
+        return nodeid.split("::", 1)[0] in self.added_files
+
+    @property
+    def tests_added(self) -> int:
+        """Test functions of the agent's added test modules that ran in the own-tests session on the
+        final tree and passed (every case of a parametrized one; a skip is no pass); none when that
+        session was tampered with. Never counted from source: 200 tests that fail add nothing."""
+        if self.tampered:
+            return 0
+        funcs: dict[str, bool] = {}
+        for nodeid, (passed, _) in self.own.outcomes.items():
+            if self._added(nodeid):
+                func = nodeid.split("[", 1)[0]
+                funcs[func] = funcs.get(func, True) and passed
+        return sum(funcs.values())
 
     @property
     def failed_requirements(self) -> list[Requirement]:
@@ -219,6 +238,7 @@ def evaluate(
         shutil.copytree(acc_dir, own_dir, copy_function=copy_sparse)
         _extract_commit(ws, base_dir)
         use_base_tests(own_dir, base_dir)
+        added_files = add_new_tests(own_dir, acc_dir, base_dir)  # (before any session writes in acc_dir)
         acc_code = base_code(acc_dir, base_dir)
         own_code = with_base_tests(acc_code, base_dir)
         with ThreadPoolExecutor(3) as pool:
@@ -251,6 +271,7 @@ def evaluate(
         problems=problems,
         tests_at_base=base.tests,
         tests_now=tests_now,
+        added_files=added_files,
         dropped=dropped,
         tampered=tampered[:20],
         unscored_reason=unscored,
@@ -285,10 +306,10 @@ def to_score(
     baseline = {r.key for r in ev.requirements if r.baseline_pass}
     return Score(
         **tally,
-        own_tests_total=len(ev.own.outcomes),
+        own_tests_total=sum(1 for t in ev.own.outcomes if not ev._added(t)),
         regressions=len(regressed),
         regressed_tests=regressed,
-        tests_added=ev.tests_now - ev.tests_at_base,
+        tests_added=ev.tests_added,
         files_touched=files,
         lines_added=added,
         lines_removed=removed,

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from kit.sandbox.backends import default_sandbox, get_sandbox
 from kit.scoring.clean_copy import SKIP_NAMES, is_test_path, pytest_config_file
 from kit.scoring.excluded import hide_excluded
-from kit.scoring.inject import Injected, inject_folder
+from kit.scoring.inject import Injected, deselected, inject_folder, inject_own
 from kit.scoring.layout import lay
 from kit.scoring.session import Canaries, Expect, PytestRun, prepare_kit_dir, run_pytest, run_shell
 from kit.scoring.verdicts import ACCEPTANCE_DIRNAME
@@ -120,20 +120,34 @@ class Sessions:
             env = command_env(self.task.packages, self.task.repo_dir, repo)
             return run_shell(self.sandbox, repo, command, self.timeout_s, env)
         ini = pytest_config_file(repo) or self.own_dir / "empty.ini"
-        args = [*args, "-c", str(ini), f"--rootdir={repo}", f"--confcutdir={repo}", *_COMMON]
+        # --tb=line: a full traceback of each must-fail canary tripled more-itertools' own-tests time
+        args = [*args, "-c", str(ini), f"--rootdir={repo}", f"--confcutdir={repo}", *_COMMON, "--tb=line"]
+        side = _test_side_py(repo)
+        # canaries among the repo's own tests, as in the acceptance session (03c, 03d: a separate
+        # canary file could be told apart); the file only where no module can hold them
+        left_out = self.task.own_tests_deselect  # (a scope none of whose tests runs gets none)
+        injected = inject_own(repo, [r for r in side if TEST_FILE_RE.match(PurePosixPath(r).name)], left_out)
+        canaries = {n: v for n, v in injected.canaries.items() if not deselected(v[0], left_out)}
+        expect, canary_file = (
+            (Expect(canaries, uncollected_ok=True), None)
+            if canaries
+            else (self.canaries.expect(), self.own_canary)
+        )
         return run_pytest(
             self.sandbox,
             repo,
             self.own_dir,
             label,
             args,
-            self.canaries.expect(),
+            expect,
             self.timeout_s,
-            self.own_canary,
+            canary_file,
             hidden=self.own_canary.parent,  # the audit hook watches the own tests too
             extra={
                 **self.packages(repo),
-                "compiled": compiled([self.own_canary, *(repo / r for r in _test_side_py(repo))]),
+                "shuffle": False,  # the repo's own order (a suite may depend on it)
+                "processes": False,  # own tests may start processes
+                "compiled": compiled([*([canary_file] if canary_file else []), *(repo / r for r in side)]),
                 "audit": _write_json(self.own_dir / f"{label}-{AUDIT_SETTINGS}", code or {}),
                 "deselect": self.task.own_tests_deselect,  # base versions of tests the change modified
                 "test_timeout_s": self.task.limits.test_limit_s,

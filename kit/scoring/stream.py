@@ -46,6 +46,10 @@ class Expect:
     twins: dict[str, str] = field(default_factory=dict)
     sealed: dict[str, str] = field(default_factory=dict)  # sealed check id -> expected digest (seal.py)
     observer: str = ""  # the name they call
+    #: a module none of whose tests reported excuses its canaries (the own tests: a test module the
+    #: test command does not collect; its tests are absent at the end -- regressions -- if they ran
+    #: at the base)
+    uncollected_ok: bool = False
 
 
 @dataclass
@@ -127,7 +131,8 @@ class _Reader:
 
     def test(self, seq: int, nodeid: str, passed: object, message: object, state: object = None) -> None:
         out = self.out
-        name = nodeid.rsplit("::", 1)[-1].split("[", 1)[0]
+        # the parameter id first: it may hold "::" itself (boltons' "[https://[::101.45.75.219]:80/]")
+        name = nodeid.split("[", 1)[0].rsplit("::", 1)[-1]
         self.reported.add(nodeid)
         if state is None and isinstance(passed, bool):  # (a line without one: passed or failed)
             state = Outcome.PASSED if passed else Outcome.FAILED
@@ -165,10 +170,12 @@ class _Reader:
             module = scope.split("::", 1)[0]
             label = "canary test that must " + ("pass" if want else "fail")
             if got and any(g != want for g in got):
-                if want and "::" in scope and self.all_failed(scope):
-                    continue  # its class's setUp or fixture breaks every test of it: nothing is credited
+                if want and module and self.all_failed(scope):
+                    continue  # its class's setUp or fixture, or a skip mark, takes every test of it
                 self.out.tamper.append(f"{label} was reported {'failed' if want else 'passed'}")
-            elif not got and not (module and module in self.uncollected and not self.ran(module)):
+            elif not got and not (
+                module and not self.ran(module) and (module in self.uncollected or self.expect.uncollected_ok)
+            ):  # (a module that failed to import: every test of it is absent, nothing credited)
                 self.out.tamper.append(f"{label} ({scope or 'canary file'}) is missing from the report")
 
 

@@ -201,10 +201,9 @@ _atexit.register(_sync)
 """
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason='the relay thread races the session (a known hole either way; docs/scoring.md "Open after the red team of issue 40")',
-)
+# closed since the own-tests canaries sit among the repo's own tests (a0e931d): the relay rewrites a
+# must-fail canary to passed too -- tampered. A relay that spared names absent from the repo's test
+# files would not be (docs/scoring.md: 03d's open class)
 def test_rt40_1_a_relayed_report_stream_hides_a_regression(tmp_path):
     task = load_task("micro-slugify")
     ws = create_workspace(task, tmp_path / "ws")

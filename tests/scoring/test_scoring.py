@@ -364,6 +364,25 @@ def test_an_honest_stream_is_read_and_canaries_are_left_out():
     assert errors == [] and complete and tamper == []
 
 
+def test_a_canary_whose_parameter_id_holds_a_double_colon_is_known_as_a_canary():
+    """boltons' module fixture hands every test of test_urlutils.py URLs such as
+    ``https://[::101.45.75.219]:80/``: a canary's node id was split inside its parameter id, the canary
+    read as an own test (its must-fail copy a failing own test) and the reference solution refused."""
+    from kit.scoring.stream import Expect
+
+    lines = [
+        _line(1, kind="collected", count=3),
+        _line(2, kind="test", nodeid="t.py::test_a[https://[::1]:80/]", passed=True, message=""),
+        _line(3, kind="test", nodeid="t.py::test_pass_me[https://[::1]:80/]", passed=True, message=""),
+        _line(4, kind="test", nodeid="t.py::test_fail_me[https://[::1]:80/]", passed=False, message=""),
+        _line(5, kind="end", exitstatus=1),
+    ]
+    expect = Expect({"test_pass_me": ("t.py", True), "test_fail_me": ("t.py", False)})
+    got = read_stream(b"".join(lines), expect, exit_code=1, timed_out=False)
+    assert got.outcomes == {"t.py::test_a[https://[::1]:80/]": (True, "")}
+    assert got.complete and got.tamper == []
+
+
 def test_a_lone_surrogate_in_a_tests_message_is_replaced_where_it_is_read():
     """The code under test raised with a lone surrogate in its message (valid JSON in the stream): the
     message the kit keeps can be written as UTF-8 (run.json)."""
