@@ -29,7 +29,10 @@ def parse(source: str | bytes, filename: str = "<unknown>", mode: str = "exec") 
             f"{filename}: {size:,} bytes: the kit parses no Python source over {MAX_SOURCE_BYTES:,}"
         )
     with _LOCK:
-        return ast.parse(source, filename, mode)  # type: ignore[return-value]
+        try:
+            return ast.parse(source, filename, mode)  # type: ignore[return-value]
+        except RecursionError:  # (3.11: a long flat expression too, during the AST's construction)
+            raise SyntaxError(f"{filename}: nested too deep to parse") from None
 
 
 def after_header(body: list[ast.stmt]) -> int:

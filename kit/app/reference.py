@@ -92,7 +92,7 @@ EXAMPLES: dict[str, Any] = {
     "TaskFile.id": "mylib-fix-parser",
     "TaskFile.title": "mylib: the parser accepts trailing commas",
     "TaskFile.prompt": "Make the parser accept a trailing comma in lists.",
-    "TaskFile.setup": ["python -m pip install --no-deps -e ."],
+    "TaskFile.setup": ["python tools/generate_tables.py"],
     "TaskFile.long": True,
     "TaskFile.limits": {"scoring_timeout_s": 300},
     "TaskFile.tags": ["git-history", "commit"],

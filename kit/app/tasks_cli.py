@@ -91,7 +91,7 @@ def _print_tasks(entries: list[Path]) -> tuple[list[Task], int]:
         )
         line += f"; project: {t.project}" if t.project else ""
         line += f"; expert: {t.expert_minutes:g} min ({t.expert})" if t.expert_minutes else ""
-        print(line)
+        print(visible(line))  # (project and expert are a task folder's text: hostile)
         problem = long_problem(t, size)
         if problem:
             print(f"{'':<{width}}  ✗ {visible(problem)}")
@@ -111,7 +111,7 @@ def _list_suite(suite: Suite) -> int:
     projects = sorted({t.project for t in loaded if t.project})
     print(
         f"suite {SUITE_PREFIX}{suite.name}: {len(suite.tasks)} tasks, {len(built)} built, "
-        f"{len(projects)} project(s){': ' + ', '.join(projects) if projects else ''}, "
+        f"{len(projects)} project(s){': ' + visible(', '.join(projects)) if projects else ''}, "
         f"{sum(measure(t).long for t in loaded)} long by the kit's measure"
     )
     for line in overlap_lines(loaded):
@@ -295,7 +295,7 @@ def _print_import_commands(suite: Suite, repos: str | None, only: list[str] | No
             project = suite.projects[item.project]
             found = suite_build.find_clone(project, folder) if repos else None
             argv = suite_build.import_argv(item, project, str(found or folder / project.name), shown)
-            print(suite_build.command_line([_from_root(a) for a in argv]))
+            print(visible(suite_build.command_line([_from_root(a) for a in argv])))
     return 0
 
 

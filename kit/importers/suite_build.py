@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import shlex
 import shutil
 import time
@@ -40,6 +41,7 @@ from kit.tasks.suite_manifest import SuiteImport, SuiteProject
 from kit.tasks.task import SUITES_DIR, TASK_FILE, Suite, Task, load_task
 from kit.tasks.taskyaml import write_task_file
 from kit.untrusted.confine import confined
+from kit.untrusted.terminal import visible
 
 #: In a built task folder: the digest of the manifest entry it was built from (:func:`recipe`).
 RECIPE_FILE = ".suite-recipe"
@@ -76,7 +78,7 @@ def clone(project: SuiteProject, repos: Path) -> Path:
             f"{dest} exists but is not a git clone", "remove it, or point --repos at a folder of clones"
         )
     repos.mkdir(parents=True, exist_ok=True)
-    print(f"cloning {project.url} into {dest} ...", flush=True)
+    print(visible(f"cloning {project.url} into {dest} ..."), flush=True)
     env = {**git_env(), "GIT_ALLOW_PROTOCOL": "https"}
     argv = ("clone", "--quiet", "--no-checkout", "--", project.url, str(dest))
     git(repos, *argv, env=env, timeout=CLONE_TIMEOUT_S)
@@ -98,7 +100,28 @@ def import_argv(item: SuiteImport, project: SuiteProject, source: str, out: Path
         argv += ["--prompt-file", str(confined(SUITES_DIR, item.prompt, f"task {item.id!r}: prompt"))]
     for excluded in item.exclude_tests:
         argv += ["--exclude-test", excluded.test, excluded.reason]
-    return argv + list(item.options)
+    return argv + allowed_options(item)
+
+
+#: the import-git options a manifest may give: a manifest is hostile input -- no sandbox, output
+#: folder, id, ``--force`` or file (prompt, severities) of its choosing (attack round 39c)
+MANIFEST_OPTIONS = ("--tests", "--timeout", "--probe-budget")
+
+
+def allowed_options(item: SuiteImport) -> list[str]:
+    """``item.options``, each of :data:`MANIFEST_OPTIONS` with its value (``--flag V`` or
+    ``--flag=V``); anything else is one TaskError naming it, before anything is built."""
+    options, i = list(item.options), 0
+    while i < len(options):
+        flag = options[i].split("=", 1)[0]
+        if flag not in MANIFEST_OPTIONS or ("=" not in options[i] and i + 1 == len(options)):
+            raise TaskError(
+                f"task {item.id!r}: the manifest's options give {visible(options[i][:80])!r}: a manifest may "
+                f"give only {', '.join(MANIFEST_OPTIONS)}, each with its value",
+                "the sandbox, --out, --id, --force and the prompt file are build-suite's own",
+            )
+        i += 1 if "=" in options[i] else 2
+    return options
 
 
 def command_line(argv: list[str]) -> str:
@@ -190,6 +213,8 @@ def build_suite(
             f"not in suite {suite.name!r}: {', '.join(unknown)}", f"pick from: {', '.join(suite.tasks)}"
         )
     items = [i for i in suite.imports if not only or i.id in only]
+    for item in items:  # before anything is built: a manifest's options are hostile input
+        allowed_options(item)
     repos = Path(repos) if repos else out / ".clones"
     results: list[BuildResult] = []
     for n, item in enumerate(items, 1):
@@ -201,7 +226,9 @@ def build_suite(
             if not force and is_current(item, folder):
                 finish(item, project, folder)  # the licence and the manifest's `long` still hold
                 results.append(BuildResult(item.id, "kept", detail="already built from these commits"))
-                print(f"{head}: kept (already built from {item.commit or item.range})", flush=True)
+                print(
+                    visible(f"{head}: kept (already built from {item.commit or item.range})"), flush=True
+                )  # (a manifest's text: hostile)
                 continue
             git_dir = find_clone(project, repos)
             if git_dir is None and allow_clone:
@@ -220,7 +247,7 @@ def build_suite(
                     f"update it: git --git-dir={git_dir} fetch {project.url}",
                 )
             argv = import_argv(item, project, str(git_dir), out)
-            print(f"{head}: {command_line(argv)}", flush=True)
+            print(visible(f"{head}: {command_line(argv)}"), flush=True)
             if folder.exists():
                 shutil.rmtree(folder)  # never write over a folder whose files may be shared
             status = run_import(argv)
@@ -235,10 +262,10 @@ def build_suite(
         except (TaskError, ConfigError) as e:
             status = "no-source" if "no clone of" in str(e) else "failed"
             results.append(BuildResult(item.id, status, time.monotonic() - started, str(e)))
-            print(f"{head}: {status}: {e}", flush=True)
+            print(visible(f"{head}: {status}: {e}"), flush=True)
             continue
         results.append(BuildResult(item.id, "built", time.monotonic() - started))
-        print(f"{head}: built in {results[-1].seconds:.0f} s", flush=True)
+        print(visible(f"{head}: built in {results[-1].seconds:.0f} s"), flush=True)
     return results
 
 
@@ -265,10 +292,11 @@ def share_identical_files(root: Path) -> tuple[int, int]:
     first: dict[tuple[int, int, str], Path] = {}
     for path in _task_files(root):
         st = path.stat()
-        key = (st.st_size, st.st_mode, hashlib.sha256(path.read_bytes()).hexdigest())
+        with open(path, "rb") as f:  # streamed: a file of a task's tree may be 64 MB
+            key = (st.st_size, st.st_mode, hashlib.file_digest(f, "sha256").hexdigest())
         kept = first.setdefault(key, path)
         if kept != path and not os.path.samefile(kept, path):
-            tmp = path.with_name(path.name + ".orchbench-link")
+            tmp = path.with_name(f".orchbench-{secrets.token_hex(8)}")  # (short: names may be 255 bytes)
             os.link(kept, tmp)
             os.replace(tmp, path)
     return before, disk_bytes(root)

@@ -124,7 +124,7 @@ class SuiteImport(ExpertEstimate):
     prompt: str | None = Field(
         None, description="A prompt file (our own words), relative to datasets/suites/; else generated."
     )
-    options: list[str] = Field(default_factory=list, description="Further import-git arguments.")
+    options: list[str] = Field(default_factory=list, description="--tests, --timeout, --probe-budget")
     exclude_tests: list[ExcludedTest] = Field(
         default_factory=list, description="Hidden tests left out, each with why (recorded in task.yaml)."
     )

@@ -37,14 +37,12 @@ DELETED_FILE = "DELETED.txt"
 class TaskLimits(BaseModel):
     """Per-task limits; each overrides what the experiment gives every task."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # each limit at most 6 h: hostile input
 
-    max_steps: int | None = Field(
-        None, ge=1, description="Overrides the experiment's step cap for this task."
-    )
-    command_timeout_s: float = Field(120.0, gt=0, description="Timeout of one command the agent runs.")
-    scoring_timeout_s: float = Field(120.0, gt=0, description="Timeout of each pytest run while scoring.")
-    test_timeout_s: float | None = Field(None, gt=0, description=(
+    max_steps: int | None = Field(None, ge=1, description="Overrides the experiment's step cap.")
+    command_timeout_s: float = Field(120.0, gt=0, le=6 * 3600, description="Timeout of one agent command.")
+    scoring_timeout_s: float = Field(120.0, gt=0, le=6 * 3600, description="Timeout of a scoring pytest run.")
+    test_timeout_s: float | None = Field(None, gt=0, le=6 * 3600, description=(
         "Time limit of one test (setup, call and teardown) in a scoring session: a test over it is "
         "cut, recorded as failed (timed out) and the session goes on. Default: a quarter of "
         "scoring_timeout_s."))  # fmt: skip
@@ -99,7 +97,7 @@ class TaskFile(ExpertEstimate):
     language: str = Field(
         "python", description="The language of repo/ (the kit's tools are written for Python)."
     )
-    setup: list[str] = Field(default_factory=list, description="Commands run in a fresh clone first.")
+    setup: list[str] = Field(default_factory=list, description="Commands run in the base first, sandboxed.")
     test_command: str = Field("python -m pytest -q", description="Runs the repo's own tests.")
     long: bool = Field(
         False,

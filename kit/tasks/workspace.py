@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kit.config import default_sandbox
 from kit.errors import TaskError
 from kit.paths import IGNORED_DIRS, IGNORED_SUFFIXES, is_ignored, results_root
 from kit.sandbox.base import hand_over
@@ -116,15 +117,14 @@ def base_repository(task: Task) -> Path:
 
 
 def _build_base(task: Task, dest: Path) -> None:
-    """Copy ``task.repo_dir`` to ``dest``, run ``task.setup`` there, and commit it (fixed identity
-    and date, so the same content always gives the same commit id). A special file in ``repo/``
-    (named pipe, socket, device) is refused first, named (:func:`special_file_problem`)."""
+    """Copy ``task.repo_dir`` to ``dest``, run ``task.setup`` there (sandboxed: hostile input), commit it
+    (fixed identity, date: same content, same id). A FIFO/socket/device in repo/ is refused (:func:`special_file_problem`)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     for path in task.repo_dir.rglob("*"):
         special_file_problem(task, task.repo_dir, path.relative_to(task.repo_dir))
     shutil.copytree(task.repo_dir, dest, symlinks=True, ignore=COPY_IGNORE)
-    for command in task.setup:
-        res = run_command(command, dest, task.limits.command_timeout_s)
+    for command in task.setup:  # the task folder's own commands: hostile input, sandboxed like an agent's
+        res = run_command(command, dest, task.limits.command_timeout_s, sandbox=default_sandbox())
         if res.timed_out or res.exit_code != 0:
             raise TaskError(f"task {task.id!r}: setup command {command!r} failed:\n{res.output[-2000:]}")
     env = git_env()

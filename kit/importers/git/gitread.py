@@ -252,6 +252,7 @@ class Repo:
                     result.notes.append(f"{path}: inside a .git folder, left out")
                 else:
                     files.append((mode, sha, path))
+        _no_file_over_a_folder(commit, [p for _, _, p in files])
         sizes = self._sizes(commit, files)
         dest.mkdir(parents=True, exist_ok=True)
         targets: dict[str, list[tuple[str, str]]] = {}
@@ -348,6 +349,19 @@ class Repo:
         return names[0] if names else None
 
 
+def _no_file_over_a_folder(commit: str, paths: list[str]) -> None:
+    """A tree that lists a file and a folder of one name (git stores it; fsck calls it
+    duplicateEntries) cannot be written: one TaskError naming the path and the commit."""
+    names = set(paths)
+    for path in paths:
+        clash = next((str(p) for p in PurePosixPath(path).parents if str(p) in names), None)
+        if clash:
+            raise TaskError(
+                f"the tree of {commit[:12]} lists {clash!r} as a file and as a folder ({path!r}): refused",
+                "a repository whose trees fail `git fsck` (duplicateEntries) is not imported",
+            )
+
+
 @contextlib.contextmanager
 def writing(where: Path | str) -> Iterator[None]:
     """Writing files under ``where``: a full disk (or quota) is one clear error naming the folder --
@@ -392,7 +406,7 @@ def _parse_commit(sha: str, raw: bytes) -> Commit:
             encoding = value.strip()
     try:
         message = body.decode(encoding, "replace")
-    except LookupError:  # an encoding Python does not know
+    except (LookupError, ValueError):  # an encoding Python does not know, or one that raises anyway (idna)
         message = body.decode("utf-8", "replace")
     return Commit(sha, parents, date, message.rstrip("\n"))
 

@@ -15,7 +15,7 @@ skipped, ``refs/replace/`` left out), and its object store borrowed read-only th
 ``GIT_ALLOW_PROTOCOL`` empty (no transport at all) and ``protocol.allow=never``, so an object the
 repository lacks is never fetched: it is one clear error naming it, and the import stops. A
 repository that borrows objects from another store (its own ``objects/info/alternates``) or whose
-``refs/`` is a link is refused: git would follow either out of the repository.
+``refs/`` or ``objects/`` is a link is refused: git would follow either out of the repository.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ def find_git_dir(path: Path) -> Path:
     if dotgit.is_dir() and not dotgit.is_symlink():
         return dotgit
     if dotgit.is_file():
-        text = dotgit.read_text(encoding="utf-8", errors="replace").strip()
-        if text.startswith("gitdir:"):
+        text = _start(dotgit, 4096).strip()  # (a repository's file: its first 4 KB, never read whole)
+        if text.startswith("gitdir:") and "\0" not in text:
             target = Path(text[len("gitdir:") :].strip())
             return target if target.is_absolute() else (path / target).resolve()
     if (path / "HEAD").is_file() and (path / "objects").is_dir():
@@ -75,6 +75,11 @@ class GitView:
             common = (self.source / text).resolve()
         self.common = common
         objects = (common / "objects").resolve()
+        linked = [n for n in ("objects", "objects/pack", "objects/info") if (common / n).is_symlink()]
+        if linked:  # a store of another repository on the host, read as if it were this one's
+            raise TaskError(
+                f"{path}: the repository's {linked[0]} is a symbolic link: refused", "give a clone's path"
+            )
         if not objects.is_dir() or any(c in str(objects) for c in "\n\r\0"):
             raise TaskError(f"{path}: git holds no objects folder at {objects}", "give a clone's path")
         borrowed = [n for n in ("alternates", "http-alternates") if os.path.lexists(objects / "info" / n)]
@@ -166,9 +171,14 @@ def records(stream: IO[bytes], sep: bytes = b"\0", limit: int = 1 << 16) -> Iter
         yield buf
 
 
+def _start(path: Path, limit: int) -> str:
+    with open(path, "rb") as f:
+        return f.read(limit).decode("utf-8", "replace")
+
+
 def _head(git_dir: Path) -> str:
     head = git_dir / "HEAD"
-    text = head.read_text(encoding="utf-8", errors="replace")[:200] if _plain(head) else ""
+    text = _start(head, 200) if _plain(head) else ""
     if not _HEAD_RE.fullmatch(text):
         raise TaskError(f"{head}: not a HEAD git writes ({text[:80]!r})", "give the path of a clone")
     return text.rstrip("\n") + "\n"

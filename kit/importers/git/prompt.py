@@ -140,11 +140,19 @@ def interface(names: list[Name], tests: list[ast.AST]) -> list[Name]:
     return [n for n in names if n.qualname.split(".")[-1] in used]
 
 
+#: a single commit's message is cut after this many characters (about 4,000 tokens)
+MAX_MESSAGE_CHARS = 16_000
+
+
 def commit_text(commits: list[Commit]) -> str:
     """A single commit's message (trailers cut), or a range's non-merge subjects as a list."""
     if len(commits) == 1:
         lines = [ln for ln in commits[0].message.strip().splitlines() if not ln.lower().startswith(TRAILERS)]
-        return "\n".join(lines).strip()
+        text = "\n".join(lines).strip()
+        if len(text) > MAX_MESSAGE_CHARS:  # a message is hostile input: it is sent with every model call
+            cut = len(text) - MAX_MESSAGE_CHARS
+            text = text[:MAX_MESSAGE_CHARS] + f"\n\n[... the commit message's last {cut:,} characters cut]"
+        return text
     subjects = [c.subject for c in commits if len(c.parents) < 2 and c.subject]
     shown = subjects[:MAX_SUBJECTS]
     more = f"\n- ... and {len(subjects) - len(shown)} more" if len(subjects) > len(shown) else ""

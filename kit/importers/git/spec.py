@@ -30,12 +30,21 @@ def default_id(repo: Repo, opts: Options, base: str, head: str) -> str:
     return re.sub(r"\.\.+", ".", f"{name}-{a}-{b}")
 
 
+#: the largest prompt file (and commit message turned into a prompt) the importer takes
+MAX_PROMPT_BYTES = 64 * 1024
+
+
 def read_prompt(path: Path | None) -> str | None:
     if path is None:
         return None
     if not Path(path).is_file():
         raise TaskError(f"prompt file not found: {path}", "give a text file holding the task's prompt")
-    text = Path(path).read_text(encoding="utf-8").strip()
+    if Path(path).stat().st_size > MAX_PROMPT_BYTES:
+        raise TaskError(f"prompt file {path} is over {MAX_PROMPT_BYTES:,} bytes", "a prompt is a page or two")
+    try:
+        text = Path(path).read_text(encoding="utf-8").strip()
+    except UnicodeDecodeError as e:
+        raise TaskError(f"prompt file {path} is not UTF-8 text ({e.reason} at byte {e.start})") from None
     if not text:
         raise TaskError(f"prompt file {path} is empty")
     return text + "\n"
