@@ -1,0 +1,160 @@
+"""Attack round 39c on import-git, build-suite, validate, audit and list, by a helper who had not read
+the recent changes: each test reproduces a case that got through, marked ``xfail(strict=True)`` so
+that the fix flips it (and the marker must then go). Each case's hostile part is built here: a
+hand-made task folder, a suite manifest of the attacker's, or a commit object written with
+``git hash-object``. Nothing here reaches outside ``tmp_path``."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kit.app.cli import main
+from kit.app.tasks_cli import _run_import
+from kit.errors import TaskError
+from kit.importers import suite_build
+from kit.importers.git.gitread import Repo
+from kit.tasks.task import load_suite
+from tests.support.gitrepos import git, make_repo
+
+BASE = {
+    "LICENSE": "MIT License\n",
+    "calc.py": "def double(x):\n    return x + x + 1\n",
+    "tests/test_calc.py": "import calc\n\n\ndef test_module():\n    assert calc.double\n",
+}
+FIX = {
+    "calc.py": "def double(x):\n    return x + x\n",
+    "tests/test_double.py": "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
+}
+
+
+def _hand_made_task(root: Path, extra_yaml: str = "") -> Path:
+    task = root / "t"
+    (task / "repo").mkdir(parents=True)
+    (task / "acceptance").mkdir()
+    (task / "solution").mkdir()
+    (task / "task.yaml").write_text(f"id: t\ntitle: t\nprompt: p\n{extra_yaml}")
+    (task / "repo" / "calc.py").write_text("def double(x):\n    return 0\n")
+    (task / "acceptance" / "test_x.py").write_text(
+        "from calc import double\n\ndef test_x():\n    assert double(2) == 4\n"
+    )
+    (task / "solution" / "calc.py").write_text("def double(x):\n    return x + x\n")
+    return task
+
+
+# --------------------------------------------------------------------------- (a) a task folder's setup
+
+
+@pytest.mark.xfail(
+    strict=True, raises=AssertionError, reason="task.yaml's setup runs on the host, unsandboxed"
+)
+def test_a_task_folders_setup_command_runs_nothing_on_the_host(tmp_path, capsys):
+    """`kit tasks validate` treats a task folder as hostile input, but its task.yaml's `setup:`
+    commands run on the host (sandbox `none`, as the kit's own user -- root here) while the task's
+    cached base is built: the command writes a file outside the task folder, and, being the kit's
+    own user outside any pid namespace, could read the kit's environment (API key) from
+    /proc/$PPID/environ. Seen: the marker is written and validate still prints a pass."""
+    marker = tmp_path / "outside" / "PWNED"
+    marker.parent.mkdir()
+    task = _hand_made_task(tmp_path, f"setup: ['touch {marker}']\n")
+    main(["tasks", "validate", str(task)])
+    capsys.readouterr()
+    assert not marker.exists(), "task.yaml's setup ran a command on the host (outside any sandbox)"
+
+
+# --------------------------------------------------------------------------- (a, b) a manifest's options
+
+
+def _suite(tmp_path: Path, name: str, options: list[str], test_module: str | None = None) -> tuple:
+    repos, out = tmp_path / "repos", tmp_path / "built"
+    fix = dict(FIX, **({"tests/test_double.py": test_module} if test_module else {}))
+    shas = make_repo(repos / "calc", [("start", BASE), ("Fix double", fix)])
+    manifest = tmp_path / f"{name}.yaml"
+    opts = ", ".join(f"'{o}'" for o in options)
+    manifest.write_text(
+        f"name: {name}\nprojects:\n  calc: {{url: https://github.com/attacker/calc, licence: MIT}}\n"
+        f"imports:\n  - id: {name}-calc\n    project: calc\n    commit: {shas[1]}\n    options: [{opts}]\n"
+    )
+    return load_suite(str(manifest), check_tasks=False), repos, out
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="a manifest's options pass --sandbox none")
+def test_a_suite_manifest_cannot_turn_the_sandbox_off(tmp_path, capsys):
+    """A suite manifest's `options:` are appended to import-git's command line unchecked, so a
+    manifest can pass `--sandbox none`: the repository's test modules then run on the host during the
+    probes (here one writes a file outside the repository and --out at collection time; it could as
+    well read the kit's API key from /proc/$PPID/environ, as the attack did)."""
+    marker = tmp_path / "outside" / "PWNED"
+    marker.parent.mkdir()
+    module = f"open({str(marker)!r}, 'w').write('x')\n" + FIX["tests/test_double.py"]
+    suite, repos, out = _suite(tmp_path, "evil-sandbox", ["--sandbox", "none"], module)
+    suite_build.build_suite(suite, repos, _run_import, out=out)
+    capsys.readouterr()
+    assert not marker.exists(), "the repository's test module ran on the host (no sandbox)"
+
+
+@pytest.mark.xfail(
+    strict=True, raises=AssertionError, reason="a manifest's options pass --prompt-file HOSTFILE"
+)
+def test_a_suite_manifest_cannot_read_a_host_file_into_the_prompt(tmp_path, capsys):
+    """A manifest's `prompt:` is confined to datasets/suites/, but its `options:` can say
+    `--prompt-file /any/host/file`: the file's text becomes the task's prompt (sent to every model
+    a run calls). Seen: a host secret's text in the built task.yaml."""
+    secret = tmp_path / "outside" / "SECRET"
+    secret.parent.mkdir()
+    secret.write_text("sk-canary-secret-123\n")
+    suite, repos, out = _suite(tmp_path, "evil-prompt", ["--prompt-file", str(secret)])
+    suite_build.build_suite(suite, repos, _run_import, out=out)
+    capsys.readouterr()
+    written = "".join(p.read_text() for p in out.rglob("task.yaml"))
+    assert "sk-canary-secret-123" not in written, "a host file's text became the task's prompt"
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="a manifest's options pass --out/--id/--force")
+def test_a_suite_manifest_cannot_replace_a_host_folder(tmp_path, capsys):
+    """A manifest's `options:` can say `--out HOSTDIR --id NAME --force`: argparse takes the last
+    value, so import-git writes outside the built folder and, with --force, removes the host folder
+    HOSTDIR/NAME whole (shutil.rmtree) to put the task in its place. Seen: the folder's files gone."""
+    victim = tmp_path / "outside" / "precious"
+    victim.mkdir(parents=True)
+    (victim / "data.txt").write_text("keep me\n")
+    suite, repos, out = _suite(
+        tmp_path, "evil-out", ["--out", str(victim.parent), "--id", "precious", "--force"]
+    )
+    suite_build.build_suite(suite, repos, _run_import, out=out)
+    capsys.readouterr()
+    assert (victim / "data.txt").is_file(), "a host folder named by the manifest was removed"
+
+
+# --------------------------------------------------------------------------- (f) a commit's encoding header
+
+
+@pytest.mark.parametrize("encoding", ["idna", "undefined"])
+@pytest.mark.xfail(
+    strict=True, raises=UnicodeError, reason="a codec that refuses errors='replace' is a raw UnicodeError"
+)
+def test_a_commit_encoding_header_is_never_a_raw_traceback(tmp_path, encoding):
+    """A commit object's `encoding` header names the codec its message is decoded with; an unknown
+    name falls back to UTF-8 (LookupError), but a known codec that refuses errors='replace' (`idna`,
+    `undefined`) raises UnicodeError out of the importer: `kit tasks import-git` ends in a raw
+    traceback instead of one clear error."""
+    repo = tmp_path / "calc"
+    shas = make_repo(repo, [("start", BASE), ("Fix double", FIX)])
+    tree = git(repo, "rev-parse", f"{shas[1]}^{{tree}}")
+    raw = (
+        f"tree {tree}\nparent {shas[0]}\nauthor A <a@b> 1700000000 +0000\n"
+        f"committer A <a@b> 1700000000 +0000\nencoding {encoding}\n\nFix double\n"
+    )
+    sha = subprocess.run(
+        ["git", "hash-object", "-t", "commit", "-w", "--stdin"],
+        cwd=repo,
+        input=raw,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    with contextlib.suppress(TaskError):  # one clear error is fine too
+        Repo(repo).commit(sha)
