@@ -7,6 +7,7 @@ hand-made task folder, a suite manifest of the attacker's, or a commit object wr
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 from pathlib import Path
 
@@ -68,16 +69,18 @@ def test_a_task_folders_setup_command_runs_nothing_on_the_host(tmp_path, capsys)
 # --------------------------------------------------------------------------- (a, b) a manifest's options
 
 
-def _suite(tmp_path: Path, name: str, options: list[str], test_module: str | None = None) -> tuple:
+def _suite(
+    tmp_path: Path, name: str, options: list[str], test_module: str | None = None, commit: str | None = None
+) -> tuple:
+    """A suite manifest of the attacker's (written as JSON, which YAML reads: escapes kept) with one
+    task on a small calc repository, its `options:` and (optionally) its commit given here."""
     repos, out = tmp_path / "repos", tmp_path / "built"
     fix = dict(FIX, **({"tests/test_double.py": test_module} if test_module else {}))
     shas = make_repo(repos / "calc", [("start", BASE), ("Fix double", fix)])
     manifest = tmp_path / f"{name}.yaml"
-    opts = ", ".join(f"'{o}'" for o in options)
-    manifest.write_text(
-        f"name: {name}\nprojects:\n  calc: {{url: https://github.com/attacker/calc, licence: MIT}}\n"
-        f"imports:\n  - id: {name}-calc\n    project: calc\n    commit: {shas[1]}\n    options: [{opts}]\n"
-    )
+    item = {"id": f"{name}-calc", "project": "calc", "commit": commit or shas[1], "options": options}
+    projects = {"calc": {"url": "https://github.com/attacker/calc", "licence": "MIT"}}
+    manifest.write_text(json.dumps({"name": name, "projects": projects, "imports": [item]}))
     return load_suite(str(manifest), check_tasks=False), repos, out
 
 
@@ -158,3 +161,100 @@ def test_a_commit_encoding_header_is_never_a_raw_traceback(tmp_path, encoding):
     ).stdout.strip()
     with contextlib.suppress(TaskError):  # one clear error is fine too
         Repo(repo).commit(sha)
+
+
+# --------------------------------------------------------------------------- (e) a manifest's text reaches the terminal raw
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="build-suite prints manifest text raw")
+def test_build_suite_prints_a_manifests_escape_sequences_escaped(tmp_path, capsys):
+    """build-suite's per-task lines print the manifest's commit and options raw (the summary table
+    escapes them): a commit "ESC]0;...BEL ESC[2K" sets the window title and erases the line, through
+    the failure line and through --dry-run's command lines."""
+    evil = "\x1b]0;PWNED\x07\x1b[2K"
+    suite, repos, out = _suite(tmp_path, "evil-text", [evil], commit=evil)
+    suite_build.build_suite(suite, repos, _run_import, out=out)
+    built = capsys.readouterr()
+    main(["tasks", "build-suite", str(tmp_path / "evil-text.yaml"), "--repos", str(repos), "--dry-run"])
+    dry = capsys.readouterr()
+    for where, text in (("build", built.out + built.err), ("--dry-run", dry.out + dry.err)):
+        assert "\x1b" not in text and "\x07" not in text, f"{where} printed raw control characters: {text!r}"
+
+
+# --------------------------------------------------------------------------- (b) a store borrowed through a link
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="a linked objects/ borrows another store")
+def test_a_repository_whose_objects_folder_is_a_link_is_refused(tmp_path, capsys):
+    """objects/info/alternates and a linked refs/ are refused ("git would follow either out of the
+    repository"), but a git folder whose objects/ is itself a symbolic link into another repository
+    on the host is read as if it were the repository's own: with refs naming that repository's
+    commits, import-git copies its files (here PRIVATE.txt) into the task."""
+    private = tmp_path / "victim" / "private"
+    shas = make_repo(
+        private, [("start", dict(BASE, **{"PRIVATE.txt": "victim data\n"})), ("Fix double", FIX)]
+    )
+    attacker = tmp_path / "attacker" / ".git"
+    (attacker / "refs" / "heads").mkdir(parents=True)
+    (attacker / "objects").symlink_to(private / ".git" / "objects")
+    (attacker / "HEAD").write_text("ref: refs/heads/main\n")
+    (attacker / "refs" / "heads" / "main").write_text(shas[1] + "\n")
+    (attacker / "config").write_text("[core]\n\trepositoryformatversion = 0\n")
+    main(
+        [
+            "tasks",
+            "import-git",
+            str(attacker.parent),
+            "--commit",
+            "HEAD",
+            "--id",
+            "t",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
+    capsys.readouterr()
+    assert not (tmp_path / "out" / "t" / "repo" / "PRIVATE.txt").exists(), (
+        "another repository's files were imported"
+    )
+
+
+# --------------------------------------------------------------------------- (f) raw tracebacks
+
+
+@pytest.mark.parametrize("command", ["audit", "list"])
+@pytest.mark.xfail(strict=True, raises=RecursionError, reason="ast construction's RecursionError escapes")
+def test_a_deeply_nested_hidden_test_is_one_clear_error_in_audit_and_list(tmp_path, capsys, command):
+    """A hand-made task folder whose acceptance module holds one long expression (60,000 terms,
+    a 120 KB file, under every size cap): kit.pyast.parse promises "a SyntaxError ... as is one
+    nested too deep to parse", but Python 3.11 raises RecursionError during ast construction, and
+    `kit tasks audit` / `kit tasks list` end in a raw traceback (read_requirements)."""
+    task = _hand_made_task(tmp_path)
+    deep = "def helper():\n    return " + "+".join(["1"] * 60_000) + "\n"
+    (task / "acceptance" / "test_x.py").write_text(deep + "\n\ndef test_x():\n    assert helper()\n")
+    main(["tasks", command, str(task if command == "audit" else tmp_path)])
+    capsys.readouterr()
+
+
+@pytest.mark.xfail(strict=True, raises=UnicodeDecodeError, reason="read_prompt decodes unchecked")
+def test_a_prompt_file_that_is_not_utf8_is_one_clear_error(tmp_path, capsys):
+    """`--prompt-file` (a user's own, or a manifest's `prompt:` / options) that is not UTF-8 ends
+    import-git in a raw UnicodeDecodeError traceback (read_prompt reads it unchecked)."""
+    repo = tmp_path / "calc"
+    make_repo(repo, [("start", BASE), ("Fix double", FIX)])
+    prompt = tmp_path / "prompt.md"
+    prompt.write_bytes(b"caf\xe9\n")
+    code = main(
+        [
+            "tasks",
+            "import-git",
+            str(repo),
+            "--commit",
+            "HEAD",
+            "--prompt-file",
+            str(prompt),
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
+    assert code != 0
