@@ -15,7 +15,7 @@ import pytest
 
 from kit.app.cli import main
 from kit.app.tasks_cli import _run_import
-from kit.errors import TaskError
+from kit.errors import KitError, TaskError
 from kit.importers import suite_build
 from kit.importers.git.gitread import Repo
 from kit.tasks.task import load_suite
@@ -321,3 +321,34 @@ def test_a_huge_commit_message_does_not_become_a_huge_prompt(tmp_path, capsys):
     capsys.readouterr()
     task = tmp_path / "out" / "t" / "task.yaml"
     assert not task.exists() or len(task.read_text()) < 100_000, f"task.yaml is {task.stat().st_size:,} bytes"
+
+
+# --------------------------------------------------------------------------- (d, f) a task folder's own time limits
+
+
+@pytest.mark.xfail(
+    strict=True, raises=ValueError, reason="limits.scoring_timeout_s: .inf is a raw ValueError"
+)
+def test_an_infinite_time_limit_in_task_yaml_is_one_clear_error(tmp_path, capsys):
+    """task.yaml's `limits:` take any positive float, YAML's `.inf` included; `kit tasks validate`
+    then ends in a raw traceback from the sandbox (`ValueError: timeout_s must be a positive finite
+    number of seconds, got inf`) instead of refusing the task.yaml with one error."""
+    task = _hand_made_task(tmp_path, "limits: {scoring_timeout_s: .inf}\n")
+    main(["tasks", "validate", str(task)])
+    capsys.readouterr()
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="task.yaml's time limits have no upper bound")
+def test_a_task_folder_cannot_give_itself_an_unbounded_time_limit(tmp_path):
+    """A hand-made task folder sets its own scoring time limit with no upper bound: with
+    `scoring_timeout_s: 1000000000` and a hidden test that sleeps at the start, `kit tasks validate`
+    ran until killed (60 s here; it would wait ~8 years): validate has no --timeout of its own. The
+    task must be refused, or its limit capped, when it is loaded."""
+    from kit.tasks.task import load_task
+
+    task = _hand_made_task(tmp_path, "limits: {scoring_timeout_s: 1000000000}\n")
+    with contextlib.suppress(KitError):  # refused when loaded: fine
+        limits = load_task(task).limits
+        assert limits.scoring_timeout_s <= 24 * 3600, (
+            f"scoring_timeout_s {limits.scoring_timeout_s:g} s accepted"
+        )
