@@ -352,3 +352,18 @@ def test_a_task_folder_cannot_give_itself_an_unbounded_time_limit(tmp_path):
         assert limits.scoring_timeout_s <= 24 * 3600, (
             f"scoring_timeout_s {limits.scoring_timeout_s:g} s accepted"
         )
+
+
+# --------------------------------------------------------------------------- (e) kit tasks list
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="tasks list prints project and expert raw")
+def test_tasks_list_prints_a_task_folders_project_and_expert_escaped(tmp_path, capsys):
+    """`kit tasks list` escapes a task.yaml's title and excluded tests, but prints its `project:` and
+    `expert:` raw: an OSC 52 sequence in `project` writes the terminal's clipboard, `ESC[2J` in
+    `expert` clears the screen."""
+    extra = 'project: "\\e]52;c;aGk=\\a"\nexpert_minutes: 3\nexpert: "\\e[2J"\n'
+    _hand_made_task(tmp_path, extra)
+    main(["tasks", "list", str(tmp_path)])
+    out = capsys.readouterr()
+    assert "\x1b" not in out.out + out.err, out.out
