@@ -396,3 +396,38 @@ def test_a_change_adding_a_hundred_thousand_tests_is_refused_before_probing(tmp_
     make_repo(repo, [("start", BASE), ("Fix double", fix)])
     main(["tasks", "import-git", str(repo), "--commit", "HEAD", "--id", "t", "--out", str(tmp_path / "out")])
     capsys.readouterr()
+
+
+# --------------------------------------------------------------------------- scoring blinded by .gitattributes
+
+
+@pytest.mark.xfail(
+    strict=True, raises=AssertionError, reason="the scorer's git archive honours export-ignore"
+)
+def test_a_repositorys_export_ignore_does_not_hide_own_tests_from_scoring(tmp_path, capsys):
+    """The importer writes trees from raw blobs (no .gitattributes applies), but the scorer reads the
+    base commit with `git archive`, which honours the tree's own `.gitattributes`: a repository whose
+    base says `tests/test_more.py export-ignore` imports and validates, and then scoring sees one own
+    test instead of two, counts the base's test_more.py as a test the agent added, and a run that
+    breaks what test_more.py checks has no regression."""
+    from kit.scoring.scorer import score
+    from kit.tasks.task import load_task
+    from kit.tasks.workspace import create_workspace
+
+    more = "import calc\n\n\ndef test_zero():\n    assert calc.double(0) in (0, 1)\n"
+    base = dict(BASE, **{".gitattributes": "tests/test_more.py export-ignore\n", "tests/test_more.py": more})
+    repo = tmp_path / "calc"
+    make_repo(repo, [("start", base), ("Fix double", FIX)])
+    code = main(
+        ["tasks", "import-git", str(repo), "--commit", "HEAD", "--id", "t", "--out", str(tmp_path / "out")]
+    )
+    capsys.readouterr()
+    assert code == 0, "the import itself was refused (then this case is held)"
+    task = load_task(tmp_path / "out" / "t")
+    ws = create_workspace(task, tmp_path / "ws")
+    (ws.root / "calc.py").write_text("def double(x):\n    return x + x if x else 7\n")  # breaks test_zero
+    result = score(task, ws, claimed_done=True)
+    assert (result.own_tests_total, result.regressions) == (2, 1), (
+        result.own_tests_total,
+        result.regressions,
+    )
