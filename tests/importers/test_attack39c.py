@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -431,3 +432,53 @@ def test_a_repositorys_export_ignore_does_not_hide_own_tests_from_scoring(tmp_pa
         result.own_tests_total,
         result.regressions,
     )
+
+
+# --------------------------------------------------------------------------- (d) small files read whole
+
+
+@pytest.mark.parametrize("which", ["HEAD", ".git file"])
+@pytest.mark.xfail(
+    strict=True, raises=AssertionError, reason="HEAD / a .git file are read whole before they are checked"
+)
+def test_a_huge_head_or_dot_git_file_is_refused_without_reading_it_whole(tmp_path, which):
+    """The view reads the repository's HEAD with `read_text()[:200]` and a `.git` file (gitdir:) with
+    `read_text().strip()`: the whole file first, several copies. A sparse HEAD costs no disk and
+    ships in a few KB of tar: a 512 MB HEAD of zeros took the kit to ~1.1 GB (1 GB: 2.1 GB, with
+    /usr/bin/time) before the one-line refusal; a `.git` file of "gitdir: " and 64 MB of spaces
+    161 MB (a plain repository: 32 MB) -- memory the repository chooses without bound. Measured as the
+    peak RSS of a child process opening the repository."""
+    repo = tmp_path / "calc"
+    if which == "HEAD":
+        make_repo(repo, [("start", BASE), ("Fix double", FIX)])
+        with open(repo / ".git" / "HEAD", "r+b") as f:
+            f.truncate(512 * 1024 * 1024)
+    else:
+        repo.mkdir()
+        with open(repo / ".git", "wb") as f:
+            f.write(b"gitdir: ")
+            for _ in range(64):
+                f.write(b" " * (1024 * 1024))
+    script = (
+        "import resource, sys\nfrom kit.errors import TaskError\nfrom kit.importers.git.gitread import Repo\n"
+        "try:\n    Repo(sys.argv[1])\nexcept (TaskError, MemoryError):\n    pass\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(repo)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    peak_mb = int(proc.stdout.split()[-1])
+    assert peak_mb < 100, f"opening the repository took {peak_mb} MB (a small repository: ~32 MB)"
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError, reason="a NUL in a .git file's gitdir is a raw ValueError")
+def test_a_dot_git_file_whose_gitdir_holds_a_nul_is_one_clear_error(tmp_path):
+    """A work tree's `.git` file names its git folder (`gitdir: PATH`); a PATH holding a NUL byte
+    ends `kit tasks import-git` in a raw `ValueError: embedded null byte` (Path.resolve), not one
+    error saying the folder is no repository."""
+    repo = tmp_path / "calc"
+    repo.mkdir()
+    (repo / ".git").write_bytes(b"gitdir: /tmp/x\0y\n")
+    with contextlib.suppress(TaskError):
+        Repo(repo)
