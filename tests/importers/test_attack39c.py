@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -482,3 +483,69 @@ def test_a_dot_git_file_whose_gitdir_holds_a_nul_is_one_clear_error(tmp_path):
     (repo / ".git").write_bytes(b"gitdir: /tmp/x\0y\n")
     with contextlib.suppress(TaskError):
         Repo(repo)
+
+
+# --------------------------------------------------------------------------- (f) deep folders: os.walk's recursion
+
+
+def _deep_folders(root: Path, depth: int, leaf: str, text: str) -> None:
+    """``root/d/d/.../d/leaf`` ``depth`` folders deep (~3 KB of path: the file system takes it),
+    made through folder descriptors (no path grows past the limit, no chdir)."""
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        out = os.open(leaf, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(out, text.encode())
+        os.close(out)
+    finally:
+        os.close(fd)
+
+
+def _remove_deep(root: Path) -> None:
+    """Remove what :func:`_deep_folders` made, one level at a time (shutil.rmtree, and so pytest's
+    clean-up of old temporary folders, recurses on Python 3.11 and would fail on it)."""
+    top, spare = root / "d", root / "d-next"
+    while top.is_dir():
+        for entry in top.iterdir():
+            if entry.name != "d":
+                entry.unlink()
+        if (top / "d").is_dir():
+            os.rename(top / "d", spare)
+            os.rmdir(top)
+            os.rename(spare, top)
+        else:
+            os.rmdir(top)
+
+
+@pytest.mark.xfail(strict=True, raises=RecursionError, reason="os.walk over the repository's refs/ recurses")
+def test_a_deeply_nested_refs_folder_is_one_clear_error(tmp_path):
+    """The view copies the repository's loose refs with os.walk, which recurses on Python 3.11: a
+    refs/ holding 1,500 nested folders (3 KB of path) ends import-git in a raw RecursionError (the
+    ref-file count cap counts files, not folders)."""
+    repo = tmp_path / "calc"
+    make_repo(repo, [("start", BASE), ("Fix double", FIX)])
+    _deep_folders(repo / ".git" / "refs", 1500, "x", "0" * 40 + "\n")
+    try:
+        with contextlib.suppress(TaskError):
+            Repo(repo)
+    finally:
+        _remove_deep(repo / ".git" / "refs")
+
+
+@pytest.mark.parametrize("command", ["validate", "audit", "list"])
+@pytest.mark.xfail(strict=True, raises=RecursionError, reason="walking a task folder's repo/ recurses")
+def test_a_deeply_nested_task_folder_is_one_clear_error(tmp_path, capsys, command):
+    """A hand-made task folder whose repo/ holds 1,500 nested folders (3 KB of path; no path cap
+    applies to a task folder's own files): `kit tasks validate`, `audit` and `list` end in a raw
+    RecursionError from walking it (pathlib's rglob / os.walk recurse on Python 3.11)."""
+    task = _hand_made_task(tmp_path)
+    _deep_folders(task / "repo", 1500, "x.py", "X = 1\n")
+    try:
+        main(["tasks", command, str(tmp_path if command == "list" else task)])
+    finally:
+        _remove_deep(task / "repo")
+        capsys.readouterr()
