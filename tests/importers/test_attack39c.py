@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -266,3 +269,25 @@ def test_tasks_list_prints_a_task_folders_project_and_expert_escaped(tmp_path, c
     main(["tasks", "list", str(tmp_path)])
     out = capsys.readouterr()
     assert "\x1b" not in out.out + out.err, out.out
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="a manifest's --prompt-file /proc/self/environ")
+def test_a_suite_manifest_cannot_put_the_kits_environment_into_a_prompt(tmp_path):
+    """The same `options:` with `--prompt-file /proc/self/environ` (a regular file to is_file()):
+    the built task's prompt is the kit's own environment, provider key included -- written to
+    task.yaml and sent with every model call of every run. Run in a child process whose environment
+    is only what this test gives it (a canary key), so nothing real is written."""
+    suite, repos, out = _suite(tmp_path, "evil-environ", ["--prompt-file", "/proc/self/environ"])
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "ANTHROPIC_API_KEY": "sk-canary-environ-123",
+        "ORCHBENCH_BUILT_DIR": str(out),
+        "ORCHBENCH_RESULTS_DIR": str(tmp_path / "results"),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+    manifest = str(tmp_path / "evil-environ.yaml")
+    cmd = [sys.executable, "-m", "kit", "tasks", "build-suite", manifest, "--repos", str(repos)]
+    subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=Path(__file__).parents[2])
+    written = "".join(p.read_text() for p in out.rglob("task.yaml"))
+    assert "sk-canary-environ-123" not in written, "the kit's environment (its API key) became the prompt"
