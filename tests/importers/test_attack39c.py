@@ -291,3 +291,28 @@ def test_a_suite_manifest_cannot_put_the_kits_environment_into_a_prompt(tmp_path
     subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=Path(__file__).parents[2])
     written = "".join(p.read_text() for p in out.rglob("task.yaml"))
     assert "sk-canary-environ-123" not in written, "the kit's environment (its API key) became the prompt"
+
+
+# --------------------------------------------------------------------------- (d) a task folder's task.yaml read whole
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="task.yaml is read whole, with no size cap")
+def test_a_huge_task_yaml_is_refused_by_its_size(tmp_path):
+    """A task folder's task.yaml is read whole before it is parsed: a sparse 512 MB task.yaml (no
+    disk, a few KB in a tarball) took `kit tasks list` and `kit tasks validate` to 1.09 GB (peak RSS,
+    /usr/bin/time) before they refused it; the size is the folder's to choose. Measured here as the
+    peak RSS of a child process loading the task (a small task: 31 MB)."""
+    task = _hand_made_task(tmp_path)
+    with open(task / "task.yaml", "r+b") as f:
+        f.truncate(512 * 1024 * 1024)
+    script = (
+        "import resource, sys\nfrom kit.errors import KitError\nfrom kit.tasks.task import load_task\n"
+        "try:\n    load_task(sys.argv[1])\nexcept (KitError, MemoryError):\n    pass\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(task)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    peak_mb = int(proc.stdout.split()[-1])
+    assert peak_mb < 300, f"loading the task took {peak_mb} MB"
