@@ -41,6 +41,8 @@ def _safe_name(value: str) -> str:
         raise ValueError(
             f"{value!r} cannot name a folder: use letters, digits, '.', '_' and '-' only (no '..', no '/')"
         )
+    if value.startswith("-"):  # (it would read as an option on a command line: `--id -h`)
+        raise ValueError(f"{value!r} cannot name a folder: start it with a letter or digit, not '-'")
     return value
 
 
@@ -248,11 +250,19 @@ def describe_validation_errors(err: ValidationError) -> str:
     return "\n".join(lines)
 
 
+#: The largest YAML file the kit reads (a task.yaml with a long prompt is a few tens of KB).
+MAX_YAML_BYTES = 4 * 1024 * 1024
+
+
 def load_yaml_model(path: Path, model: type[M], what: str) -> M:
     """Read ``path`` and validate it as ``model``; any problem -> one ConfigError naming file+field."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{what} file not found: {path}")
+    if path.stat().st_size > MAX_YAML_BYTES:  # (a task folder's task.yaml is hostile input)
+        raise ConfigError(
+            f"{path}: {path.stat().st_size:,} bytes: a {what} file is at most {MAX_YAML_BYTES:,}"
+        )
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as e:

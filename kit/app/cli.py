@@ -263,6 +263,14 @@ def main(argv: list[str] | None = None) -> int:
         where = f": {e.filename}" if e.filename else ""
         print(f"error: {visible(e.strerror or e)}{visible(where)}", file=sys.stderr)
         return 2
+    except RecursionError:  # Python 3.11's os.walk / rglob recurse: a folder of a task or clone nested
+        # thousands deep (hostile input) -- one line, no traceback
+        print(
+            "error: a folder (or source) nests too deep for the kit to walk: refused\n"
+            "  -> give a task folder or repository whose folders nest at most a few hundred levels",
+            file=sys.stderr,
+        )
+        return 2
     except KeyboardInterrupt:
         return _interrupted(abandon=False)
 

@@ -17,7 +17,7 @@ import pytest
 
 from kit.app.cli import main
 from kit.app.tasks_cli import _run_import
-from kit.errors import KitError
+from kit.errors import KitError, TaskError
 from kit.importers import suite_build
 from kit.tasks.task import load_suite
 from tests.support.gitrepos import make_repo
@@ -50,9 +50,6 @@ def _hand_made_task(root: Path, extra_yaml: str = "") -> Path:
 # --------------------------------------------------------------------------- (a) a task folder's setup
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="task.yaml's setup runs on the host, unsandboxed"
-)
 def test_a_task_folders_setup_command_runs_nothing_on_the_host(tmp_path, capsys):
     """`kit tasks validate` treats a task folder as hostile input, but its task.yaml's `setup:`
     commands run on the host (sandbox `none`, as the kit's own user -- root here) while the task's
@@ -95,7 +92,6 @@ def _suite(
     return load_suite(str(manifest), check_tasks=False), repos, out
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="a manifest's options pass --sandbox none")
 def test_a_suite_manifest_cannot_turn_the_sandbox_off(tmp_path, capsys):
     """A suite manifest's `options:` are appended to import-git's command line unchecked, so a
     manifest can pass `--sandbox none`: the repository's test modules then run on the host during the
@@ -105,14 +101,12 @@ def test_a_suite_manifest_cannot_turn_the_sandbox_off(tmp_path, capsys):
     marker.parent.mkdir()
     module = f"open({str(marker)!r}, 'w').write('x')\n" + FIX["tests/test_double.py"]
     suite, repos, out = _suite(tmp_path, "evil-sandbox", ["--sandbox", "none"], module)
-    suite_build.build_suite(suite, repos, _run_import, out=out)
+    with pytest.raises(TaskError, match="a manifest may give only --tests, --timeout, --probe-budget"):
+        suite_build.build_suite(suite, repos, _run_import, out=out)  # refused before anything is built
     capsys.readouterr()
     assert not marker.exists(), "the repository's test module ran on the host (no sandbox)"
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="a manifest's options pass --prompt-file HOSTFILE"
-)
 def test_a_suite_manifest_cannot_read_a_host_file_into_the_prompt(tmp_path, capsys):
     """A manifest's `prompt:` is confined to datasets/suites/, but its `options:` can say
     `--prompt-file /any/host/file`: the file's text becomes the task's prompt (sent to every model
@@ -121,13 +115,13 @@ def test_a_suite_manifest_cannot_read_a_host_file_into_the_prompt(tmp_path, caps
     secret.parent.mkdir()
     secret.write_text("sk-canary-secret-123\n")
     suite, repos, out = _suite(tmp_path, "evil-prompt", ["--prompt-file", str(secret)])
-    suite_build.build_suite(suite, repos, _run_import, out=out)
+    with pytest.raises(TaskError, match="a manifest may give only --tests, --timeout, --probe-budget"):
+        suite_build.build_suite(suite, repos, _run_import, out=out)  # refused before anything is built
     capsys.readouterr()
     written = "".join(p.read_text() for p in out.rglob("task.yaml"))
     assert "sk-canary-secret-123" not in written, "a host file's text became the task's prompt"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="a manifest's options pass --out/--id/--force")
 def test_a_suite_manifest_cannot_replace_a_host_folder(tmp_path, capsys):
     """A manifest's `options:` can say `--out HOSTDIR --id NAME --force`: argparse takes the last
     value, so import-git writes outside the built folder and, with --force, removes the host folder
@@ -138,32 +132,30 @@ def test_a_suite_manifest_cannot_replace_a_host_folder(tmp_path, capsys):
     suite, repos, out = _suite(
         tmp_path, "evil-out", ["--out", str(victim.parent), "--id", "precious", "--force"]
     )
-    suite_build.build_suite(suite, repos, _run_import, out=out)
+    with pytest.raises(TaskError, match="a manifest may give only --tests, --timeout, --probe-budget"):
+        suite_build.build_suite(suite, repos, _run_import, out=out)  # refused before anything is built
     capsys.readouterr()
     assert (victim / "data.txt").is_file(), "a host folder named by the manifest was removed"
 
 
-@pytest.mark.xfail(strict=True, raises=SystemExit, reason="a manifest id like '-h' is an argparse exit")
 def test_a_manifest_id_that_looks_like_an_option_is_one_failed_task(tmp_path, capsys):
     """A manifest id may start with '-' (the id rule allows letters, digits, '.', '_', '-'): build-suite
     passes `--id -h` to import-git's parser, which exits (SystemExit 2, its usage on stderr) out of
     build-suite -- the rest of the suite is not built and no summary is printed, instead of one task
     marked failed."""
-    suite, repos, out = _suite(tmp_path, "evil-id", [], task_id="-h")
-    suite_build.build_suite(suite, repos, _run_import, out=out)
-    capsys.readouterr()
+    with pytest.raises(KitError, match="start it with a letter or digit"):  # refused when loaded
+        _suite(tmp_path, "evil-id", [], task_id="-h")
 
 
 # --------------------------------------------------------------------------- (e) a manifest's text reaches the terminal raw
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="build-suite prints manifest text raw")
 def test_build_suite_prints_a_manifests_escape_sequences_escaped(tmp_path, capsys):
     """build-suite's per-task lines print the manifest's commit and options raw (the summary table
     escapes them): a commit "ESC]0;...BEL ESC[2K" sets the window title and erases the line, through
     the failure line and through --dry-run's command lines."""
     evil = "\x1b]0;PWNED\x07\x1b[2K"
-    suite, repos, out = _suite(tmp_path, "evil-text", [evil], commit=evil)
+    suite, repos, out = _suite(tmp_path, "evil-text", [], commit=evil)
     suite_build.build_suite(suite, repos, _run_import, out=out)
     built = capsys.readouterr()
     main(["tasks", "build-suite", str(tmp_path / "evil-text.yaml"), "--repos", str(repos), "--dry-run"])
@@ -176,7 +168,6 @@ def test_build_suite_prints_a_manifests_escape_sequences_escaped(tmp_path, capsy
 
 
 @pytest.mark.parametrize("command", ["audit", "list"])
-@pytest.mark.xfail(strict=True, raises=RecursionError, reason="ast construction's RecursionError escapes")
 def test_a_deeply_nested_hidden_test_is_one_clear_error_in_audit_and_list(tmp_path, capsys, command):
     """A hand-made task folder whose acceptance module holds one long expression (60,000 terms,
     a 120 KB file, under every size cap): kit.pyast.parse promises "a SyntaxError ... as is one
@@ -189,7 +180,6 @@ def test_a_deeply_nested_hidden_test_is_one_clear_error_in_audit_and_list(tmp_pa
     capsys.readouterr()
 
 
-@pytest.mark.xfail(strict=True, raises=UnicodeDecodeError, reason="read_prompt decodes unchecked")
 def test_a_prompt_file_that_is_not_utf8_is_one_clear_error(tmp_path, capsys):
     """`--prompt-file` (a user's own, or a manifest's `prompt:` / options) that is not UTF-8 ends
     import-git in a raw UnicodeDecodeError traceback (read_prompt reads it unchecked)."""
@@ -213,7 +203,6 @@ def test_a_prompt_file_that_is_not_utf8_is_one_clear_error(tmp_path, capsys):
     assert code != 0
 
 
-@pytest.mark.xfail(strict=True, raises=OSError, reason="share_identical_files appends to a 255-byte name")
 def test_sharing_identical_files_copes_with_names_near_the_limit(tmp_path):
     """A repository may hold a file whose name is 250 bytes (confine allows 255). build-suite's last
     step hard-links identical files through a temporary `<name>.orchbench-link`, 265 bytes: OSError
@@ -228,9 +217,6 @@ def test_sharing_identical_files_copes_with_names_near_the_limit(tmp_path):
 # --------------------------------------------------------------------------- (d, f) a task folder's own time limits
 
 
-@pytest.mark.xfail(
-    strict=True, raises=ValueError, reason="limits.scoring_timeout_s: .inf is a raw ValueError"
-)
 def test_an_infinite_time_limit_in_task_yaml_is_one_clear_error(tmp_path, capsys):
     """task.yaml's `limits:` take any positive float, YAML's `.inf` included; `kit tasks validate`
     then ends in a raw traceback from the sandbox (`ValueError: timeout_s must be a positive finite
@@ -240,7 +226,6 @@ def test_an_infinite_time_limit_in_task_yaml_is_one_clear_error(tmp_path, capsys
     capsys.readouterr()
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="task.yaml's time limits have no upper bound")
 def test_a_task_folder_cannot_give_itself_an_unbounded_time_limit(tmp_path):
     """A hand-made task folder sets its own scoring time limit with no upper bound: with
     `scoring_timeout_s: 1000000000` and a hidden test that sleeps at the start, `kit tasks validate`
@@ -259,7 +244,6 @@ def test_a_task_folder_cannot_give_itself_an_unbounded_time_limit(tmp_path):
 # --------------------------------------------------------------------------- (e) kit tasks list
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="tasks list prints project and expert raw")
 def test_tasks_list_prints_a_task_folders_project_and_expert_escaped(tmp_path, capsys):
     """`kit tasks list` escapes a task.yaml's title and excluded tests, but prints its `project:` and
     `expert:` raw: an OSC 52 sequence in `project` writes the terminal's clipboard, `ESC[2J` in
@@ -271,7 +255,6 @@ def test_tasks_list_prints_a_task_folders_project_and_expert_escaped(tmp_path, c
     assert "\x1b" not in out.out + out.err, out.out
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="a manifest's --prompt-file /proc/self/environ")
 def test_a_suite_manifest_cannot_put_the_kits_environment_into_a_prompt(tmp_path):
     """The same `options:` with `--prompt-file /proc/self/environ` (a regular file to is_file()):
     the built task's prompt is the kit's own environment, provider key included -- written to
@@ -296,7 +279,6 @@ def test_a_suite_manifest_cannot_put_the_kits_environment_into_a_prompt(tmp_path
 # --------------------------------------------------------------------------- (d) a task folder's task.yaml read whole
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="task.yaml is read whole, with no size cap")
 def test_a_huge_task_yaml_is_refused_by_its_size(tmp_path):
     """A task folder's task.yaml is read whole before it is parsed: a sparse 512 MB task.yaml (no
     disk, a few KB in a tarball) took `kit tasks list` and `kit tasks validate` to 1.09 GB (peak RSS,
@@ -308,7 +290,7 @@ def test_a_huge_task_yaml_is_refused_by_its_size(tmp_path):
     script = (
         "import resource, sys\nfrom kit.errors import KitError\nfrom kit.tasks.task import load_task\n"
         "try:\n    load_task(sys.argv[1])\nexcept (KitError, MemoryError):\n    pass\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+        "print([int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')][0] // 1024)\n"  # (VmHWM: ru_maxrss of a vfork+exec child inherits the parent's peak)
     )
     proc = subprocess.run(
         [sys.executable, "-c", script, str(task)], capture_output=True, text=True, timeout=120
@@ -318,9 +300,6 @@ def test_a_huge_task_yaml_is_refused_by_its_size(tmp_path):
     assert peak_mb < 300, f"loading the task took {peak_mb} MB"
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="acceptance modules are read whole before the parse cap"
-)
 def test_a_huge_acceptance_module_is_refused_by_its_size_before_it_is_read(tmp_path):
     """kit.pyast refuses to parse a source over 2 MB, but `kit tasks audit` and `list` read a task
     folder's acceptance module whole first (read_requirements: read_text, then parse): a sparse 512
@@ -332,7 +311,7 @@ def test_a_huge_acceptance_module_is_refused_by_its_size_before_it_is_read(tmp_p
     script = (
         "import resource, sys\nfrom kit.app.cli import main\n"
         "try:\n    main(['tasks', 'audit', sys.argv[1]])\nexcept MemoryError:\n    pass\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+        "print([int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')][0] // 1024)\n"  # (VmHWM: ru_maxrss of a vfork+exec child inherits the parent's peak)
     )
     proc = subprocess.run(
         [sys.executable, "-c", script, str(task)],

@@ -34,6 +34,8 @@ from kit.tasks.git import git, git_env, git_stream
 
 #: At most this many loose ref files are copied into a view (packed-refs holds the rest).
 MAX_REF_FILES = 100_000
+#: A refs/ folder nesting deeper than this is refused (a branch name has a few parts).
+MAX_REF_DEPTH = 64
 #: A packed-refs file larger than this is refused.
 MAX_PACKED_REFS_BYTES = 64 * 1024 * 1024
 _HEAD_RE = re.compile(r"(ref: refs/[A-Za-z0-9._/+-]+|[0-9a-f]{40}|[0-9a-f]{64})\n?")
@@ -223,8 +225,12 @@ def _copy_refs(common: Path, view: Path) -> None:
     if refs.is_symlink():  # os.walk would follow it: a host folder's small files copied as refs
         raise TaskError(f"{refs} is a symbolic link: refused", "give a clone whose refs/ is a folder")
     seen = 0
-    for dirpath, dirnames, filenames in os.walk(refs):
+    for dirpath, dirnames, filenames in os.walk(refs):  # (os.walk recurses on 3.11: depth capped)
         rel = Path(dirpath).relative_to(refs)
+        if len(rel.parts) > MAX_REF_DEPTH:
+            raise TaskError(
+                f"{refs}: folders nested over {MAX_REF_DEPTH} deep: refused", "give a clone's path"
+            )
         dirnames[:] = [d for d in dirnames if not (rel == Path(".") and d == "replace")]
         for name in filenames:
             seen += 1
