@@ -12,9 +12,10 @@ test, so a comparison of strategies on it measures the prompt. A heuristic read 
   ``[pytest.]warns`` / ``assertWarns[Regex]`` expects, when the prompt never names it.
 * **message**: a ``match=`` pattern or an ``assert*Regex`` pattern whose longest literal part (3+
   characters) is in neither the prompt nor any string of the base.
-* **string**: an exact expected string (``==`` / ``!=`` / ``assertEqual`` against a string literal of
-  3+ characters) found in neither the prompt, nor the test's own other literals (its inputs), nor the
-  base's strings.
+* **string**: an exact expected string (``==`` / ``!=`` / ``assertEqual`` / ``assert_equal`` against a
+  string literal of 3+ characters, or against a name the test assigns one such string -- a literal,
+  ``+`` of literals, ``"\n".join([...])`` of literals -- and reads only there) found in neither the
+  prompt, nor the test's own other literals (its inputs), nor the base's strings.
 * **seed**: a ``seed(...)``, ``Random(...)`` or ``default_rng(...)`` call with arguments, when the
   prompt never says "seed": such a test pins the exact sequence of random draws.
 
@@ -44,7 +45,7 @@ KINDS = ("name", "attribute", "exception", "message", "string", "seed")
 RAISES = {"raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp", "warns", "assertWarns",
           "assertWarnsRegex"}  # fmt: skip
 REGEX_ARG = {"assertRaisesRegex", "assertRaisesRegexp", "assertWarnsRegex"}
-EQUALS = {"assertEqual", "assertEquals", "assertMultiLineEqual", "assertNotEqual"}
+EQUALS = {"assertEqual", "assertEquals", "assertMultiLineEqual", "assertNotEqual", "assert_equal", "eq_"}
 SEEDS = {"seed", "Random", "default_rng", "RandomState"}
 SETUPS = {"setUp", "setUpClass", "setup_method", "setup_class", "setup"}
 #: What the audit cannot see (docs/tasks.md): it is a heuristic read of the sources.
@@ -182,7 +183,8 @@ class _TestReader:
         nodes = self._reach(qual)
         if not nodes:
             return []
-        literals = _inputs(nodes)
+        self.values = _assigned_strings(nodes)  # ``expected = "\n".join([...])``, compared later
+        literals = _inputs(nodes, set(self.values))
         local = self.local | {
             t.id for root in nodes for t in ast.walk(root) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
         } | {a.arg for root in nodes for a in ast.walk(root) if isinstance(a, ast.arg)}  # fmt: skip
@@ -270,8 +272,9 @@ class _TestReader:
     def _strings(self, sides: list[ast.expr], literals: str) -> list[tuple[str, str]]:
         out = []
         for side in sides:
-            if isinstance(side, ast.Constant) and isinstance(side.value, str):
-                text = side.value
+            text = side.id if isinstance(side, ast.Name) and side.id in self.values else None
+            text = self.values[text] if text else side.value if isinstance(side, ast.Constant) else None
+            if isinstance(text, str):
                 words = _words(text)
                 derived = words and words <= (_words(literals) | _words(self.prompt))
                 if len(text.strip()) >= MIN_TEXT and not derived and self._unstated(text, False):
@@ -291,10 +294,59 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9]+", text.lower()))
 
 
-def _inputs(nodes: list[ast.AST]) -> str:
-    """The test's literals other than the expected strings (``==`` / ``assertEqual`` sides), lowered
-    and joined: an expected string made only of their words is derived from the inputs."""
+def _static(node: ast.AST) -> str | None:
+    """The string ``node`` always evaluates to -- a literal, ``"a" + "b"``, ``"\n".join([...])`` of
+    literals -- or None."""
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _static(node.left), _static(node.right)
+        return left + right if left is not None and right is not None else None
+    f = getattr(node, "func", None)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(f, ast.Attribute)
+        and f.attr == "join"
+        and len(node.args) == 1
+    ):
+        sep, items = _static(f.value), node.args[0]
+        parts = [_static(e) for e in items.elts] if isinstance(items, ast.List | ast.Tuple) else [None]
+        return sep.join(parts) if sep is not None and None not in parts else None  # type: ignore[arg-type]
+    return None
+
+
+def _assigned_strings(nodes: list[ast.AST]) -> dict[str, str]:
+    """Names the test assigns a static string once (:func:`_static`): an expected value kept in a
+    variable (``expected = ...; assert_equal(expected, result)``)."""
+    found: dict[str, list[str | None]] = {}
+    loads: Counter[str] = Counter()  # a name read anywhere else is an input too (a round trip): left out
+    sides: Counter[str] = Counter()
+    for root in nodes:
+        for n in ast.walk(root):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                found.setdefault(n.targets[0].id, []).append(_static(n.value))
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                loads[n.id] += 1
+            sides.update(x.id for x in _compared(n) if isinstance(x, ast.Name))
+    return {
+        k: v[0] for k, v in found.items() if len(v) == 1 and v[0] is not None and loads[k] == sides[k] > 0
+    }
+
+
+def _compared(n: ast.AST) -> list[ast.expr]:
+    """The sides of an ``==`` / ``!=`` or of an ``assertEqual``-like call, else []."""
+    if isinstance(n, ast.Compare) and all(isinstance(op, ast.Eq | ast.NotEq) for op in n.ops):
+        return [n.left, *n.comparators]
+    f = getattr(n, "func", None) if isinstance(n, ast.Call) else None
+    return n.args[:2] if f is not None and getattr(f, "attr", getattr(f, "id", "")) in EQUALS else []  # type: ignore[attr-defined]
+
+
+def _inputs(nodes: list[ast.AST], assigned: set[str] = frozenset()) -> str:  # type: ignore[assignment]
+    """The test's literals other than the expected strings (``==`` / ``assertEqual`` sides, and the
+    strings assigned to a name compared so), lowered and joined: an expected string made only of
+    their words is derived from the inputs."""
     expected: set[int] = set()
+    compared: set[str] = set()
     for root in nodes:
         for n in ast.walk(root):
             sides = [n.left, *n.comparators] if isinstance(n, ast.Compare) else []
@@ -302,6 +354,11 @@ def _inputs(nodes: list[ast.AST]) -> str:
             if f is not None and getattr(f, "attr", getattr(f, "id", "")) in EQUALS:
                 sides = n.args[:2]  # type: ignore[attr-defined]
             expected |= {id(x) for x in sides if isinstance(x, ast.Constant)}
+            compared |= {x.id for x in sides if isinstance(x, ast.Name) and x.id in assigned}
+    for root in nodes:
+        for n in ast.walk(root):
+            if isinstance(n, ast.Assign) and any(getattr(t, "id", None) in compared for t in n.targets):
+                expected |= {id(c) for c in ast.walk(n.value) if isinstance(c, ast.Constant)}
     return " ".join(
         str(n.value).lower()
         for root in nodes

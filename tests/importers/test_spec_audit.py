@@ -160,3 +160,38 @@ def test_a_task_folder_validate_refuses_is_refused_by_the_audit_before_anything_
     assert main(["tasks", "audit", str(task.path)]) == 1
     out = capsys.readouterr().out
     assert "refused, not audited" in out and "no gaps" not in out
+
+
+TABLE_TESTS = """
+import pytest
+
+from parser import render
+
+
+def assert_equal(expected, result):
+    assert expected == result
+
+
+@pytest.mark.severity("major")
+def test_table_layout():
+    expected = "\\n".join(["| name   |   count |", "|:-------|--------:|"])
+    assert_equal(expected, render(["n", "c"]))
+
+
+@pytest.mark.severity("major")
+def test_round_trip():
+    text = "\\n".join(["| keep | this |", "|:-----|-----:|"])
+    assert render(text) == text
+"""
+
+
+def test_an_expected_string_kept_in_a_variable_is_read_and_a_round_trip_is_not_a_gap(tmp_path):
+    """A new user's import of python-tabulate 8014ec6 ('Fix alignments in `github` tables', four tests
+    comparing `expected = "\\n".join([...])` through the module's `assert_equal`) printed 'no gaps'
+    for a 17-token prompt: the audit read only literals on the sides of `==` / assertEqual. A name
+    assigned one static string and only compared is read now; one the test also passes in (a round
+    trip: the expected value is the input) is not a gap."""
+    task = make_task(tmp_path / "t", BASE, {"test_table.py": TABLE_TESTS}, SOLUTION, prompt=VAGUE)
+    rows = {(g.test.split("::", 1)[1], g.kind, g.what) for g in audit_task(task)}
+    assert ("test_table_layout", "string", repr("| name   |   count |\n|:-------|--------:|")) in rows
+    assert not [r for r in rows if r[0] == "test_round_trip" and r[1] == "string"], rows
