@@ -1,0 +1,122 @@
+"""Attack round 39d on task folders, build-suite and scoring, by a helper who had not read the recent
+changes: each test reproduces a case that got through, marked ``xfail(strict=True)`` so that the fix
+flips it (and the marker must then go). Nothing here reaches outside ``tmp_path``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kit.app.cli import main
+from kit.tasks.task import load_task
+from kit.tasks.workspace import create_workspace
+
+
+def _hand_made_task(root: Path, extra_yaml: str = "") -> Path:
+    """A small valid task: repo/ with one own test, one hidden test, the solution."""
+    task = root / "t"
+    for sub in ("repo", "acceptance", "solution"):
+        (task / sub).mkdir(parents=True)
+    (task / "task.yaml").write_text(f"id: t\ntitle: t\nprompt: p\n{extra_yaml}")
+    (task / "repo" / "calc.py").write_text("def double(x):\n    return 0\n\n\ndef one():\n    return 1\n")
+    (task / "repo" / "test_own.py").write_text(
+        "from calc import one\n\n\ndef test_one():\n    assert one() == 1\n"
+    )
+    (task / "acceptance" / "test_x.py").write_text(
+        'import pytest\nfrom calc import double\n\n\n@pytest.mark.severity("major")\n'
+        "def test_x():\n    assert double(2) == 4\n"
+    )
+    (task / "solution" / "calc.py").write_text(
+        "def double(x):\n    return x + x\n\n\ndef one():\n    return 1\n"
+    )
+    return task
+
+
+def _peak_mb(tmp_path: Path, argv: list[str]) -> tuple[int, str]:
+    """Run ``kit`` with ``argv`` in a child process; its peak memory (VmHWM, MB) and its output."""
+    script = (
+        "import sys\nfrom kit.app.cli import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept (MemoryError, SystemExit):\n    pass\n"
+        "print([int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')][0] // 1024)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *argv],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "ORCHBENCH_RESULTS_DIR": str(tmp_path / "results")},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return int(proc.stdout.split()[-1]), proc.stdout
+
+
+# --------------------------------------------------------------------------- (3) what scoring sees
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="the cached base is committed with `git add -A`, which honours repo/'s own .gitignore",
+)
+def test_a_gitignore_in_repo_does_not_drop_files_from_the_clone_and_the_scored_base(tmp_path):
+    """A run's clone is documented as "a fresh git repository holding repo/ as its one commit", but the
+    kit commits the cached base with `git add -A`, which honours a `.gitignore` of repo/: a task (or a
+    repository import-git copied, whose tracked files may match its own .gitignore -- force-added
+    fixtures are common) whose .gitignore names an own test module loses it from the agent's clone and
+    from the base scoring extracts, so that module's tests are never run and their regressions never
+    counted -- and `kit tasks validate` still passes (seen: ✓, with repo/test_own.py missing)."""
+    task = _hand_made_task(tmp_path)
+    (task / "repo" / ".gitignore").write_text("test_own.py\n")
+    (task / "repo" / "test_other.py").write_text("def test_ok():\n    assert True\n")
+    ws = create_workspace(load_task(task), tmp_path / "clone")
+    missing = sorted(
+        p.relative_to(task / "repo").as_posix()
+        for p in (task / "repo").rglob("*")
+        if p.is_file() and not (ws.root / p.relative_to(task / "repo")).exists()
+    )
+    assert missing == [], f"repo/ files missing from the run's clone: {missing}"
+
+
+# --------------------------------------------------------------------------- (1) a task's setup
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=RuntimeError,
+    reason="scorer._extract_commit raises a bare RuntimeError for a link the setup made",
+)
+def test_a_setup_made_link_out_of_the_base_is_one_clear_error(tmp_path, capsys):
+    """A task's `setup:` runs sandboxed (it could not read the canary nor write outside), but a link
+    it makes in the base (`ln -s /etc/passwd x`) is committed into the cached base, and when scoring
+    extracts the base commit (tarfile's `data` filter refuses the link) `kit tasks validate` dies with
+    a Python traceback (RuntimeError: cannot read the base commit ...: 'x' is a link to an absolute
+    path) instead of one error naming the task and what to do; every run of such a task errors the
+    same way at scoring. (Seen with the CLI: a traceback, exit status 1.)"""
+    task = _hand_made_task(tmp_path, "setup: ['ln -s /etc/passwd x']\n")
+    status = main(["tasks", "validate", str(task)])
+    out = capsys.readouterr().out
+    assert status != 0 and "x" in out
+
+
+# --------------------------------------------------------------------------- (4) size caps
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="validate.uncollected_test_files reads every non-test .py of acceptance/ whole",
+)
+def test_a_huge_acceptance_helper_module_is_refused_by_its_size_before_it_is_read(tmp_path):
+    """Round 39c capped the hidden test modules (2 MB, by size before reading), but `kit tasks
+    validate` also reads every other .py of acceptance/ (a helper module, not collected) whole with
+    `read_bytes()` before kit.pyast refuses it for its size (uncollected_test_files): a sparse 512 MB
+    acceptance/helper.py took validate to 550 MB peak (VmHWM of a child) -- and it still printed ✓."""
+    task = _hand_made_task(tmp_path)
+    with open(task / "acceptance" / "helper.py", "wb") as f:
+        f.truncate(512 * 1024 * 1024)
+    peak_mb, out = _peak_mb(tmp_path, ["tasks", "validate", str(task)])
+    assert peak_mb < 300, f"validating the task took {peak_mb} MB: {out[-500:]}"
