@@ -10,10 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from kit.app.cli import main
+from kit.app.tasks_cli import _run_import
+from kit.importers import suite_build
 from kit.tasks.task import load_task
 from kit.tasks.workspace import create_workspace
+from tests.importers.test_attack39c import _suite
 
 
 def _hand_made_task(root: Path, extra_yaml: str = "") -> Path:
@@ -120,3 +124,42 @@ def test_a_huge_acceptance_helper_module_is_refused_by_its_size_before_it_is_rea
         f.truncate(512 * 1024 * 1024)
     peak_mb, out = _peak_mb(tmp_path, ["tasks", "validate", str(task)])
     assert peak_mb < 300, f"validating the task took {peak_mb} MB: {out[-500:]}"
+
+
+# --------------------------------------------------------------------------- (2) a manifest's options
+
+
+def _build(tmp_path: Path, options: list[str]) -> list:
+    """build-suite on a suite manifest of the attacker's whose one task gives ``options``."""
+    suite, repos, out = _suite(tmp_path, "evil", options)
+    return suite_build.build_suite(suite, repos, _run_import, out=out)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=SystemExit,
+    reason="allowed_options checks the flag only: argparse exits on a bad value, inside build-suite",
+)
+def test_a_manifest_option_value_argparse_refuses_is_one_failed_task_not_an_exit(tmp_path, capsys):
+    """A manifest's options may give only --tests, --timeout and --probe-budget, but their values are
+    not checked: `options: [--timeout, abc]` (or `[--timeout, --tests]`: a value that is an option)
+    reaches import-git's argparse in build-suite's own process, which calls sys.exit(2): the whole
+    build stops at that task -- no summary, later tasks not built -- as `--id -h` did in round 39c."""
+    results = _build(tmp_path, ["--timeout", "abc"])
+    capsys.readouterr()
+    assert [r.status for r in results] == ["failed"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=ValidationError,
+    reason="import-git takes --timeout nan, then task.yaml's model refuses it with a traceback",
+)
+def test_a_manifest_timeout_of_nan_is_one_clear_error(tmp_path, capsys):
+    """`options: ['--timeout=nan']` passes the manifest's check (an allowed flag with a value) and
+    argparse's float(); import-git probes with it and then builds the task file, whose model refuses
+    `scoring_timeout_s: nan` with a pydantic ValidationError that escapes import-git and build-suite
+    (not a KitError): a traceback instead of one error, and the build stops there."""
+    results = _build(tmp_path, ["--timeout=nan"])
+    capsys.readouterr()
+    assert [r.status for r in results] == ["failed"]
