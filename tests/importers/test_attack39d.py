@@ -18,6 +18,7 @@ from kit.importers import suite_build
 from kit.tasks.task import load_task
 from kit.tasks.workspace import create_workspace
 from tests.importers.test_attack39c import _suite
+from tests.support.gitrepos import make_repo
 
 
 def _hand_made_task(root: Path, extra_yaml: str = "") -> Path:
@@ -163,3 +164,66 @@ def test_a_manifest_timeout_of_nan_is_one_clear_error(tmp_path, capsys):
     results = _build(tmp_path, ["--timeout=nan"])
     capsys.readouterr()
     assert [r.status for r in results] == ["failed"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="the cached base honours repo/'s .gitattributes (git add: text/eol; clone checkout: ident)",
+)
+def test_a_gitattributes_in_repo_does_not_change_the_clone_against_repo(tmp_path):
+    """Scoring extracts the base with the tree's .gitattributes overridden, but the kit's own
+    `git add -A` of the cached base and the clone's checkout still apply repo/'s: with
+    `data.txt text` a CRLF file is committed and checked out as LF, with `*.py ident` the agent's
+    clone shows `$Id: <blob> $` where repo/ (and the base scoring extracts) says `$Id$` -- so the
+    clone is not repo/, an own test about bytes fails at the base (import-git then drops it as
+    'fails at the base'), and a file the agent never touched differs from the scored base."""
+    task = _hand_made_task(tmp_path)
+    (task / "repo" / ".gitattributes").write_text("data.txt text\n*.py ident\n")
+    (task / "repo" / "data.txt").write_bytes(b"a\r\nb\r\n")
+    with open(task / "repo" / "calc.py", "a") as f:
+        f.write("# $Id$\n")
+    ws = create_workspace(load_task(task), tmp_path / "clone")
+    differ = [
+        rel
+        for rel in ("data.txt", "calc.py")
+        if (task / "repo" / rel).read_bytes() != (ws.root / rel).read_bytes()
+    ]
+    assert differ == [], f"the run's clone differs from repo/ in {differ}"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="import-git writes a tracked, .gitignore'd file into repo/; the run's base commit drops it",
+)
+def test_an_imported_repositorys_tracked_but_ignored_test_module_reaches_the_clone(tmp_path, capsys):
+    """The same through import-git, with an ordinary repository: tests/test_calc.py is tracked
+    (force-added) although its .gitignore names it. import-git writes it into repo/ and validates
+    (✓, 0 own tests left out), but every run's clone and scored base lack it: its own tests never
+    run, so the agent can break what they check with no regression counted."""
+    src = tmp_path / "calc"
+    make_repo(src, [("start", {"LICENSE": "MIT\n", "calc.py": "def one():\n    return 1\n"})])
+    (src / "tests").mkdir()
+    (src / "tests" / "test_calc.py").write_text(
+        "import calc\n\n\ndef test_one():\n    assert calc.one() == 1\n"
+    )
+    (src / "tests" / "test_misc.py").write_text("def test_ok():\n    assert True\n")
+    (src / ".gitignore").write_text("tests/test_calc.py\n")
+    subprocess.run(["git", "-C", str(src), "add", "-f", "-A", "."], check=True)
+    subprocess.run(["git", "-C", str(src), "add", "-f", "tests/test_calc.py"], check=True)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a"}
+    env["GIT_COMMITTER_EMAIL"] = "a@b"
+    subprocess.run(["git", "-C", str(src), "commit", "-qm", "tests"], check=True, env=env)
+    fix = {"calc.py": "def one():\n    return 1\n\n\ndef two():\n    return 2\n"}
+    fix["tests/test_two.py"] = "from calc import two\n\n\ndef test_two():\n    assert two() == 2\n"
+    for rel, text in fix.items():
+        (src / rel).write_text(text)
+    subprocess.run(["git", "-C", str(src), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(src), "commit", "-qm", "Add two"], check=True, env=env)
+    out = tmp_path / "out"
+    status = main(["tasks", "import-git", str(src), "--commit", "HEAD", "--id", "gi", "--out", str(out)])
+    capsys.readouterr()
+    assert status == 0 and (out / "gi" / "repo" / "tests" / "test_calc.py").is_file()
+    ws = create_workspace(load_task(out / "gi"), tmp_path / "clone")
+    assert (ws.root / "tests" / "test_calc.py").is_file(), "an own test module of repo/ is not in the clone"
