@@ -45,7 +45,7 @@ def _peak_mb(tmp_path: Path, argv: list[str]) -> tuple[int, str]:
     """Run ``kit`` with ``argv`` in a child process; its peak memory (VmHWM, MB) and its output."""
     script = (
         "import sys\nfrom kit.app.cli import main\n"
-        "try:\n    main(sys.argv[1:])\nexcept (MemoryError, SystemExit):\n    pass\n"
+        "try:\n    main(sys.argv[1:])\nexcept BaseException:\n    pass\n"
         "print([int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')][0] // 1024)\n"
     )
     proc = subprocess.run(
@@ -227,3 +227,81 @@ def test_an_imported_repositorys_tracked_but_ignored_test_module_reaches_the_clo
     assert status == 0 and (out / "gi" / "repo" / "tests" / "test_calc.py").is_file()
     ws = create_workspace(load_task(out / "gi"), tmp_path / "clone")
     assert (ws.root / "tests" / "test_calc.py").is_file(), "an own test module of repo/ is not in the clone"
+
+
+# --------------------------------------------------------------------------- a repository's commondir
+
+
+def _victim_repo(root: Path) -> Path:
+    """Another repository on the host, holding a secret in its history."""
+    repo = root / "victim" / "secret-project"
+    make_repo(
+        repo,
+        [
+            (
+                "start",
+                {
+                    "LICENSE": "MIT\n",
+                    "calc.py": 'TOKEN = "victim-secret-39d"\n\n\ndef double(x):\n    return 0\n',
+                    "tests/test_calc.py": "import calc\n\n\ndef test_token():\n    assert calc.TOKEN\n",
+                },
+            ),
+            (
+                "Fix double",
+                {
+                    "calc.py": 'TOKEN = "victim-secret-39d"\n\n\ndef double(x):\n    return x + x\n',
+                    "tests/test_double.py": "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
+                },
+            ),
+        ],
+    )
+    return repo
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="gitview.GitView follows the repository's .git/commondir to any path on the host",
+)
+def test_a_repositorys_commondir_cannot_make_the_import_read_another_host_repository(tmp_path, capsys):
+    """The view refuses a repository whose objects/ or refs/ is a link or that borrows objects
+    (alternates) -- git would read another store on the host -- but it follows `.git/commondir`
+    (a linked worktree's pointer to its main git folder) wherever it points: a downloaded repository
+    whose .git holds only HEAD, an empty objects/ and `commondir` = another repository's git folder
+    on the host is imported from THAT repository's refs, objects and history. Seen: `import-git
+    EVIL --commit HEAD` built a task whose repo/ and solution/ hold the victim project's files."""
+    victim = _victim_repo(tmp_path)
+    evil = tmp_path / "evil"
+    (evil / ".git" / "objects").mkdir(parents=True)
+    (evil / ".git" / "refs").mkdir()
+    (evil / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (evil / ".git" / "commondir").write_text(f"{victim / '.git'}\n")
+    out = tmp_path / "out"
+    main(["tasks", "import-git", str(evil), "--commit", "HEAD", "--id", "evil", "--out", str(out)])
+    capsys.readouterr()
+    leaked = [
+        p.relative_to(out).as_posix()
+        for p in out.rglob("*")
+        if p.is_file() and b"victim-secret" in p.read_bytes()
+    ]
+    assert leaked == [], f"another host repository's files were imported: {leaked}"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="gitview.GitView reads .git/commondir whole (read_text) with no size cap",
+)
+def test_a_huge_commondir_is_refused_by_its_size_before_it_is_read(tmp_path):
+    """HEAD and the other .git files are read with a cap, but `.git/commondir` is read whole and
+    decoded (then joined to a path): a sparse 512 MB commondir took `import-git` to 2.6 GB peak
+    (VmHWM of a child) before it ended in a ValueError traceback (embedded null byte)."""
+    evil = tmp_path / "evil"
+    (evil / ".git" / "objects").mkdir(parents=True)
+    (evil / ".git" / "refs").mkdir()
+    (evil / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    with open(evil / ".git" / "commondir", "wb") as f:
+        f.truncate(512 * 1024 * 1024)
+    argv = ["tasks", "import-git", str(evil), "--commit", "HEAD", "--id", "e", "--out", str(tmp_path / "out")]
+    peak_mb, out = _peak_mb(tmp_path, argv)
+    assert peak_mb < 300, f"import-git took {peak_mb} MB reading .git/commondir"
