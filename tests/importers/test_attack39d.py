@@ -4,6 +4,7 @@ flips it (and the marker must then go). Nothing here reaches outside ``tmp_path`
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,8 +15,9 @@ from pydantic import ValidationError
 
 from kit.app.cli import main
 from kit.app.tasks_cli import _run_import
+from kit.errors import KitError
 from kit.importers import suite_build
-from kit.tasks.task import load_task
+from kit.tasks.task import load_suite, load_task
 from kit.tasks.workspace import create_workspace
 from tests.importers.test_attack39c import _suite
 from tests.support.gitrepos import make_repo
@@ -305,3 +307,43 @@ def test_a_huge_commondir_is_refused_by_its_size_before_it_is_read(tmp_path):
     argv = ["tasks", "import-git", str(evil), "--commit", "HEAD", "--id", "e", "--out", str(tmp_path / "out")]
     peak_mb, out = _peak_mb(tmp_path, argv)
     assert peak_mb < 300, f"import-git took {peak_mb} MB reading .git/commondir"
+
+
+def _edited_suite(tmp_path: Path, edit) -> tuple:
+    """The attacker's manifest of :func:`_suite`, edited by ``edit(manifest_dict)``."""
+    _, repos, out = _suite(tmp_path, "evil", [])
+    manifest = json.loads((tmp_path / "evil.yaml").read_text())
+    edit(manifest)
+    (tmp_path / "evil.yaml").write_text(json.dumps(manifest))
+    return load_suite(str(tmp_path / "evil.yaml"), check_tasks=False), repos, out
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=SystemExit,
+    reason="an exclude_tests node id starting with '-' reaches import-git's argparse, which exits",
+)
+def test_a_manifest_exclude_test_that_looks_like_an_option_is_one_failed_task(tmp_path, capsys):
+    """A manifest's `exclude_tests: [{test: --force, reason: r}]` becomes `--exclude-test --force r`
+    on import-git's command line; argparse refuses it with sys.exit(2) in build-suite's own process
+    (`test: '--'` too): the build stops there, no summary, later tasks not built."""
+    suite, repos, out = _edited_suite(
+        tmp_path, lambda m: m["imports"][0].update(exclude_tests=[{"test": "--force", "reason": "r"}])
+    )
+    results = suite_build.build_suite(suite, repos, _run_import, out=out)
+    capsys.readouterr()
+    assert [r.status for r in results] == ["failed"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=IndexError,
+    reason="SuiteProject.owner indexes the URL's parts without checking their count",
+)
+def test_a_manifest_url_without_an_owner_is_one_clear_error(tmp_path, capsys):
+    """A project `url: calc` (no slash) is accepted by the manifest's model, then
+    SuiteProject.owner (`url.rsplit('/', 2)[-2]`) raises IndexError in find_clone: a traceback out
+    of build-suite instead of one error naming the project's URL."""
+    suite, repos, out = _edited_suite(tmp_path, lambda m: m["projects"]["calc"].update(url="calc"))
+    with pytest.raises(KitError):
+        suite_build.build_suite(suite, repos, _run_import, out=out)
