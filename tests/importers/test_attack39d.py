@@ -347,3 +347,30 @@ def test_a_manifest_url_without_an_owner_is_one_clear_error(tmp_path, capsys):
     suite, repos, out = _edited_suite(tmp_path, lambda m: m["projects"]["calc"].update(url="calc"))
     with pytest.raises(KitError):
         suite_build.build_suite(suite, repos, _run_import, out=out)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="gitview.config_value reads a config value whole (git config --get's output, uncapped)",
+)
+def test_a_huge_origin_url_in_the_repositorys_config_is_refused_by_its_size(tmp_path):
+    """The repository's .git/config is never obeyed, but its `remote.origin.url` is read (for
+    `source.repo_url`) through `git config --get` whose whole output the kit holds and decodes: a
+    200 MB url took the kit's process to 600+ MB (VmHWM) -- in a full `import-git` (638 MB) the import
+    ran all its probes and was refused only at the end, its task.yaml over 4 MB. Here the read alone,
+    in a child process."""
+    repo = _victim_repo(tmp_path)
+    with open(repo / ".git" / "config", "a") as f:
+        f.write('[remote "origin"]\n\turl = https://example.com/' + "a" * (200 * 2**20) + "\n")
+    script = (
+        "import sys\nfrom kit.errors import KitError\nfrom kit.importers.git.gitread import Repo\n"
+        "try:\n    Repo(sys.argv[1]).remote_url()\nexcept (KitError, MemoryError):\n    pass\n"
+        "print([int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')][0] // 1024)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(repo)], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    peak_mb = int(proc.stdout.split()[-1])
+    assert peak_mb < 300, f"reading the origin url took {peak_mb} MB"
