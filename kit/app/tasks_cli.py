@@ -246,7 +246,10 @@ def _run_import(argv: list[str]) -> int:
     way to run the importer exactly as its README command lines do."""
     parser = argparse.ArgumentParser(prog="python -m kit")
     add_cli(parser.add_subparsers())
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # a value argparse refuses (a manifest's text): this task fails, not the build
+        return int(e.code or 2)
     saved, sys.argv = sys.argv, ["kit", *argv]  # import-git records its own command line in task.yaml
     try:
         return int(args.func(args) or 0)

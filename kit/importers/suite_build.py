@@ -120,8 +120,21 @@ def allowed_options(item: SuiteImport) -> list[str]:
                 f"give only {', '.join(MANIFEST_OPTIONS)}, each with its value",
                 "the sandbox, --out, --id, --force and the prompt file are build-suite's own",
             )
+        value = options[i].split("=", 1)[1] if "=" in options[i] else options[i + 1]
+        if flag != "--tests" and not _seconds(value):
+            raise TaskError(
+                f"task {item.id!r}: the manifest's {flag} is {visible(value[:40])!r}: give seconds"
+            )
         i += 1 if "=" in options[i] else 2
     return options
+
+
+def _seconds(value: str) -> bool:
+    """A time limit a manifest may give: a number of seconds, finite, over 0, at most a day."""
+    try:
+        return 0 < float(value) <= 24 * 3600
+    except ValueError:
+        return False
 
 
 def command_line(argv: list[str]) -> str:

@@ -23,8 +23,8 @@ from kit.scoring.inject import inject_folder
 from kit.scoring.scorer import evaluate
 from kit.tasks.requirements import read_requirements, test_files
 from kit.tasks.task import DELETED_FILE, TASK_FILE, Task, apply_solution, deleted_lines
-from kit.tasks.workspace import COPY_IGNORE, create_workspace, special_file_problem
-from kit.untrusted.confine import confined
+from kit.tasks.workspace import COPY_IGNORE, create_workspace
+from kit.untrusted.confine import confined, special_file
 from kit.untrusted.terminal import visible
 
 
@@ -126,7 +126,9 @@ def uncollected_test_files(task: Task) -> list[str]:
             or is_ignored(path.relative_to(task.acceptance_dir))
         ):
             continue
-        try:
+        try:  # (its size first: never read whole past what is parsed)
+            if path.stat().st_size > pyast.MAX_SOURCE_BYTES:
+                continue
             tree = pyast.parse(path.read_bytes())
         except (SyntaxError, ValueError):
             continue  # not a test file by name; its import errors show when a test file imports it
@@ -253,6 +255,8 @@ def collection_problems(task: Task, sandbox: str | None = None, static_only: boo
     problems = uncollected_test_files(task)
     for path in test_files(task.acceptance_dir):
         try:
+            if path.stat().st_size > pyast.MAX_SOURCE_BYTES:
+                raise SyntaxError(f"{path.stat().st_size:,} bytes, over {pyast.MAX_SOURCE_BYTES:,}")
             pyast.parse(path.read_bytes())
         except (SyntaxError, ValueError) as e:
             problems.append(
@@ -301,7 +305,7 @@ def task_path_problems(task: Task) -> list[str]:
                 rel = path.relative_to(sub)
                 try:
                     confined(sub, rel, f"task {task.id!r}: {sub.name}/ file", leaf_link=True)
-                    special_file_problem(task, sub, rel)
+                    special_file(sub, rel, f"task {task.id!r}")
                     if path.is_symlink() and sub != task.repo_dir:
                         raise TaskError(f"task {task.id!r}: {sub.name}/{rel.as_posix()} is a symbolic link")
                     if path.is_symlink():  # in repo/: it must resolve inside repo/

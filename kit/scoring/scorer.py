@@ -66,14 +66,15 @@ from kit.sandbox import quota
 from kit.scoring import verdicts
 from kit.scoring.basecode import base_code, with_base_tests
 from kit.scoring.clean_copy import add_new_tests, copy_clean, copy_sparse, use_base_tests
+from kit.scoring.diffstats import diff_stats_of
 from kit.scoring.session import PytestRun
 from kit.scoring.sessions import Sessions
-from kit.tasks.git import git_env, git_stream, safety_env
+from kit.tasks.git import PLAIN_ATTRIBUTES, git_env, git_stream, safety_env
 from kit.tasks.requirements import Requirement, count_test_functions, read_requirements, test_files  # noqa: F401 - re-exported
 from kit.tasks.snapshot import Snapshot, snapshot
 from kit.tasks.task import Task
 from kit.tasks.transitions import Outcome, is_regression, transition
-from kit.tasks.workspace import Workspace, diff_stats_of
+from kit.tasks.workspace import Workspace
 
 # --------------------------------------------------------------------------- the base commit
 
@@ -95,12 +96,6 @@ def _extract_commit(ws: Workspace, dest: Path) -> None:
         except (TaskError, tarfile.TarError) as e:
             last = str(e)
     raise RuntimeError(f"cannot read the base commit {ws.base_commit[:12]}: {last}")
-
-
-#: overrides the tree's own ``.gitattributes`` for ``git archive`` (``info/attributes`` comes first):
-#: its bytes as committed -- no file left out (``export-ignore`` hid own tests from scoring, attack
-#: round 39c), no ``$Format$`` filled in, no line-ending, ident, filter or encoding conversion
-PLAIN_ATTRIBUTES = "* -text -eol -ident -filter -working-tree-encoding -export-ignore -export-subst\n"
 
 
 def _plain_archive(git_dir: Path) -> None:

@@ -21,6 +21,12 @@ from kit.sandbox.backends import sandbox_env
 _FIXED_DATE = "2024-01-01T00:00:00+0000"
 
 
+#: overrides the tree's own ``.gitattributes`` in the kit's own repositories (``info/attributes`` comes first):
+#: its bytes as committed -- no file left out (``export-ignore`` hid own tests from scoring, attack
+#: round 39c), no ``$Format$`` filled in, no line-ending, ident, filter or encoding conversion
+PLAIN_ATTRIBUTES = "* -text -eol -ident -filter -working-tree-encoding -export-ignore -export-subst\n"
+
+
 def git_env() -> dict[str, str]:
     """An environment for the kit's own git calls: no user/system config, fixed identity and dates.
     Built from the sandbox's allow-list, not os.environ: whatever git runs never sees a key."""

@@ -5,7 +5,7 @@ The base commit is built with a fixed author, committer and date, so the same ta
 same base commit id. A clone shares nothing with the cached base or another run (its objects are
 copied, not hard-linked) and belongs to the sandbox user (:func:`kit.sandbox.base.hand_over`).
 
-:func:`diff` and :func:`diff_stats` compare a snapshot of the clone (:mod:`kit.tasks.snapshot`:
+:func:`diff` (and :mod:`kit.scoring.diffstats`) compare a snapshot of the clone (:mod:`kit.tasks.snapshot`:
 regular files only, taken through the sandbox) with the base commit, in a git folder of the kit's
 own that borrows the cached base's objects (:mod:`kit.tasks.patch`): no git runs in the clone, and
 nothing of the clone's ``.git`` is read.
@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import shutil
-import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,9 +27,10 @@ from kit.errors import TaskError
 from kit.paths import IGNORED_DIRS, IGNORED_SUFFIXES, is_ignored, results_root
 from kit.sandbox.base import hand_over
 from kit.sandbox.commands import run_command
-from kit.tasks.git import git_env, run_git
+from kit.tasks.git import PLAIN_ATTRIBUTES, git, git_env, run_git
 from kit.tasks.patch import DIFF_OPTS, capped_patch, snapshot_diff, snapshot_env  # noqa: F401 - re-exported
-from kit.tasks.snapshot import Snapshot, snapshot
+from kit.tasks.snapshot import snapshot
+from kit.untrusted.confine import special_file
 
 if TYPE_CHECKING:
     from kit.tasks.task import Task
@@ -72,11 +72,13 @@ def create_workspace(task: Task, dest: Path, sandbox: str | None = None) -> Work
     dest.parent.mkdir(parents=True, exist_ok=True)  # (an empty dest stays: it may be a quota mount)
     base = base_repository(task)
     env = git_env()
-    clone = ["clone", "-q", "--local", "--no-hardlinks", "--template=", str(base), str(dest)]
+    clone = ["clone", "-q", "-n", "--local", "--no-hardlinks", "--template=", str(base), str(dest)]
     run_git(dest.parent, *clone, env=env)
     run_git(dest, "remote", "remove", "origin", env=env)
     (dest / ".git" / "info").mkdir(exist_ok=True)
     (dest / ".git" / "info" / "exclude").write_text(GIT_EXCLUDE, encoding="utf-8")
+    (dest / ".git" / "info" / "attributes").write_text(PLAIN_ATTRIBUTES, encoding="utf-8")
+    run_git(dest, "checkout", "-q", "main", env=env)  # (after the attributes: no eol/ident conversion)
     hand_over(dest)
     commit = (base / ".git" / "refs" / "heads" / "main").read_text(encoding="utf-8").strip()
     return Workspace(root=dest, base_commit=commit, base_git_dir=base / ".git", sandbox=sandbox)
@@ -118,35 +120,36 @@ def base_repository(task: Task) -> Path:
 
 def _build_base(task: Task, dest: Path) -> None:
     """Copy ``task.repo_dir`` to ``dest``, run ``task.setup`` there (sandboxed: hostile input), commit it
-    (fixed identity, date: same content, same id). A FIFO/socket/device in repo/ is refused (:func:`special_file_problem`)."""
+    (fixed identity, date: same content, same id). A FIFO/socket/device in repo/ is refused (:func:`kit.untrusted.confine.special_file`)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     for path in task.repo_dir.rglob("*"):
-        special_file_problem(task, task.repo_dir, path.relative_to(task.repo_dir))
+        special_file(task.repo_dir, path.relative_to(task.repo_dir), f"task {task.id!r}")
     shutil.copytree(task.repo_dir, dest, symlinks=True, ignore=COPY_IGNORE)
     for command in task.setup:  # the task folder's own commands: hostile input, sandboxed like an agent's
         res = run_command(command, dest, task.limits.command_timeout_s, sandbox=default_sandbox())
         if res.timed_out or res.exit_code != 0:
             raise TaskError(f"task {task.id!r}: setup command {command!r} failed:\n{res.output[-2000:]}")
+    for link in [p for p in dest.rglob("*") if p.is_symlink()] if task.setup else []:  # made by setup
+        if not (link.parent / os.readlink(link)).resolve().is_relative_to(dest.resolve()):
+            rel = link.relative_to(dest).as_posix()
+            raise TaskError(f"task {task.id!r}: setup made {rel!r} a link out of the clone: refused")
     env = git_env()
     run_git(dest, "init", "-q", "-b", "main", "--template=", env=env)
     (dest / ".git" / "info").mkdir(exist_ok=True)
     (dest / ".git" / "info" / "exclude").write_text(GIT_EXCLUDE + READY + "\n", encoding="utf-8")
+    (dest / ".git" / "info" / "attributes").write_text(
+        PLAIN_ATTRIBUTES, encoding="utf-8"
+    )  # bytes as they are
     run_git(dest, "add", "-A", env=env)
+    hidden = run_git(dest, "ls-files", "-z", "-o", "-i", "--exclude-per-directory=.gitignore", env=env)
+    kept = [
+        p for p in hidden.split("\0") if p and not is_ignored(Path(p))
+    ]  # repo/'s .gitignore hides nothing
+    if kept:
+        git(
+            dest, "add", "-f", "--pathspec-from-file=-", "--pathspec-file-nul", input="\0".join(kept), env=env
+        )
     run_git(dest, "commit", "-q", "--allow-empty", "--no-verify", "-m", f"base: task {task.id}", env=env)
-
-
-def diff_stats_of(ws: Workspace, snap: Snapshot) -> tuple[int, int, int]:
-    """(files touched, lines added, lines removed) from the base to the snapshot; binary files count 0 lines."""
-    out = snapshot_diff(ws, snap, "--numstat").decode("utf-8", "replace")
-    files = added = removed = 0
-    for line in out.splitlines():
-        parts = line.split("\t", 2)
-        if len(parts) < 3:
-            continue
-        files += 1
-        added += int(parts[0]) if parts[0].isdigit() else 0
-        removed += int(parts[1]) if parts[1].isdigit() else 0
-    return files, added, removed
 
 
 def diff(ws: Workspace) -> str:
@@ -155,21 +158,3 @@ def diff(ws: Workspace) -> str:
     listed at its end); bytes that are not UTF-8 are replaced."""
     with snapshot(ws.root, ws.sandbox) as snap:
         return capped_patch(ws, snap).with_trailer().decode("utf-8", "replace")
-
-
-def diff_stats(ws: Workspace) -> tuple[int, int, int]:
-    """(files touched, lines added, lines removed) since the base commit, from a fresh snapshot."""
-    with snapshot(ws.root, ws.sandbox) as snap:
-        return diff_stats_of(ws, snap)
-
-
-def special_file_problem(task: Task, folder: Path, rel: Path) -> None:
-    """Refuse (TaskError naming it) ``folder/rel`` when it is neither a file, a folder nor a symbolic
-    link: a named pipe would block a copy or a read, a device would read the host's."""
-    mode = os.lstat(folder / rel).st_mode
-    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
-        kind = "a named pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
-        raise TaskError(
-            f"task {task.id!r}: {folder.name}/{rel.as_posix()} is {kind}, not a file: refused (a task "
-            "folder holds only files, folders and symbolic links: remove it)"
-        )

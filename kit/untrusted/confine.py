@@ -16,6 +16,7 @@ that carries such a path is refused before anything is done with it.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path, PurePath
 
 from kit.errors import TaskError
@@ -88,3 +89,15 @@ def read_capped(path: Path, what: str, limit: int = MAX_LISTING_BYTES) -> str:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise TaskError(f"{what} is not UTF-8 (byte {e.start:,}): refused") from None
+
+
+def special_file(folder: Path, rel: Path, what: str) -> None:
+    """Refuse (TaskError naming it, ``what`` first) ``folder/rel`` when it is neither a file, a folder
+    nor a symbolic link: a named pipe would block a copy or a read, a device would read the host's."""
+    mode = os.lstat(folder / rel).st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+        kind = "a named pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+        raise TaskError(
+            f"{what}: {folder.name}/{rel.as_posix()} is {kind}, not a file: refused (a task "
+            "folder holds only files, folders and symbolic links: remove it)"
+        )

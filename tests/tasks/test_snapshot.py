@@ -13,9 +13,10 @@ import pytest
 from kit.records.recorder import RunRecorder
 from kit.sandbox.backends import get_sandbox
 from kit.scoring.clean_copy import copy_clean
+from kit.scoring.diffstats import diff_stats
 from kit.scoring.scorer import score
 from kit.tasks.task import load_task
-from kit.tasks.workspace import create_workspace, diff, diff_stats
+from kit.tasks.workspace import create_workspace, diff
 from tests.support.sandboxes import backends
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap needs Linux")

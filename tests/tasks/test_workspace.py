@@ -3,8 +3,9 @@ import subprocess
 import pytest
 
 from kit.errors import TaskError
+from kit.scoring.diffstats import diff_stats
 from kit.tasks.task import load_task
-from kit.tasks.workspace import create_workspace, diff, diff_stats
+from kit.tasks.workspace import create_workspace, diff
 
 
 def _git(root, *args):

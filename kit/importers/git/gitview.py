@@ -31,9 +31,12 @@ from typing import IO
 
 from kit.errors import TaskError
 from kit.tasks.git import git, git_env, git_stream
+from kit.untrusted.terminal import visible
 
 #: At most this many loose ref files are copied into a view (packed-refs holds the rest).
 MAX_REF_FILES = 100_000
+#: A repository config file larger than this is refused (a clone's is well under 10 KB).
+MAX_CONFIG_BYTES = 1024 * 1024
 #: A refs/ folder nesting deeper than this is refused (a branch name has a few parts).
 MAX_REF_DEPTH = 64
 #: A packed-refs file larger than this is refused.
@@ -73,8 +76,14 @@ class GitView:
         self.source = find_git_dir(path)
         common = self.source
         if (self.source / "commondir").is_file():  # a linked worktree's git folder
-            text = (self.source / "commondir").read_text(encoding="utf-8", errors="replace").strip()
-            common = (self.source / text).resolve()
+            text = _start(self.source / "commondir", 4096).strip()
+            common = (self.source / text).resolve() if "\0" not in text else self.source
+            if not self.source.resolve().is_relative_to(common / "worktrees"):  # git's own layout only
+                raise TaskError(
+                    f"{path}: its git folder's commondir names {visible(text[:200])}, which is not the "
+                    "repository its worktree belongs to: refused (the kit reads no other repository)",
+                    "give the path of a clone, or of a worktree git made (git worktree add)",
+                )
         self.common = common
         objects = (common / "objects").resolve()
         linked = [n for n in ("objects", "objects/pack", "objects/info") if (common / n).is_symlink()]
@@ -195,6 +204,10 @@ def config_value(view: GitView, key: str) -> str | None:
 def _config_value(common: Path, key: str, cwd: Path) -> str | None:
     if not _plain(common / "config"):
         return None
+    if (common / "config").stat().st_size > MAX_CONFIG_BYTES:  # git prints a value whole: never a huge one
+        raise TaskError(
+            f"{common / 'config'} is over {MAX_CONFIG_BYTES // 1024} KB: refused", "give a clone's path"
+        )
     proc = git(cwd, "config", "--file", str(common / "config"), "--get", key, env=git_env(), check=False)
     return proc.stdout.rstrip("\n") if proc.returncode == 0 else None
 
