@@ -4,6 +4,8 @@ then go). Nothing here reaches outside ``tmp_path`` (the "victim" repository is 
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from kit.app.cli import main
@@ -170,3 +172,23 @@ def test_a_manifest_url_with_a_nul_in_its_host_is_one_clear_error(tmp_path, caps
     with pytest.raises(TaskError):
         suite_build.clone(project, tmp_path / "repos")
     capsys.readouterr()
+
+
+# --------------------------------------------------------------------------- (2) the base cache's key
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="the base cache is keyed by size and mtime")
+def test_an_edit_that_keeps_size_and_mtime_gives_a_new_base(tmp_path):
+    """The cached base is found by the task id and each repo/ file's path, size and mtime -- not its
+    content: a repo/ file changed in place with its size and mtime kept (`cp -p`, `rsync -a`, `tar x`
+    of a new version, `touch -r`; or a second task folder with the same id, sizes and mtimes, as an
+    archive can carry) gets the old base, so the run's clone and the base scoring compares against
+    are not repo/ (seen: the clone holds `return 1` where repo/ says `return 7`)."""
+    task = _hand_made_task(tmp_path)
+    calc = task / "repo" / "calc.py"
+    create_workspace(load_task(task), tmp_path / "first")
+    stamp = calc.stat().st_mtime_ns
+    calc.write_text(calc.read_text().replace("return 1", "return 7"))  # same size
+    os.utime(calc, ns=(stamp, stamp))
+    ws = create_workspace(load_task(task), tmp_path / "second")
+    assert (ws.root / "calc.py").read_bytes() == calc.read_bytes(), "the clone holds the old repo/"
