@@ -192,3 +192,17 @@ def test_an_edit_that_keeps_size_and_mtime_gives_a_new_base(tmp_path):
     os.utime(calc, ns=(stamp, stamp))
     ws = create_workspace(load_task(task), tmp_path / "second")
     assert (ws.root / "calc.py").read_bytes() == calc.read_bytes(), "the clone holds the old repo/"
+
+
+@pytest.mark.xfail(strict=True, raises=UnicodeEncodeError, reason="a non-UTF-8 file name is not refused")
+def test_a_repo_file_name_that_is_not_utf8_is_one_clear_error(tmp_path, capsys):
+    """task_path_problems refuses control characters in a task folder's names but not bytes that are
+    no UTF-8 (`repo/caf\\xe9.txt`, a Latin-1 name: legal on Linux); the cached base's key encodes each
+    name as UTF-8, so `kit tasks validate` dies with a traceback (UnicodeEncodeError: surrogates not
+    allowed, in base_repository), as would every run of the task."""
+    task = _hand_made_task(tmp_path)
+    with open(os.fsencode(task / "repo") + b"/caf\xe9.txt", "wb") as f:
+        f.write(b"x\n")
+    status = main(["tasks", "validate", str(task)])
+    out = capsys.readouterr().out
+    assert status != 0 and "caf" in out
