@@ -101,6 +101,22 @@ def test_a_setup_made_link_loop_is_one_clear_error(tmp_path, capsys):
     assert status != 0 and "setup" in out
 
 
+@pytest.mark.xfail(
+    strict=True, raises=RuntimeError, reason="a link back in by repo/'s name passes the checks"
+)
+def test_a_link_in_repo_back_in_through_its_own_name_is_one_clear_error(tmp_path, capsys):
+    """The relative form: `repo/alias.py -> ../repo/calc.py` leaves repo/ and comes back in by the
+    folder's own name, so in the task folder it leads inside and task_path_problems finds nothing; in
+    the base and every clone (folders not named repo) it leads out, and scoring's extraction of the
+    base refuses it: `kit tasks validate` dies with a traceback (RuntimeError: cannot read the base
+    commit ...: 'alias.py' would link to ..., which is outside the destination)."""
+    task = _hand_made_task(tmp_path)
+    (task / "repo" / "alias.py").symlink_to("../repo/calc.py")
+    status = main(["tasks", "validate", str(task)])
+    out = capsys.readouterr().out
+    assert status != 0 and "alias.py" in out
+
+
 # --------------------------------------------------------------------------- (2) attributes, ignores
 
 
