@@ -24,7 +24,7 @@ from kit.scoring.scorer import evaluate
 from kit.tasks.requirements import read_requirements, test_files
 from kit.tasks.task import DELETED_FILE, TASK_FILE, Task, apply_solution, deleted_lines
 from kit.tasks.workspace import COPY_IGNORE, create_workspace
-from kit.untrusted.confine import confined, special_file
+from kit.untrusted.confine import confined, link_problem, special_file
 from kit.untrusted.terminal import visible
 
 
@@ -304,13 +304,16 @@ def task_path_problems(task: Task) -> list[str]:
                 path = Path(dirpath, name)
                 rel = path.relative_to(sub)
                 try:
+                    if name.encode("utf-8", "surrogateescape").decode("utf-8", "replace") != name:
+                        raise TaskError(
+                            f"task {task.id!r}: {sub.name}/ holds a name that is not UTF-8: {name!r}"
+                        )
                     confined(sub, rel, f"task {task.id!r}: {sub.name}/ file", leaf_link=True)
                     special_file(sub, rel, f"task {task.id!r}")
                     if path.is_symlink() and sub != task.repo_dir:
                         raise TaskError(f"task {task.id!r}: {sub.name}/{rel.as_posix()} is a symbolic link")
-                    if path.is_symlink():  # in repo/: it must resolve inside repo/
-                        target = os.path.relpath(os.path.realpath(path), os.path.realpath(sub))
-                        confined(sub, target, f"task {task.id!r}: the target of repo/{rel.as_posix()}")
+                    if path.is_symlink():  # in repo/: relative, and inside repo/ as written and resolved
+                        link_problem(sub, rel, f"task {task.id!r}: repo/{rel.as_posix()}")
                 except TaskError as e:
                     problems.append(str(e))
     try:

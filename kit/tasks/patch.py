@@ -98,6 +98,10 @@ def snapshot_env(ws: Based, snap: Snapshot) -> dict[str, str]:
     for sub in ("objects", "refs/heads"):
         (home / "git" / sub).mkdir(parents=True, exist_ok=True)
     (home / "git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (home / "git" / "info").mkdir(
+        exist_ok=True
+    )  # the tree's own .gitattributes (binary, -diff) decide nothing
+    (home / "git" / "info" / "attributes").write_text("* !diff !text !eol !merge\n")
     (home / "git" / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tbare = false\n")
     files = _tree_files(snap.tree)
     entries = []

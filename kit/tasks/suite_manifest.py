@@ -40,7 +40,10 @@ class SuiteProject(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    url: str = Field(pattern=r"^https://[^/\s]+/[^/\s]+/[^/\s]+/?$", description="https://HOST/OWNER/NAME")
+    url: str = Field(
+        pattern=r"^https://[^/\s\x00-\x1f]+/[^/\s\x00-\x1f]+/[^/\s\x00-\x1f]+/?$",
+        description="https://HOST/OWNER/NAME",
+    )
     licence: str = Field(description="The licence's SPDX id (MIT, BSD-3-Clause, ...).")
     licence_file: str = Field(
         "LICENSE", description="The licence file in the project's tree, copied into each built task."

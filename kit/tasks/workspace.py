@@ -30,7 +30,7 @@ from kit.sandbox.commands import run_command
 from kit.tasks.git import PLAIN_ATTRIBUTES, git, git_env, run_git
 from kit.tasks.patch import DIFF_OPTS, capped_patch, snapshot_diff, snapshot_env  # noqa: F401 - re-exported
 from kit.tasks.snapshot import snapshot
-from kit.untrusted.confine import special_file
+from kit.untrusted.confine import link_problem, special_file
 
 if TYPE_CHECKING:
     from kit.tasks.task import Task
@@ -130,9 +130,7 @@ def _build_base(task: Task, dest: Path) -> None:
         if res.timed_out or res.exit_code != 0:
             raise TaskError(f"task {task.id!r}: setup command {command!r} failed:\n{res.output[-2000:]}")
     for link in [p for p in dest.rglob("*") if p.is_symlink()] if task.setup else []:  # made by setup
-        if not (link.parent / os.readlink(link)).resolve().is_relative_to(dest.resolve()):
-            rel = link.relative_to(dest).as_posix()
-            raise TaskError(f"task {task.id!r}: setup made {rel!r} a link out of the clone: refused")
+        link_problem(dest, link.relative_to(dest), f"task {task.id!r}: setup made {link.relative_to(dest)}")
     env = git_env()
     run_git(dest, "init", "-q", "-b", "main", "--template=", env=env)
     (dest / ".git" / "info").mkdir(exist_ok=True)
@@ -145,10 +143,9 @@ def _build_base(task: Task, dest: Path) -> None:
     kept = [
         p for p in hidden.split("\0") if p and not is_ignored(Path(p))
     ]  # repo/'s .gitignore hides nothing
-    if kept:
-        git(
-            dest, "add", "-f", "--pathspec-from-file=-", "--pathspec-file-nul", input="\0".join(kept), env=env
-        )
+    if kept:  # (literal: a name like ':!x' is a name, not a pattern)
+        add = ["add", "-f", "--pathspec-from-file=-", "--pathspec-file-nul"]
+        git(dest, *add, input="\0".join(kept), env=env | {"GIT_LITERAL_PATHSPECS": "1"})
     run_git(dest, "commit", "-q", "--allow-empty", "--no-verify", "-m", f"base: task {task.id}", env=env)
 
 

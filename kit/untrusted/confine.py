@@ -101,3 +101,20 @@ def special_file(folder: Path, rel: Path, what: str) -> None:
             f"{what}: {folder.name}/{rel.as_posix()} is {kind}, not a file: refused (a task "
             "folder holds only files, folders and symbolic links: remove it)"
         )
+
+
+def link_problem(root: Path, rel: Path, what: str) -> None:
+    """Refuse (TaskError, ``what`` first) the symbolic link ``root/rel`` unless its target is
+    relative and stays inside ``root`` both as written (no ``..`` out and back in through the
+    folder's own name: the folder is renamed and copied, so such a link breaks) and resolved. A
+    loop is refused too. The base's copy, every clone and scoring's copy of the base keep links as
+    links: one that leaves the tree broke scoring (attack round 39e)."""
+    link = Path(root, rel)
+    target = os.readlink(link)
+    written = os.path.normpath(os.path.join(os.path.dirname(rel.as_posix()), target))
+    try:
+        real = os.path.relpath(os.path.realpath(link, strict=True), os.path.realpath(root))
+    except OSError:  # a loop, or a link to nothing
+        real = ".."
+    if os.path.isabs(target) or written == ".." or written.startswith("../") or real.startswith(".."):
+        raise TaskError(f"{what} is a symbolic link to {target[:200]!r}, outside its folder: refused")

@@ -59,7 +59,14 @@ def find_git_dir(path: Path) -> Path:
         text = _start(dotgit, 4096).strip()  # (a repository's file: its first 4 KB, never read whole)
         if text.startswith("gitdir:") and "\0" not in text:
             target = Path(text[len("gitdir:") :].strip())
-            return target if target.is_absolute() else (path / target).resolve()
+            target = target if target.is_absolute() else (path / target).resolve()
+            if target.parent.name == "worktrees" or "modules" in target.parts:  # git's own layouts only
+                return target
+            raise TaskError(  # (a downloaded tree's .git file could name any repository on the host)
+                f"{path}/.git names {visible(str(target)[:200])}, which is no worktree's or submodule's git "
+                "folder: refused (the kit reads no other repository)",
+                "give the path of a clone, or of a worktree or submodule git made",
+            )
     if (path / "HEAD").is_file() and (path / "objects").is_dir():
         return path  # a bare repository
     raise TaskError(
