@@ -1,0 +1,82 @@
+"""Attack round 39f on the round-39e fixes, by a helper who had not read them: each test reproduces a
+case that got through, marked ``xfail(strict=True)`` so that the fix flips it (and the marker must
+then go). Nothing here reaches outside ``tmp_path`` (the "victim" repository is built there too)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from kit.errors import TaskError
+from kit.importers.git.gitview import GitView
+from tests.importers.test_attack39d import _victim_repo
+
+
+def _reads_victim(evil) -> str:
+    """What the view of ``evil`` shows of ``calc.py`` at HEAD ('' when the view is refused)."""
+    try:
+        view = GitView(evil)
+    except TaskError:
+        return ""  # refused: what the fix should do
+    try:
+        return view.run("show", "HEAD:calc.py", check=False).stdout
+    finally:
+        view.close()
+
+
+# --------------------------------------------------------------------------- (1) the .git file
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="an absolute gitdir is checked as written, not resolved")
+def test_an_absolute_gitdir_through_a_modules_folder_and_dotdot_reads_another_repository(tmp_path):
+    """Round 39e follows a `.git` file's `gitdir:` only when the path names a submodule's
+    (`.../modules/...`) or worktree's git folder -- but an ABSOLUTE gitdir is tested as written, not
+    resolved: `gitdir: /X/modules/../../victim/secret-project/.git` has a part named `modules`, and the
+    OS resolves it to the victim's git folder. Any existing folder named `modules` will do (on most
+    Linux hosts `/lib/modules/../../home/USER/secret/.git` needs nothing of the attacker's on disk);
+    here it is a folder of the downloaded tree. The view then reads the other repository's history."""
+    _victim_repo(tmp_path)
+    evil = tmp_path / "evil"
+    (evil / "modules").mkdir(parents=True)
+    (evil / ".git").write_text(f"gitdir: {evil}/modules/../../victim/secret-project/.git\n")
+    shown = _reads_victim(evil)
+    assert "victim-secret" not in shown, f"the view of {evil} reads the victim: {shown[:60]!r}"
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="an absolute gitdir's links are not resolved")
+def test_an_absolute_gitdir_naming_a_link_in_a_worktrees_folder_reads_another_repository(tmp_path):
+    """The same through a symbolic link: `gitdir: /X/worktrees/wt` (its parent is named `worktrees`:
+    passes) where `wt` is a link, shipped in the downloaded tree, to another repository's `.git`. A
+    relative gitdir is resolved first (and refused), an absolute one is not; the view reads the
+    victim's refs and objects (commondir is absent there, so that check never runs)."""
+    victim = _victim_repo(tmp_path)
+    evil = tmp_path / "evil"
+    (evil / "worktrees").mkdir(parents=True)
+    os.symlink(victim / ".git", evil / "worktrees" / "wt")
+    (evil / ".git").write_text(f"gitdir: {evil}/worktrees/wt\n")
+    shown = _reads_victim(evil)
+    assert "victim-secret" not in shown, f"the view of {evil} reads the victim: {shown[:60]!r}"
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="links inside objects/ are followed")
+def test_links_inside_objects_read_another_repositorys_store(tmp_path):
+    """The view refuses `objects`, `objects/pack` and `objects/info` as links, but not the entries
+    under them: a `.git` folder whose loose-object folders (`objects/ab`) and pack files
+    (`objects/pack/pack-*.pack/.idx`) are links to another repository's are that repository's store,
+    borrowed without `alternates`. With a ref naming one of its commits (known e.g. for a private fork
+    of a public project) the import reads that repository's trees and files."""
+    victim = _victim_repo(tmp_path)
+    store = victim / ".git" / "objects"
+    git_dir = tmp_path / "evil" / ".git"
+    (git_dir / "objects" / "pack").mkdir(parents=True)
+    for sub in os.listdir(store):
+        if len(sub) == 2:
+            os.symlink(store / sub, git_dir / "objects" / sub)
+    for name in os.listdir(store / "pack"):
+        os.symlink(store / "pack" / name, git_dir / "objects" / "pack" / name)
+    shutil.copytree(victim / ".git" / "refs", git_dir / "refs")  # (the commit names: the attacker's knowledge)
+    (git_dir / "HEAD").write_text((victim / ".git" / "HEAD").read_text())
+    shown = _reads_victim(tmp_path / "evil")
+    assert "victim-secret" not in shown, f"the view reads the victim's store: {shown[:60]!r}"
