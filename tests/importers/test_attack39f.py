@@ -80,3 +80,33 @@ def test_links_inside_objects_read_another_repositorys_store(tmp_path):
     (git_dir / "HEAD").write_text((victim / ".git" / "HEAD").read_text())
     shown = _reads_victim(tmp_path / "evil")
     assert "victim-secret" not in shown, f"the view reads the victim's store: {shown[:60]!r}"
+
+
+# --------------------------------------------------------------------------- (2) links in repo/
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="'..' after a link to '.' is checked lexically")
+def test_a_link_through_a_link_to_its_own_folder_is_refused(tmp_path, capsys):
+    """`repo/here -> .` and `repo/alias.py -> here/../repo/calc.py` pass the round-39e check: as
+    written, `here/..` is normalised away lexically (`repo/calc.py`, inside), and resolved, `here` is
+    repo/ itself, so `..` is the task folder and `repo/calc.py` is back in through repo/'s own name --
+    the case 39e meant to refuse, hidden behind a link. `kit tasks validate` accepts the task; in
+    every clone (another folder name) `alias.py` resolves to `<clone's parent>/repo/calc.py`, a host
+    file outside the clone (here a planted one, read through the clone)."""
+    from kit.app.cli import main
+    from kit.tasks.task import load_task
+    from kit.tasks.workspace import create_workspace
+    from tests.importers.test_attack39d import _hand_made_task
+
+    task = _hand_made_task(tmp_path)
+    os.symlink(".", task / "repo" / "here")
+    os.symlink("here/../repo/calc.py", task / "repo" / "alias.py")
+    status = main(["tasks", "validate", str(task)])
+    capsys.readouterr()
+    if status != 0:
+        return  # refused: what the fix should do
+    (tmp_path / "runs" / "repo").mkdir(parents=True)
+    (tmp_path / "runs" / "repo" / "calc.py").write_text("a host file\n")
+    ws = create_workspace(load_task(str(task)), tmp_path / "runs" / "ws")
+    real = os.path.realpath(ws.root / "alias.py")
+    assert real.startswith(str(ws.root) + os.sep), f"the clone's alias.py leads out of it, to {real}"
