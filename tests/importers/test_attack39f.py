@@ -29,7 +29,9 @@ def _reads_victim(evil) -> str:
 # --------------------------------------------------------------------------- (1) the .git file
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="an absolute gitdir is checked as written, not resolved")
+@pytest.mark.xfail(
+    strict=True, raises=AssertionError, reason="an absolute gitdir is checked as written, not resolved"
+)
 def test_an_absolute_gitdir_through_a_modules_folder_and_dotdot_reads_another_repository(tmp_path):
     """Round 39e follows a `.git` file's `gitdir:` only when the path names a submodule's
     (`.../modules/...`) or worktree's git folder -- but an ABSOLUTE gitdir is tested as written, not
@@ -76,7 +78,9 @@ def test_links_inside_objects_read_another_repositorys_store(tmp_path):
             os.symlink(store / sub, git_dir / "objects" / sub)
     for name in os.listdir(store / "pack"):
         os.symlink(store / "pack" / name, git_dir / "objects" / "pack" / name)
-    shutil.copytree(victim / ".git" / "refs", git_dir / "refs")  # (the commit names: the attacker's knowledge)
+    shutil.copytree(
+        victim / ".git" / "refs", git_dir / "refs"
+    )  # (the commit names: the attacker's knowledge)
     (git_dir / "HEAD").write_text((victim / ".git" / "HEAD").read_text())
     shown = _reads_victim(tmp_path / "evil")
     assert "victim-secret" not in shown, f"the view reads the victim's store: {shown[:60]!r}"
@@ -110,3 +114,70 @@ def test_a_link_through_a_link_to_its_own_folder_is_refused(tmp_path, capsys):
     ws = create_workspace(load_task(str(task)), tmp_path / "runs" / "ws")
     real = os.path.realpath(ws.root / "alias.py")
     assert real.startswith(str(ws.root) + os.sep), f"the clone's alias.py leads out of it, to {real}"
+
+
+# --------------------------------------------------------------------------- (3) the lines recorded
+
+
+def _clone(tmp_path):
+    from kit.tasks.task import load_task
+    from kit.tasks.workspace import create_workspace
+    from tests.importers.test_attack39d import _hand_made_task
+
+    task = _hand_made_task(tmp_path)
+    (task / "repo" / "data.txt").write_text("".join(f"line {i}\n" for i in range(50)))
+    return create_workspace(load_task(str(task)), tmp_path / "clone")
+
+
+_BODY = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(100))
+_BODY += "def double(x):\n    return x + x\n\n\ndef one():\n    return 1\n"
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="git counts lines by LF only")
+def test_python_written_with_cr_line_ends_records_one_line_changed(tmp_path):
+    """No attribute needed: Python reads a lone CR as a line end, git's numstat counts LF only. An
+    agent that writes its 406-line calc.py with CR line ends (the module imports and runs: the fix is
+    scored as usual) is recorded as 1 line added -- the same edit with LF ends is 401. A number the
+    agent influences other than by doing the task (e.g. any per-line cost or size comparison)."""
+    from kit.scoring.diffstats import diff_stats
+
+    ws = _clone(tmp_path)
+    (ws.root / "calc.py").write_bytes(_BODY.replace("\n", "\r").encode())
+    files, added, removed = diff_stats(ws)
+    assert added >= 400, f"a 406-line rewrite of calc.py recorded as {added} added, {removed} removed"
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="a NUL makes git call the file binary")
+def test_one_nul_byte_hides_a_files_lines_from_the_record_and_the_patch(tmp_path):
+    """The tree's attributes are reset (`!diff !text`), so git falls back to its own guess: a NUL in a
+    file's first 8000 bytes makes it binary. An agent that rewrites data.txt with 500 new lines and
+    one NUL byte in front is recorded as 0 added, 0 removed, and the patch a reviewer is shown holds
+    the file as a base85 'GIT binary patch' (no line of it readable). Python refuses a NUL in source,
+    so this hides edits to data, config and docs files, not to .py files."""
+    from kit.scoring.diffstats import diff_stats
+    from kit.tasks.workspace import diff
+
+    ws = _clone(tmp_path)
+    (ws.root / "data.txt").write_bytes(b"\0" + "".join(f"new {i}\n" for i in range(500)).encode())
+    files, added, removed = diff_stats(ws)
+    shown = diff(ws)
+    assert (added, removed) == (501, 50) and "+new 499" in shown, (files, added, removed, shown[-200:])
+
+
+@pytest.mark.xfail(
+    strict=True, raises=AssertionError, reason="diff_stats detects renames, the patch does not"
+)
+def test_a_renamed_file_counts_no_lines_but_its_patch_shows_them_all(tmp_path):
+    """diff_stats runs `git diff --numstat` with git's default rename detection, the patch runs with
+    `--no-renames`: an agent that renames data.txt (50 lines) is recorded as 0 added / 0 removed
+    while the patch it is judged on deletes 50 lines and adds 50 -- the record and the patch disagree,
+    and a rewrite kept under git's 50 % similarity counts only the lines it kept different."""
+    from kit.scoring.diffstats import diff_stats
+    from kit.tasks.workspace import diff
+
+    ws = _clone(tmp_path)
+    os.rename(ws.root / "data.txt", ws.root / "data2.txt")
+    files, added, removed = diff_stats(ws)
+    shown = diff(ws)
+    assert "-line 49" in shown and "+line 49" in shown  # the patch: a delete and an add
+    assert (added, removed) == (50, 50), f"renamed 50-line file recorded as {added} added, {removed} removed"
