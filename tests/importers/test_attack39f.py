@@ -181,3 +181,25 @@ def test_a_renamed_file_counts_no_lines_but_its_patch_shows_them_all(tmp_path):
     shown = diff(ws)
     assert "-line 49" in shown and "+line 49" in shown  # the patch: a delete and an add
     assert (added, removed) == (50, 50), f"renamed 50-line file recorded as {added} added, {removed} removed"
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="'..' after a link to '.' is checked lexically")
+def test_a_setup_made_link_through_a_link_to_its_own_folder_is_refused(tmp_path, capsys):
+    """The setup variant: `ln -s . here; ln -s "here/../$(basename "$PWD")/calc.py" alias.py` passes
+    the check of setup's links (in the base's build folder it resolves inside), and `kit tasks
+    validate` accepts the task; in every clone `alias.py` names `<clone's parent>/<the build folder's
+    old name>/calc.py`: a link out of the clone (dangling here)."""
+    from kit.app.cli import main
+    from kit.tasks.task import load_task
+    from kit.tasks.workspace import create_workspace
+    from tests.importers.test_attack39d import _hand_made_task
+
+    setup = "setup: ['ln -s . here', 'ln -s \"here/../$(basename \"$PWD\")/calc.py\" alias.py']\n"
+    task = _hand_made_task(tmp_path, setup)
+    status = main(["tasks", "validate", str(task)])
+    capsys.readouterr()
+    if status != 0:
+        return  # refused: what the fix should do
+    ws = create_workspace(load_task(str(task)), tmp_path / "runs" / "ws")
+    real = os.path.realpath(ws.root / "alias.py")
+    assert real.startswith(str(ws.root) + os.sep), f"the clone's alias.py leads out of it, to {real}"
