@@ -10,7 +10,7 @@ from kit.tasks.workspace import Workspace
 
 def diff_stats_of(ws: Workspace, snap: Snapshot) -> tuple[int, int, int]:
     """(files touched, lines added, lines removed) from the base to the snapshot; binary files count 0 lines."""
-    out = snapshot_diff(ws, snap, "--numstat").decode("utf-8", "replace")
+    out = snapshot_diff(ws, snap, "--numstat", "--no-renames").decode("utf-8", "replace")  # as the patch
     files = added = removed = 0
     for line in out.splitlines():
         parts = line.split("\t", 2)

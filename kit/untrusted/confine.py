@@ -104,17 +104,28 @@ def special_file(folder: Path, rel: Path, what: str) -> None:
 
 
 def link_problem(root: Path, rel: Path, what: str) -> None:
-    """Refuse (TaskError, ``what`` first) the symbolic link ``root/rel`` unless its target is
-    relative and stays inside ``root`` both as written (no ``..`` out and back in through the
-    folder's own name: the folder is renamed and copied, so such a link breaks) and resolved. A
-    loop is refused too. The base's copy, every clone and scoring's copy of the base keep links as
-    links: one that leaves the tree broke scoring (attack round 39e)."""
-    link = Path(root, rel)
-    target = os.readlink(link)
-    written = os.path.normpath(os.path.join(os.path.dirname(rel.as_posix()), target))
-    try:
-        real = os.path.relpath(os.path.realpath(link, strict=True), os.path.realpath(root))
-    except OSError:  # a loop, or a link to nothing
-        real = ".."
-    if os.path.isabs(target) or written == ".." or written.startswith("../") or real.startswith(".."):
-        raise TaskError(f"{what} is a symbolic link to {target[:200]!r}, outside its folder: refused")
+    """Refuse (TaskError, ``what`` first) the symbolic link ``root/rel`` unless following it -- each
+    link on the way resolved in turn, as the OS does, but inside ``root`` only -- never leaves
+    ``root``: an absolute target, a ``..`` above ``root`` (also after a link to ``.``: ``here/..``),
+    or more than 40 links (a loop) is refused. The folder is copied and renamed (the base, every
+    clone, scoring's copy), so a link that leaves it and comes back in through its name breaks, or
+    reads the host (attack rounds 39e, 39f); a link to nothing inside is allowed."""
+    target = os.readlink(Path(root, rel))
+    todo, stack, hops = [*rel.parent.parts, *target.split("/")], [], 0
+    inside = not os.path.isabs(target)
+    while todo and inside:
+        part = todo.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            inside = bool(stack)
+            stack = stack[:-1]
+            continue
+        stack.append(part)
+        here = Path(root, *stack)
+        if here.is_symlink():
+            hops, step = hops + 1, os.readlink(here)
+            inside = hops <= 40 and not os.path.isabs(step)
+            todo, stack = [*step.split("/"), *todo], stack[:-1]
+    if not inside:
+        raise TaskError(f"{what} is a symbolic link to {target[:200]!r}, leading outside its folder: refused")

@@ -59,8 +59,8 @@ def find_git_dir(path: Path) -> Path:
         text = _start(dotgit, 4096).strip()  # (a repository's file: its first 4 KB, never read whole)
         if text.startswith("gitdir:") and "\0" not in text:
             target = Path(text[len("gitdir:") :].strip())
-            target = target if target.is_absolute() else (path / target).resolve()
-            if target.parent.name == "worktrees" or "modules" in target.parts:  # git's own layouts only
+            target = (path / target).resolve()  # (resolved first: '..' and links decide nothing)
+            if target.parent.name in ("worktrees", "modules"):  # git's own layouts only, as resolved
                 return target
             raise TaskError(  # (a downloaded tree's .git file could name any repository on the host)
                 f"{path}/.git names {visible(str(target)[:200])}, which is no worktree's or submodule's git "
@@ -93,7 +93,9 @@ class GitView:
                 )
         self.common = common
         objects = (common / "objects").resolve()
-        linked = [n for n in ("objects", "objects/pack", "objects/info") if (common / n).is_symlink()]
+        inner = [f"objects/{e.name}" for e in _entries(common / "objects")]
+        inner += [f"objects/pack/{e.name}" for e in _entries(common / "objects" / "pack")]
+        linked = [n for n in ("objects", "objects/pack", "objects/info", *inner) if (common / n).is_symlink()]
         if linked:  # a store of another repository on the host, read as if it were this one's
             raise TaskError(
                 f"{path}: the repository's {linked[0]} is a symbolic link: refused", "give a clone's path"
@@ -187,6 +189,14 @@ def records(stream: IO[bytes], sep: bytes = b"\0", limit: int = 1 << 16) -> Iter
             raise TaskError(f"git printed a line of over {limit} bytes: refused")
     if buf:
         yield buf
+
+
+def _entries(folder: Path) -> list[os.DirEntry]:
+    """The entries of ``folder`` (none when it is no plain folder; at most 100,000 looked at)."""
+    if folder.is_symlink() or not folder.is_dir():
+        return []
+    with os.scandir(folder) as it:
+        return [e for _, e in zip(range(100_000), it, strict=False)]
 
 
 def _start(path: Path, limit: int) -> str:
