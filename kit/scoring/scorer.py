@@ -92,6 +92,8 @@ def _extract_commit(ws: Workspace, dest: Path) -> None:
                 dest.mkdir(parents=True, exist_ok=True)
                 with tarfile.open(fileobj=out, mode="r|") as tar:
                     tar.extractall(dest, filter="data")
+                while out.read(1 << 16):  # the archive's padding after its end: unread, git died of SIGPIPE
+                    pass
             return
         except (TaskError, tarfile.TarError) as e:
             last = str(e)

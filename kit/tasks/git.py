@@ -265,6 +265,9 @@ def git_stream(
             timer.cancel()
         if proc.returncode != 0:
             err.seek(0)
-            stopped = " (stopped: it ran past its time limit)" if proc.returncode < 0 else ""
+            rc = proc.returncode  # (the timer kills: SIGKILL; a reader that stopped early: SIGPIPE)
+            stopped = (
+                " (stopped: it ran past its time limit)" if rc == -9 else f" (signal {-rc})" if rc < 0 else ""
+            )
             message = err.read(4000).decode("utf-8", "replace").strip()
             raise TaskError(f"git {' '.join(args)} failed in {root}{stopped}: {message}")
