@@ -20,17 +20,8 @@ from kit.app.tasks_cli import _run_import
 from kit.errors import KitError, TaskError
 from kit.importers import suite_build
 from kit.tasks.task import load_suite
+from tests.importers.test_hostile_repo import BASE, FIX  # (the calc repository, as there)
 from tests.support.gitrepos import make_repo
-
-BASE = {
-    "LICENSE": "MIT License\n",
-    "calc.py": "def double(x):\n    return x + x + 1\n",
-    "tests/test_calc.py": "import calc\n\n\ndef test_module():\n    assert calc.double\n",
-}
-FIX = {
-    "calc.py": "def double(x):\n    return x + x\n",
-    "tests/test_double.py": "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
-}
 
 
 def _hand_made_task(root: Path, extra_yaml: str = "") -> Path:
