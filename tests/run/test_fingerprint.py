@@ -6,7 +6,6 @@ claims settings its runs did not use."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ import yaml
 
 from kit.app.cli import main
 from kit.run.runner import run_experiment
-from tests.support.helpers import experiment, run_json, write_profile
+from tests.support.helpers import copy_tree, experiment, run_json, write_profile
 
 VIBE = "micro-slugify__vibe__scripted-test__r1"
 HARNESS = "micro-slugify__harness__scripted-test__r1"
@@ -41,7 +40,7 @@ def done(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def setup(done, tmp_path) -> tuple[Path, Path]:
-    shutil.copytree(done, tmp_path / "w")
+    copy_tree(done, tmp_path / "w")
     return tmp_path / "w", tmp_path / "w" / "results" / "fp"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +68,11 @@ def plan_shipped(exp: Experiment) -> list:
         assert "not built" in str(e) and "python -m kit tasks build-suite" in str(e), e
         return plan(exp.model_copy(update={"tasks": ["micro-slugify"]}))
     return plan(exp)
+
+
+def copy_tree(src: Path, dest: Path) -> None:
+    """Copy a folder as ``cp -a --sparse=always`` does: a finished run's clone image (``repo.img``,
+    1 GiB, sparse) stays sparse -- ``shutil.copytree`` writes every byte of it (~5 s and 1 GiB of
+    disk per copy on this machine)."""
+    subprocess.run(["cp", "-a", "--sparse=always", str(src), str(dest)], check=True)
+
