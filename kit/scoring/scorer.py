@@ -269,7 +269,7 @@ def evaluate(
     by_req = {k for k in (verdicts.requirement_key(n, session.prefix) for n in acc.outcomes) if k is not None}
     reason = "; ".join(acc.errors)[:300] or "not run"
     known = {r.key for r in requirements}
-    for key in sorted(by_req - known):
+    for key in sorted(by_req - known - verdicts.inherited(by_req - known, task.acceptance_dir)):
         problems.append(f"acceptance test {key} was run but not found in the source (generated?)")
     unscored = None
     if not acc.complete and not acc.outcomes and not tampered:

@@ -4,12 +4,15 @@ must-fail twin's and its sealed checks' values (:mod:`.seal`), and the Score fie
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
 from typing import Any
 
+from kit import pyast
 from kit.records.schema import SEVERITIES, FailedRequirement
 from kit.scoring.inject import Injected
 from kit.scoring.session import PytestRun
-from kit.tasks.requirements import Requirement
+from kit.tasks.requirements import Requirement, is_test_func
 from kit.tasks.transitions import credits
 
 ACCEPTANCE_DIRNAME = "_acceptance"
@@ -21,6 +24,33 @@ def requirement_key(nodeid: str, prefix: str = ACCEPTANCE_DIRNAME + "/") -> str 
     if not nodeid.startswith(prefix):
         return None
     return nodeid[len(prefix) :].split("[", 1)[0]
+
+
+def inherited(keys: set[str], acceptance_dir: Path) -> set[str]:
+    """The keys of ``keys`` (``module::Class[::Inner]::method``) that name a class of the hidden
+    module whose body does not define that test method: a test it inherits (from a mixin or a test
+    base class, in this module or another), which pytest runs under the subclass's name too. They are
+    the base method's cases -- requirements (or not) by the base's own key -- and no sign of a test
+    the source lacks. A key whose module or class the source does not hold is not one of them."""
+    out: set[str] = set()
+    trees: dict[str, ast.Module | None] = {}
+    for key in keys:
+        rel, *classes, method = key.split("::")
+        if not classes:
+            continue
+        if rel not in trees:
+            path = acceptance_dir / rel
+            try:
+                trees[rel] = pyast.parse(path.read_bytes(), str(path)) if path.is_file() else None
+            except (OSError, SyntaxError, ValueError):
+                trees[rel] = None
+        body = trees[rel].body if trees[rel] is not None else None
+        for name in classes:
+            found = [n for n in body or [] if isinstance(n, ast.ClassDef) and n.name == name]
+            body = found[-1].body if found else None
+        if body is not None and not any(is_test_func(n) and n.name == method for n in body):  # type: ignore[union-attr]
+            out.add(key)
+    return out
 
 
 def results(

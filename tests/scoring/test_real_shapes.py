@@ -162,6 +162,51 @@ SHAPES = {
                 def test_inner(self):
                     assert parse("3") == 3
     """,
+    "unittest-mixin-tests": """
+        import unittest
+
+        import pytest
+
+        import calc
+
+        pytestmark = pytest.mark.severity("major")
+
+
+        class ParseMixin:
+            value = "5"
+
+            def test_mixin_parses(self):
+                self.assertEqual(calc.parse(self.value), int(self.value))
+
+
+        class DoubleAndParseTest(unittest.TestCase, ParseMixin):
+            def test_own_double(self):
+                self.assertEqual(calc.double(5), 10)
+
+
+        class OtherValueTest(ParseMixin, unittest.TestCase):
+            value = " 7"
+
+            def test_own_parse(self):
+                self.assertEqual(calc.parse(self.value), 7)
+    """,
+    "pytest-base-class-tests": """
+        import pytest
+
+        from calc import double, parse
+
+        pytestmark = pytest.mark.severity("minor")
+
+
+        class TestBase:
+            def test_base_doubles(self):
+                assert double(1) == 2
+
+
+        class TestDerived(TestBase):
+            def test_derived_parses(self):
+                assert parse("8") == 8
+    """,
     "unittest-methods-mock-patch": """
         import unittest
         from unittest import mock
@@ -208,7 +253,7 @@ def test_doing_nothing_fails_every_requirement_of_every_shape(tmp_path):
     ws = workspace(task, tmp_path, solved=False)
     ev = evaluate(task, ws.root, ws)
     assert not ev.tampered, ev.tampered
-    assert len(ev.failed_requirements) == len(ev.requirements) == 18, ev.results
+    assert len(ev.failed_requirements) == len(ev.requirements) == 22, ev.results
 
 
 def test_nothing_the_injection_adds_but_twins_and_canaries_is_collected_as_a_test(tmp_path):
