@@ -75,4 +75,3 @@ def copy_tree(src: Path, dest: Path) -> None:
     1 GiB, sparse) stays sparse -- ``shutil.copytree`` writes every byte of it (~5 s and 1 GiB of
     disk per copy on this machine)."""
     subprocess.run(["cp", "-a", "--sparse=always", str(src), str(dest)], check=True)
-
