@@ -28,10 +28,12 @@ def requirement_key(nodeid: str, prefix: str = ACCEPTANCE_DIRNAME + "/") -> str 
 
 def inherited(keys: set[str], acceptance_dir: Path) -> set[str]:
     """The keys of ``keys`` (``module::Class[::Inner]::method``) that name a class of the hidden
-    module whose body does not define that test method: a test it inherits (from a mixin or a test
-    base class, in this module or another), which pytest runs under the subclass's name too. They are
-    the base method's cases -- requirements (or not) by the base's own key -- and no sign of a test
-    the source lacks. A key whose module or class the source does not hold is not one of them."""
+    module whose body does not define that test method at its top level: a test it inherits (from a
+    mixin or a test base class, in this module or another), which pytest runs under the subclass's
+    name too, or one defined inside an ``if`` block of the class body (xmltodict). They are the base
+    method's cases -- requirements (or not) by the base's own key -- or tests the kit does not read,
+    and no sign of a test the source lacks. A key whose module or class the source does not hold is
+    not one of them."""
     out: set[str] = set()
     trees: dict[str, ast.Module | None] = {}
     for key in keys:

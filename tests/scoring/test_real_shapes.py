@@ -190,6 +190,29 @@ SHAPES = {
             def test_own_parse(self):
                 self.assertEqual(calc.parse(self.value), 7)
     """,
+    "unittest-test-in-an-if-block": """
+        import sys
+        import unittest
+
+        import pytest
+
+        import calc
+
+        pytestmark = pytest.mark.severity("minor")
+
+
+        class ParseTests(unittest.TestCase):
+            def test_parse_spaces(self):
+                self.assertEqual(calc.parse(" 4 "), 4)
+
+            if sys.version_info >= (3, 7):
+
+                def test_parse_in_if_block(self):
+                    self.assertEqual(calc.parse("6"), 6)
+
+            def test_double_after(self):
+                self.assertEqual(calc.double(6), 12)
+    """,
     "pytest-base-class-tests": """
         import pytest
 
@@ -253,7 +276,7 @@ def test_doing_nothing_fails_every_requirement_of_every_shape(tmp_path):
     ws = workspace(task, tmp_path, solved=False)
     ev = evaluate(task, ws.root, ws)
     assert not ev.tampered, ev.tampered
-    assert len(ev.failed_requirements) == len(ev.requirements) == 22, ev.results
+    assert len(ev.failed_requirements) == len(ev.requirements) == 24, ev.results
 
 
 def test_nothing_the_injection_adds_but_twins_and_canaries_is_collected_as_a_test(tmp_path):
