@@ -25,7 +25,8 @@ by name, and in a module made again with ``_imp.create_builtin``) that hold noth
 ``orchbench.stack`` and the audit hook -- which nothing the code under test can reach without a heap
 walk leads to -- checks the call and makes it. Not closed: an original the standard library or a
 library loaded before the session keeps in a closure or default (none known); what a stack's depth
-alone tells (a ``RecursionError`` probe).
+alone tells (a ``RecursionError`` probe). A false alarm it can raise: asyncio's debug-mode stacks are
+charged to the code under test that makes a future or handle even where a test turned debug mode on.
 """
 
 from __future__ import annotations
@@ -128,7 +129,9 @@ _LAYOUT = frozenset({"maps", "smaps", "smaps_rollup", "numa_maps", "mem", "pagem
 _LAYOUT |= frozenset({"stat", "syscall"})
 #: ctypes reading memory by address (``from_address``, ``string_at``, an object from a pointer)
 _MEMORY = frozenset({"ctypes.cdata", "ctypes.PyObj_FromPtr", "ctypes.string_at", "ctypes.wstring_at"})
-_EVENTS = _MEMORY | {"open", "sys._getframe"}
+#: a subinterpreter runs with no audit hook: what it opens is not seen
+_SUBINTERPRETER = "cpython.PyInterpreterState_New"
+_EVENTS = _MEMORY | {"open", "sys._getframe", _SUBINTERPRETER}
 
 
 def hook(originals: dict, codes: frozenset, audit: object, send: Callable[..., None], kinds: dict):
@@ -233,9 +236,10 @@ class Checks:
             return self.frame_read(args, frame)
         if not self.audit.processes:  # type: ignore[attr-defined]  # (as native code: not in own tests)
             return None
-        if event in _MEMORY:
+        if event in _MEMORY or event == _SUBINTERPRETER:
             where = self.where(frame)
-            return f"{where} read memory by address with ctypes ({event})" if where else None
+            what = "started a subinterpreter (no audit hook runs there)" if event == _SUBINTERPRETER else ""
+            return f"{where} {what or f'read memory by address with ctypes ({event})'}" if where else None
         path = args[0] if args else None
         path = path.decode("utf-8", "replace") if isinstance(path, bytes) else path
         if not isinstance(path, str) or not path.startswith("/proc/"):
