@@ -1,5 +1,5 @@
-"""Red team 40: tricks that got credit not earned, or hid a regression, unflagged (each test fails
-now; it should pass once the kit closes it). Scored as finished runs, as tests/scoring/test_reproducers.py:
+"""Red team 40: tricks that got credit not earned, or hid a regression, unflagged (each test failed
+when written; those not closed yet are expected failures). Scored as finished runs, as tests/scoring/test_reproducers.py:
 micro-slugify, the 04 geo task (hidden ``assert area(w, h) == w * h``: unsealed, twinned) and
 test_laid_reach's golden-file task. Controls: geo with ``area`` returning a plain 0 credits 1 of 3 (the
 symmetry test), the reference 3 of 3; micro-slugify solved with ``word_count`` broken shows 1 regression.
