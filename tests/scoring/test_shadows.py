@@ -1,0 +1,110 @@
+"""Each twin's shadow: a must-pass canary that the code under test cannot tell from the twin (RT40-2/3:
+a forger inside the session that reports requirements passed and their twins failed, and told twins
+and canaries apart by how many ``==`` the values it returned were asked, now meets a must-pass canary
+asked the same). Run here outside a session: the injected module executed with a ``geo`` whose
+``area`` returns a value that records every comparison it is asked."""
+
+import ast
+import sys
+import types
+
+from kit.scoring.inject import inject_folder
+from tests.scoring.test_reproducers import GEO_HIDDEN
+
+
+def _inject(tmp_path, seed):
+    import random
+
+    folder = tmp_path / f"acc{seed}"
+    folder.mkdir()
+    (folder / "test_geo.py").write_text(GEO_HIDDEN)
+    found = inject_folder(folder, random.Random(seed))
+    return found, (folder / "test_geo.py").read_text()
+
+
+def _functions(tree):
+    """name -> (the function's node, the class it sits in or None)."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            out[node.name] = (node, None)
+        elif isinstance(node, ast.ClassDef):
+            out |= {sub.name: (sub, node.name) for sub in node.body if isinstance(sub, ast.FunctionDef)}
+    return out
+
+
+def _pairs(found, source):
+    """(twin name, shadow name, class name or None) for each twin: its shadow is the canary whose
+    statements are the twin's but its last."""
+    funcs = _functions(ast.parse(source))
+    pairs = []
+    for twin in found.twins:
+        node, cls = funcs[twin]
+        body = [ast.dump(s) for s in node.body[:-1]]
+        shadows = [
+            name
+            for name in found.canaries
+            if [ast.dump(s) for s in funcs[name][0].body] == body and funcs[name][1] == cls
+        ]
+        assert len(shadows) == 1, (twin, shadows)
+        pairs.append((twin, shadows[0], cls))
+    return pairs
+
+
+def _run(source, observer, name, cls, answer):
+    """Run test ``name`` of the injected module against an ``area`` whose values answer ``==`` with
+    ``answer(operand)``; -> (the operands compared, in order; passed?)."""
+    log = []
+
+    class Value(int):
+        def __eq__(self, other):
+            log.append(int(other) if type(other) is int else type(other).__name__)
+            return answer(other)
+
+        __hash__ = int.__hash__
+
+    geo = types.ModuleType("geo")
+    geo.area = lambda w, h: Value(0)
+    saved = sys.modules.get("geo")
+    sys.modules["geo"] = geo
+    try:
+        space = {observer: lambda site, value: None}
+        exec(compile(source, "test_geo.py", "exec"), space)
+        test = getattr(space[cls](), name) if cls else space[name]
+        try:
+            test()
+            passed = True
+        except AssertionError:
+            passed = False
+    finally:
+        sys.modules.pop("geo")
+        if saved is not None:
+            sys.modules["geo"] = saved
+    return log, passed
+
+
+def test_a_twin_and_its_shadow_ask_the_same_comparisons_and_only_the_twin_can_fail(tmp_path):
+    found, source = _inject(tmp_path, 1)
+    pairs = _pairs(found, source)
+    assert len(pairs) == 3  # every twinned requirement has one
+    for twin, shadow, cls in pairs:
+        assert found.canaries[shadow][1] is True  # a must-pass canary, in the twin's own scope
+        assert found.canaries[shadow][0] == "test_geo.py" + (f"::{cls}" if cls else "")
+        for answer in (lambda o: False, lambda o: True, lambda o: o == 12):
+            twin_log, twin_passed = _run(source, found.observer, twin, cls, answer)
+            shadow_log, shadow_passed = _run(source, found.observer, shadow, cls, answer)
+            assert twin_log == shadow_log and twin_log  # the same operands, in the same order
+            assert shadow_passed
+
+
+def test_which_a_twin_compares_first_the_mirror_or_the_expected_value_is_drawn_per_check(tmp_path):
+    # a value that answers False to a twin's first comparison and True after would fail every twin
+    # honestly if the mirror always came first; the kit draws the order per check
+    firsts = set()
+    for seed in range(8):
+        found, source = _inject(tmp_path, seed)
+        for twin, _, cls in _pairs(found, source):
+            if cls is None:  # area(w, h) == w * h: the expected value is an int
+                log, _ = _run(source, found.observer, twin, cls, lambda o: True)
+                firsts.add(log[0] in (12, 25))
+    assert firsts == {True, False}
