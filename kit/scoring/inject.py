@@ -22,13 +22,16 @@ Only the kit knows which name is what (:class:`Injected`).
 
 A forger inside the session (a patched ``TestReport``, a relayed report stream: RT40-2/3) that counts
 how a test compares the values it returns can tell a requirement (one ``==`` per assertion) from a
-twin (two: the mirror, then the expected value), and a scope canary (none) from both. To credit a
+twin (two or more), and a scope canary (none) from both. To credit a
 requirement it fails, it must report it passed and its twin failed -- and the twin's shadow, which
 makes the same calls and comparisons in the same order with the same operands, under a random name
 at an independently random place, run in a random order, passed. Told apart from the twin by nothing
-the code sees, each requirement it forges is caught (a must-pass canary reported failed, or a
-twin reported passed: ``gamed``) with probability 1/2, independently: k forged requirements go
-unnoticed with probability 2**-k. The cost: one more run of each twinned test's body.
+the code sees, each requirement it forges ends the session ``tampered`` (a must-pass canary
+reported failed) with probability 1/2, independently: k forged requirements go
+unnoticed with probability 2**-k -- where its values compare truthfully; the odds where they do not
+are in docs/scoring.md ("What the shadows close"). The cost: one more run of each twinned test's
+body. A test whose marks skip some of its cases (``pytest.param(..., marks=skip)``) gets no shadow: a
+skipped case would fail it.
 
 A test that holds an integer literal of 100 000 or more (say, 200k rows streamed) gets no twin -- it
 would double the scoring time of the task -- and is counted ``unguarded``.
@@ -292,10 +295,13 @@ def inject_module(
                 found.unguarded.append(key)
             continue
         found.twins[twin.name] = key
-        shadow = make_shadow(twin, namer.test_name())  # the twin's must-pass double (RT40-2/3)
-        found.canaries[shadow.name] = (rel + ("::" + scopes.node_id(cls)[:-2] if cls else ""), True)
+        extras = [twin]
+        if not any(_skips(d) for d in test.decorator_list):  # (a skipped case would fail a shadow)
+            shadow = make_shadow(twin, namer.test_name())  # the twin's must-pass double (RT40-2/3)
+            found.canaries[shadow.name] = (rel + ("::" + scopes.node_id(cls)[:-2] if cls else ""), True)
+            extras.append(shadow)
         scope = class_extra.setdefault(id(cls), []) if cls else module_extra
-        for extra in rng.sample([twin, shadow], 2):  # where each sits, and which comes first: random
+        for extra in rng.sample(extras, len(extras)):  # where each sits, and which comes first: random
             scope.append((rng.randint(idx, len(cls.body if cls else tree.body) - 1), extra))
     _add_canaries(tree, rel, tests, namer, names, found, module_extra, class_extra, scopes)
     for cls_node in scopes.classes.values():

@@ -106,25 +106,24 @@ def {mirror}(value, budget, filled=False, _k=None):
 
 def {sent}(a, b, _k=({mirror}, Exception)):
     mirror, Exception = _k
-    for value, shape in ((a, b), (b, a)):
+    held = False
+    for value, shape in ((a, b), (b, a)):  # both, always: how many == were asked tells nothing
         try:
             if value == mirror(shape, [10000]):
-                return True
+                held = True
         except Exception:
             pass
-    return False
+    return held
 
 
 def {eq}(a, b, expected_first=False, _k=({sent}, Exception)):
     sent, Exception = _k
-    if not expected_first and sent(a, b):
-        return True
+    held = False if expected_first else sent(a, b)
     try:
-        if not (a == b):
-            return True
+        held = not (a == b) or held
     except Exception:
-        return True
-    return expected_first and sent(a, b)
+        held = True
+    return (sent(a, b) or held) if expected_first else held
 
 
 def {guard}():

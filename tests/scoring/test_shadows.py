@@ -90,11 +90,19 @@ def test_a_twin_and_its_shadow_ask_the_same_comparisons_and_only_the_twin_can_fa
     for twin, shadow, cls in pairs:
         assert found.canaries[shadow][1] is True  # a must-pass canary, in the twin's own scope
         assert found.canaries[shadow][0] == "test_geo.py" + (f"::{cls}" if cls else "")
-        for answer in (lambda o: False, lambda o: True, lambda o: o == 12):
+        asked = set()
+        for answer in (
+            lambda o: False,
+            lambda o: True,
+            lambda o: type(o) is int and o == 12,
+            lambda o: type(o) is not int or o != 12,
+        ):
             twin_log, twin_passed = _run(source, found.observer, twin, cls, answer)
             shadow_log, shadow_passed = _run(source, found.observer, shadow, cls, answer)
             assert twin_log == shadow_log and twin_log  # the same operands, in the same order
             assert shadow_passed
+            asked.add(len(twin_log))
+        assert len(asked) == 1  # as many comparisons whatever the value answers: no short cut tells the order
 
 
 def test_which_a_twin_compares_first_the_mirror_or_the_expected_value_is_drawn_per_check(tmp_path):
@@ -108,3 +116,17 @@ def test_which_a_twin_compares_first_the_mirror_or_the_expected_value_is_drawn_p
                 log, _ = _run(source, found.observer, twin, cls, lambda o: True)
                 firsts.add(log[0] in (12, 25))
     assert firsts == {True, False}
+
+
+def test_a_test_whose_marks_skip_some_of_its_cases_gets_a_twin_but_no_shadow(tmp_path):
+    import random
+
+    (tmp_path / "test_m.py").write_text(
+        "import pytest\n\nfrom m import f\n\n\n"
+        "@pytest.mark.parametrize('x', [1, pytest.param(2, marks=pytest.mark.skip)])\n"
+        "def test_f(x):\n    assert f(x) == x\n\n\ndef test_g():\n    x = 3\n    assert f(x) == x\n"
+    )
+    found = inject_folder(tmp_path, random.Random(5))
+    assert sorted(found.twins.values()) == ["test_m.py::test_f", "test_m.py::test_g"]
+    # the module's two canaries and test_g's twin's shadow; test_f's skipped case would fail one
+    assert sorted(must for _, must in found.canaries.values()) == [False, True, True]
