@@ -88,14 +88,14 @@ _bases_lock = threading.Lock()
 
 
 def base_repository(task: Task) -> Path:
-    """The cached base repository of ``task``, built on first use (keyed by the repo's content)."""
+    """The cached base repository of ``task``, built on first use, keyed by the task id, its setup and
+    every repo/ file's path and bytes (never sizes and times, which a copy keeps across an edit)."""
     digest = hashlib.sha256(json.dumps([task.setup, GIT_EXCLUDE]).encode())  # new excludes: new base
     for path in sorted(p for p in task.repo_dir.rglob("*") if p.is_file()):
         rel = path.relative_to(task.repo_dir)
-        if is_ignored(rel):
-            continue
-        st = path.stat()  # size + mtime: an edited task file gives a new base
-        digest.update(f"{rel.as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        if not is_ignored(rel):  # each file's bytes (read in chunks): any edit gives a new base
+            with open(path, "rb") as f:
+                digest.update(os.fsencode(rel) + b"\0" + hashlib.file_digest(f, "sha256").digest())
     folder = results_root() / ".cache" / "bases" / f"{task.id}-{digest.hexdigest()[:16]}"
     if (folder / READY).exists():
         return folder

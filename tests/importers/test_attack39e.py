@@ -204,7 +204,6 @@ def test_a_manifest_url_with_a_nul_in_its_host_is_one_clear_error(tmp_path, caps
 # --------------------------------------------------------------------------- (2) the base cache's key
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="the base cache is keyed by size and mtime")
 def test_an_edit_that_keeps_size_and_mtime_gives_a_new_base(tmp_path):
     """The cached base is found by the task id and each repo/ file's path, size and mtime -- not its
     content: a repo/ file changed in place with its size and mtime kept (`cp -p`, `rsync -a`, `tar x`
