@@ -22,6 +22,7 @@ from kit.records.schema import SEVERITIES
 from kit.scoring.inject import inject_folder
 from kit.scoring.scorer import evaluate
 from kit.tasks.requirements import read_requirements, test_files
+from kit.tasks.snapshot import TOP_LEVEL_SKIP
 from kit.tasks.task import DELETED_FILE, TASK_FILE, Task, apply_solution, deleted_lines
 from kit.tasks.workspace import COPY_IGNORE, create_workspace
 from kit.untrusted.confine import confined, link_problem, special_file
@@ -283,7 +284,10 @@ def task_path_problems(task: Task) -> list[str]:
     """Why the task folder's paths are unsafe ([] when they are not): a name with a control
     character, a link in ``acceptance/`` or ``solution/``, a link in ``repo/`` that leads outside
     it, a special file (a named pipe, socket or device: a run's cached base refuses one too), a
-    ``DELETED.txt`` line that is no plain path inside ``repo/``. ``kit tasks validate`` and
+    ``DELETED.txt`` line that is no plain path inside ``repo/``, a path the kit keeps for its own
+    state in every clone (``repo/.pdca/status``, the pdca strategy's status folder: left out of every
+    snapshot, so it could never be the repository's; the rest of ``.pdca/`` is a folder like any other,
+    and the cached base's own marker lives in its ``.git``). ``kit tasks validate`` and
     ``kit tasks audit`` check this first, on any task folder. The task folder's own entries
     (``task.yaml``, ``repo/``, ``acceptance/``, ``solution/``) are never links: a link there would
     make the folder's content a host folder's (copied into the run's clone, validated, hashed).
@@ -316,6 +320,11 @@ def task_path_problems(task: Task) -> list[str]:
                         link_problem(sub, rel, f"task {task.id!r}: repo/{rel.as_posix()}")
                 except TaskError as e:
                     problems.append(str(e))
+    problems += [  # the kit's own state in every clone (kit.tasks.snapshot.TOP_LEVEL_SKIP)
+        f"task {task.id!r}: repo/{name} is a name the kit reserves in clones: rename it"
+        for name in TOP_LEVEL_SKIP
+        if os.path.lexists(task.repo_dir / name)
+    ]
     try:
         for line in deleted_lines(task):
             confined(task.repo_dir, line, f"task {task.id!r}: {DELETED_FILE} line", leaf_link=True)

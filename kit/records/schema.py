@@ -257,6 +257,9 @@ class Score(BaseModel):
     files_touched: int = 0
     lines_added: int = 0
     lines_removed: int = 0
+    #: Files one of whose sides was over the line diff's cap (kit.scoring.diffstats.MAX_SIDE_BYTES):
+    #: every line of it counted as changed, so lines_added / lines_removed are an upper bound.
+    lines_counted_whole: list[str] = Field(default_factory=list)
     claimed_done_but_failed: bool = False
     scoring_s: float = 0.0
     #: The report of the tests was tampered with (a canary test with the wrong outcome, a forged

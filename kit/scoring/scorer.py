@@ -66,7 +66,7 @@ from kit.sandbox import quota
 from kit.scoring import verdicts
 from kit.scoring.basecode import base_code, with_base_tests
 from kit.scoring.clean_copy import add_new_tests, copy_clean, copy_sparse, use_base_tests
-from kit.scoring.diffstats import diff_stats_of
+from kit.scoring.diffstats import LineStats, line_stats
 from kit.scoring.session import PytestRun
 from kit.scoring.sessions import Sessions
 from kit.tasks.git import PLAIN_ATTRIBUTES, git_env, git_stream, safety_env
@@ -295,13 +295,18 @@ def evaluate(
     )
 
 
-def _diff_stats(ws: Workspace, snap: Snapshot | None) -> tuple[int, int, int]:
-    if snap is None:
-        return 0, 0, 0
-    try:
-        return diff_stats_of(ws, snap)
-    except Exception:  # noqa: BLE001 - a diff that fails still leaves a score
-        return 0, 0, 0
+def _diff_stats(ws: Workspace, snap: Snapshot | None) -> dict:
+    """The score's fields of the lines changed (:mod:`kit.scoring.diffstats`)."""
+    stats = LineStats()
+    if snap is not None:
+        with contextlib.suppress(Exception):  # a diff that fails still leaves a score
+            stats = line_stats(ws, snap)
+    return {
+        "files_touched": stats.files,
+        "lines_added": stats.added,
+        "lines_removed": stats.removed,
+        "lines_counted_whole": stats.counted_whole,
+    }
 
 
 def _claimed_but_failed(claimed_done: bool, defects: dict[str, int]) -> bool:
@@ -314,7 +319,6 @@ def to_score(
     tally = verdicts.tally(
         ev.requirements, ev.failed_requirements, {k: m for k, (_, m) in ev.results.items()}
     )
-    files, added, removed = _diff_stats(ws, snap)
     regressed = ev.regressed
     baseline = {r.key for r in ev.requirements if r.baseline_pass}
     return Score(
@@ -323,9 +327,7 @@ def to_score(
         regressions=len(regressed),
         regressed_tests=regressed,
         tests_added=ev.tests_added,
-        files_touched=files,
-        lines_added=added,
-        lines_removed=removed,
+        **_diff_stats(ws, snap),
         claimed_done_but_failed=_claimed_but_failed(claimed_done, tally["defects"]),
         scoring_s=round(scoring_s, 3),
         tampered=bool(ev.tampered),
@@ -351,12 +353,9 @@ def unscored(
         requirements = []
     message = f"not scored: {reason}"[:300]
     tally = verdicts.tally(requirements, requirements, {r.key: message for r in requirements})
-    files, added, removed = _diff_stats(ws, snap)
     return Score(
         **tally,
-        files_touched=files,
-        lines_added=added,
-        lines_removed=removed,
+        **_diff_stats(ws, snap),
         claimed_done_but_failed=_claimed_but_failed(claimed_done, tally["defects"]),
         scoring_s=round(scoring_s, 3),
         unscored_reason=reason[:2000],

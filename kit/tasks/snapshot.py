@@ -8,7 +8,7 @@ following links and copies into ``<folder>/tree``:
 - regular files only (a symlink to a regular file inside the clone is copied as that file, as the
   scoring copy always did); FIFOs, sockets, devices, links pointing elsewhere are dropped;
 - never ``.git`` (at any depth, any case), ``__pycache__``, ``.pytest_cache``, ``.ruff_cache``,
-  compiled ``*.pyc`` / ``*.pyo``, nor the top-level ``.pdca`` (the pdca strategy's own status file);
+  compiled ``*.pyc`` / ``*.pyo``, nor ``.pdca/status`` (the pdca strategy's status folder);
 - never a compiled extension module (:data:`BINARY_SUFFIXES`: ``*.so``, ``*.pyd`` ...), noted as
   dropped -- the tasks are pure Python, and one would be imported ahead of the ``.py`` it shadows;
 - within caps: :class:`Limits` -- entry count, folder depth, path length, bytes per file (apparent
@@ -42,8 +42,10 @@ from kit.paths import IGNORED_DIRS, IGNORED_SUFFIXES
 from kit.records.schema import file_name
 from kit.sandbox.backends import default_sandbox, get_sandbox, sandbox_env
 
-#: Kit state kept in the clone, never part of the agent's work (the pdca strategy's status file).
-TOP_LEVEL_SKIP = (".pdca",)
+#: Kit state kept in the clone, never part of the agent's work (the pdca strategy's status folder):
+#: paths a task's repo/ may not hold (a base is refused one), so that a repository's other files
+#: under ``.pdca/`` are files like any other.
+TOP_LEVEL_SKIP = (".pdca/status",)
 #: Compiled extension modules and shared libraries (the tasks are pure Python): one the agent built
 #: would be imported ahead of its ``.py`` by the tests and never show in the diff, so it is dropped.
 BINARY_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
@@ -182,7 +184,7 @@ while queue:
             break
         rel = os.path.relpath(entry.path, src)
         name = entry.name
-        if name in skip_dirs or name.endswith(skip_suffixes) or (depth == 0 and name in cfg["top_skip"]):
+        if name in skip_dirs or name.endswith(skip_suffixes) or rel in cfg["top_skip"]:
             continue
         if name.lower() == ".git":
             note(rel, "a name git reserves")

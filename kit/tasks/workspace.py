@@ -29,7 +29,7 @@ from kit.sandbox.base import hand_over
 from kit.sandbox.commands import run_command
 from kit.tasks.git import PLAIN_ATTRIBUTES, git, git_env, run_git
 from kit.tasks.patch import DIFF_OPTS, capped_patch, snapshot_diff, snapshot_env  # noqa: F401 - re-exported
-from kit.tasks.snapshot import snapshot
+from kit.tasks.snapshot import TOP_LEVEL_SKIP, snapshot
 from kit.untrusted.confine import link_problem, special_file
 
 if TYPE_CHECKING:
@@ -38,12 +38,12 @@ if TYPE_CHECKING:
 #: Never copied into a clone (build litter of the task folder itself): the kit's one ignore list.
 COPY_IGNORE = shutil.ignore_patterns(*IGNORED_DIRS, *(f"*{s}" for s in IGNORED_SUFFIXES))
 #: Written to .git/info/exclude: litter that running the tests creates must not show up in diffs,
-#: nor the kit's own state in the clone (.pdca/: the pdca strategy's status file).
+#: nor the kit's own state in the clone (the pdca strategy's status folder, a name repo/ may not hold).
 GIT_EXCLUDE = "".join(
-    [*(f"{d}/\n" for d in IGNORED_DIRS if d != ".git"), *(f"*{s}\n" for s in IGNORED_SUFFIXES), ".pdca/\n"]
-)
+    [*(f"{d}/\n" for d in IGNORED_DIRS if d != ".git"), *(f"*{s}\n" for s in IGNORED_SUFFIXES)]
+) + "".join(f"/{name}/\n" for name in TOP_LEVEL_SKIP)
 
-READY = ".orchbench-base-ready"  # marks a finished cached base (never committed)
+READY = Path(".git", "orchbench-base-ready")  # marks a finished cached base (in .git: no repo/ name)
 
 
 @dataclass
@@ -88,14 +88,14 @@ _bases_lock = threading.Lock()
 
 
 def base_repository(task: Task) -> Path:
-    """The cached base repository of ``task``, built on first use (keyed by the repo's content)."""
+    """The cached base repository of ``task``, built on first use, keyed by the task id, its setup and
+    every repo/ file's path and bytes (never sizes and times, which a copy keeps across an edit)."""
     digest = hashlib.sha256(json.dumps([task.setup, GIT_EXCLUDE]).encode())  # new excludes: new base
     for path in sorted(p for p in task.repo_dir.rglob("*") if p.is_file()):
         rel = path.relative_to(task.repo_dir)
-        if is_ignored(rel):
-            continue
-        st = path.stat()  # size + mtime: an edited task file gives a new base
-        digest.update(f"{rel.as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        if not is_ignored(rel):  # each file's bytes (read in chunks): any edit gives a new base
+            with open(path, "rb") as f:
+                digest.update(os.fsencode(rel) + b"\0" + hashlib.file_digest(f, "sha256").digest())
     folder = results_root() / ".cache" / "bases" / f"{task.id}-{digest.hexdigest()[:16]}"
     if (folder / READY).exists():
         return folder
@@ -124,6 +124,8 @@ def _build_base(task: Task, dest: Path) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     for path in task.repo_dir.rglob("*"):
         special_file(task.repo_dir, path.relative_to(task.repo_dir), f"task {task.id!r}")
+    for name in (n for n in TOP_LEVEL_SKIP if os.path.lexists(task.repo_dir / n)):  # the kit's state
+        raise TaskError(f"task {task.id!r}: repo/{name} is a name the kit reserves in clones: rename it")
     shutil.copytree(task.repo_dir, dest, symlinks=True, ignore=COPY_IGNORE)
     for command in task.setup:  # the task folder's own commands: hostile input, sandboxed like an agent's
         res = run_command(command, dest, task.limits.command_timeout_s, sandbox=default_sandbox())
@@ -134,10 +136,8 @@ def _build_base(task: Task, dest: Path) -> None:
     env = git_env()
     run_git(dest, "init", "-q", "-b", "main", "--template=", env=env)
     (dest / ".git" / "info").mkdir(exist_ok=True)
-    (dest / ".git" / "info" / "exclude").write_text(GIT_EXCLUDE + READY + "\n", encoding="utf-8")
-    (dest / ".git" / "info" / "attributes").write_text(
-        PLAIN_ATTRIBUTES, encoding="utf-8"
-    )  # bytes as they are
+    (dest / ".git" / "info" / "exclude").write_text(GIT_EXCLUDE, encoding="utf-8")
+    (dest / ".git" / "info" / "attributes").write_text(PLAIN_ATTRIBUTES, encoding="utf-8")  # bytes as is
     run_git(dest, "add", "-A", env=env)
     hidden = run_git(dest, "ls-files", "-z", "-o", "-i", "--exclude-per-directory=.gitignore", env=env)
     kept = [

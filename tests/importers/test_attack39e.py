@@ -158,12 +158,12 @@ def test_a_gitignored_file_named_like_a_pathspec_reaches_the_clone(tmp_path):
     assert missing == [], f"missing from the clone: {missing}"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="the kit's info/exclude drops them")
 def test_a_repo_file_under_a_kit_state_name_reaches_the_clone(tmp_path):
     """The kit's own info/exclude (`.pdca/`, `.orchbench-base-ready`) is not the documented ignore list
     (kit.paths: .git, __pycache__, caches, .pyc/.pyo), and the force-add of ignored files asks only
     about .gitignore (`ls-files -i --exclude-per-directory`): a repo/ file under `.pdca/` or named
-    `.orchbench-base-ready` is silently missing from every clone and from the scored base."""
+    `.orchbench-base-ready` is silently missing from every clone and from the scored base. (Fixed:
+    the kit keeps only `.pdca/status/`, refused in repo/; the base's marker lives in its .git.)"""
     task = _hand_made_task(tmp_path)
     (task / "repo" / ".pdca").mkdir()
     (task / "repo" / ".pdca" / "notes.txt").write_text("x\n")
@@ -171,6 +171,17 @@ def test_a_repo_file_under_a_kit_state_name_reaches_the_clone(tmp_path):
     ws = create_workspace(load_task(task), tmp_path / "clone")
     missing = [n for n in (".pdca/notes.txt", ".orchbench-base-ready") if not (ws.root / n).is_file()]
     assert missing == [], f"missing from the clone: {missing}"
+    assert diff_stats(ws) == (0, 0, 0)  # and in the base and every snapshot: no change recorded
+
+
+def test_a_repo_file_under_the_pdca_status_folder_is_one_clear_error(tmp_path):
+    """The one name the kit keeps for itself in a clone (the pdca strategy's status folder, left out
+    of every snapshot) is refused in repo/, named -- never silently dropped from the clone."""
+    task = _hand_made_task(tmp_path)
+    (task / "repo" / ".pdca" / "status").mkdir(parents=True)
+    (task / "repo" / ".pdca" / "status" / "x.md").write_text("x\n")
+    with pytest.raises(TaskError, match=r"repo/\.pdca/status is a name the kit reserves"):
+        create_workspace(load_task(task), tmp_path / "clone")
 
 
 # --------------------------------------------------------------------------- (4) a manifest's url
@@ -193,7 +204,6 @@ def test_a_manifest_url_with_a_nul_in_its_host_is_one_clear_error(tmp_path, caps
 # --------------------------------------------------------------------------- (2) the base cache's key
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="the base cache is keyed by size and mtime")
 def test_an_edit_that_keeps_size_and_mtime_gives_a_new_base(tmp_path):
     """The cached base is found by the task id and each repo/ file's path, size and mtime -- not its
     content: a repo/ file changed in place with its size and mtime kept (`cp -p`, `rsync -a`, `tar x`

@@ -286,16 +286,19 @@ class StatusFile:
 
 
 def status_guard(name: str, args: dict) -> str | None:
-    """The executor's write guard: nothing under .pdca/ (the loop's status file)."""
+    """The executor's write guard: nothing under .pdca/status/ (the loop's status file; the rest of
+    .pdca/ is the repository's, as any folder)."""
     path = os.path.normpath(str(args.get("path", "")))
-    if path.split(os.sep)[0] == ".pdca":
-        return f"refused: {args.get('path')!r} is under .pdca/, the PDCA status file only the loop writes"
+    if path.split(os.sep)[:2] == [".pdca", "status"]:
+        return (
+            f"refused: {args.get('path')!r} is under .pdca/status/, the PDCA status file only the loop writes"
+        )
     return None
 
 
 def hide_from_git(root: Path) -> None:
-    """Keep .pdca/ out of the agent's ``git status`` (the clone's .git/info/exclude; the scored diff
-    never shows it: snapshots leave the top-level .pdca/ out). Written without following links; an
+    """Keep .pdca/status/ out of the agent's ``git status`` (the clone's .git/info/exclude; the scored
+    diff never shows it: snapshots leave .pdca/status out). Written without following links; an
     exclude file that is a link, special or larger than 1 MB is left alone."""
     rel = Path(".git", "info", "exclude")
     try:
@@ -304,8 +307,8 @@ def hide_from_git(root: Path) -> None:
         text = ""
     except OSError:
         return
-    if ".pdca/" not in text.split():
+    if "/.pdca/status/" not in text.split():
         with contextlib.suppress(OSError):
             safefs.write_text(
-                root, rel, ("" if text.endswith("\n") or not text else "\n") + ".pdca/\n", append=True
+                root, rel, ("" if text.endswith("\n") or not text else "\n") + "/.pdca/status/\n", append=True
             )
