@@ -173,20 +173,16 @@ def test_gitfile_naming_another_repositorys_worktree_is_refused(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------
-# 2. The specification audit's time grows with the cube of a test module's helpers: no cap bounds it.
+# 2. The specification audit's time grows with (tests x size of the helpers they call): no cap bounds it.
 
 
-def _audit_bomb(n: int) -> str:
-    """n helpers that each call every helper (in a branch never taken at run time), and n hidden
-    tests that each call every helper: ~17 n^2 bytes of source."""
-    calls = "".join(f"        h{j}(x)\n" for j in range(n))
-    helpers = "".join(f"\n\ndef h{i}(x):\n    if x is None:\n{calls}    return x\n" for i in range(n))
-    tests = "".join(
-        f'\n\n@pytest.mark.severity("major")\ndef test_sub_{k}():\n    if len(str(sub)) < 0:\n'
-        f"{calls.replace('(x)', '(1)')}    assert sub(3, 2) == 1\n"
-        for k in range(n)
+def _audit_bomb(elements: int, tests: int) -> str:
+    """One helper whose body is a list of ``elements`` ones, and ``tests`` hidden tests that call it."""
+    src = "import pytest\n\nfrom calc import sub\n\n\ndef h0(x):\n    return [" + "1," * elements + "]\n"
+    return src + "".join(
+        f'\n\n@pytest.mark.severity("major")\ndef test_sub_{k}():\n    h0(1)\n    assert sub(3, 2) == 1\n'
+        for k in range(tests)
     )
-    return "import pytest\n\nfrom calc import sub\n" + helpers + tests
 
 
 def _hand_task(root: Path, task_id: str, acceptance: str) -> Path:
@@ -205,17 +201,18 @@ def _hand_task(root: Path, task_id: str, acceptance: str) -> Path:
     return task
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="spec audit is cubic in a module's helpers")
-def test_spec_audit_of_a_third_of_a_megabyte_module_is_quick(tmp_path):
-    """A hidden test module of 100 helpers that all call each other and 100 tests that call them all
-    (340 KB, far under the 2 MB parse cap; the calls sit in branches never taken, so the probes and
-    validation are quick). The audit walks helpers three calls deep for every test without
-    sharing the work: 40 helpers take ~4 s, 80 ~25 s of CPU, 160 (800 KB) took 685 s here; a 2 MB
-    module is most of an hour, and import-git, ``tasks validate``, ``tasks list`` and build-suite
-    all run it, in the kit's own process, under no timer. Safe: a module this size is audited in
-    seconds (or the audit is bounded, saying so)."""
-    task = _hand_task(tmp_path / "tasks", "audit-bomb", _audit_bomb(100))
-    assert len((task / "acceptance/tests/test_calc.py").read_text()) < 400_000
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="spec audit: tests x helper size, no bound")
+def test_spec_audit_of_a_100_kb_test_module_is_quick(tmp_path):
+    """A hidden test module of 100 KB (the parse cap is 2 MB): one helper whose body is a list
+    literal of 40,000 elements and 200 tests that each call it. The audit walks every node of every
+    helper a test reaches, again for each test (several ``ast.walk`` passes each): 100 tests x
+    20,000 elements (49 KB) took 15 s here, the work grows with the square of the module's size, so
+    a 2 MB module is some 16 hours -- and import-git, ``tasks validate``, ``tasks list``, ``tasks
+    audit`` and build-suite all run it in the kit's own process, under no timer. (Helpers that call
+    each other do the same: 160 helpers and 160 tests, 800 KB, took 685 s.) Safe: such a module is
+    audited in seconds, or the audit is bounded and says so."""
+    task = _hand_task(tmp_path / "tasks", "audit-bomb", _audit_bomb(40_000, 200))
+    assert len((task / "acceptance/tests/test_calc.py").read_text()) < 100_000
     start = time.monotonic()
     try:
         _kit("tasks", "audit", str(task), timeout=25)
@@ -226,17 +223,19 @@ def test_spec_audit_of_a_third_of_a_megabyte_module_is_quick(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------
-# 3. A range's prompt is 60 commit subjects of up to 10,000 characters each: the 16,000-character cap
-#    on a commit message in a prompt does not bound it.
+# 3. A range's prompt is 60 commit subjects taken whole: the 16,000-character cap on a commit
+#    message in a prompt does not bound it.
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="range prompt: 60 subjects x 10,000 chars")
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="range prompt: 60 subjects taken whole, no cap")
 def test_a_range_prompt_is_capped_like_one_commit_message(tmp_path):
     """61 commits between BASE and HEAD, each with a one-line subject of 10,000 characters (the
-    repository writes them; 610 KB of commit objects, far under the 16 MB a range may hold). The
-    generated prompt takes 60 of them whole: ~600,000 characters, ~150,000 tokens that every call
-    of every strategy carries (37 times the 16,000-character cap one commit message gets), for
-    every run of the task. Safe: the commit text in a prompt stays within the one cap."""
+    repository writes them; 610 KB of commit objects). A single commit's message is cut at 16,000
+    characters (``MAX_MESSAGE_CHARS``), but a range's subjects are taken whole, 60 of them
+    (``MAX_SUBJECTS``): here a 600,000-character prompt, ~150,000 tokens that every call of every
+    strategy carries, in every run of the task. Subjects of up to 1 MB (the per-commit cap) make it
+    up to the 16 MB a range's commits may hold -- a task.yaml over the 4 MB the loader takes.
+    Safe: the commit text of a range's prompt is capped as one message's is."""
     repo = tmp_path / "repo"
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")
