@@ -26,6 +26,9 @@ What held (tried, refused or harmless):
 - a solution file named by a hidden test's string literal, or opened by the hidden test: not laid into acceptance/
 - a suite manifest from a path: URL pattern strict, project name '..' and ids with '/' refused, --timeout over an hour refused
 - a final tree with a hidden test's path made a directory: scored (failed), not unscored
+- task.yaml ``packages:`` naming pytest, _pytest, pluggy, iniconfig, packaging, py: refused; naming kit,
+  yaml, pydantic, tomli, exceptiongroup, numpy with a raising copy in the tree: scoring never imported it
+- the kit's own git on a run's base (after setup): -c pins, no hook, fsmonitor, filter or worktree of the base's config ran
 """
 
 from __future__ import annotations
@@ -325,3 +328,49 @@ def test_assert_methods_overridden_in_the_packages_test_base_are_not_credited(tm
     score = _score_as_agent(tmp_path, task, {"calc/__init__.py": WRONG_SUB, "calc/testing.py": cheat})
     assert score["requirements_total"] == 3
     assert score["requirements_failed"] == 3, score
+
+
+# ---------------------------------------------------------------------------------------------------
+# 6. A task folder's container/ (the build context of its Containerfile) may be a link to a host folder.
+
+
+def _podman_ready() -> bool:
+    try:
+        done = subprocess.run(
+            ["podman", "image", "exists", "localhost/orchbench-python:3.11"], capture_output=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+@pytest.mark.skipif(not _podman_ready(), reason="needs podman and localhost/orchbench-python:3.11")
+@pytest.mark.xfail(
+    strict=True, raises=AssertionError, reason="container/ may be a link: host files in the image"
+)
+def test_a_task_whose_container_folder_is_a_link_is_refused(tmp_path):
+    """A hand-made task folder (``kit tasks validate`` treats one as hostile input) whose
+    ``container`` entry is a symbolic link to a host folder, and a ``Containerfile`` that copies
+    from it: ``FROM localhost/orchbench-python:3.11`` / ``COPY secret.txt /leak.txt``. With
+    ``--sandbox podman`` the kit builds the image from the host folder the link names and validates
+    the task (here /leak.txt of the image held the host file; ``container -> /root`` or ``/`` puts
+    any host file in the image every command of a run, the agent's included, runs in, and the
+    context is hashed through the link too). task.yaml, repo/, acceptance/ and solution/ are
+    refused as links; container/ is not. Safe: refused, the link named, and no image built."""
+    secret = tmp_path / "host-secret"
+    secret.mkdir()
+    (secret / "secret.txt").write_text("HOST-SECRET-39g\n")
+    task_id = f"attack39g-cf-{os.getpid()}"
+    hidden = 'import pytest\n\nfrom calc import sub\n\n\n@pytest.mark.severity("major")\ndef test_sub():\n'
+    task = _hand_task(tmp_path / "tasks", task_id, hidden + "    assert sub(3, 2) == 1\n")
+    (task / "container").symlink_to(secret)
+    (task / "Containerfile").write_text("FROM localhost/orchbench-python:3.11\nCOPY secret.txt /leak.txt\n")
+    try:
+        done = _kit("tasks", "validate", str(task), "--sandbox", "podman")
+        assert done.returncode != 0, done.stdout[-600:] + done.stderr[-600:]
+    finally:
+        images = subprocess.run(
+            ["podman", "images", "-q", f"localhost/orchbench-task-{task_id}"], capture_output=True, text=True
+        ).stdout.split()
+        for image in images:
+            subprocess.run(["podman", "rmi", "-f", image], capture_output=True)
