@@ -28,6 +28,7 @@ What held (tried, refused or harmless):
 - a final tree with a hidden test's path made a directory: scored (failed), not unscored
 - task.yaml ``packages:`` naming pytest, _pytest, pluggy, iniconfig, packaging, py: refused; naming kit,
   yaml, pydantic, tomli, exceptiongroup, numpy with a raising copy in the tree: scoring never imported it
+- a Containerfile's context holding links to host files, or ``RUN --mount=type=bind`` of a host folder: podman refused
 - the kit's own git on a run's base (after setup): -c pins, no hook, fsmonitor, filter or worktree of the base's config ran
 """
 
