@@ -280,6 +280,10 @@ def collection_problems(task: Task, sandbox: str | None = None, static_only: boo
     return problems
 
 
+def _image_parts(task: Task) -> list[Path]:
+    return [task.path / "Containerfile", task.path / "container"]
+
+
 def task_path_problems(task: Task) -> list[str]:
     """Why the task folder's paths are unsafe ([] when they are not): a name with a control
     character, a link in ``acceptance/`` or ``solution/``, a link in ``repo/`` that leads outside
@@ -289,20 +293,28 @@ def task_path_problems(task: Task) -> list[str]:
     snapshot, so it could never be the repository's; the rest of ``.pdca/`` is a folder like any other,
     and the cached base's own marker lives in its ``.git``). ``kit tasks validate`` and
     ``kit tasks audit`` check this first, on any task folder. The task folder's own entries
-    (``task.yaml``, ``repo/``, ``acceptance/``, ``solution/``) are never links: a link there would
-    make the folder's content a host folder's (copied into the run's clone, validated, hashed).
+    (``task.yaml``, ``repo/``, ``acceptance/``, ``solution/``, a ``Containerfile`` and its
+    ``container/`` context) are never links, nor is anything in ``container/``: a link there would
+    make the folder's content a host folder's (copied into the run's clone, validated, hashed, or
+    built into the image every command of a run runs in).
     Hard links are allowed (``build-suite`` links a project's identical files across its tasks): a
     hard link is a file the folder's author could already read and copy, and the kit copies task
     files, never writes through them -- a run's clone, the probes and validation write to copies."""
     problems = [
         f"task {task.id!r}: {part.name} is a symbolic link (to {visible(os.readlink(part))}): a task "
         "folder's own entries must be real files and folders"
-        for part in (task.path / TASK_FILE, task.repo_dir, task.acceptance_dir, task.solution_dir)
+        for part in (
+            task.path / TASK_FILE,
+            task.repo_dir,
+            task.acceptance_dir,
+            task.solution_dir,
+            *_image_parts(task),
+        )
         if part.is_symlink()
     ]
     if problems:
         return problems
-    for sub in (task.repo_dir, task.acceptance_dir, task.solution_dir):
+    for sub in (task.repo_dir, task.acceptance_dir, task.solution_dir, task.path / "container"):
         for dirpath, dirnames, filenames in os.walk(sub):
             for name in [*dirnames, *filenames]:
                 path = Path(dirpath, name)

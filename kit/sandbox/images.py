@@ -190,10 +190,25 @@ def _checked(box: ContainerSandbox, args: list[str], what: str) -> None:
 # --------------------------------------------------------------------------- a task's Containerfile
 
 
+def _no_links(containerfile: Path, context: Path) -> None:
+    """Refuse a task's Containerfile or build context that is, or holds, a symbolic link: the task
+    folder is untrusted input, and a link would make a host file or folder part of the image every
+    command of a run -- the agent's included -- runs in (``container -> /root``)."""
+    links = [p for p in (containerfile, context) if p.is_symlink()]
+    if not links and context.is_dir():
+        links = [p for p in context.rglob("*") if p.is_symlink()][:3]
+    if links:
+        raise SandboxUnavailable(
+            f"a task's {containerfile.name} or its container/ folder holds a symbolic link "
+            f"({', '.join(str(p) for p in links)}): refused -- a task's image is built from real files only"
+        )
+
+
 def task_image(box: ContainerSandbox, task_id: str, containerfile: Path) -> Image:
     """The image of a task's ``containerfile`` (its context: the ``container/`` folder beside it),
     built on first use and kept under a name holding the hash of everything it is made of."""
     context = containerfile.parent / "container"
+    _no_links(containerfile, context)
     text = containerfile.read_text(encoding="utf-8")
     parts: dict[str, object] = {"file": text}
     if context.is_dir():

@@ -346,9 +346,6 @@ def _podman_ready() -> bool:
 
 
 @pytest.mark.skipif(not _podman_ready(), reason="needs podman and localhost/orchbench-python:3.11")
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="container/ may be a link: host files in the image"
-)
 def test_a_task_whose_container_folder_is_a_link_is_refused(tmp_path):
     """A hand-made task folder (``kit tasks validate`` treats one as hostile input) whose
     ``container`` entry is a symbolic link to a host folder, and a ``Containerfile`` that copies
@@ -375,3 +372,31 @@ def test_a_task_whose_container_folder_is_a_link_is_refused(tmp_path):
         ).stdout.split()
         for image in images:
             subprocess.run(["podman", "rmi", "-f", image], capture_output=True)
+
+
+def test_a_task_image_is_never_built_from_a_linked_context(tmp_path):
+    """The same at the one place every task image is built (``kit run`` builds a task's image before
+    validation ever sees the folder): a Containerfile or ``container/`` that is a link, or a link
+    inside ``container/``, is refused before any engine is asked to build."""
+    from kit.sandbox.base import SandboxUnavailable
+    from kit.sandbox.images import task_image
+
+    secret = tmp_path / "host-secret"
+    secret.mkdir()
+    for case in ("context", "inside", "file"):
+        task = tmp_path / case
+        task.mkdir()
+        (task / "Containerfile").write_text(
+            "FROM localhost/orchbench-python:3.11\nCOPY secret.txt /leak.txt\n"
+        )
+        if case == "context":
+            (task / "container").symlink_to(secret)
+        elif case == "inside":
+            (task / "container").mkdir()
+            (task / "container" / "secret.txt").symlink_to(secret / "secret.txt")
+        else:
+            (task / "real").write_text("FROM scratch\n")
+            (task / "Containerfile").unlink()
+            (task / "Containerfile").symlink_to(task / "real")
+        with pytest.raises(SandboxUnavailable, match="symbolic link"):
+            task_image(None, f"t-{case}", task / "Containerfile")  # type: ignore[arg-type]
