@@ -139,9 +139,6 @@ def _score_as_agent(tmp_path: Path, task: Path, final: dict[str, str]) -> dict:
 #    submodule's git folder: the check is on the path's shape, not on the repository.
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="gitdir check is by path shape: a repo named 'modules'"
-)
 def test_gitfile_naming_a_host_repository_called_modules_is_refused(tmp_path):
     """The folder handed to import-git holds only a ``.git`` file: ``gitdir: <host>/modules/.git``.
     ``modules`` is an ordinary clone elsewhere on the host (a Terraform/Ansible ``modules`` repository,
@@ -158,9 +155,6 @@ def test_gitfile_naming_a_host_repository_called_modules_is_refused(tmp_path):
     assert not (tmp_path / "out" / "stolen").exists()
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="gitdir may name another repo's real worktree folder"
-)
 def test_gitfile_naming_another_repositorys_worktree_is_refused(tmp_path):
     """``gitdir: <victim>/.git/worktrees/<wt>``: a real linked worktree of ANOTHER host repository
     (its ``gitdir`` back-link names the victim's own worktree, not this folder). The kit accepts it
@@ -174,6 +168,26 @@ def test_gitfile_naming_another_repositorys_worktree_is_refused(tmp_path):
     done = _import(hostile, tmp_path / "out", "stolen", "--commit", "main")
     assert done.returncode != 0, done.stdout[-600:]
     assert not (tmp_path / "out" / "stolen").exists()
+
+
+def test_a_real_worktree_and_a_real_submodule_are_still_read(tmp_path):
+    """The back-link rule keeps what git itself makes: a linked worktree (``git worktree add``: its
+    git folder's ``gitdir`` names the worktree's ``.git``) and a submodule (its git folder under the
+    superproject's ``.git/modules``, ``core.worktree`` naming the submodule's tree) are read."""
+    from kit.importers.git.gitview import GitView
+
+    main = _repo(tmp_path / "main")
+    _git(main, "worktree", "add", "-q", str(tmp_path / "wt"), "HEAD~1")
+    sub = _repo(tmp_path / "sub-src")
+    top = _repo(tmp_path / "top")
+    _git(top, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "vendored")
+    assert (top / "vendored" / ".git").is_file()
+    for tree, rev in ((tmp_path / "wt", "HEAD"), (top / "vendored", "HEAD")):
+        view = GitView(tree)
+        try:
+            assert "def add" in view.run("show", f"{rev}:calc/__init__.py").stdout, tree
+        finally:
+            view.close()
 
 
 # ---------------------------------------------------------------------------------------------------

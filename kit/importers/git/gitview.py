@@ -60,11 +60,11 @@ def find_git_dir(path: Path) -> Path:
         if text.startswith("gitdir:") and "\0" not in text:
             target = Path(text[len("gitdir:") :].strip())
             target = (path / target).resolve()  # (resolved first: '..' and links decide nothing)
-            if target.parent.name in ("worktrees", "modules"):  # git's own layouts only, as resolved
-                return target
+            if target.parent.name in ("worktrees", "modules") and _points_back(target, path):
+                return target  # git's own layouts only, as resolved, and the git folder names this tree
             raise TaskError(  # (a downloaded tree's .git file could name any repository on the host)
                 f"{path}/.git names {visible(str(target)[:200])}, which is no worktree's or submodule's git "
-                "folder: refused (the kit reads no other repository)",
+                "folder of this work tree: refused (the kit reads no other repository)",
                 "give the path of a clone, or of a worktree or submodule git made",
             )
     if (path / "HEAD").is_file() and (path / "objects").is_dir():
@@ -73,6 +73,24 @@ def find_git_dir(path: Path) -> Path:
         f"{path} is not a git repository",
         "give the path of a clone (a folder holding .git) or of a bare repository",
     )
+
+
+def _points_back(target: Path, path: Path) -> bool:
+    """Whether the git folder ``target`` a ``.git`` file names belongs to the work tree ``path``, as
+    git records it: a linked worktree's git folder names the worktree's ``.git`` file in its
+    ``gitdir`` file, a submodule's names its work tree in ``core.worktree``. A path's shape alone (a
+    parent named ``worktrees`` or ``modules``) admits any repository so placed on the host -- a clone
+    called ``modules``, another repository's own worktree."""
+    if target.is_symlink() or not target.is_dir():
+        return False
+    if target.parent.name == "worktrees":
+        back = target / "gitdir"
+        if back.is_symlink() or not back.is_file():
+            return False
+        text = _start(back, 4096).strip()
+        return "\0" not in text and (target / text).resolve() == (path / ".git").resolve()
+    worktree = _config_value(target, "core.worktree", Path(tempfile.gettempdir()))  # (git runs outside it)
+    return worktree is not None and "\0" not in worktree and (target / worktree).resolve() == path.resolve()
 
 
 class GitView:
