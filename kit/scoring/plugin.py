@@ -119,6 +119,14 @@ def install(settings: dict) -> list[object]:
         audit = scope["Audit"](
             settings["repo"], settings["hidden"], processes, laid, bool(settings.get("record")), compiled
         )
+        # the stack-text checks (``stacktext.py``): a hook of their own, added first (audit.py's refuses
+        # any added after it), making the calls of the C functions it wraps
+        stack = _private_scope(vars(_load(settings["plugin"], "stacktext")))
+        originals, codes = stack["install"]()
+        kinds = {"foreign": (scope["_OTHER_FILE"], scope["_LOADER_FILE"])}
+        kinds.update(stdlib=scope["_STDLIB"], helper=scope["_HELPER"])
+        stack_send = _rebind(_sender, _private_scope())(fd, lock, seq)
+        sys.addaudithook(stack["hook"](originals, codes, audit, stack_send, kinds))
         sys.addaudithook(scope["audit_hook"](_rebind(_sender, _private_scope())(fd, lock, seq), audit))
     return [hooks, preloaded]
 

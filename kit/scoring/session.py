@@ -30,6 +30,7 @@ LAUNCHER_FILE = "launcher.py"
 OBSERVE_FILE = "observe.py"
 AUDIT_FILE = "audit.py"
 PRELOAD_FILE = "preload.py"
+STACKTEXT_FILE = "stacktext.py"
 MAX_STREAM_BYTES = 32 * 1024 * 1024
 
 
@@ -101,7 +102,7 @@ def prepare_kit_dir(folder: Path) -> Path:
     """The kit-owned folder the sandbox sees read-only: the launcher, the plugin, its sealed checks'
     side (``observe.py``) and its audit hook (``audit.py``)."""
     folder.mkdir(parents=True, exist_ok=True)
-    for name in (PLUGIN_FILE, LAUNCHER_FILE, OBSERVE_FILE, AUDIT_FILE, PRELOAD_FILE):
+    for name in (PLUGIN_FILE, LAUNCHER_FILE, OBSERVE_FILE, AUDIT_FILE, PRELOAD_FILE, STACKTEXT_FILE):
         shutil.copyfile(KIT_DIR / name, folder / name)
     return folder
 
