@@ -1,7 +1,8 @@
 """What the kit writes into its copy of the hidden acceptance tests before a scoring session: in
 every test module, its **sealed checks** (:mod:`kit.scoring.seal`: equalities whose expected
 value leaves the module, first), a must-fail **twin** of each test that still has an in-process
-check (:mod:`kit.scoring.twins`; a twin only evaluates the value of a sealed check) and
+check (:mod:`kit.scoring.twins`; a twin only evaluates the value of a sealed check), beside each
+twin its **shadow** (a must-pass canary running the twin's statements: :func:`.twins.make_shadow`) and
 **canaries** -- one that must pass and one that must fail in every class of tests, and another pair
 at module level where the module has tests of its own.
 
@@ -18,6 +19,19 @@ same classes as the requirements, at random positions after the test they come f
 class or position nothing tells a canary from a twin or a requirement, so a forger that knows the
 upstream test names and fails (or passes) every other test of a class meets a canary either way.
 Only the kit knows which name is what (:class:`Injected`).
+
+A forger inside the session (a patched ``TestReport``, a relayed report stream: RT40-2/3) that counts
+how a test compares the values it returns can tell a requirement (one ``==`` per assertion) from a
+twin (two or more), and a scope canary (none) from both. To credit a
+requirement it fails, it must report it passed and its twin failed -- and the twin's shadow, which
+makes the same calls and comparisons in the same order with the same operands, under a random name
+at an independently random place, run in a random order, passed. Told apart from the twin by nothing
+the code sees, each requirement it forges ends the session ``tampered`` (a must-pass canary
+reported failed) with probability 1/2, independently: k forged requirements go
+unnoticed with probability 2**-k -- where its values compare truthfully; the odds where they do not
+are in docs/scoring.md ("What the shadows close"). The cost: one more run of each twinned test's
+body. A test whose marks skip some of its cases (``pytest.param(..., marks=skip)``) gets no shadow: a
+skipped case would fail it.
 
 A test that holds an integer literal of 100 000 or more (say, 200k rows streamed) gets no twin -- it
 would double the scoring time of the task -- and is counted ``unguarded``.
@@ -39,7 +53,10 @@ from pathlib import Path
 
 from kit import pyast
 from kit.scoring.seal import Site, module_names, seal_test
-from kit.scoring.twins import Names, capture_body, make_twin, no_args, own_nodes, straight
+from kit.scoring.testcost import CANARY_COST
+from kit.scoring.testcost import cost as _cost
+from kit.scoring.testcost import heavy as _heavy
+from kit.scoring.twins import Names, capture_body, make_shadow, make_twin, no_args, straight
 from kit.tasks.requirements import class_tests, is_test_class, is_test_func, pytestmark_of, test_files
 
 FILLER = [
@@ -225,51 +242,6 @@ def _plain_args(func: ast.FunctionDef, cls: ast.ClassDef | None) -> bool:
     return names == wanted and not (args.vararg or args.kwarg or args.kwonlyargs)
 
 
-#: A canary copies a test of its scope at most this costly (:func:`_cost`), else one of the module's, else any
-CANARY_COST = 400  # (a copy of more-itertools' 20 s sieve(10**5) test took its own tests past their timeout)
-
-#: A test holding an integer literal this large (rows, iterations) is taken as a long-running one.
-HEAVY_LITERAL = 100_000
-
-
-def _heavy(func: ast.FunctionDef) -> bool:
-    return any(
-        isinstance(n, ast.Constant) and type(n.value) is int and abs(n.value) >= HEAVY_LITERAL
-        for n in own_nodes(func)
-    )
-
-
-def _cost(func: ast.FunctionDef) -> int:
-    """A guess at how long a test runs, from its source: statements, loops, large numbers (literals,
-    or a power, product or shift of two: ``10**5``)."""
-    cost = 0
-    for node in own_nodes(func):
-        cost += 1
-        if isinstance(node, ast.For | ast.While | ast.comprehension):
-            cost += 50
-        elif (value := _int_of(node)) is not None and abs(value) >= 1000:
-            cost += 100 * len(str(abs(value)))
-    return cost
-
-
-def _int_of(node: ast.AST) -> int | None:
-    """An int literal's value, or a power, product or shift of two (bounded: never computed big)."""
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value if abs(node.value) < 10**30 else 10**30
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow | ast.Mult | ast.LShift):
-        a, b = (
-            n.value if isinstance(n, ast.Constant) and type(n.value) is int else None
-            for n in (node.left, node.right)
-        )
-        if a is None or b is None or abs(a) > 10**6 or not 0 <= b <= 10**6:
-            return None
-        if isinstance(node.op, ast.Mult):
-            return a * b
-        bits = abs(a).bit_length() * b if isinstance(node.op, ast.Pow) else abs(a).bit_length() + b
-        return 10**30 if bits > 99 else (a**b if isinstance(node.op, ast.Pow) else a << b)
-    return None
-
-
 def _place(body: list[ast.stmt], extra: list[tuple[int, ast.stmt]]) -> list[ast.stmt]:
     """``body`` with each extra statement inserted after the statement at its index."""
     out: list[ast.stmt] = []
@@ -317,14 +289,20 @@ def inject_module(
         if sealed:
             kinds.add("sealed")
         heavy = _heavy(test)  # its twin would double a long test's time: counted unguarded instead
-        twin = None if heavy else make_twin(test, namer.test_name(), names, namer.ident(), kinds)
+        twin = None if heavy else make_twin(test, namer.test_name(), names, namer.ident(), kinds, rng)
         if twin is None:
             if not sealed:
                 found.unguarded.append(key)
             continue
         found.twins[twin.name] = key
+        extras = [twin]
+        if not any(_skips(d) for d in test.decorator_list):  # (a skipped case would fail a shadow)
+            shadow = make_shadow(twin, namer.test_name())  # the twin's must-pass double (RT40-2/3)
+            found.canaries[shadow.name] = (rel + ("::" + scopes.node_id(cls)[:-2] if cls else ""), True)
+            extras.append(shadow)
         scope = class_extra.setdefault(id(cls), []) if cls else module_extra
-        scope.append((rng.randint(idx, len(cls.body if cls else tree.body) - 1), twin))
+        for extra in rng.sample(extras, len(extras)):  # where each sits, and which comes first: random
+            scope.append((rng.randint(idx, len(cls.body if cls else tree.body) - 1), extra))
     _add_canaries(tree, rel, tests, namer, names, found, module_extra, class_extra, scopes)
     for cls_node in scopes.classes.values():
         cls_node.body = _place(cls_node.body, class_extra.get(id(cls_node), []))

@@ -39,13 +39,17 @@ from __future__ import annotations
 
 import ast
 import copy
+import random
+import secrets
 from dataclasses import dataclass
 
 from kit import pyast
 
 #: Runtime helpers, written once into each module copy under random names:
 #: ``{sent}(a, b)`` -- True if ``a`` or ``b`` equals a sentinel mirroring the other's shape;
-#: ``{eq}(a, b)`` -- that, or ``a == b`` does not hold (the assertion inverted);
+#: ``{eq}(a, b, expected_first)`` -- that, or ``a == b`` does not hold (the assertion inverted), the
+#: mirrors compared first or last as the kit chose for the check (a value cannot take the first
+#: comparison of a twin for the mirror's);
 #: ``{guard}()`` -- first statement of every test: tells the audit hook who called the test.
 #: Each helper holds what it calls -- the others, the builtins -- in a default argument bound when it
 #: is defined, as each twin does (``{bind}``): the code under test swapping the module's globals
@@ -102,23 +106,24 @@ def {mirror}(value, budget, filled=False, _k=None):
 
 def {sent}(a, b, _k=({mirror}, Exception)):
     mirror, Exception = _k
-    for value, shape in ((a, b), (b, a)):
+    held = False
+    for value, shape in ((a, b), (b, a)):  # both, always: how many == were asked tells nothing
         try:
             if value == mirror(shape, [10000]):
-                return True
+                held = True
         except Exception:
             pass
-    return False
+    return held
 
 
-def {eq}(a, b, _k=({sent}, Exception)):
+def {eq}(a, b, expected_first=False, _k=({sent}, Exception)):
     sent, Exception = _k
-    if sent(a, b):
-        return True
+    held = False if expected_first else sent(a, b)
     try:
-        return not (a == b)
+        held = not (a == b) or held
     except Exception:
-        return True
+        held = True
+    return (sent(a, b) or held) if expected_first else held
 
 
 def {guard}():
@@ -249,9 +254,10 @@ def raises_call(call: ast.expr) -> bool:
 class _Twin:
     """Rewrites one test body; ``checks`` counts the must-fail expectations it wrote."""
 
-    def __init__(self, names: Names, held: str) -> None:
+    def __init__(self, names: Names, held: str, rng: random.Random | None = None) -> None:
         self.names = names
         self.held = held
+        self.rng = rng or random.Random(secrets.randbits(64))
         self.checks = 0
         self.kinds: set[str] = set()  # "equal", "raises", "inverted"
 
@@ -327,7 +333,8 @@ class _Twin:
         if isinstance(stmt, ast.Assert):
             test = stmt.test
             if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
-                return [self.note(_call(self.names.eq, test.left, test.comparators[0]))]
+                first = ast.Constant(self.rng.random() < 0.5)  # the expected value compared first?
+                return [self.note(_call(self.names.eq, test.left, test.comparators[0], first))]
             return [self.note(ast.UnaryOp(op=ast.Not(), operand=test))]
         if isinstance(stmt, ast.Expr) and raises_call(stmt.value) and len(stmt.value.args) >= 2:  # type: ignore[attr-defined]
             return self.must_raise_sentinel(stmt, stmt.value)  # type: ignore[arg-type]
@@ -367,20 +374,28 @@ class _Twin:
         self.kinds.add("inverted")
         failed = ast.Assign(targets=[_name(self.held, ast.Store())], value=ast.Constant(True))
         handler = ast.ExceptHandler(type=_name("AssertionError"), name=None, body=[failed])
-        out.append(ast.Try(body=[stmt], handlers=[handler], orelse=[], finalbody=[]))
-        return out
+        inverted = ast.Try(body=[stmt], handlers=[handler], orelse=[], finalbody=[])
+        if len(out) == 2 and self.rng.random() < 0.5:  # the expected value compared first (as {eq})
+            return [out[0], inverted, out[1]]
+        return [*out, inverted]
 
 
 def make_twin(
-    func: ast.AST, name: str, names: Names, held: str, kinds: set[str] | None = None
+    func: ast.AST,
+    name: str,
+    names: Names,
+    held: str,
+    kinds: set[str] | None = None,
+    rng: random.Random | None = None,
 ) -> ast.FunctionDef | None:
     """The must-fail twin of test ``func`` named ``name``, or None when it cannot be twinned;
-    ``kinds`` gets the kinds of check it holds ("equal", "raises", "inverted")."""
+    ``kinds`` gets the kinds of check it holds ("equal", "raises", "inverted"); ``rng`` picks, per
+    equality, whether the mirrors or the expected value are compared first."""
     if not straight(func):
         return None
     twin = copy.deepcopy(func)
     assert isinstance(twin, ast.FunctionDef)
-    rewriter = _Twin(names, held)
+    rewriter = _Twin(names, held, rng)
     body = rewriter.body(twin.body)
     if not rewriter.checks:
         return None
@@ -397,6 +412,20 @@ def make_twin(
         ast.Assert(test=_name(held), msg=None),
     ]
     return twin
+
+
+def make_shadow(twin: ast.FunctionDef, name: str) -> ast.FunctionDef:
+    """A must-pass canary indistinguishable from ``twin`` by anything the code under test sees: the
+    twin's copy named ``name`` -- the same decorators, fixtures, bound helpers and statements, so
+    the same calls of the code under test and the same comparisons of its values, with the same
+    operands in the same order -- without the twin's last ``assert <some check held>``. Whatever
+    the code does, it passes. A forger inside the session that reports a requirement passed must
+    report its twin failed and leave the shadow passed, and cannot tell which is which: each
+    forged requirement is caught with probability 1/2 (:mod:`.inject`)."""
+    shadow = copy.deepcopy(twin)
+    assert isinstance(shadow.body[-1], ast.Assert)
+    shadow.name, shadow.body = name, shadow.body[:-1]
+    return shadow
 
 
 #: what a twin's checks call, bound when the twin is defined (:func:`_bound`)

@@ -215,10 +215,8 @@ def test_rt40_1_a_relayed_report_stream_hides_a_regression(tmp_path):
     assert s.regressions == 1 or s.tampered or s.suspicious, (s.regressed_tests, s.tamper_evidence)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason='the relay thread waits 5 ms for the session (a known hole either way; docs/scoring.md "Open after the red team of issue 40")',
-)
+# closed by the twins' shadows (kit/scoring/inject.py): the relay reports the shadow of a twin -- two
+# ``==``, passed, like the twin -- failed: tampered (a must-pass canary reported failed)
 def test_rt40_2_a_relayed_report_stream_forges_credit(tmp_path):
     from tests.tasks.taskmaker import make_task, workspace
 
@@ -272,7 +270,7 @@ def area(w, h):
 """
 
 
-@pytest.mark.xfail(strict=True, reason='open hole: docs/scoring.md "Open after the red team of issue 40"')
+# closed as RT40-2: the patch reports each twin's shadow (two ``==``, passed) failed: tampered
 def test_rt40_3_a_patched_test_report_that_spares_twins_and_canaries_forges_credit(tmp_path):
     from tests.tasks.taskmaker import make_task, workspace
 

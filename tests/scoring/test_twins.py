@@ -151,7 +151,8 @@ def test_tests_without_an_assertion_the_transform_understands_are_unguarded(tmp_
     found = inject_folder(tmp_path, random.Random(3))
     assert found.unguarded == ["test_m.py::test_helper_checks"]
     assert sorted(found.twins.values()) == ["test_m.py::test_plain"]
-    assert sorted(must for _, must in found.canaries.values()) == [False, True]
+    # the module's two canaries, and the twin's shadow (must pass: tests/scoring/test_shadows.py)
+    assert sorted(must for _, must in found.canaries.values()) == [False, True, True]
     names = set(found.twins) | set(found.canaries)
     assert all(n.startswith("test_") and not n[5:].isalnum() for n in names)  # words, not hex
     ast.parse((tmp_path / "test_m.py").read_text())
