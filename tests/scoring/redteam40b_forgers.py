@@ -275,12 +275,13 @@ _reports.TestReport.__init__ = _patched
 """
 
 
-#: RT40b-7: the whole numbers_.py. No stack, no patch, no reading: a ``str`` whose ``==``,
-#: ``__contains__`` and ``startswith`` answer True to everything. The test's ``x in (...)`` /
-#: ``"y" in x`` / ``x.startswith(...)`` hold, and a ``float`` whose ``-``, ``abs`` and ``<`` answer itself and
-#: True meets ``abs(x - e) < tol``; each twin is the same expression inverted, which a value
-#: true to everything fails just as a right answer does -- so the twin fails and the requirement counts.
-#: (docs/scoring-guarantees.md: "A value equal to everything ... none is credited".)
+#: RT40b-7: the whole numbers_.py (test_redteam40b's small task). No stack, no patch, no reading: a
+#: ``str`` whose ``==``, ``__contains__`` and ``startswith`` answer True to everything, and a ``float``
+#: whose ``-``, ``abs`` and ``<``/``>`` answer itself and True. The tests' ``x in (...)``, ``"y" in x``,
+#: ``x.startswith(...)``, ``abs(x - e) < tol``, ``all(f(n) == want for ...)`` and unittest's
+#: ``assertIn``/``assertTrue``/``assertGreater`` hold; each twin is the same expression inverted, which
+#: a value true to everything fails just as a right answer does -- so the twin fails and the requirement
+#: counts. (docs/scoring-guarantees.md: "A value equal to everything ... none is credited".)
 TRUE_TO_EVERYTHING = r"""class _Anything(str):
     def __eq__(self, other):
         return True
