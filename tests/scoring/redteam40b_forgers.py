@@ -441,7 +441,7 @@ _reports.TestReport.__init__ = _patched
 #: RT40b-9: the whole geo.py; RT40b-2's value with a PROFILER for its frames, installed where the audit
 #: hook charges nobody. At import, a reference cycle is left as garbage with a ``weakref.finalize``
 #: whose callback is ``sys.setprofile`` itself (a C function: no frame of geo.py when it runs); the
-#: cyclic collector frees the cycle at some later allocation -- in pytest's collection -- and the
+#: cyclic collector frees the cycle at some later allocation -- under pytest's frames, not geo.py's -- and the
 #: finalizer installs the profiler there, unseen (``sys.setprofile`` from geo.py is flagged ``called
 #: sys.setprofile``). The profiler keeps each call's frame as it starts: ``__eq__`` finds its own frame
 #: there and reads its caller's ``f_locals`` (the twin's mirror check holds ``value`` and ``shape``).
@@ -463,7 +463,7 @@ class _Cycle:
 
 def _arm():
     # garbage in a reference cycle: the cyclic collector frees it at some later allocation -- in
-    # pytest's collection, not here -- and the finalizer then installs the profiler from there
+    # pytest's frames, not here -- and the finalizer then installs the profiler from there
     cycle = _Cycle()
     cycle.me = cycle
     _weakref.finalize(cycle, _sys.setprofile, _profile)

@@ -292,7 +292,7 @@ def test_rt40b_8_frames_taken_by_a_finalizer_in_the_tests_frame_tell_twins_from_
     assert _safe(s), (s.requirements_failed, s.failed, s.suspicious_evidence, s.tamper_evidence)
 
 
-# chance: where the cyclic collector runs decides it (4 of 4 scorings tried got through): not strict
+# chance: where the cyclic collector runs decides it (10 of 10 scorings tried got through): not strict
 @pytest.mark.xfail(strict=False, raises=AssertionError, reason="open: a profiler installed by a finalizer")
 def test_rt40b_9_a_profiler_installed_by_the_cyclic_collector_forges_credit(tmp_path):
     """Gets 3 of 3 requirements credited (2 unearned): the value reads its caller's locals from the
