@@ -11,7 +11,9 @@ check). So, after collection, on every collected class that derives from ``unitt
 - each standard method of ``unittest.TestCase`` (:data:`PINNED`: every ``assert*``/``fail*``, the
   helpers they call, ``run``, ``__call__``, ``debug``, ``subTest``, ``_callTestMethod``) that the
   class resolves from anything but test code or a library is replaced on the class by a **pin**: a
-  data descriptor handing out ``unittest.TestCase``'s own function, taken when the plugin loaded. A
+  data descriptor handing out ``unittest.TestCase``'s own function, taken when the plugin loaded
+  (and so is every such definition further up the MRO, ``unittest.TestCase``'s too: a ``super()``
+  call from a test module's own override reaches unittest's). A
   data descriptor wins over the instance's ``__dict__`` (an assignment on ``self`` is refused), and
   the class's own entry wins over a patched ``unittest.TestCase``; a ``__getattribute__`` of such a
   base is replaced by ``object``'s;
@@ -114,25 +116,25 @@ def _kept(owner: type, value: object, test_code: frozenset[int]) -> bool:
 
 
 def pin_class(cls: type, test_code: frozenset[int]) -> dict[str, object]:
-    """Pins on ``cls`` (a ``unittest.TestCase`` subclass) for every standard member it resolves from
-    neither test code nor a library; returns ``{name: what is in cls.__dict__ now}`` for each."""
+    """Pins for every standard member of ``cls`` (a ``unittest.TestCase`` subclass): in ``cls``
+    itself unless test code or a library defines the member first, and in every class of its MRO
+    that defines it and is neither (``unittest.TestCase`` too: a ``super()`` call from a test
+    module's own override reaches unittest's). Returns ``{name: what is in cls.__dict__ now}``."""
     placed: dict[str, object] = {}
     for name, original in PINNED.items():
+        pin, first, leaf = Pin(name, original), True, True
         for owner in cls.__mro__:
-            if name in vars(owner):
-                value = vars(owner)[name]
-                break
-        else:  # (cannot happen for a subclass: TestCase holds them)
-            owner, value = _TestCase, None
-        if isinstance(value, Pin) or (owner is _TestCase and value is original):
-            if owner is _TestCase:  # unittest's own -- pinned here all the same (a later patch)
-                placed[name] = Pin(name, original)
-                _type_setattr(cls, name, placed[name])
-            continue
-        if owner is not _TestCase and _kept(owner, value, test_code):
-            continue
-        placed[name] = Pin(name, original)
-        _type_setattr(cls, name, placed[name])
+            if name not in vars(owner):
+                continue
+            value = vars(owner)[name]
+            own = not isinstance(value, Pin) and owner is not _TestCase and _kept(owner, value, test_code)
+            if first:  # the first definer: test code's or a library's is kept
+                first, leaf = False, not own
+            if not own and not isinstance(value, Pin):
+                _type_setattr(owner, name, pin)
+        if leaf:
+            placed[name] = pin
+            _type_setattr(cls, name, pin)
     for owner in cls.__mro__:
         if "__getattribute__" in vars(owner):
             value = vars(owner)["__getattribute__"]

@@ -60,10 +60,10 @@ class TestOwnOverride(Base):
         self.assertTrue(sub(2, 2) == 0)
 """
 SOLVED = {"calc/__init__.py": "def sub(a, b):\n    return a - b\n"}
-WRONG = "def sub(a, b):\n    return 99 if a == 3 else a - b\n"
+WRONG = "def sub(a, b):\n    return 99\n"
 NO_OPS = "".join(
-    f"            def {name}(self, *a, **k):\n                pass\n\n"
-    for name in ("assertTrue", "assertIn", "assertGreater", "assertLess", "fail", "assertXmlEqual")
+    f"    def {name}(self, *a, **k):\n        pass\n\n"
+    for name in ("assertTrue", "assertIn", "assertGreater", "assertLess", "assertXmlEqual")
 )
 #: the cheats: calc/testing.py's Base made to pass what it should fail, each another way
 CHEATS = {
@@ -140,31 +140,36 @@ def test_a_project_base_with_its_own_assert_helpers_scores_clean(tmp_path):
 
 @pytest.mark.parametrize("cheat", sorted(CHEATS))
 def test_assert_methods_the_package_makes_pass_are_not_credited(tmp_path, cheat):
-    """``sub(3, 2)`` is 99; the package's base makes ``self.assert*`` hold anyway. Only the
-    requirement ``sub`` really meets (``sub(2, 2) == 0``) is credited. (Before: 4 of the 4 wrong
-    ones were, with the no-op base; none counted gamed.)"""
+    """``sub`` returns 99; the package's base makes ``self.assert*`` hold anyway (the test module's
+    own ``assertTrue`` calls ``super()``, which reaches the base's). Nothing is credited."""
     task = _task(tmp_path)
     ws = workspace(task, tmp_path / "cheat", solved=False)
     (ws.root / "calc/__init__.py").write_text(WRONG)
     (ws.root / "calc/testing.py").write_text(textwrap.dedent(CHEATS[cheat]).lstrip("\n"))
     s = score(task, ws, claimed_done=True)
     assert s.requirements_total == 5
-    failed = {f.test.rsplit("::", 1)[-1] for f in s.failed}
-    assert {"test_true", "test_in", "test_greater", "test_xml"} <= failed, (s.failed, s.suspicious_evidence)
+    assert s.requirements_failed == 5, (s.failed, s.suspicious_evidence, s.tamper_evidence)
 
 
 # --------------------------------------------------------------------------- the pins, in process
 
 
+@pytest.fixture
 def _pinned():
+    """The module, loaded as the plugin loads it; ``unittest.TestCase`` restored after the test (the
+    pins are put on it too)."""
+    saved = dict(vars(unittest.TestCase))
     spec = importlib.util.spec_from_file_location("pinned_under_test", "kit/scoring/pinned.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module
+    yield module
+    for name, value in saved.items():
+        if name not in ("__dict__", "__weakref__") and vars(unittest.TestCase).get(name) is not value:
+            setattr(unittest.TestCase, name, value)
 
 
-def test_pins_replace_what_is_not_test_code_and_keep_what_is():
-    pinned = _pinned()
+def test_pins_replace_what_is_not_test_code_and_keep_what_is(_pinned):
+    pinned = _pinned
 
     class Base(unittest.TestCase):
         def assertTrue(self, *a, **k):  # not test code (no id given): pinned
@@ -177,24 +182,30 @@ def test_pins_replace_what_is_not_test_code_and_keep_what_is():
         def assertIn(self, a, b, msg=None):  # test code (its code id given): kept
             return "own"
 
+        def assertTrue(self, expr, msg=None):  # test code too; its super() reaches unittest's
+            return super().assertTrue(expr, msg)
+
         def runTest(self):
             pass
 
-    placed = pinned.pin_class(Own, frozenset({id(Own.__dict__["assertIn"].__code__)}))
-    assert "assertTrue" in placed and "assertIn" not in placed and "assertSpecial" not in placed
+    own = frozenset(id(vars(Own)[name].__code__) for name in ("assertIn", "assertTrue"))
+    placed = pinned.pin_class(Own, own)
+    assert "assertGreater" in placed and "assertSpecial" not in placed
+    assert "assertIn" not in placed and "assertTrue" not in placed
+    assert isinstance(vars(Base)["assertTrue"], pinned.Pin)
     case = Own()
     with pytest.raises(AssertionError):
         case.assertTrue(False)
     assert case.assertIn(1, []) == "own" and case.assertSpecial(1) == ("special", 1)
     with pytest.raises(AttributeError, match="kit pin"):
-        case.assertTrue = lambda *a: None
+        case.assertGreater = lambda *a: None
     with pytest.raises(AssertionError):
         case.assertGreater(0, 1)  # unittest's own, pinned though nothing overrode it
 
 
-def test_a_library_base_keeps_its_overrides():
+def test_a_library_base_keeps_its_overrides(_pinned):
     """``IsolatedAsyncioTestCase`` (the stdlib's) overrides ``run`` and ``_callTestMethod``: kept."""
-    pinned = _pinned()
+    pinned = _pinned
 
     class Case(unittest.IsolatedAsyncioTestCase):
         async def test_x(self):
