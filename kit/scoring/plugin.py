@@ -103,9 +103,20 @@ def install(settings: dict) -> list[object]:
     shuffle = bool(settings.get("shuffle", settings.get("hidden")))
     preloaded, compiled = _preload(settings, _rebind(_sender, _private_scope())(fd, lock, seq))
     limit = float(settings.get("test_timeout_s") or 0)
+    forced: dict[str, str] = {}  # node id -> why the test is reported failed whatever it did
     hooks = _hooks(
-        send, settings.get("canary_file"), settings["canaries"], shuffle, settings.get("deselect", []), limit
+        send,
+        settings.get("canary_file"),
+        settings["canaries"],
+        shuffle,
+        settings.get("deselect", []),
+        limit,
+        forced,
     )
+    pins = _private_scope(vars(_load(settings["plugin"], "pinned")))  # unittest's own asserts
+    pin_hooks = _Hooks()  # a plugin of its own: its hooks share names with the others
+    pin_send = _rebind(_sender, _private_scope())(fd, lock, seq)
+    pin_hooks.__dict__.update(_pin_hooks(pins, compiled[1], pin_send, forced))
     if settings.get("observer"):  # sealed checks (kit/scoring/seal.py) call it by this name
         observe = _private_scope(vars(_load(settings["plugin"], "observe")))["observer"]
         setattr(builtins, settings["observer"], observe(_rebind(_sender, _private_scope())(fd, lock, seq)))
@@ -128,7 +139,7 @@ def install(settings: dict) -> list[object]:
         stack_send = _rebind(_sender, _private_scope())(fd, lock, seq)
         sys.addaudithook(stack["hook"](originals, codes, audit, stack_send, kinds))
         sys.addaudithook(scope["audit_hook"](_rebind(_sender, _private_scope())(fd, lock, seq), audit))
-    return [hooks, preloaded]
+    return [hooks, preloaded, pin_hooks]
 
 
 def _preload(settings: dict, send: Callable[..., None]) -> tuple[object, tuple]:
@@ -248,6 +259,34 @@ def _time_limit(limit: float, late: set[str]) -> dict:
     return {"pytest_runtest_protocol": pytest_runtest_protocol}
 
 
+def _pin_hooks(pins: dict, test_code: frozenset[int], send: Callable[..., None], forced: dict) -> dict:
+    """The hooks that give the collected ``unittest.TestCase`` classes unittest's own assertion
+    methods (``pinned.py``), and report a test failed -- and the run ``seen`` -- when its test case
+    was swapped or a pin taken off during it."""
+    pin_items, broken = pins["pin_items"], pins["broken"]
+    pinned: dict = {}
+
+    def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+        pinned.update(pin_items(items, test_code))
+
+    def check(item: pytest.Item, before: bool) -> None:
+        why = broken(item, pinned, before)
+        if why and item.nodeid not in forced:
+            forced[item.nodeid] = why
+            send(kind="seen", message=f"{item.nodeid}: {why}")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(item: pytest.Item) -> object:
+        check(item, True)
+        yield
+        check(item, False)
+
+    return {
+        "pytest_collection_modifyitems": pytest_collection_modifyitems,
+        "pytest_runtest_call": pytest_runtest_call,
+    }
+
+
 def _deselected(nodeid: str, ids: tuple[str, ...]) -> bool:
     """Is ``nodeid`` one of ``ids`` or under one (a folder, a module, a class, a parametrized test)?
     (pytest's ``--deselect`` matches any prefix: ``::test_f`` would take ``::test_foo`` too.)"""
@@ -261,13 +300,16 @@ def _hooks(
     shuffle: bool,
     deselect: list[str] = (),  # type: ignore[assignment]
     limit: float = 0,
+    forced: dict[str, str] | None = None,
 ) -> object:
     """The pytest hooks, as plain closures (pluggy binds each function when the plugin registers:
     replacing an attribute of the returned object later does nothing). ``deselect``: node ids left
-    out (the task's ``own_tests_deselect``); ``limit``: each test's time limit in seconds (0: none)."""
+    out (the task's ``own_tests_deselect``); ``limit``: each test's time limit in seconds (0: none);
+    ``forced``: node ids reported failed whatever they did, with the reason (filled as tests run)."""
     canaries, left_out = set(canary_names), tuple(deselect)
     pending: dict[str, tuple[str, str]] = {}
     late: set[str] = set()  # node ids of tests cut at their time limit (_time_limit)
+    forced = {} if forced is None else forced
 
     def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", "severity(level): requirement severity: critical, major or minor")
@@ -310,6 +352,8 @@ def _hooks(
             pending.pop(report.nodeid, None)
             if report.nodeid in late:  # cut at its limit: failed, whatever it reported after
                 outcome, message = "failed", f"timed out: ran over its time limit of {limit:g} s"
+            elif report.nodeid in forced:
+                outcome, message = "failed", forced[report.nodeid]
             ok = outcome in ("passed", "xpassed")
             send(kind="test", nodeid=report.nodeid, passed=ok, outcome=outcome, message=message)
         else:

@@ -31,6 +31,7 @@ OBSERVE_FILE = "observe.py"
 AUDIT_FILE = "audit.py"
 PRELOAD_FILE = "preload.py"
 STACKTEXT_FILE = "stacktext.py"
+PINNED_FILE = "pinned.py"
 MAX_STREAM_BYTES = 32 * 1024 * 1024
 
 
@@ -100,9 +101,17 @@ class PytestRun:
 
 def prepare_kit_dir(folder: Path) -> Path:
     """The kit-owned folder the sandbox sees read-only: the launcher, the plugin, its sealed checks'
-    side (``observe.py``) and its audit hook (``audit.py``)."""
+    side (``observe.py``), its audit hook (``audit.py``) and its pins of unittest's asserts (``pinned.py``)."""
     folder.mkdir(parents=True, exist_ok=True)
-    for name in (PLUGIN_FILE, LAUNCHER_FILE, OBSERVE_FILE, AUDIT_FILE, PRELOAD_FILE, STACKTEXT_FILE):
+    for name in (
+        PLUGIN_FILE,
+        LAUNCHER_FILE,
+        OBSERVE_FILE,
+        AUDIT_FILE,
+        PRELOAD_FILE,
+        STACKTEXT_FILE,
+        PINNED_FILE,
+    ):
         shutil.copyfile(KIT_DIR / name, folder / name)
     return folder
 

@@ -314,9 +314,6 @@ def test_a_no_op_check_helper_of_the_package_is_not_credited(tmp_path):
     assert score["requirements_failed"] == 1, score
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="self.assert* of a package TestCase base overridable"
-)
 def test_assert_methods_overridden_in_the_packages_test_base_are_not_credited(tmp_path):
     """The hidden test class derives from the project's ``calc.testing.Base(unittest.TestCase)``
     (a module of the package: code under test) and checks with ``self.assertTrue(sub(3, 2) == 1)``,
