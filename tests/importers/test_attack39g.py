@@ -231,7 +231,6 @@ def test_spec_audit_of_a_100_kb_test_module_is_quick(tmp_path):
 #    message in a prompt does not bound it.
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="range prompt: 60 subjects taken whole, no cap")
 def test_a_range_prompt_is_capped_like_one_commit_message(tmp_path):
     """61 commits between BASE and HEAD, each with a one-line subject of 10,000 characters (the
     repository writes them; 610 KB of commit objects). A single commit's message is cut at 16,000
