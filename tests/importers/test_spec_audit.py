@@ -122,6 +122,28 @@ def test_an_explained_gap_is_shown_as_explained_and_the_cli_exits_by_the_unexpla
     assert "test_parser.py::test_depth_limit  10  exception  LookupError" in capsys.readouterr().out
 
 
+def test_an_audit_over_its_work_budget_stops_and_says_so_never_a_silent_pass(tmp_path, capsys, monkeypatch):
+    """The audit's work is bounded (a hidden test module is hostile input): over the budget it
+    stops, and an ``incomplete`` gap says how many tests were not audited -- unexplained whatever
+    the spec notes say, so ``tasks audit`` exits 1 and build-suite refuses the task."""
+    from kit.importers import spec_nodes
+    from kit.importers.spec_audit import report_line
+
+    task = _task(tmp_path, FULL, spec_notes=[{"test": "*", "what": "*", "note": "all explained"}])
+    assert audit_task(task) == []
+    monkeypatch.setattr(spec_nodes, "MAX_WORK", 40)
+    gaps = audit_task(task)
+    assert gap_counts(gaps) == {"incomplete": 1}
+    stop = next(g for g in gaps if g.kind == "incomplete")
+    assert stop.note is None and stop.what.startswith(
+        "audit incomplete: its work budget (40 steps) was spent"
+    )
+    assert " of 3 hidden test(s) not audited" in stop.what
+    assert report_line(gaps).startswith("audit incomplete: ")
+    assert main(["tasks", "audit", str(task.path)]) == 1
+    assert "audit incomplete: " in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("pattern", "literal"),
     [
