@@ -194,7 +194,9 @@ class _TestReader:
             if isinstance(node, ast.Assign):
                 self.local |= {t.id for t in node.targets if isinstance(t, ast.Name)}
         self.read: dict[int, FunctionFacts] = {}
-        self.memo: dict[tuple, bool] = {}  # names / mentions / _unstated answers: the same for every test
+        self.memo: dict[tuple, object] = {}  # answers that are the same for every test
+        self.bases_read: dict[str, dict[str, ast.AST]] = {}
+        self.prompt_lower, self.prompt_words = prompt.lower(), _words(prompt)
 
     def facts(self, node: ast.AST) -> FunctionFacts:
         if id(node) not in self.read:
@@ -250,7 +252,9 @@ class _TestReader:
         start = methods.get(name) if cls is not None else self.functions.get(name)
         if start is None:
             return []
-        out: list[ast.AST] = [start, *(m for n, m in methods.items() if n in SETUPS)]
+        if ("setups", cls_name) not in self.memo:
+            self.memo["setups", cls_name] = [m for n, m in methods.items() if n in SETUPS]
+        out: list[ast.AST] = [start, *self.memo["setups", cls_name]]  # type: ignore[misc]
         todo, seen = [(start, 0)], {id(start)}
         while todo:
             node, depth = todo.pop()
@@ -264,13 +268,19 @@ class _TestReader:
                     todo.append((target, depth + 1))
         return out
 
-    def _methods(self, cls: ast.ClassDef) -> dict[str, ast.AST]:
-        """The class's methods, its bases' (defined in the module) under them."""
+    def _methods(self, cls: ast.ClassDef, inside: frozenset[str] = frozenset()) -> dict[str, ast.AST]:
+        """The class's methods, its bases' (defined in the module, a cycle cut) under them; once per
+        class."""
+        if cls.name in self.bases_read and not inside:
+            return self.bases_read[cls.name]
         out: dict[str, ast.AST] = {}
         for base in cls.bases:
-            if isinstance(base, ast.Name) and base.id in self.classes and base.id != cls.name:
-                out.update(self._methods(self.classes[base.id]))
+            if isinstance(base, ast.Name) and base.id in self.classes and base.id not in inside | {cls.name}:
+                out.update(self._methods(self.classes[base.id], inside | {cls.name}))
         out.update({n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)})
+        self.budget.spend(len(out) + 1)
+        if not inside:
+            self.bases_read[cls.name] = out
         return out
 
     def _node_gaps(self, node: ast.AST, local: set[str]) -> list[tuple[str, str]]:
@@ -291,7 +301,7 @@ class _TestReader:
         key = (how.__name__, word)
         if key not in self.memo:
             self.memo[key] = how(self.prompt, word)
-        return self.memo[key]
+        return self.memo[key]  # type: ignore[return-value]
 
     def _call_gaps(self, call: ast.Call) -> list[tuple[str, str]]:
         name = _call_name(call)
@@ -302,7 +312,9 @@ class _TestReader:
                 if call.args
                 else next((k.value for k in call.keywords if k.arg == "expected_exception"), None)
             )
-            for exc in _exception_names(expected):
+            excs = _exception_names(expected)
+            self.budget.spend(len(excs))
+            for exc in excs:
                 if exc not in self.local and not self._asked(mentions, exc):
                     out.append(("exception", exc))
             patterns = [k.value for k in call.keywords if k.arg in ("match", "expected_regex")]
@@ -312,8 +324,10 @@ class _TestReader:
                     out.append(("message", p.value[:SHOWN]))
         elif name in EQUALS:
             out += self._strings(call.args[:2])
-        elif name in SEEDS and (call.args or call.keywords) and "seed" not in self.prompt.lower():
-            out.append(("seed", ast.unparse(call)[:SHOWN]))
+        elif name in SEEDS and (call.args or call.keywords) and "seed" not in self.prompt_lower:
+            if ("seed", id(call)) not in self.memo:
+                self.memo["seed", id(call)] = ast.unparse(call)[:SHOWN]
+            out.append(("seed", self.memo["seed", id(call)]))  # type: ignore[arg-type]
         return out
 
     def _strings(self, sides: list[ast.expr]) -> list[tuple[str, str]]:
@@ -322,28 +336,30 @@ class _TestReader:
             text = side.id if isinstance(side, ast.Name) and side.id in self.values else None
             text = self.values[text] if text else side.value if isinstance(side, ast.Constant) else None
             if isinstance(text, str):
-                words = _words(text)
-                derived = words and words <= (self._words_of_inputs() | self._asked_words())
-                if len(text.strip()) >= MIN_TEXT and not derived and self._unstated(text, False):
-                    out.append(("string", repr(text)[:SHOWN]))
+                if ("text", text) not in self.memo:  # read once: a string may be long
+                    self.memo["text", text] = (
+                        _words(text),
+                        len(text.strip()) >= MIN_TEXT,
+                        repr(text)[:SHOWN],
+                    )
+                words, long_enough, shown = self.memo["text", text]  # type: ignore[misc]
+                self.budget.spend(len(words))
+                derived = words and words <= (self._words_of_inputs() | self.prompt_words)
+                if long_enough and not derived and self._unstated(text, False):
+                    out.append(("string", shown))
         return out
-
-    def _asked_words(self) -> set[str]:
-        if not hasattr(self, "prompt_words"):
-            self.prompt_words = _words(self.prompt)
-        return self.prompt_words
 
     def _unstated(self, text: str, regex: bool) -> bool:
         key = ("unstated", text, regex)
         if key not in self.memo:
             self.memo[key] = self._unstated_now(text, regex)
-        return self.memo[key]
+        return self.memo[key]  # type: ignore[return-value]
 
     def _unstated_now(self, text: str, regex: bool) -> bool:
         part = literal_part(text) if regex else text
         if len(part.strip()) < MIN_TEXT:
             return False
-        if part.lower() in self.prompt.lower() or part.strip() in self.prompt:
+        if part.lower() in self.prompt_lower or part.strip() in self.prompt:
             return False
         return not any(part in s for s in self.base_strings)
 
