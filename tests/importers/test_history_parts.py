@@ -266,6 +266,20 @@ def test_commit_text_and_interface_never_show_test_bodies():
     assert "2.0" not in prompt and "== 6" not in prompt and "test_div" not in prompt
 
 
+def test_a_range_commit_text_is_capped_like_one_message_and_says_so():
+    """61 subjects of 10,000 characters: each cut at MAX_SUBJECT_CHARS, the list at
+    MAX_MESSAGE_CHARS, both cuts said (the old text took 60 subjects whole: 600,000 characters)."""
+    from kit.importers.git.prompt import MAX_MESSAGE_CHARS, MAX_SUBJECT_CHARS
+
+    commits = [Commit(f"{i:040x}", ["f" * 40], "", f"S{i} " + "w" * 10_000) for i in range(61)]
+    text = commit_text(commits)
+    assert len(text) <= MAX_MESSAGE_CHARS + 100
+    assert "- S0 " + "w" * (MAX_SUBJECT_CHARS - 3) + " [... 9,703 characters cut]" in text
+    assert text.endswith(f"- ... and {61 - text.count('characters cut]')} more")
+    short = [Commit(f"{i:040x}", ["f" * 40], "", f"Add thing {i}\n\nbody") for i in range(3)]
+    assert commit_text(short).endswith("- Add thing 0\n- Add thing 1\n- Add thing 2")
+
+
 # --------------------------------------------------------------------------- files laid with the hidden tests
 
 

@@ -122,6 +122,49 @@ def test_an_explained_gap_is_shown_as_explained_and_the_cli_exits_by_the_unexpla
     assert "test_parser.py::test_depth_limit  10  exception  LookupError" in capsys.readouterr().out
 
 
+def test_an_audit_over_its_work_budget_stops_and_says_so_never_a_silent_pass(tmp_path, capsys, monkeypatch):
+    """The audit's work is bounded (a hidden test module is hostile input): over the budget it
+    stops, and an ``incomplete`` gap says how many tests were not audited -- unexplained whatever
+    the spec notes say, so ``tasks audit`` exits 1 and build-suite refuses the task."""
+    from kit.importers import spec_nodes
+    from kit.importers.spec_audit import report_line
+
+    task = _task(tmp_path, FULL, spec_notes=[{"test": "*", "what": "*", "note": "all explained"}])
+    assert audit_task(task) == []
+    monkeypatch.setattr(spec_nodes, "MAX_WORK", 40)
+    gaps = audit_task(task)
+    assert gap_counts(gaps) == {"incomplete": 1}
+    stop = next(g for g in gaps if g.kind == "incomplete")
+    assert stop.note is None and stop.what.startswith(
+        "audit incomplete: its work budget (40 steps) was spent"
+    )
+    assert " of 3 hidden test(s) not audited" in stop.what
+    assert report_line(gaps).startswith("audit incomplete: ")
+    assert main(["tasks", "audit", str(task.path)]) == 1
+    assert "audit incomplete: " in capsys.readouterr().out
+
+
+def test_test_classes_whose_bases_make_a_cycle_are_audited_not_a_recursion_error(tmp_path, monkeypatch):
+    """``class TestA(TestB)`` / ``class TestB(TestA)`` in a hidden module (it never imports, but the
+    audit only reads it) made the old audit recurse until RecursionError; 20 classes each based on
+    all the others stop at the work budget instead."""
+    test = '    @pytest.mark.severity("major")\n    def test_x(self):\n        assert render(["x"]) == "x"\n'
+    two = f"import pytest\nfrom parser import render\n\nclass TestA(TestB):\n    pass\n\nclass TestB(TestA):\n{test}"
+    task = make_task(tmp_path / "two", BASE, {"test_parser.py": two}, SOLUTION, prompt=FULL)
+    assert audit_task(task) == []
+    many = "import pytest\nfrom parser import render\n\n" + "".join(
+        f"class C{i}(" + ", ".join(f"C{j}" for j in range(20) if j != i) + "):\n    pass\n\n"
+        for i in range(20)
+    )
+    task = make_task(
+        tmp_path / "many", BASE, {"test_parser.py": many + f"class TestX(C0):\n{test}"}, SOLUTION, prompt=FULL
+    )
+    from kit.importers import spec_nodes
+
+    monkeypatch.setattr(spec_nodes, "MAX_WORK", 20_000)  # the same stop as 500,000, sooner
+    assert gap_counts(audit_task(task)) == {"incomplete": 1}
+
+
 @pytest.mark.parametrize(
     ("pattern", "literal"),
     [

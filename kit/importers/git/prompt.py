@@ -140,23 +140,45 @@ def interface(names: list[Name], tests: list[ast.AST]) -> list[Name]:
     return [n for n in names if n.qualname.split(".")[-1] in used]
 
 
-#: a single commit's message is cut after this many characters (about 4,000 tokens)
+#: a single commit's message is cut after this many characters (about 4,000 tokens); so is a range's list
 MAX_MESSAGE_CHARS = 16_000
+#: a range's subject is cut after this many characters (a subject is one line of a commit message)
+MAX_SUBJECT_CHARS = 300
 
 
 def commit_text(commits: list[Commit]) -> str:
-    """A single commit's message (trailers cut), or a range's non-merge subjects as a list."""
+    """A single commit's message (trailers cut), or a range's non-merge subjects as a list: at most
+    :data:`MAX_SUBJECTS`, each cut at :data:`MAX_SUBJECT_CHARS`, the list at :data:`MAX_MESSAGE_CHARS`
+    as one message is -- every cut said in the text (a message is hostile input: it is sent with
+    every model call)."""
     if len(commits) == 1:
         lines = [ln for ln in commits[0].message.strip().splitlines() if not ln.lower().startswith(TRAILERS)]
         text = "\n".join(lines).strip()
-        if len(text) > MAX_MESSAGE_CHARS:  # a message is hostile input: it is sent with every model call
+        if len(text) > MAX_MESSAGE_CHARS:
             cut = len(text) - MAX_MESSAGE_CHARS
             text = text[:MAX_MESSAGE_CHARS] + f"\n\n[... the commit message's last {cut:,} characters cut]"
         return text
     subjects = [c.subject for c in commits if len(c.parents) < 2 and c.subject]
-    shown = subjects[:MAX_SUBJECTS]
-    more = f"\n- ... and {len(subjects) - len(shown)} more" if len(subjects) > len(shown) else ""
-    return "Make the changes these commits describe:\n\n" + "\n".join(f"- {s}" for s in shown) + more
+    head = "Make the changes these commits describe:\n\n"
+    lines: list[str] = []
+    size = len(head)
+    for subject in subjects[:MAX_SUBJECTS]:
+        line = f"- {_short(subject)}"
+        if size + len(line) + 1 > MAX_MESSAGE_CHARS:
+            break
+        lines.append(line)
+        size += len(line) + 1
+    if len(subjects) > len(lines):
+        lines.append(f"- ... and {len(subjects) - len(lines)} more")
+    return head + "\n".join(lines)
+
+
+def _short(subject: str) -> str:
+    """A subject's first line, cut at :data:`MAX_SUBJECT_CHARS` with the cut said."""
+    line = subject.strip().splitlines()[0] if subject.strip() else ""
+    if len(line) <= MAX_SUBJECT_CHARS:
+        return line
+    return line[:MAX_SUBJECT_CHARS] + f" [... {len(line) - MAX_SUBJECT_CHARS:,} characters cut]"
 
 
 def build_prompt(commits: list[Commit], names: list[Name]) -> str:
