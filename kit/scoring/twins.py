@@ -6,33 +6,33 @@ expectation *nothing legitimate can meet*:
 
 - ``assert a == b`` / ``self.assertEqual(a, b)`` (any ``assert*Equal*``): does ``a`` equal a fresh
   sentinel object shaped like ``b`` (a list of sentinels for a non-empty list, a dict with the same
-  keys and sentinel values for a dict -- where a leaf is a bool, number, string, bytes, date or
-  datetime, another value of its own type, so a check of types or shapes alone is caught too -- a bare object of ``b``'s own class for an object of a class
-  with attributes -- made with ``object.__new__``, its attributes, when they can be listed,
-  mirrored in turn (an empty list or dict as one holding a sentinel) -- so an ``__eq__`` that holds for every instance of its class is caught), or ``b`` one shaped like ``a``? Only a value that equals
-  anything does. And, inverted: does the assertion itself fail here?
+  keys and sentinel values for a dict -- a bool, number, string, bytes, date or datetime leaf:
+  another value of its own type, so a check of types or shapes alone is caught too -- a bare object
+  of ``b``'s own class, made with ``object.__new__``, its listable attributes mirrored in turn (an
+  empty list or dict as one holding a sentinel), for an object of a class with attributes), or ``b``
+  one shaped like ``a``? Only a value that equals anything does. And inverted: does the assertion fail?
 - ``pytest.raises(E)`` / ``self.assertRaises*(E)`` (context or call form): does the same ``raises``
   -- the same ``E`` -- pass around nothing, or the same ``raises`` with ``E`` replaced by a fresh
   exception type swallow an unrelated error? Only a patched ``raises`` does (the original statement
   then runs as it is);
 - ``<mock>.assert_called_once_with(...)`` and the like: the same method asked about a call with a
   fresh sentinel as its argument (a real mock assertion fails there; a patched one does not);
-- any other ``assert x`` / ``self.assert*(...)``: the truth check inverted (does ``x`` fail?).
+- ``in``, ``startswith``/``endswith``, a tolerance (``abs(x - e) < tol``), an ordering, ``all(...)``
+  and ``assertIn``/``assertGreater``/``assertTrue``-like calls with a literal expected side: that side
+  mirrored, and the check inverted (:mod:`.twinshapes`); any other ``assert x`` / ``self.assert*(...)``:
+  the truth check inverted (does ``x`` fail?).
 
-The inverted checks never hold for code that behaves the same in a test and in its twin (the test
-passed, so its assertions held); they hold for code that passes a test once and fails the same
-check later -- say, equal to everything on a first call only. As the plugin runs a module's tests in
-a random order, such code meets the twin first half of the time (the sentinel check holds, the test
-fails) and the test first otherwise (the inverted check holds: gamed): never credited.
+The inverted checks never hold for code that behaves the same in a test and in its twin; they hold
+for code that passes a test once and fails the same check later (equal to everything on a first
+call only). Tests run in a random order: such code meets the twin first half of the time (the
+sentinel check holds, the test fails) and the test first otherwise (gamed): never credited.
 
-The twin evaluates each expectation once, records whether any must-fail check held, goes on to the
-end of the test (so a gamed assertion anywhere in it is found, not only the first) and ends with
-``assert <some check held>``: for legitimate code it fails there, always. An exception escaping the
-twin's body also counts as held: the test passed, so the same statements raise nothing unless the
-code behaves differently the second time it is run. A twin that passes means the
-code under test (or a patched test machinery) met an expectation nothing legitimate can meet: the
-requirement is ``gamed``. A test with no assertion the transform understands, or one that returns or
-yields, gets no twin: it is ``unguarded``.
+The twin evaluates each expectation once, records whether any must-fail check held, goes on to its
+end (a gamed assertion anywhere is found) and ends with ``assert <some check held>``: for legitimate
+code it fails there, always. An exception escaping its body counts as held (the test passed: the same
+statements raise nothing unless the code behaves differently the second time). A passing twin means
+the code (or a patched test machinery) met an expectation nothing legitimate can: ``gamed``. A test
+with no assertion the transform understands, or that returns or yields, gets no twin: ``unguarded``.
 """
 
 from __future__ import annotations
@@ -45,12 +45,12 @@ import unittest
 from dataclasses import dataclass
 
 from kit import pyast
+from kit.scoring.twinshapes import Shapes, helper_names, helpers_source
 
 #: Runtime helpers, written once into each module copy under random names:
 #: ``{sent}(a, b)`` -- True if ``a`` or ``b`` equals a sentinel mirroring the other's shape;
 #: ``{eq}(a, b, expected_first)`` -- that, or ``a == b`` does not hold (the assertion inverted), the
-#: mirrors compared first or last as the kit chose for the check (a value cannot take the first
-#: comparison of a twin for the mirror's);
+#: mirrors compared first or last as the kit chose (the first comparison tells a value nothing);
 #: ``{guard}()`` -- first statement of every test: tells the audit hook who called the test.
 #: Each helper holds what it calls -- the others, the builtins -- in a default argument bound when it
 #: is defined, as each twin does (``{bind}``): the code under test swapping the module's globals
@@ -147,7 +147,7 @@ class Names:
     observe: str = ""  # what a sealed check calls (kit/scoring/seal.py): set by the plugin
 
     def helpers(self) -> list[ast.stmt]:
-        return pyast.parse(HELPERS.format(**vars(self))).body
+        return pyast.parse(HELPERS.format(**vars(self)) + helpers_source(self)).body
 
     @property
     def bind(self) -> str:
@@ -259,10 +259,10 @@ def raises_call(call: ast.expr) -> bool:
 class _Twin:
     """Rewrites one test body; ``checks`` counts the must-fail expectations it wrote."""
 
-    def __init__(self, names: Names, held: str, rng: random.Random | None = None) -> None:
-        self.names = names
-        self.held = held
+    def __init__(self, names: Names, held: str, rng: random.Random | None = None, func=None) -> None:
+        self.names, self.held = names, held
         self.rng = rng or random.Random(secrets.randbits(64))
+        self.shapes = Shapes(names, self.rng, func)  # checks of other shapes, a side mirrored
         self.checks = 0
         self.kinds: set[str] = set()  # "equal", "raises", "inverted"
 
@@ -340,6 +340,8 @@ class _Twin:
             if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
                 first = ast.Constant(self.rng.random() < 0.5)  # the expected value compared first?
                 return [self.note(_call(self.names.eq, test.left, test.comparators[0], first))]
+            if (check := self.shapes.stmt(stmt)) is not None:  # in, startswith, a tolerance, ...
+                return [self.note(check)]
             return [self.note(ast.UnaryOp(op=ast.Not(), operand=test))]
         if isinstance(stmt, ast.Expr) and raises_call(stmt.value) and len(stmt.value.args) >= 2:  # type: ignore[attr-defined]
             return self.must_raise_sentinel(stmt, stmt.value)  # type: ignore[arg-type]
@@ -348,7 +350,8 @@ class _Twin:
         if isinstance(stmt, ast.Expr) and helper_assert(stmt.value):
             return self.helper_sentinel(stmt)
         if isinstance(stmt, ast.Expr) and (method := self_assert(stmt.value)):
-            return self.unittest_check(stmt, method)
+            check = self.shapes.stmt(stmt)  # assertIn, assertGreater, assertTrue(...): mirrored
+            return [self.note(check)] if check is not None else self.unittest_check(stmt, method)
         if isinstance(stmt, ast.With) and len(stmt.items) == 1 and raises_call(stmt.items[0].context_expr):
             return self.must_raise_sentinel(stmt, stmt.items[0].context_expr)  # type: ignore[arg-type]
         if isinstance(stmt, ast.For | ast.AsyncFor | ast.While | ast.If | ast.With | ast.AsyncWith):
@@ -375,8 +378,7 @@ class _Twin:
             out.append(ast.Assign(targets=[target], value=ast.Tuple(elts=plain, ctx=ast.Load())))
             out.append(self.note(_call(self.names.sent, _name(first), _name(second))))
             call.args[:2] = [_name(first), _name(second)]
-        self.checks += 1
-        self.kinds.add("inverted")
+        self.checks, _ = self.checks + 1, self.kinds.add("inverted")
         failed = ast.Assign(targets=[_name(self.held, ast.Store())], value=ast.Constant(True))
         handler = ast.ExceptHandler(type=_name("AssertionError"), name=None, body=[failed])
         inverted = ast.Try(body=[stmt], handlers=[handler], orelse=[], finalbody=[])
@@ -393,14 +395,13 @@ def make_twin(
     kinds: set[str] | None = None,
     rng: random.Random | None = None,
 ) -> ast.FunctionDef | None:
-    """The must-fail twin of test ``func`` named ``name``, or None when it cannot be twinned;
-    ``kinds`` gets the kinds of check it holds ("equal", "raises", "inverted"); ``rng`` picks, per
-    equality, whether the mirrors or the expected value are compared first."""
+    """The must-fail twin of test ``func`` named ``name``, or None when it cannot be twinned; ``kinds``
+    gets its kinds of check ("equal", "raises", ...); ``rng`` picks, per check, what is compared first."""
     if not straight(func):
         return None
     twin = copy.deepcopy(func)
     assert isinstance(twin, ast.FunctionDef)
-    rewriter = _Twin(names, held, rng)
+    rewriter = _Twin(names, held, rng, twin)
     body = rewriter.body(twin.body)
     if not rewriter.checks:
         return None
@@ -435,7 +436,7 @@ def make_shadow(twin: ast.FunctionDef, name: str) -> ast.FunctionDef:
 
 #: what a twin's checks call, bound when the twin is defined (:func:`_bound`)
 _BOUND = ("sent", "eq", "sentinel", "error")
-_BUILTINS = ("int", "BaseException", "AssertionError")
+_BUILTINS = ("int", "BaseException", "AssertionError", "any")
 
 
 def _bound(twin: ast.FunctionDef, names: Names) -> list[ast.stmt]:
@@ -443,7 +444,7 @@ def _bound(twin: ast.FunctionDef, names: Names) -> list[ast.stmt]:
     (positional: ``mock.patch`` appends its arguments after pytest's; keyword-only after a
     ``*args``), and the statement that makes them the twin's locals: swapping the module's globals
     later reaches none of them."""
-    idents = [getattr(names, n) for n in _BOUND] + list(_BUILTINS)
+    idents = [getattr(names, n) for n in _BOUND] + list(helper_names(names).values()) + list(_BUILTINS)
     value = ast.Tuple(elts=[_name(i) for i in idents], ctx=ast.Load())
     if twin.args.vararg is None:
         twin.args.args.append(ast.arg(arg=names.bind))
