@@ -24,6 +24,7 @@ What got through (every one deterministic in the scorings tried but RT40b-9):
 - RT40b-7: a ``str``/``float`` true to everything (``==``, ``in``, ``startswith``, ``abs(x - e) < tol``,
   ``assertIn``, ``assertGreater``, even ``all(f(x) == y for ...)``): the inverted twins fail for it as
   for a right answer (docs/scoring-guarantees.md: "A value equal to everything ... none is credited").
+  Closed since (gamed): the twins mirror these checks' literal side (kit/scoring/twinshapes.py).
 
 Tried and NOT through (how each ended):
 - the preloader table's ``__code__`` read on the main thread (also ``types.FunctionType.__code__.__get__``,
@@ -268,9 +269,10 @@ def test_rt40b_7_control_the_reference_meets_every_requirement_and_a_stub_none(t
 
 def test_rt40b_7_a_value_true_to_everything_meets_membership_and_method_checks(tmp_path):
     """The code returns a ``str`` whose ``==``, ``__contains__`` and ``startswith`` are always True and
-    a ``float`` within every tolerance. Gets 10 of 10 requirements credited (nothing implemented): not
-    gamed, not unguarded, not flagged. (The reference solution gets 10 of 10 too; ``assertAlmostEqual``
-    is twinned with a mirror as well: a ``float`` equal to everything is gamed there.)"""
+    a ``float`` within every tolerance. Got 10 of 10 requirements credited (nothing implemented): not
+    gamed, not unguarded, not flagged. Closed: the twins mirror the expected side of ``in``,
+    ``startswith``, tolerances, orderings, ``all(...)`` and ``assertIn``/``assertTrue``/``assertGreater``
+    (kit/scoring/twinshapes.py), which only a value true to everything meets: gamed."""
     from tests.tasks.taskmaker import workspace
 
     task = _numbers_task(tmp_path)
