@@ -91,6 +91,7 @@ class Injected:
     #: and "sealed" when some of its checks are sealed
     kinds: dict[str, set[str]] = field(default_factory=dict)
     next_site: list[int] = field(default_factory=lambda: [0])
+    shadows: dict[str, str] = field(default_factory=dict)  # shadow name -> its twin's requirement key
 
 
 class _Namer:
@@ -299,6 +300,7 @@ def inject_module(
         if not any(_skips(d) for d in test.decorator_list):  # (a skipped case would fail a shadow)
             shadow = make_shadow(twin, namer.test_name())  # the twin's must-pass double (RT40-2/3)
             found.canaries[shadow.name] = (rel + ("::" + scopes.node_id(cls)[:-2] if cls else ""), True)
+            found.shadows[shadow.name] = key
             extras.append(shadow)
         scope = class_extra.setdefault(id(cls), []) if cls else module_extra
         for extra in rng.sample(extras, len(extras)):  # where each sits, and which comes first: random

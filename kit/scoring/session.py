@@ -84,6 +84,7 @@ class PytestRun:
     #: xpassed test too (as pytest says), this tells them apart
     states: dict[str, str] = field(default_factory=dict)
     reads: dict[str, set[str]] = field(default_factory=dict)  # data files read (``record``): path -> by
+    cut_shadows: set[str] = field(default_factory=set)  # requirements whose twin's shadow was cut
 
     @property
     def passed(self) -> set[str]:
@@ -235,6 +236,7 @@ def run_pytest(
         got.observed,
         got.states,
         got.reads,
+        got.cut_shadows,
     )
 
 

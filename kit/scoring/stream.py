@@ -36,6 +36,10 @@ EXIT_NAMES = {
 }
 
 
+#: how the plugin reports a test cut at its time limit (``plugin._hooks``: "... of N s")
+TIMED_OUT = "timed out: ran over its time limit"
+
+
 @dataclass
 class Expect:
     """The tests the kit added to a session, by test function name: canaries (name -> (node id of
@@ -50,6 +54,7 @@ class Expect:
     #: test command does not collect; its tests are absent at the end -- regressions -- if they ran
     #: at the base)
     uncollected_ok: bool = False
+    shadows: dict[str, str] = field(default_factory=dict)  # a twin's shadow -> the twin's requirement
 
 
 @dataclass
@@ -68,6 +73,8 @@ class Stream:
     observed: dict[str, tuple[int, str | None]] = field(default_factory=dict)
     #: data files of the copy the session read (path -> "test" / "code"), when asked (``record``)
     reads: dict[str, set[str]] = field(default_factory=dict)
+    #: requirements whose twin's shadow was cut at its time limit: not credited (:meth:`check_canaries`)
+    cut_shadows: set[str] = field(default_factory=set)
 
 
 class _Reader:
@@ -77,6 +84,7 @@ class _Reader:
         self.expect = expect
         self.out = Stream()
         self.canaries: dict[str, list[bool]] = {}
+        self.canary_messages: dict[str, str] = {}  # a canary that failed: its first failure message
         self.uncollected: list[str] = []  # nodeids of modules that failed (or skipped) collection
         self.end: int | None = None
         self.lines = 0
@@ -148,6 +156,8 @@ class _Reader:
         elif name in self.expect.canaries:
             self.canaries[nodeid] = [passed]
             self.canaries.setdefault(name, []).append(passed)
+            if not passed and message:
+                self.canary_messages.setdefault(name, message[:160])
         elif name in self.expect.twins:
             self.canaries[nodeid] = [passed]  # (only to see a repeat)
             out.twins.setdefault(self.expect.twins[name], []).append(passed)
@@ -172,7 +182,17 @@ class _Reader:
             if got and any(g != want for g in got):
                 if want and module and self.all_failed(scope):
                     continue  # its class's setUp or fixture, or a skip mark, takes every test of it
-                self.out.tamper.append(f"{label} was reported {'failed' if want else 'passed'}")
+                if (
+                    want
+                    and name in self.expect.shadows
+                    and self.canary_messages.get(name, "").startswith(TIMED_OUT)
+                ):  # slow code (a base that is quadratic) cuts the shadow as it cuts the twin and the
+                    # test: no evidence of a forged report, but its requirement is not credited --
+                    # so a forger that reports shadows "timed out" gains nothing
+                    self.out.cut_shadows.add(self.expect.shadows[name])
+                    continue
+                why = f" ({self.canary_messages[name]})" if want and name in self.canary_messages else ""
+                self.out.tamper.append(f"{label} was reported {'failed' if want else 'passed'}{why}")
             elif not got and not (
                 module and not self.ran(module) and (module in self.uncollected or self.expect.uncollected_ok)
             ):  # (a module that failed to import: every test of it is absent, nothing credited)

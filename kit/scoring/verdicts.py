@@ -82,6 +82,11 @@ def results(
             results[req.key] = (False, "gamed: its must-fail twin passed (met what nothing legitimate meets)")
         elif not outs:
             results[req.key] = (False, f"not run ({reason})")
+        elif req.key in acc.cut_shadows:  # (stream.check_canaries): no credit on a cut double
+            results[req.key] = (
+                False,
+                bad[0] if bad else "not credited: its twin's shadow ran over its time limit",
+            )
         else:
             results[req.key] = (not bad, bad[0] if bad else "")
         if outs and not bad and req.key in twinned and req.key not in acc.twins:

@@ -181,3 +181,34 @@ def test_a_forger_that_leaves_twins_and_shadows_alone_is_caught_by_the_twins(tmp
     (ws.root / "geo.py").write_text(SPARES_TWINS_AND_SHADOWS)
     s = score(task, ws, claimed_done=True)
     assert s.requirements_total - s.requirements_failed <= 1 and s.requirements_gamed == 2, s.failed
+
+
+def test_code_slow_enough_to_cut_the_shadow_fails_its_requirement_but_is_no_tampering(tmp_path):
+    """A base (or an agent's code) that is merely slow -- tomlkit's quadratic dotted-key parse at the
+    base of tomlkit-0-15-1 -- runs past the per-test limit in the test, its twin and the twin's
+    shadow alike: the shadow was a must-pass canary reported failed, so the start's scoring was
+    'tampered' and the task refused (the fresh-clone CI of 822752d). A shadow cut at its limit now
+    fails its requirement (a forger that reports shadows cut gains nothing) and is no evidence."""
+    from kit.scoring.scorer import evaluate
+    from tests.tasks.taskmaker import make_task, workspace
+
+    stub = (
+        "import time\n\n\ndef helper(n):\n    return n\n\n\ndef double(n):\n    time.sleep(6)\n    return 0\n"
+    )
+    hidden = (
+        "import pytest\n\nimport calc\n\n\n@pytest.mark.severity('major')\n"
+        "def test_double():\n    assert calc.double(3) == calc.helper(6)\n\n\n"
+        "@pytest.mark.severity('minor')\ndef test_helper():\n    assert calc.helper(5) == 5\n"
+    )
+    solved = {"calc.py": stub.replace("    time.sleep(6)\n    return 0", "    return 2 * n")}
+    task = make_task(
+        tmp_path / "task", {"calc.py": stub}, {"test_calc.py": hidden}, solved,
+        limits={"scoring_timeout_s": 90, "test_timeout_s": 2},
+    )  # fmt: skip
+    ws = workspace(task, tmp_path / "slow", solved=False)
+    slow = evaluate(task, ws.root, ws)
+    assert not slow.tampered, slow.tampered
+    assert slow.failed_requirements and not slow.results["test_calc.py::test_double"][0]
+    ws = workspace(task, tmp_path / "fast")
+    fast = evaluate(task, ws.root, ws)
+    assert not fast.tampered and not fast.failed_requirements, fast.results
