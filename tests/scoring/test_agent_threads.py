@@ -61,16 +61,23 @@ FLAGGED = {
         ("a thread started during the tests", "started by textkit.py:", "opened the hidden tests"),
     ),
     # a thread started from another thread the code under test started (no frame of textkit.py on
-    # the inner start's stack): the inner one is the code under test's too
+    # the inner start's stack), reading the hidden tests' code through pytest's reader
     "a-thread-started-by-its-thread": (
         """
-        import concurrent.futures, sys
-        _inner = concurrent.futures.ThreadPoolExecutor(1)
-        with concurrent.futures.ThreadPoolExecutor(1) as _outer:
-            _frames = _outer.submit(_inner.submit, sys._current_frames).result().result()
-        _inner.shutdown()
+        import concurrent.futures, functools, sys
+        import _pytest._code
+        _real = slugify
+        def slugify(text):
+            mod = next(m for m in list(sys.modules.values()) if 'test_slugify' in str(getattr(m, '__file__', '')))
+            tests = [v for k, v in vars(mod).items() if k.startswith("test") and callable(v)]
+            inner = concurrent.futures.ThreadPoolExecutor(1)
+            with concurrent.futures.ThreadPoolExecutor(1) as outer:
+                read = functools.partial(list, map(_pytest._code.getrawcode, tests))
+                outer.submit(inner.submit, read).result().result()
+            inner.shutdown()
+            return _real(text)
         """,
-        ("a thread started during the tests", "sys._current_frames"),
+        ("a thread started during the tests", "started by textkit.py:", "read __code__ of hidden test code"),
     ),
     # sys._current_frames called by a weakref.finalize when a token dies in the hidden test's frame
     # (the value slugify returns carries it): no frame of textkit.py on the stack
