@@ -6,7 +6,9 @@ each twin with a shadow), test_laid_reach's golden-file task (repo layout) or a 
 here. Controls: geo with ``area`` returning a plain 0 credits 1 of 3 (the symmetry test), unflagged;
 the forgers' sources and what each does are in ``redteam40b_forgers.py``.
 
-What got through (every one deterministic in the scorings tried but RT40b-9):
+What got through (every one deterministic in the scorings tried but RT40b-9; RT40b-4, 5, 6b, 8 and 9
+are closed since -- suspicious -- by kit/scoring/threads.py: a thread the code under test started acts
+for it, and a frame call a callback dispatches through C is charged; see tests/scoring/test_agent_threads.py):
 - RT40b-1/3: a VALUE that tells the twin's mirror check from the other comparisons -- by
   ``sys.getrefcount(self)`` (4 vs 8) or by a RecursionError depth probe -- answers False only there:
   the requirement passes, the twin fails on its own, the shadow passes. No report forged, nothing to
