@@ -58,6 +58,9 @@ _NAMES = {
     "gc.get_referrers": ("refer", "gc"),
     "gc.get_referents": ("refer", "gc"),
 }
+#: what a call that starts a thread names (``t.start()``, ``pool.submit``, ``ThreadPool(4)`` ...): a
+#: start requested where none is named was dispatched by a callback (a finalizer's ``Thread.start``)
+_STARTS = ("start", "submit", "map", "thread", "Thread", "run", "spawn", "apply", "xecutor", "ool", "worker")
 _OPS = {opcode.opmap[n]: n for n in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_ATTR", "LOAD_METHOD", "LOAD_CONST")}
 _OPS.update(
     {opcode.opmap[n]: "local" for n in ("LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_CLASSDEREF")}
@@ -124,6 +127,8 @@ def hook(original: Callable, threads: Threads) -> Callable[[str, tuple], None]:
         function, targs, tkwargs, out = args if len(args) == 4 else (None, None, None, None)
         if type(out) is not list:
             raise RuntimeError("not a call this hook makes")
+        if not callable(function) or not isinstance(targs, tuple) or not isinstance(tkwargs, dict | None):
+            raise TypeError("start_new_thread: a callable, a tuple and a dict (or nothing) are needed")
         try:
             owner = threads.starter(_getframe(2))
         except Exception:  # noqa: BLE001 - could not tell: the thread is the code under test's
@@ -142,12 +147,20 @@ class Threads:
         audit.threads = self  # type: ignore[attr-defined]
 
     def starter(self, frame: object) -> str | None:
-        """The code under test that starts a thread from ``frame``, or None."""
+        """The code under test that starts a thread from ``frame`` (or a thread of its, or a callback
+        that starts it through C: no frame names the start), or None."""
         where = self.audit.caller(frame, all_stdlib=True)  # type: ignore[attr-defined]
         if where:
             return where
         owner = getattr(self.marks, "owner", None)  # (a thread of the code under test's starts one)
-        return owner if owner and self.acts_for(frame, True) else None
+        if owner and self.acts_for(frame, True):
+            return owner
+        while self.machinery(frame):  # (``Thread.start``, an executor's ``submit``...)
+            frame = frame.f_back  # type: ignore[attr-defined]
+        if frame is None or self.named(frame, _STARTS):
+            return None
+        name = frame.f_code.co_filename.rpartition("/")[2]  # type: ignore[attr-defined]
+        return f"a callback (dispatched at {name}:{frame.f_lineno}, which does not name it)"  # type: ignore[attr-defined]
 
     def acts_for(self, frame: object, all_stdlib: bool = False, direct: bool = False) -> str | None:
         """Is the event raised at ``frame`` done for the code under test by this thread -- one it

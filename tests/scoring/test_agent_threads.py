@@ -49,6 +49,28 @@ FLAGGED = {
         """,
         ("a thread started during the tests", "started by textkit.py:", "read __code__ of hidden test code"),
     ),
+    # a Thread started by a weakref.finalize firing in the hidden test's frame (no frame of textkit.py
+    # on the stack at its start), reading the hidden tests' code through pytest's reader
+    "a-thread-started-by-a-finalizer": (
+        """
+        import functools, sys, threading, time, weakref
+        import _pytest._code
+        _real = slugify
+        class _Text(str):
+            pass
+        class _Token:
+            pass
+        def slugify(text):
+            mod = next(m for m in list(sys.modules.values()) if 'test_slugify' in str(getattr(m, '__file__', '')))
+            tests = [v for k, v in vars(mod).items() if k.startswith("test") and callable(v)]
+            thread = threading.Thread(target=functools.partial(list, map(_pytest._code.getrawcode, tests)))
+            value = _Text(_real(text))
+            value.token = _Token()
+            weakref.finalize(value.token, thread.start)
+            return value
+        """,
+        ("a thread started during the tests", "started by a callback (dispatched at weakref.py:"),
+    ),
     # the hidden module's text read at import (during collection) by an executor, through pytest's
     # own path class -- pytest's frames on that thread's stack, not the stdlib's alone
     "read-through-pytests-path-in-an-executor-at-import": (
