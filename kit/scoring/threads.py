@@ -8,7 +8,8 @@ own folder before any code under test loads, and imports nothing from the kit.
   wrapper that holds nothing: it raises ``orchbench.thread``, and this module's hook -- added before
   audit.py's -- charges the start as audit.py charges an open (the nearest frame of the code under
   test, looking through the stdlib, base code and pytest's loader; or the start is made in a thread
-  of the code under test's) and starts the thread under a first frame of its own that marks it (a
+  of the code under test's, or dispatched by a callback: no frame past the thread machinery names it)
+  and starts the thread under a first frame of its own that marks it (a
   thread-local only the hook holds). In such a thread an event is charged to its starter wherever
   the same event would be charged to the code under test had it called the thread's target itself:
   the walk up from the event looks through the stdlib's thread machinery (``threading``,
