@@ -114,7 +114,7 @@ def hook(original: Callable, threads: Threads) -> Callable[[str, tuple], None]:
     """An audit hook, added after stacktext's and before audit.py's: it starts the threads the wrapper
     asks for (the original lives only here), each marked with its starter where that is the code
     under test, and wraps ``_thread`` again when ``_imp.create_builtin`` makes it anew."""
-    marks = threads.marks
+    marks, wrapped = threads.marks, _wrapper("").__code__  # (every wrapper's code: one object)
 
     def thread_hook(event: str, args: tuple) -> None:
         if event == "orchbench.stack" and len(args) == 4 and args[0] == "_imp.create_builtin":
@@ -131,7 +131,10 @@ def hook(original: Callable, threads: Threads) -> Callable[[str, tuple], None]:
         if not callable(function) or not isinstance(targs, tuple) or not isinstance(tkwargs, dict | None):
             raise TypeError("start_new_thread: a callable, a tuple and a dict (or nothing) are needed")
         try:
-            owner = threads.starter(_getframe(2))
+            frame = _getframe(1)  # (the wrapper's caller: frames put between it and this hook skipped)
+            while frame is not None and frame.f_code is not wrapped:
+                frame = frame.f_back
+            owner = threads.starter(frame.f_back if frame is not None else _getframe(1))
         except Exception:  # noqa: BLE001 - could not tell: the thread is the code under test's
             owner = "a thread start that could not be checked"
         out.append(original(_first, (marks, owner, function, targs, {} if tkwargs is None else tkwargs)))
