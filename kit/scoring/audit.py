@@ -13,6 +13,7 @@ closes and what it does not, in full: docs/scoring.md, "The audit hook".
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import sysconfig
@@ -20,6 +21,7 @@ import threading
 from collections.abc import Callable
 
 _getframe = sys._getframe
+_gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 _Function = type(lambda: None)
 _realpath = os.path.realpath
 _readlink = os.readlink
@@ -106,6 +108,8 @@ def audit_hook(send: Callable[..., None], audit: Audit) -> Callable[[str, tuple]
         if getattr(local, "busy", False):
             return
         local.busy = True  # what this hook does raises events too
+        collecting = _gc_isenabled()  # (a finalizer the collector runs in here would not be seen)
+        _gc_disable()
         try:
             if event == _CALLED:  # a hidden test runs: collection is over
                 audit.collected = True
@@ -138,6 +142,8 @@ def audit_hook(send: Callable[..., None], audit: Audit) -> Callable[[str, tuple]
                 pass
         finally:
             local.busy = False
+            if collecting:
+                _gc_enable()
 
     return hook
 
@@ -184,6 +190,7 @@ class Audit:
         self.collected = False  # a hidden test has run: an open of a hidden file by any thread counts
         self.kinds: dict[str, int] = {}  # file name -> what it is (:meth:`kind`)
         self.code_files: dict[str, bool] = {}  # a code object's file name -> is it a hidden test's?
+        self.threads = None  # ``threads.py``'s ``Threads``: which thread acts for the code under test
 
     def check(self, event: str, args: tuple, frame: object) -> str | None:
         """What the repo code did, or None when the event is not the repo's or not about the tests."""
@@ -196,7 +203,7 @@ class Audit:
                     return None
             if not isinstance(path, str | bytes) or not self.is_hidden(_fsdecode(path)):
                 return None
-            where = self.caller(frame, all_stdlib=True) or self.late(frame)
+            where = self.caller(frame, all_stdlib=True) or self.late(frame) or self.handed(frame, True)
             return (
                 f"{where} {'opened' if event == 'open' else 'listed'} the hidden tests ({_fsdecode(path)})"
                 if where
@@ -211,13 +218,15 @@ class Audit:
             return self.compiled(args[1] if len(args) > 1 else None, frame, args[0] if args else None)
         if event == _CALLED:  # raised by the first statement of every hidden test, with its caller
             where = self.caller(args[0] if args else None, all_stdlib=True)
+            where = where or self.handed(args[0] if args else None, True)
             return f"{where} called a hidden test function" if where else None
         if event in _SPAWN:
             if not self.processes or (event == "ctypes.dlopen" and args[:1] == (None,)):
                 return None  # (``import ctypes`` opens the process itself: only a symbol taken counts)
-            where = self.caller(frame, all_stdlib=True) or self.handed(frame)
+            where = self.caller(frame, all_stdlib=True) or self.handed(frame, True)
             what = "loaded native code with ctypes" if event.startswith("ctypes") else "started a process"
             return f"{where} {what} ({str(args[:2])[:120]})" if where else None
+        first = frame  # (the nearest Python frame: does it name what it calls? ``threads.py``)
         if event == "sys._getframe" and self.returns_frame(frame):
             frame = frame.f_back  # type: ignore[attr-defined]  # charged to who called the wrapper
         hidden = ""
@@ -225,7 +234,11 @@ class Audit:
             hidden = self.code_file(args[0], args[1])
             if not hidden and args[1] not in _FRAMES:
                 return None  # (before the walk up the stack: most code reads are pytest's or inspect's)
-        where = self.caller(frame, all_stdlib=False) or (self.handed(frame) if event in _TAKE else None)
+        where = self.caller(frame, all_stdlib=False) or self.handed(
+            frame, direct=not (event in _TAKE or hidden)
+        )
+        if not where and event in _TAKE and self.threads:  # a frame call dispatched by a callback
+            where = self.threads.indirect(event, first)
         if not where:
             return None
         if event in _TAKE:
@@ -234,6 +247,7 @@ class Audit:
             self.caller(frame, all_stdlib=False, direct=True)
             or self.via_pytest(frame)
             or _basename(frame.f_code.co_filename) in _FRAME_GIVERS  # type: ignore[attr-defined]
+            or self.handed(frame, direct=True)  # (in a thread of the code under test's, handed to it)
         ):
             return f"{where} took a frame ({args[1]})"  # (through traceback's helpers: not on its own)
         if hidden:
@@ -378,18 +392,10 @@ class Audit:
         under a test file's name, to pass for test code?"""
         return name in self.compiled_files and id(frame.f_code) not in self.compiled_ids  # type: ignore[attr-defined]
 
-    def handed(self, frame: object) -> str | None:
-        """A thread whose stack holds nothing but the stdlib's code (an executor's worker, a
-        ``Thread`` whose target is a stdlib or builtin function): work handed over by code that is
-        no longer on any stack -- the code under test's (pytest runs tests in the main thread)."""
-        thread = _current_thread()
-        if thread is _main_thread():
-            return None
-        while frame is not None:
-            if self.kind(frame.f_code.co_filename) not in (_STDLIB, _HELPER, _ANGLE):  # type: ignore[attr-defined]
-                return None
-            frame = frame.f_back  # type: ignore[attr-defined]
-        return f"a thread started during the tests ({thread.name[:60]}, stdlib code only)"
+    def handed(self, frame: object, all_stdlib: bool = False, direct: bool = False) -> str | None:
+        """A thread that acts for the code under test (``threads.py``: started by it, or with nothing
+        but the stdlib's code on its stack) at ``frame``, or None."""
+        return self.threads.acts_for(frame, all_stdlib, direct) if self.threads else None
 
     def link(self, args: tuple, frame: object) -> str | None:
         """A link made to a hidden file (``os.symlink``/``os.link``: source, destination and the
@@ -408,7 +414,7 @@ class Audit:
         base = _dirname(_join(folder, dst)) if len(args) == 3 else folder  # (a symlink: from its folder)
         if not self.is_hidden(_join(base, src)):
             return None
-        where = self.caller(frame, all_stdlib=True) or self.late(frame) or self.handed(frame)
+        where = self.caller(frame, all_stdlib=True) or self.late(frame) or self.handed(frame, True)
         return f"{where} made a link to the hidden tests ({src})" if where else None
 
     def base_line(self, name: str, frame: object) -> bool:

@@ -134,10 +134,13 @@ def install(settings: dict) -> list[object]:
         # any added after it), making the calls of the C functions it wraps
         stack = _private_scope(vars(_load(settings["plugin"], "stacktext")))
         originals, codes = stack["install"]()
+        threads = _private_scope(vars(_load(settings["plugin"], "threads")))  # threads it started
+        start = threads["install"]()
         kinds = {"foreign": (scope["_OTHER_FILE"], scope["_LOADER_FILE"])}
         kinds.update(stdlib=scope["_STDLIB"], helper=scope["_HELPER"])
         stack_send = _rebind(_sender, _private_scope())(fd, lock, seq)
         sys.addaudithook(stack["hook"](originals, codes, audit, stack_send, kinds))
+        sys.addaudithook(threads["hook"](start, threads["Threads"](audit)))
         sys.addaudithook(scope["audit_hook"](_rebind(_sender, _private_scope())(fd, lock, seq), audit))
     return [hooks, preloaded, pin_hooks]
 

@@ -31,6 +31,7 @@ OBSERVE_FILE = "observe.py"
 AUDIT_FILE = "audit.py"
 PRELOAD_FILE = "preload.py"
 STACKTEXT_FILE = "stacktext.py"
+THREADS_FILE = "threads.py"
 PINNED_FILE = "pinned.py"
 MAX_STREAM_BYTES = 32 * 1024 * 1024
 
@@ -111,6 +112,7 @@ def prepare_kit_dir(folder: Path) -> Path:
         AUDIT_FILE,
         PRELOAD_FILE,
         STACKTEXT_FILE,
+        THREADS_FILE,
         PINNED_FILE,
     ):
         shutil.copyfile(KIT_DIR / name, folder / name)
