@@ -32,6 +32,7 @@ AUDIT_FILE = "audit.py"
 PRELOAD_FILE = "preload.py"
 STACKTEXT_FILE = "stacktext.py"
 PINNED_FILE = "pinned.py"
+GUARD_FILE = "guard.py"
 MAX_STREAM_BYTES = 32 * 1024 * 1024
 
 
@@ -102,7 +103,7 @@ class PytestRun:
 
 def prepare_kit_dir(folder: Path) -> Path:
     """The kit-owned folder the sandbox sees read-only: the launcher, the plugin, its sealed checks'
-    side (``observe.py``), its audit hook (``audit.py``) and its pins of unittest's asserts (``pinned.py``)."""
+    side (``observe.py``), its audit hook (``audit.py``), its pins of unittest's asserts (``pinned.py``) and ``guard.py``."""
     folder.mkdir(parents=True, exist_ok=True)
     for name in (
         PLUGIN_FILE,
@@ -112,6 +113,7 @@ def prepare_kit_dir(folder: Path) -> Path:
         PRELOAD_FILE,
         STACKTEXT_FILE,
         PINNED_FILE,
+        GUARD_FILE,
     ):
         shutil.copyfile(KIT_DIR / name, folder / name)
     return folder
