@@ -9,10 +9,13 @@ code under test). It calls ``sys.audit`` and ``sys._getframe`` as they were befo
 test ran: the preloader (``preload.py``) hands them to the module before its first statement, and the
 guard holds them in a default argument -- replacing them on ``sys`` changes nothing it does (RT40b-6).
 Whatever else silences it (the module's ``{guard}`` global swapped for a no-op, a guard whose event
-goes through someone else's function) is seen by :func:`item_checks`: a hidden test whose call
-passed while no event of its own guard -- the code the preloader compiled, called by the test's own
-code -- arrived during it is reported failed, and the run ``seen``. A test skipped, deselected or
-failing before its body runs (a fixture's error, unittest's ``setUp``) is not asked about.
+goes through someone else's function) is heard from outside the test body: the plugin raises marks
+around each test's call (:func:`item_checks`) and an audit hook (:func:`hook`, whose state nothing
+the tests reach leads to) reports a guarded test whose call passed while no event of its own guard --
+the code the preloader compiled, called by the test's own code -- arrived during it: failed, and the
+run ``seen``; also a guard heard outside any call and a mark raised by other code. A test skipped,
+deselected or failing before its body runs (a fixture's error, unittest's ``setUp``) is not asked
+about; own tests have no guard.
 
 **Signals.** A Python signal handler is called with the frame the signal interrupted: a frame of the
 tests, with no audit event (RT40b-2). :func:`signals` replaces ``_signal.signal`` and
@@ -30,6 +33,7 @@ import types
 from collections.abc import Callable
 
 CALLED = "orchbench.test_called"
+MARK = "orchbench.call"  # raised by the plugin around each test's call (:func:`item_checks`)
 
 #: the helper written into each hidden module copy, after its docstring and ``from __future__``
 #: imports (``twins.py``); ``__orchbench_guard__`` is put in the module's namespace by the preloader
@@ -50,12 +54,18 @@ del {guard}_real
 """
 
 
-def guarded(runners: dict[str, types.FunctionType]) -> tuple[frozenset[int], frozenset[tuple[str, str]]]:
+def guarded(
+    runners: dict[str, types.FunctionType],
+) -> tuple[frozenset[int], frozenset[tuple[str, str]], dict]:
     """From the preloaded files' runners (``preload.py``: real path -> runner): the ids of the guards'
-    code objects, and (real path, function name) of every test that calls one."""
+    code objects; (file name as compiled, function name) of every test that calls one; and each real
+    path's file name as compiled (what a test's frame carries: compared with no ``realpath``, which
+    the code under test could bend, when pytest's path is that name)."""
     guards: set[int] = set()
     tests: set[tuple[str, str]] = set()
+    files: dict[str, str] = {}
     for path, run in runners.items():
+        files[path] = run.__code__.co_filename
         todo = [c for c in run.__code__.co_consts if isinstance(c, types.CodeType)]
         codes: list[types.CodeType] = []
         while todo:
@@ -65,35 +75,73 @@ def guarded(runners: dict[str, types.FunctionType]) -> tuple[frozenset[int], fro
         mine = [c for c in codes if any(type(k) is str and k == CALLED for k in c.co_consts)]
         guards.update(id(c) for c in mine)
         names = {c.co_name for c in mine}
-        tests.update((path, c.co_name) for c in codes if c.co_name != "<module>" and names & set(c.co_names))
-    return frozenset(guards), frozenset(tests)
+        tests.update(
+            (c.co_filename, c.co_name) for c in codes if c.co_name != "<module>" and names & set(c.co_names)
+        )
+    return frozenset(guards), frozenset(tests), files
 
 
-def hook(
-    guards: frozenset[int], arrived: list, watched: tuple, repatch: Callable, send: Callable
-) -> Callable:
-    """An audit hook: each event of a guard in ``guards`` goes into ``arrived`` as (the test's file
-    name, its function name); an audited read of a function in ``watched`` (the signal installer's
-    replacements) is sent as ``seen``; a ``_signal`` made again (``stacktext.py``'s ``orchbench.stack``
-    for ``_imp.create_builtin``, whose result is already in its ``out`` list) goes to ``repatch``.
+def hook(checks: tuple, forced: dict, watched: tuple, repatch: Callable, send: Callable) -> Callable:
+    """An audit hook: it hears each test's guard, between the marks :func:`item_checks` raises
+    (``checks``: the guards' code ids, the guarded tests, the ids of the code that may raise marks),
+    and when a guarded test's call passed with no event of its own guard -- called by the test's own
+    code -- during it, reports it failed (``forced``) and sends ``seen``; so does a guard heard
+    outside any test's call, and a mark someone else raised. It also sends an audited read of a
+    function in ``watched`` (the signal installer's replacements) and a ``sys.monitoring`` callback
+    registered (Python 3.12+: handed the hidden tests' code objects, no event); a ``_signal`` made
+    again (``stacktext.py``'s ``orchbench.stack`` for ``_imp.create_builtin``, its result already in
+    ``out``) goes to ``repatch``. Its state is in this closure: nothing the tests reach leads here.
     Added after stacktext's hook and before audit.py's (which refuses hooks added after it)."""
     getframe = sys._getframe
+    guards, tests, own = checks
     told: set[str] = set()
+    window: list = [None, False]  # ((file, function), node id) of the test being called; heard?
+    missing: set[str] = set()  # node ids of guarded tests whose call ended unheard
+
+    def tell(what: str) -> None:
+        if what not in told and len(told) < 100:
+            told.add(what)
+            send(kind="seen", message=what[:300])
+
+    def mark(args: tuple) -> None:
+        if len(args) != 3 or id(getframe(2).f_code) not in own:  # (2: past ``guard_hook``)
+            tell("code that is not the kit's raised orchbench.call (the marks around each test's call)")
+            return
+        phase, nodeid, key = args
+        if phase == "start":
+            window[:] = [(key, nodeid), False]
+        elif phase == "end":
+            if key in tests and not (window[0] == (key, nodeid) and window[1]):
+                missing.add(nodeid)
+            window[:] = [None, False]
+        elif phase == "passed" and nodeid in missing and nodeid not in forced:
+            why = "passed, but its first statement did not tell the audit hook who called it"
+            forced[nodeid] = f"{why} (orchbench.test_called never arrived)"
+            tell(f"{nodeid}: {why} (sys.audit or the test's guard replaced?)")
 
     def guard_hook(event: str, args: tuple) -> None:
         if event == CALLED:
             try:
                 frame = getframe(1)  # the guard's (sys.audit is C: no frame of its own)
-                if id(frame.f_code) in guards and len(arrived) < 1000:
-                    code = frame.f_back.f_code
-                    arrived.append((code.co_filename, code.co_name))
-            except Exception:  # noqa: BLE001, S110 - an audit hook must never break the session
-                pass  # (then nothing arrived: the test is reported for it)
+                if id(frame.f_code) not in guards:
+                    return  # (raised by someone else: heard as nothing)
+                code = frame.f_back.f_code
+                key = (code.co_filename, code.co_name)
+            except Exception:  # noqa: BLE001 - an audit hook must never break the session
+                return  # (then nothing was heard: the test is reported for it)
+            if window[0] is None and key in tests:
+                tell(f"hidden test {key[1]} ran outside pytest's call of a test")
+            elif window[0] is not None and key == window[0][0]:
+                window[1] = True
+        elif event == MARK:
+            try:
+                mark(args)
+            except Exception:  # noqa: BLE001
+                tell("could not check a mark around a test's call")
         elif event == "object.__getattr__" and len(args) > 1 and any(args[0] is w for w in watched):
-            what = f"read {str(args[1])[:40]} of the kit's signal installer (the original is held there)"
-            if what not in told:
-                told.add(what)
-                send(kind="seen", message=what)
+            tell(f"read {str(args[1])[:40]} of the kit's signal installer (the original is held there)")
+        elif event == "sys.monitoring.register_callback":  # (3.12+) handed each running code object
+            tell("registered a sys.monitoring callback (it is handed the code of every function run)")
         elif event == "orchbench.stack" and len(args) == 4 and args[0] == "_imp.create_builtin":
             out = args[3]
             if type(out) is list and out and getattr(out[0], "__name__", None) == "_signal":
@@ -102,37 +150,26 @@ def hook(
     return guard_hook
 
 
-def item_checks(
-    tests: frozenset, arrived: list, forced: dict, send: Callable, realpath: Callable
-) -> tuple[Callable, Callable]:
+def item_checks(files: dict, realpath: Callable) -> tuple[Callable, Callable]:
     """``pytest_runtest_call`` (a hook wrapper, as a generator function: the plugin marks it) and
-    ``pytest_runtest_logreport``: a guarded test whose call passed with no event of its own guard
-    arriving during it is reported failed (``forced``) and sent as ``seen``."""
-    missing: set[str] = set()
-    paths: dict[str, str] = {}
-
-    def real(path: str) -> str:
-        if path not in paths and len(paths) < 10000:
-            paths[path] = realpath(path)
-        return paths.get(path) or realpath(path)
+    ``pytest_runtest_logreport``: they raise the marks :func:`hook` checks -- a test's call starts,
+    ends, passed -- through ``sys.audit`` as it is now (``files``: :func:`guarded`)."""
+    audit, names = sys.audit, frozenset(files.values())
 
     def pytest_runtest_call(item: object) -> object:
         name = getattr(item, "originalname", None) or str(getattr(item, "name", "")).split("[", 1)[0]
-        key = (real(str(getattr(item, "path", ""))), name)
-        del arrived[:]
+        path = str(getattr(item, "path", ""))
+        key = (path if path in names else files.get(realpath(path), ""), name)
+        nodeid = str(item.nodeid)  # type: ignore[attr-defined]
+        audit(MARK, "start", nodeid, key)
         try:
             yield
         finally:
-            if key in tests and not any((real(f), n) == key for f, n in arrived):
-                missing.add(item.nodeid)  # type: ignore[attr-defined]
-            del arrived[:]
+            audit(MARK, "end", nodeid, key)
 
     def pytest_runtest_logreport(report: object) -> None:
-        nodeid = report.nodeid  # type: ignore[attr-defined]
-        if report.when == "call" and report.passed and nodeid in missing and nodeid not in forced:  # type: ignore[attr-defined]
-            why = "passed, but its first statement did not tell the audit hook who called it"
-            forced[nodeid] = f"{why} (orchbench.test_called never arrived)"
-            send(kind="seen", message=f"{nodeid}: {why} (sys.audit or the test's guard replaced?)")
+        if report.when == "call" and report.passed:  # type: ignore[attr-defined]
+            audit(MARK, "passed", str(report.nodeid), None)  # type: ignore[attr-defined]
 
     return pytest_runtest_call, pytest_runtest_logreport
 

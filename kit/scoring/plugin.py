@@ -123,14 +123,14 @@ def install(settings: dict) -> list[object]:
     pin_hooks = _Hooks()  # a plugin of its own: its hooks share names with the others
     pin_send = _rebind(_sender, _private_scope())(fd, lock, seq)
     pin_hooks.__dict__.update(_pin_hooks(pins, compiled[1], pin_send, forced))
-    guards, tests = guard["guarded"](runners)
-    arrived: list = []  # (file, function) of each test whose guard's event arrived, in this test's call
-    guard_send = _rebind(_sender, _private_scope())(fd, lock, seq)
-    call, logreport = guard["item_checks"](tests, arrived, forced, guard_send, os.path.realpath)
+    # (the guards' events are heard by a hook added with the audit hook's: without one, none is asked)
+    guards, tests, files = guard["guarded"](runners) if settings.get("hidden") else (frozenset(),) * 2 + ({},)
+    call, logreport = guard["item_checks"](files, os.path.realpath)
     guard_hooks = _Hooks()
     guard_hooks.__dict__.update(
         pytest_runtest_call=pytest.hookimpl(hookwrapper=True)(call), pytest_runtest_logreport=logreport
     )
+    checks = (guards, tests, frozenset({id(call.__code__), id(logreport.__code__)}))
     if settings.get("observer"):  # sealed checks (kit/scoring/seal.py) call it by this name
         observe = _private_scope(vars(_load(settings["plugin"], "observe")))["observer"]
         setattr(builtins, settings["observer"], observe(_rebind(_sender, _private_scope())(fd, lock, seq)))
@@ -152,7 +152,8 @@ def install(settings: dict) -> list[object]:
         kinds.update(stdlib=scope["_STDLIB"], helper=scope["_HELPER"])
         stack_send = _rebind(_sender, _private_scope())(fd, lock, seq)
         sys.addaudithook(stack["hook"](originals, codes, audit, stack_send, kinds))
-        sys.addaudithook(guard["hook"](guards, arrived, (set_signal, get_signal), repatch, guard_send))
+        guard_send = _rebind(_sender, _private_scope())(fd, lock, seq)
+        sys.addaudithook(guard["hook"](checks, forced, (set_signal, get_signal), repatch, guard_send))
         sys.addaudithook(scope["audit_hook"](_rebind(_sender, _private_scope())(fd, lock, seq), audit))
     return [hooks, preloaded, pin_hooks, guard_hooks]
 

@@ -249,3 +249,58 @@ def test_skips_errors_and_a_projects_own_signal_handler_are_not_flagged(tmp_path
         "test_its_fixture_errors",
         "test_never_reaches_its_body",
     }, s.failed
+
+
+def test_the_guard_hook_sees_a_monitoring_callback_and_reads_of_the_installer():
+    """``sys.monitoring.register_callback`` (Python 3.12+, not raised on 3.11: called here as the
+    interpreter would) and an audited read of the signal installer's replacement are each sent once;
+    a test_called event from code that is not a preloaded guard is not counted as arrived."""
+    from kit.scoring import guard
+
+    sent, forced = [], {}
+
+    def installer():
+        pass
+
+    checks = (frozenset(), frozenset({(__file__, "test_x")}), frozenset())
+    hook = guard.hook(checks, forced, (installer,), lambda m: None, lambda **m: sent.append(m))
+    hook("sys.monitoring.register_callback", (print,))
+    hook("sys.monitoring.register_callback", (print,))
+    hook("object.__getattr__", (installer, "__defaults__"))
+    hook("object.__getattr__", (print, "__defaults__"))
+    hook(guard.CALLED, (None,))  # (this frame's code is no guard the preloader compiled: nothing)
+    hook(guard.MARK, ("end", "t.py::test_x", (__file__, "test_x")))  # (a mark from here: forged)
+    assert [m["message"].split(" (")[0] for m in sent] == [
+        "registered a sys.monitoring callback",
+        "read __defaults__ of the kit's signal installer",
+        "code that is not the kit's raised orchbench.call",
+    ]
+    assert forced == {}
+
+
+def test_the_guarded_tests_are_read_from_the_preloaded_code(tmp_path):
+    """Which tests call their module's guard is read from the code the preloader compiled (before any
+    code under test runs): a test calling it is guarded, one that does not (an own test) is not; the
+    guard's event goes through what the preloader handed the module, not ``sys.audit``."""
+    import sys
+
+    from kit.scoring import guard, preload
+
+    path = tmp_path / "test_mod.py"
+    source = guard.GUARD.format(guard="g_x") + "\n\ndef test_a():\n    g_x()\n\n\ndef test_b():\n    pass\n"
+    path.write_text(source)
+    runners = preload.compile_files([[str(path), False]], None)
+    guards, tests, files = guard.guarded(runners)
+    real = str(path.resolve())
+    assert files == {real: str(path)}
+    assert (str(path), "test_a") in tests and (str(path), "test_b") not in tests and len(guards) == 1
+    heard = []
+    namespace = {"__orchbench_guard__": (lambda *a: heard.append(a[0]), sys._getframe)}
+    runners[real](namespace)
+    original = sys.audit
+    sys.audit = lambda *a: None  # (what RT40b-6 does: the guard does not look it up)
+    try:
+        namespace["test_a"]()
+    finally:
+        sys.audit = original
+    assert heard == [guard.CALLED]
