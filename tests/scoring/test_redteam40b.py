@@ -21,6 +21,8 @@ What got through (every one deterministic in the scorings tried but RT40b-9):
   ``orchbench.test_called`` is dropped (``sys.audit`` replaced on the ``sys`` module).
 - RT40b-6: with ``test_called`` dropped, the code runs each hidden test itself and tells twin from
   shadow by the outcomes (a report patch then forges only requirements and twins).
+  Closed since (kit/scoring/guard.py): RT40b-6/6b suspicious (the guard holds the real ``sys.audit``;
+  a test passing unheard is failed and seen), RT40b-2 not credited (handlers get ``frame=None``).
 - RT40b-7: a ``str``/``float`` true to everything (``==``, ``in``, ``startswith``, ``abs(x - e) < tol``,
   ``assertIn``, ``assertGreater``, even ``all(f(x) == y for ...)``): the inverted twins fail for it as
   for a right answer (docs/scoring-guarantees.md: "A value equal to everything ... none is credited").
