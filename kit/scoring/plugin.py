@@ -17,7 +17,9 @@
 - in every session, the audit hook of ``audit.py`` (which :func:`install` adds before any code under
   test loads; in an own-tests session the "hidden tests" are the kit's canary folder) streams a ``seen`` line
   each time the code under test looks at the hidden tests (what it sees, and what it does not: that
-  module's docstring). The kit flags such a run ``suspicious``.
+  module's docstring). The kit flags such a run ``suspicious``;
+- a hidden test that passed with no ``orchbench.test_called`` of its own guard is reported failed and
+  the run ``seen``, and a signal handler the code under test installs gets no frame (``guard.py``).
 
 The functions it needs are bound at import, before any code under test is imported, and held in
 closures (:func:`install`): a later monkeypatch of ``os.write``, ``json.dumps``, this module's globals
@@ -43,7 +45,7 @@ _write = os.write
 _dumps = json.dumps
 _loads = json.loads
 _escape = json.encoder.encode_basestring_ascii  # the C function: nothing of it can be patched
-_signal, _setitimer, _ALARM, _TIMER = signal.signal, signal.setitimer, signal.SIGALRM, signal.ITIMER_REAL
+_setitimer, _ALARM, _TIMER = signal.setitimer, signal.SIGALRM, signal.ITIMER_REAL
 
 
 class _OverTime(BaseException):  # not an Exception: ``except Exception`` in the code does not take it
@@ -101,9 +103,12 @@ def install(settings: dict) -> list[object]:
     send = _sender(fd, lock, seq)
     send(kind="start")
     shuffle = bool(settings.get("shuffle", settings.get("hidden")))
-    preloaded, compiled = _preload(settings, _rebind(_sender, _private_scope())(fd, lock, seq))
+    preloaded, compiled, runners = _preload(settings, _rebind(_sender, _private_scope())(fd, lock, seq))
     limit = float(settings.get("test_timeout_s") or 0)
     forced: dict[str, str] = {}  # node id -> why the test is reported failed whatever it did
+    guard = _private_scope(vars(_load(settings["plugin"], "guard")))  # signals, each test's guard
+    trusted: list = []  # the handlers installed as they are: the kit's timer (_time_limit)
+    set_signal, get_signal, repatch = guard["signals"](trusted)
     hooks = _hooks(
         send,
         settings.get("canary_file"),
@@ -112,11 +117,20 @@ def install(settings: dict) -> list[object]:
         settings.get("deselect", []),
         limit,
         forced,
+        (set_signal, trusted),
     )
     pins = _private_scope(vars(_load(settings["plugin"], "pinned")))  # unittest's own asserts
     pin_hooks = _Hooks()  # a plugin of its own: its hooks share names with the others
     pin_send = _rebind(_sender, _private_scope())(fd, lock, seq)
     pin_hooks.__dict__.update(_pin_hooks(pins, compiled[1], pin_send, forced))
+    # (the guards' events are heard by a hook added with the audit hook's: without one, none is asked)
+    guards, tests, files = guard["guarded"](runners) if settings.get("hidden") else (frozenset(),) * 2 + ({},)
+    call, logreport = guard["item_checks"](files, os.path.realpath)
+    guard_hooks = _Hooks()
+    guard_hooks.__dict__.update(
+        pytest_runtest_call=pytest.hookimpl(hookwrapper=True)(call), pytest_runtest_logreport=logreport
+    )
+    checks = (guards, tests, frozenset({id(call.__code__), id(logreport.__code__)}))
     if settings.get("observer"):  # sealed checks (kit/scoring/seal.py) call it by this name
         observe = _private_scope(vars(_load(settings["plugin"], "observe")))["observer"]
         setattr(builtins, settings["observer"], observe(_rebind(_sender, _private_scope())(fd, lock, seq)))
@@ -141,11 +155,13 @@ def install(settings: dict) -> list[object]:
         stack_send = _rebind(_sender, _private_scope())(fd, lock, seq)
         sys.addaudithook(stack["hook"](originals, codes, audit, stack_send, kinds))
         sys.addaudithook(threads["hook"](start, threads["Threads"](audit)))
+        guard_send = _rebind(_sender, _private_scope())(fd, lock, seq)
+        sys.addaudithook(guard["hook"](checks, forced, (set_signal, get_signal), repatch, guard_send))
         sys.addaudithook(scope["audit_hook"](_rebind(_sender, _private_scope())(fd, lock, seq), audit))
-    return [hooks, preloaded, pin_hooks]
+    return [hooks, preloaded, pin_hooks, guard_hooks]
 
 
-def _preload(settings: dict, send: Callable[..., None]) -> tuple[object, tuple]:
+def _preload(settings: dict, send: Callable[..., None]) -> tuple[object, tuple, dict]:
     """The test files the session may import, compiled now -- before the repo is importable -- and
     served first on ``sys.meta_path``; the pytest hooks that keep it first and check, after
     collection, that pytest got its modules (``preload.py``); and, for the audit hook, the files'
@@ -162,7 +178,7 @@ def _preload(settings: dict, send: Callable[..., None]) -> tuple[object, tuple]:
     names = frozenset(run.__code__.co_filename for run in runners.values())  # (those that compiled)
     ids = set(scope["code_objects"](runners)) | {id(run.__code__) for run in runners.values()}
     compiled = (names, frozenset(ids))
-    return scope["session_hooks"](preloaded, send, _Hooks()), compiled
+    return scope["session_hooks"](preloaded, send, _Hooks()), compiled, runners
 
 
 def _load(plugin: str, name: str) -> types.ModuleType:
@@ -232,21 +248,25 @@ def _sender(fd: int, lock: threading.Lock, seq: list[int]) -> Callable[..., None
     return send
 
 
-def _time_limit(limit: float, late: set[str]) -> dict:
+def _time_limit(limit: float, late: set[str], signals: tuple) -> dict:
     """The hook that cuts a test (setup, call and teardown together) after ``limit`` seconds: a
     ``SIGALRM`` timer, re-armed every ``limit`` seconds, raises :class:`_OverTime` in it; the test's
     node id goes into ``late`` and the plugin reports it failed, whatever it did after (a test the
     cut did not stop -- the code caught it, or switched the timer off -- runs on into the session's
-    timeout: evidence, every requirement failed). No limit: no hook."""
+    timeout: evidence, every requirement failed). ``signals``: the session's ``signal.signal`` and
+    the list of handlers it installs as they are (``guard.py``: others get no frame). No limit: no hook."""
     if limit <= 0:
         return {}
     current: list[str | None] = [None]
-    set_handler, set_timer, alarm, timer, over = _signal, _setitimer, _ALARM, _TIMER, _OverTime  # bound now
+    set_timer, alarm, timer, over = _setitimer, _ALARM, _TIMER, _OverTime  # bound now
+    set_handler, trusted = signals
 
     def on_alarm(signum: int, frame: object) -> None:
         if current[0] is not None:
             late.add(current[0])
             raise over(f"the test ran over its time limit of {limit:g} s")
+
+    trusted.append(on_alarm)  # (it is handed the interrupted frame: it only raises there)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(item: pytest.Item, nextitem: object) -> object:
@@ -304,11 +324,13 @@ def _hooks(
     deselect: list[str] = (),  # type: ignore[assignment]
     limit: float = 0,
     forced: dict[str, str] | None = None,
+    signals: tuple = (signal.signal, []),
 ) -> object:
     """The pytest hooks, as plain closures (pluggy binds each function when the plugin registers:
     replacing an attribute of the returned object later does nothing). ``deselect``: node ids left
     out (the task's ``own_tests_deselect``); ``limit``: each test's time limit in seconds (0: none);
-    ``forced``: node ids reported failed whatever they did, with the reason (filled as tests run)."""
+    ``forced``: node ids reported failed whatever they did, with the reason (filled as tests run);
+    ``signals``: for the time limit (:func:`_time_limit`)."""
     canaries, left_out = set(canary_names), tuple(deselect)
     pending: dict[str, tuple[str, str]] = {}
     late: set[str] = set()  # node ids of tests cut at their time limit (_time_limit)
@@ -368,7 +390,7 @@ def _hooks(
 
     hooks = _Hooks()  # plain functions as instance attributes (pluggy needs a hashable plugin)
     hooks.__dict__.update({k: v for k, v in locals().items() if k.startswith("pytest_")})
-    hooks.__dict__.update(_time_limit(limit, late))
+    hooks.__dict__.update(_time_limit(limit, late, signals))
     return hooks
 
 

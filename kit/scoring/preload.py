@@ -46,6 +46,8 @@ _compile = builtins.compile
 _exec = builtins.exec
 _builtins = builtins
 _Function = types.FunctionType
+#: what each module's guard calls (``guard.py``), as it is before any code under test runs
+_GUARD = (sys.audit, sys._getframe)
 #: a runner's code: ``...`` becomes the module's code object (see :func:`_runner`)
 _RUN = compile("def run(namespace, _exec=exec):\n    _exec(..., namespace)\n", "<run>", "exec").co_consts[0]
 
@@ -128,6 +130,7 @@ def _loader(runners: dict[str, types.FunctionType]) -> tuple[object, object]:
     def exec_module(module: types.ModuleType) -> None:
         run = runners[_realpath(module.__spec__.origin)]  # type: ignore[union-attr]
         loaded.append(module)
+        module.__dict__["__orchbench_guard__"] = _GUARD  # (bound by its guard before it imports)
         run(module.__dict__)
 
     def verify(items: list, plugins: list, module_class: type, parent: object, path: object) -> list[str]:

@@ -33,6 +33,7 @@ PRELOAD_FILE = "preload.py"
 STACKTEXT_FILE = "stacktext.py"
 THREADS_FILE = "threads.py"
 PINNED_FILE = "pinned.py"
+GUARD_FILE = "guard.py"
 MAX_STREAM_BYTES = 32 * 1024 * 1024
 
 
@@ -103,7 +104,7 @@ class PytestRun:
 
 def prepare_kit_dir(folder: Path) -> Path:
     """The kit-owned folder the sandbox sees read-only: the launcher, the plugin, its sealed checks'
-    side (``observe.py``), its audit hook (``audit.py``) and its pins of unittest's asserts (``pinned.py``)."""
+    side (``observe.py``), its audit hook (``audit.py``), its pins of unittest's asserts (``pinned.py``) and ``guard.py``."""
     folder.mkdir(parents=True, exist_ok=True)
     for name in (
         PLUGIN_FILE,
@@ -114,6 +115,7 @@ def prepare_kit_dir(folder: Path) -> Path:
         STACKTEXT_FILE,
         THREADS_FILE,
         PINNED_FILE,
+        GUARD_FILE,
     ):
         shutil.copyfile(KIT_DIR / name, folder / name)
     return folder

@@ -45,13 +45,14 @@ import unittest
 from dataclasses import dataclass
 
 from kit import pyast
+from kit.scoring.guard import GUARD
 from kit.scoring.twinshapes import Shapes, helper_names, helpers_source
 
 #: Runtime helpers, written once into each module copy under random names:
 #: ``{sent}(a, b)`` -- True if ``a`` or ``b`` equals a sentinel mirroring the other's shape;
 #: ``{eq}(a, b, expected_first)`` -- that, or ``a == b`` does not hold (the assertion inverted), the
 #: mirrors compared first or last as the kit chose (the first comparison tells a value nothing);
-#: ``{guard}()`` -- first statement of every test: tells the audit hook who called the test.
+#: ``{guard}()`` -- first statement of every test: tells the audit hook who called the test (``guard.py``).
 #: Each helper holds what it calls -- the others, the builtins -- in a default argument bound when it
 #: is defined, as each twin does (``{bind}``): the code under test swapping the module's globals
 #: (a helper, ``type``) changes nothing they do; replacing a default or a ``__code__`` is audited.
@@ -125,12 +126,6 @@ def {eq}(a, b, expected_first=False, _k=({sent}, Exception)):
     except Exception:
         held = True
     return (sent(a, b) or held) if expected_first else held
-
-
-def {guard}():
-    import sys
-
-    sys.audit("orchbench.test_called", sys._getframe(2))
 """
 
 
@@ -147,7 +142,9 @@ class Names:
     observe: str = ""  # what a sealed check calls (kit/scoring/seal.py): set by the plugin
 
     def helpers(self) -> list[ast.stmt]:
-        return pyast.parse(HELPERS.format(**vars(self)) + helpers_source(self)).body
+        return pyast.parse(
+            HELPERS.format(**vars(self)) + GUARD.format(**vars(self)) + helpers_source(self)
+        ).body
 
     @property
     def bind(self) -> str:

@@ -23,6 +23,8 @@ for it, and a frame call a callback dispatches through C is charged; see tests/s
   ``orchbench.test_called`` is dropped (``sys.audit`` replaced on the ``sys`` module).
 - RT40b-6: with ``test_called`` dropped, the code runs each hidden test itself and tells twin from
   shadow by the outcomes (a report patch then forges only requirements and twins).
+  Closed since (kit/scoring/guard.py): RT40b-6/6b suspicious (the guard holds the real ``sys.audit``;
+  a test passing unheard is failed and seen), RT40b-2 not credited (handlers get ``frame=None``).
 - RT40b-7: a ``str``/``float`` true to everything (``==``, ``in``, ``startswith``, ``abs(x - e) < tol``,
   ``assertIn``, ``assertGreater``, even ``all(f(x) == y for ...)``): the inverted twins fail for it as
   for a right answer (docs/scoring-guarantees.md: "A value equal to everything ... none is credited").
@@ -98,7 +100,6 @@ def test_rt40b_1_a_value_that_counts_its_references_forges_credit(tmp_path):
     assert _safe(s), (s.requirements_failed, s.failed, s.suspicious_evidence, s.tamper_evidence)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="open: a signal handler's frame argument")
 def test_rt40b_2_a_frame_handed_to_a_signal_handler_forges_credit(tmp_path):
     """``__eq__`` raises SIGUSR1 at itself; the handler's ``frame`` argument leads (``f_back``) to the
     comparing frame, whose ``f_locals`` name the twin's mirror check. Gets 3 of 3 requirements
@@ -141,7 +142,6 @@ def test_rt40b_5_a_thread_reads_the_hidden_data_during_collection(tmp_path):
     assert s.requirements_failed == 1 or s.suspicious or s.tampered, (s.failed, s.suspicious_evidence)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="open: sys.audit replaced hides test_called")
 def test_rt40b_6_the_code_runs_each_hidden_test_itself_with_test_called_dropped(tmp_path):
     """``sys.audit`` is replaced on the ``sys`` module so that the kit's test_called helper reports
     nothing while the code runs a hidden test itself; a ``TestReport`` patch runs each test again with
