@@ -47,7 +47,8 @@ except NameError:  # (a copy run outside a scoring session)
 
 
 def {guard}(_k={guard}_real):
-    _k[0]("orchbench.test_called", _k[1](2))
+    audit, _getframe = _k  # named as called: a frame call no line names reads as a dispatched one
+    audit("orchbench.test_called", _getframe(2))
 
 
 del {guard}_real
