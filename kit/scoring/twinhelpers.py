@@ -7,6 +7,14 @@ from __future__ import annotations
 #: ``{sent}(a, b)`` -- True if ``a`` or ``b`` equals a sentinel mirroring the other's shape;
 #: ``{eq}(a, b, expected_first)`` -- that, or ``a == b`` does not hold (the assertion inverted), the
 #: mirrors compared first or last as the kit chose (the first comparison tells a value nothing);
+#: ``{check}(a, b, mode)`` -- the one helper a requirement's ``assert a == b`` and its twin's (and
+#: shadow's) check call, in the same frame at the same depth: the mirrors built first, held as often
+#: as the operands they stand for, then ``a == mirror(b)``, ``b == mirror(a)`` and ``a == b`` from
+#: its one frame, the mirrors first or last (``mode & 1``) as the kit chose for that assertion;
+#: only what it returns depends on ``mode & 2`` (a twin: true unless a mirror was met or ``a == b``
+#: failed; else ``a == b``, its exception raised): a value's ``__eq__`` sees the same stack, the
+#: same references and the same order in the three tests, and only the data compared differ;
+#: ``{failed}`` -- what it returns for false: falsy, shown by pytest as ``assert <a> == <b>``;
 #: ``{guard}()`` -- first statement of every test: tells the audit hook who called the test.
 #: Each helper holds what it calls -- the others, the builtins -- in a default argument bound when it
 #: is defined, as each twin does (``{bind}``): the code under test swapping the module's globals
@@ -81,6 +89,59 @@ def {eq}(a, b, expected_first=False, _k=({sent}, Exception)):
     except Exception:
         held = True
     return (sent(a, b) or held) if expected_first else held
+
+
+class {failed}:
+    __slots__ = ("pair",)
+
+    def __init__(self, a, b):
+        self.pair = (a, b)
+
+    def __bool__(self):
+        return False
+
+    def __repr__(self, _k=(repr, len, Exception)):  # what pytest shows: "assert <a> == <b>"
+        repr, len, Exception = _k
+        out = []
+        for side in self.pair:
+            try:
+                text = repr(side)
+            except Exception as exc:
+                text = "<repr raised " + type(exc).__name__ + ">"
+            out.append(text if len(text) <= 110 else text[:60] + "..." + text[-45:])
+        return " == ".join(out)
+
+
+def {check}(a, b, mode, _k=({mirror}, {sentinel}, {failed}, __import__("sys").getrefcount, bool, Exception)):
+    mirror, sentinel, failed, count, bool, Exception = _k
+    try:  # the mirrors, built before any comparison (whatever the mode)
+        mb, ma = mirror(b, [10000]), mirror(a, [10000])
+    except Exception:
+        mb, ma = sentinel(), sentinel()
+    keep = []  # each mirror held as often as the operand it stands for: getrefcount(other) tells nothing
+    more = count(b) - count(mb)
+    if 0 < more < 64:
+        keep += [mb] * more
+    more = count(a) - count(ma)
+    if 0 < more < 64:
+        keep += [ma] * more
+    held, same, error = False, False, None
+    for step in (0, 1, 2) if mode & 1 else (2, 0, 1):  # every comparison from this frame, as the kit chose
+        try:
+            if step == 2:
+                same = bool(a == b)
+            elif step:
+                held = bool(b == ma) or held
+            else:
+                held = bool(a == mb) or held
+        except Exception as exc:
+            if step == 2:
+                error = exc
+    if mode & 2:  # a twin: false where a mirror was met or a == b does not hold
+        same = not held and same and error is None
+    elif error is not None:  # a requirement: a == b, its error as the assertion's
+        raise error
+    return True if same else failed(a, b)
 
 
 def {guard}():

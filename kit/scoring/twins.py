@@ -62,7 +62,17 @@ class Names:
     observe: str = ""  # what a sealed check calls (kit/scoring/seal.py): set by the plugin
 
     def helpers(self) -> list[ast.stmt]:
-        return pyast.parse(HELPERS.format(**vars(self)) + helpers_source(self)).body
+        source = HELPERS.format(**vars(self), check=self.check, failed=self.failed)
+        return pyast.parse(source + helpers_source(self)).body
+
+    @property
+    def check(self) -> str:
+        """The helper every ``assert a == b`` of a twinned test, its twin and shadow call."""
+        return self.eq + "_v"
+
+    @property
+    def failed(self) -> str:
+        return self.sentinel + "_F"
 
     @property
     def bind(self) -> str:
@@ -174,8 +184,12 @@ def raises_call(call: ast.expr) -> bool:
 class _Twin:
     """Rewrites one test body; ``checks`` counts the must-fail expectations it wrote."""
 
-    def __init__(self, names: Names, held: str, rng: random.Random | None = None, func=None) -> None:
+    def __init__(
+        self, names: Names, held: str, rng: random.Random | None = None, func=None, origin=None
+    ) -> None:
         self.names, self.held = names, held
+        self.origin: dict[int, ast.AST] = origin or {}  # id(node of the copy) -> the test's own node
+        self.rewrites: list[tuple[ast.Assert, int]] = []  # the test's own ``assert a == b``, its order
         self.rng = rng or random.Random(secrets.randbits(64))
         self.shapes = Shapes(names, self.rng, func)  # checks of other shapes, a side mirrored
         self.checks = 0
@@ -187,6 +201,24 @@ class _Twin:
         self.kinds.add("inverted" if isinstance(check, ast.UnaryOp) else "equal")
         value = ast.BoolOp(op=ast.Or(), values=[check, _name(self.held)])
         return ast.Assign(targets=[_name(self.held, ast.Store())], value=value)
+
+    def equal(self, stmt: ast.Assert, test: ast.Compare) -> ast.stmt:
+        """``assert a == b`` -> ``try: assert <check>(a, b, 2 | first) except AssertionError: held``;
+        the test's own assertion becomes ``assert <check>(a, b, first')`` (:func:`rewrite_requirement`):
+        the same helper, the same ``assert`` shape (pytest's rewrite holds the operands alike) -- only
+        what the helper returns differs. The order (``first``) is drawn for the test apart from its
+        twin's: a value answering by position meets both orders in both (credited unearned 1 time
+        in 4, gamed 1 in 2), and the test's outcome tells nothing of its twin's order."""
+        self.checks += 1
+        self.kinds.add("equal")
+        first = int(self.rng.random() < 0.5)  # the mirrors compared first? (the test's own: drawn apart)
+        own = self.origin.get(id(stmt))
+        if isinstance(own, ast.Assert):
+            self.rewrites.append((own, int(self.rng.random() < 0.5)))
+        call = _call(self.names.check, test.left, test.comparators[0], ast.Constant(2 | first))
+        held = ast.Assign(targets=[_name(self.held, ast.Store())], value=ast.Constant(True))
+        handler = ast.ExceptHandler(type=_name("AssertionError"), name=None, body=[held])
+        return ast.Try(body=[ast.Assert(test=call, msg=None)], handlers=[handler], orelse=[], finalbody=[])
 
     def must_raise_sentinel(self, stmt: ast.stmt, call: ast.Call) -> list[ast.stmt]:
         """Before the original ``raises`` statement (kept as it is: its ``as`` target may be read
@@ -253,8 +285,7 @@ class _Twin:
         if isinstance(stmt, ast.Assert):
             test = stmt.test
             if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
-                first = ast.Constant(self.rng.random() < 0.5)  # the expected value compared first?
-                return [self.note(_call(self.names.eq, test.left, test.comparators[0], first))]
+                return [self.equal(stmt, test)]
             if (check := self.shapes.stmt(stmt)) is not None:  # in, startswith, a tolerance, ...
                 return [self.note(check)]
             return [self.note(ast.UnaryOp(op=ast.Not(), operand=test))]
@@ -309,19 +340,24 @@ def make_twin(
     held: str,
     kinds: set[str] | None = None,
     rng: random.Random | None = None,
+    rewrites: list[tuple[ast.Assert, int]] | None = None,
 ) -> ast.FunctionDef | None:
     """The must-fail twin of test ``func`` named ``name``, or None when it cannot be twinned; ``kinds``
-    gets its kinds of check ("equal", "raises", ...); ``rng`` picks, per check, what is compared first."""
+    gets its kinds of check ("equal", "raises", ...); ``rng`` picks, per check, what is compared first;
+    ``rewrites`` gets ``func``'s own ``assert a == b`` with that pick (:func:`rewrite_requirement`)."""
     if not straight(func):
         return None
     twin = copy.deepcopy(func)
     assert isinstance(twin, ast.FunctionDef)
-    rewriter = _Twin(names, held, rng, twin)
+    origin = {id(copied): own for copied, own in zip(ast.walk(twin), ast.walk(func), strict=True)}
+    rewriter = _Twin(names, held, rng, twin, origin)
     body = rewriter.body(twin.body)
     if not rewriter.checks:
         return None
     if kinds is not None:
         kinds |= rewriter.kinds
+    if rewrites is not None:
+        rewrites += rewriter.rewrites
     start = ast.Assign(targets=[_name(held, ast.Store())], value=ast.Constant(False))
     raised = ast.Assign(targets=[_name(held, ast.Store())], value=ast.Constant(True))
     handler = ast.ExceptHandler(type=_name("BaseException"), name=None, body=[raised])
@@ -333,6 +369,23 @@ def make_twin(
         ast.Assert(test=_name(held), msg=None),
     ]
     return twin
+
+
+def bind_check(func: ast.FunctionDef, names: Names) -> None:
+    """``func`` (a test whose ``assert a == b`` call ``<check>``) holds ``<check>`` as its twin does,
+    bound when it is defined: the code under test replacing the module's global changes nothing."""
+    func.body[:0] = _bound(func, names, [names.check])
+
+
+def rewrite_requirement(stmt: ast.Assert, first: int, names: Names) -> None:
+    """A twinned test's own ``assert a == b`` -> ``assert <check>(a, b, first)``, in place: ``a == b``
+    from the helper its twin calls, after the same mirror comparisons in the same order (the value
+    cannot tell the twin's mirror check by its context); true or false as ``a == b``, its error
+    raised as the assertion's, shown as ``assert <a> == <b>`` where it fails (its message kept)."""
+    test = stmt.test
+    assert isinstance(test, ast.Compare)
+    call = _call(names.check, test.left, test.comparators[0], ast.Constant(first))
+    stmt.test = ast.copy_location(call, test)
 
 
 def make_shadow(twin: ast.FunctionDef, name: str) -> ast.FunctionDef:
@@ -350,16 +403,17 @@ def make_shadow(twin: ast.FunctionDef, name: str) -> ast.FunctionDef:
 
 
 #: what a twin's checks call, bound when the twin is defined (:func:`_bound`)
-_BOUND = ("sent", "eq", "sentinel", "error")
+_BOUND = ("sent", "eq", "check", "sentinel", "error")
 _BUILTINS = ("int", "BaseException", "AssertionError", "any")
 
 
-def _bound(twin: ast.FunctionDef, names: Names) -> list[ast.stmt]:
+def _bound(twin: ast.FunctionDef, names: Names, idents: list[str] | None = None) -> list[ast.stmt]:
     """Give ``twin`` a last parameter whose default holds the helpers and builtins its checks call
     (positional: ``mock.patch`` appends its arguments after pytest's; keyword-only after a
     ``*args``), and the statement that makes them the twin's locals: swapping the module's globals
-    later reaches none of them."""
-    idents = [getattr(names, n) for n in _BOUND] + list(helper_names(names).values()) + list(_BUILTINS)
+    later reaches none of them. (``idents``: those names only.)"""
+    if idents is None:
+        idents = [getattr(names, n) for n in _BOUND] + list(helper_names(names).values()) + list(_BUILTINS)
     value = ast.Tuple(elts=[_name(i) for i in idents], ctx=ast.Load())
     if twin.args.vararg is None:
         twin.args.args.append(ast.arg(arg=names.bind))
