@@ -29,22 +29,28 @@ class {error}(Exception):
 
 
 def {mirror}(value, budget, filled=False, _k=None):
-    sentinel, mirror, type, list, tuple, dict, bool, int, float, str, bytes, abs, object, Exception = _k
+    sentinel, mirror, type, list, tuple, dict, bool, int, float, str, bytes, abs, object, Exception, set, frozenset, complex = _k
     budget[0] -= 1
     kind = type(value)
     if budget[0] < 0:
         return sentinel()
     if filled and kind in (list, tuple, dict) and not value:  # an empty attribute: a full one
         return {{sentinel(): sentinel()}} if kind is dict else kind([sentinel()])
-    if kind in (list, tuple, dict) and value:
+    if kind in (list, tuple, dict, set, frozenset) and value:
         if kind is dict:
             return {{key: mirror(item, budget) for key, item in value.items()}}
-        return kind(mirror(item, budget) for item in value)
+        out = kind(mirror(item, budget) for item in value)
+        if kind in (set, frozenset) and out == value:  # {{True, False}}: its mirror is itself
+            out = kind([*out][1:] + [sentinel()])
+        return out
     try:  # a plain leaf: another value of its own type (a check of types or shapes alone meets it)
         if kind is bool:
             return not value
-        if kind in (int, float) and value == value and abs(value) < 1e300:
+        if kind in (int, float, complex) and value == value and abs(value) < 1e300:
             return value + 7
+        numbers = kind.__module__ in ("decimal", "_pydecimal", "fractions")
+        if numbers and kind.__name__ in ("Decimal", "Fraction") and value == value and abs(value) < 1e300:
+            return value + 7  # (not inf, not NaN: value + 7 differs)
         if kind in (str, bytes):
             return value + (b"~" if kind is bytes else "~")
         if kind.__module__ == "datetime" and kind.__name__ in ("date", "datetime"):
@@ -66,7 +72,7 @@ def {mirror}(value, budget, filled=False, _k=None):
         return sentinel()
 
 
-{mirror}.__defaults__ = (False, ({sentinel}, {mirror}, type, list, tuple, dict, bool, int, float, str, bytes, abs, object, Exception))
+{mirror}.__defaults__ = (False, ({sentinel}, {mirror}, type, list, tuple, dict, bool, int, float, str, bytes, abs, object, Exception, set, frozenset, complex))
 
 
 def {sent}(a, b, _k=({mirror}, Exception)):

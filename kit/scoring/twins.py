@@ -6,8 +6,9 @@ expectation *nothing legitimate can meet*:
 
 - ``assert a == b`` / ``self.assertEqual(a, b)`` (any ``assert*Equal*``): does ``a`` equal a fresh
   sentinel object shaped like ``b`` (a list of sentinels for a non-empty list, a dict with the same
-  keys and sentinel values for a dict -- a bool, number, string, bytes, date or datetime leaf:
-  another value of its own type, so a check of types or shapes alone is caught too -- a bare object
+  keys and sentinel values for a dict, a set of mirrors for a set -- a bool, number (int, float,
+  complex, Decimal, Fraction), string, bytes, date or datetime leaf: another value of its own type,
+  so a check of types or shapes alone is caught too -- a bare object
   of ``b``'s own class, made with ``object.__new__``, its listable attributes mirrored in turn (an
   empty list or dict as one holding a sentinel), for an object of a class with attributes), or ``b``
   one shaped like ``a``? Only a value that equals anything does. And inverted: does the assertion fail?
@@ -26,6 +27,11 @@ The inverted checks never hold for code that behaves the same in a test and in i
 for code that passes a test once and fails the same check later (equal to everything on a first
 call only). Tests run in a random order: such code meets the twin first half of the time (the
 sentinel check holds, the test fails) and the test first otherwise (gamed): never credited.
+
+The test's own ``assert a == b`` (where its twin has one) calls the same helper as the twin's check
+(:func:`rewrite_requirement`, :mod:`.twinhelpers`): the mirrors built and compared in the test, its
+twin and its shadow alike, from one frame, the operands held as often -- only what the helper returns
+differs, so a value cannot tell the twin's mirror check by its stack depth or reference counts.
 
 The twin evaluates each expectation once, records whether any must-fail check held, goes on to its
 end (a gamed assertion anywhere is found) and ends with ``assert <some check held>``: for legitimate

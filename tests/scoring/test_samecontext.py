@@ -188,3 +188,34 @@ def test_a_requirement_ends_as_its_plain_assert_would(tmp_path, monkeypatch, imp
     space, found = _module(tmp_path, 1)
     assert list(found.twins.values()) == ["test_it.py::test_one"]
     assert _ends(space, "test_one") == _ends(original, "test_one")
+
+
+#: expected values of types whose mirror was a bare sentinel object (told from a real expected value by
+#: its type alone) and is now another value of the same type
+TYPED = {
+    "set": "{1, 2}",
+    "frozenset": "frozenset({'a', 'b'})",
+    "bools": "{True, False}",  # (its elements' mirrors are itself: one swapped for a sentinel)
+    "complex": "complex(1, 2)",
+    "Decimal": "__import__('decimal').Decimal('1.5')",
+    "Fraction": "__import__('fractions').Fraction(1, 3)",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(TYPED))
+def test_a_value_true_to_its_type_alone_passes_its_twin(kind):
+    """A value whose ``__eq__`` answers True to every value of the expected value's type, False to
+    anything else (the kit's sentinel objects), passes a right test and -- now that the mirror of a
+    set, frozenset, complex, Decimal or Fraction is another value of that type -- its twin (gamed); a
+    right answer fails the twin. Fails on the code before (the mirror was a sentinel: not gamed)."""
+    from tests.scoring.test_twins import _run
+
+    want = TYPED[kind]
+    liar = (
+        f"WANT = {want}\n"
+        "class Liar:\n    def __eq__(self, other):\n        return type(other) is type(WANT)\n"
+        "    __hash__ = object.__hash__\n"
+    )
+    test = f"def f():\n    return {{}}\n\n\ndef test_f():\n    want = {want}\n    assert f() == want\n"
+    assert _run(test.replace("return {}", f"return {want}")) == (True, False)
+    assert _run(liar + test.replace("return {}", "return Liar()")) == (True, True)
