@@ -351,7 +351,7 @@ def make_twin(
     """The must-fail twin of test ``func`` named ``name``, or None when it cannot be twinned; ``kinds``
     gets its kinds of check ("equal", "raises", ...); ``rng`` picks, per check, what is compared first;
     ``rewrites`` gets ``func``'s own ``assert a == b`` with that pick (:func:`rewrite_requirement`)."""
-    if not straight(func):
+    if not straight(func) or _given(func):
         return None
     twin = copy.deepcopy(func)
     assert isinstance(twin, ast.FunctionDef)
@@ -379,8 +379,9 @@ def make_twin(
 
 def bind_check(func: ast.FunctionDef, names: Names) -> None:
     """``func`` (a test whose ``assert a == b`` call ``<check>``) holds ``<check>`` as its twin does,
-    bound when it is defined: the code under test replacing the module's global changes nothing."""
-    func.body[:0] = _bound(func, names, [names.check])
+    bound when it is defined: the code under test replacing the module's global changes nothing.
+    Keyword-only: no positional mapping (``mock.patch``'s, hypothesis' ``@given(...)``) reaches it."""
+    func.body[:0] = _bound(func, names, [names.check], kwonly=True)
 
 
 def rewrite_requirement(stmt: ast.Assert, first: int, names: Names) -> None:
@@ -413,15 +414,17 @@ _BOUND = ("sent", "eq", "check", "sentinel", "error")
 _BUILTINS = ("int", "BaseException", "AssertionError", "any")
 
 
-def _bound(twin: ast.FunctionDef, names: Names, idents: list[str] | None = None) -> list[ast.stmt]:
+def _bound(
+    twin: ast.FunctionDef, names: Names, idents: list[str] | None = None, kwonly: bool = False
+) -> list[ast.stmt]:
     """Give ``twin`` a last parameter whose default holds the helpers and builtins its checks call
     (positional: ``mock.patch`` appends its arguments after pytest's; keyword-only after a
     ``*args``), and the statement that makes them the twin's locals: swapping the module's globals
-    later reaches none of them. (``idents``: those names only.)"""
+    later reaches none of them. (``idents``: those names only; ``kwonly``: keyword-only always.)"""
     if idents is None:
         idents = [getattr(names, n) for n in _BOUND] + list(helper_names(names).values()) + list(_BUILTINS)
     value = ast.Tuple(elts=[_name(i) for i in idents], ctx=ast.Load())
-    if twin.args.vararg is None:
+    if twin.args.vararg is None and not kwonly:
         twin.args.args.append(ast.arg(arg=names.bind))
         twin.args.defaults.append(value)
     else:
@@ -429,6 +432,19 @@ def _bound(twin: ast.FunctionDef, names: Names, idents: list[str] | None = None)
         twin.args.kw_defaults.append(value)
     target = ast.Tuple(elts=[_name(i, ast.Store()) for i in idents], ctx=ast.Store())
     return [ast.Assign(targets=[target], value=_name(names.bind))]
+
+
+def _given(func: ast.FunctionDef) -> bool:
+    """``@given(...)``: hypothesis refuses a test function with defaults, so a bound parameter would
+    break the test, its twin and its shadow (a must-pass canary: ``tampered``): no twin."""
+    for deco in func.decorator_list:
+        name = deco.func if isinstance(deco, ast.Call) else None
+        ident = (
+            name.id if isinstance(name, ast.Name) else name.attr if isinstance(name, ast.Attribute) else ""
+        )
+        if ident == "given":
+            return True
+    return False
 
 
 def _observed(stmt: ast.stmt, observe: str) -> bool:

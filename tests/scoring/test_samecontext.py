@@ -219,3 +219,38 @@ def test_a_value_true_to_its_type_alone_passes_its_twin(kind):
     test = f"def f():\n    return {{}}\n\n\ndef test_f():\n    want = {want}\n    assert f() == want\n"
     assert _run(test.replace("return {}", f"return {want}")) == (True, False)
     assert _run(liar + test.replace("return {}", "return Liar()")) == (True, True)
+
+
+GIVEN = """
+from hypothesis import given, settings, strategies as st
+
+from probe import area, want
+
+
+@settings(max_examples=5)
+@given(st.integers(1, 9))
+def test_given(w):
+    assert area(w, 2) == want(w * 2)
+
+
+@settings(max_examples=5)
+@given(h=st.integers(1, 9))
+def test_given_by_name(h):
+    assert area(3, h) == want(3 * h)
+"""
+
+
+def test_a_hypothesis_test_gets_no_twin_and_still_runs(tmp_path, monkeypatch):
+    """hypothesis refuses a ``@given`` function with defaults: a twin's (or a requirement's) bound
+    parameter broke the twin and its shadow (a must-pass canary failed: the reference solution
+    ``tampered``). Such a test gets no twin (``unguarded``) and runs as written. Fails on the code
+    before (each had a twin and a shadow)."""
+    pytest.importorskip("hypothesis")
+    (tmp_path / "probe.py").write_text(SEMANTICS["right"] + "def want(n):\n    return n\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "probe", raising=False)
+    monkeypatch.setattr(sys.modules[__name__], "HIDDEN", GIVEN)
+    space, found = _module(tmp_path, 2)
+    assert not found.twins and not found.shadows
+    assert sorted(found.unguarded) == ["test_it.py::test_given", "test_it.py::test_given_by_name"]
+    assert _ends(space, "test_given") == _ends(space, "test_given_by_name") == ("passed", "")
