@@ -280,12 +280,7 @@ def test_rt40b_7_a_value_true_to_everything_meets_membership_and_method_checks(t
     assert credited == 0 or s.requirements_gamed or s.tampered or s.suspicious, (credited, s.failed)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    raises=AssertionError,
-    reason="open: frames taken from a weakref finalizer (this forger's tell, where the value dies, is gone:"
-    " the twin's and shadow's assert-shaped checks hold it to the frame's end; the class is not closed)",
-)
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="open: frames taken from a weakref finalizer")
 def test_rt40b_8_frames_taken_by_a_finalizer_in_the_tests_frame_tell_twins_from_shadows(tmp_path):
     """Each value carries a token whose ``weakref.finalize`` callbacks map ``sys._getframe`` (and
     ``f_lineno``) when it dies in the test's frame; at the call report a twin's frame has run on to
