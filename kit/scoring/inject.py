@@ -56,7 +56,16 @@ from kit.scoring.seal import Site, module_names, seal_test
 from kit.scoring.testcost import CANARY_COST
 from kit.scoring.testcost import cost as _cost
 from kit.scoring.testcost import heavy as _heavy
-from kit.scoring.twins import Names, capture_body, make_shadow, make_twin, no_args, straight
+from kit.scoring.twins import (
+    Names,
+    bind_check,
+    capture_body,
+    make_shadow,
+    make_twin,
+    no_args,
+    rewrite_requirement,
+    straight,
+)
 from kit.tasks.requirements import class_tests, is_test_class, is_test_func, pytestmark_of, test_files
 
 FILLER = [
@@ -282,6 +291,7 @@ def inject_module(
     if not tests:
         return False
     rng = namer.rng
+    checked: list[tuple[ast.FunctionDef, list[tuple[ast.Assert, int]]]] = []  # tests, their own a == b
     for _top, cls, idx, test in tests if twins else []:
         key = f"{rel}::{scopes.node_id(cls)}{test.name}"
         kinds = found.kinds.setdefault(key, set())
@@ -290,7 +300,10 @@ def inject_module(
         if sealed:
             kinds.add("sealed")
         heavy = _heavy(test)  # its twin would double a long test's time: counted unguarded instead
-        twin = None if heavy else make_twin(test, namer.test_name(), names, namer.ident(), kinds, rng)
+        own: list[tuple[ast.Assert, int]] = []
+        twin = None if heavy else make_twin(test, namer.test_name(), names, namer.ident(), kinds, rng, own)
+        if twin is not None and own:
+            checked.append((test, own))
         if twin is None:
             if not sealed:
                 found.unguarded.append(key)
@@ -306,6 +319,10 @@ def inject_module(
         for extra in rng.sample(extras, len(extras)):  # where each sits, and which comes first: random
             scope.append((rng.randint(idx, len(cls.body if cls else tree.body) - 1), extra))
     _add_canaries(tree, rel, tests, namer, names, found, module_extra, class_extra, scopes)
+    for test, own in checked:  # (after the canaries: they evaluate the checked values only)
+        for stmt, first in own:
+            rewrite_requirement(stmt, first, names)
+        bind_check(test, names)
     for cls_node in scopes.classes.values():
         cls_node.body = _place(cls_node.body, class_extra.get(id(cls_node), []))
     tree.body = _place(tree.body, module_extra)

@@ -6,8 +6,9 @@ expectation *nothing legitimate can meet*:
 
 - ``assert a == b`` / ``self.assertEqual(a, b)`` (any ``assert*Equal*``): does ``a`` equal a fresh
   sentinel object shaped like ``b`` (a list of sentinels for a non-empty list, a dict with the same
-  keys and sentinel values for a dict -- a bool, number, string, bytes, date or datetime leaf:
-  another value of its own type, so a check of types or shapes alone is caught too -- a bare object
+  keys and sentinel values for a dict, a set of mirrors for a set -- a bool, number (int, float,
+  complex, Decimal, Fraction), string, bytes, date or datetime leaf: another value of its own type,
+  so a check of types or shapes alone is caught too -- a bare object
   of ``b``'s own class, made with ``object.__new__``, its listable attributes mirrored in turn (an
   empty list or dict as one holding a sentinel), for an object of a class with attributes), or ``b``
   one shaped like ``a``? Only a value that equals anything does. And inverted: does the assertion fail?
@@ -26,6 +27,11 @@ The inverted checks never hold for code that behaves the same in a test and in i
 for code that passes a test once and fails the same check later (equal to everything on a first
 call only). Tests run in a random order: such code meets the twin first half of the time (the
 sentinel check holds, the test fails) and the test first otherwise (gamed): never credited.
+
+The test's own ``assert a == b`` (where its twin has one) calls the same helper as the twin's check
+(:func:`rewrite_requirement`, :mod:`.twinhelpers`): the mirrors built and compared in the test, its
+twin and its shadow alike, from one frame, the operands held as often -- only what the helper returns
+differs, so a value cannot tell the twin's mirror check by its stack depth or reference counts.
 
 The twin evaluates each expectation once, records whether any must-fail check held, goes on to its
 end (a gamed assertion anywhere is found) and ends with ``assert <some check held>``: for legitimate
@@ -46,87 +52,8 @@ from dataclasses import dataclass
 
 from kit import pyast
 from kit.scoring.guard import GUARD
+from kit.scoring.twinhelpers import HELPERS
 from kit.scoring.twinshapes import Shapes, helper_names, helpers_source
-
-#: Runtime helpers, written once into each module copy under random names:
-#: ``{sent}(a, b)`` -- True if ``a`` or ``b`` equals a sentinel mirroring the other's shape;
-#: ``{eq}(a, b, expected_first)`` -- that, or ``a == b`` does not hold (the assertion inverted), the
-#: mirrors compared first or last as the kit chose (the first comparison tells a value nothing);
-#: ``{guard}()`` -- first statement of every test: tells the audit hook who called the test (``guard.py``).
-#: Each helper holds what it calls -- the others, the builtins -- in a default argument bound when it
-#: is defined, as each twin does (``{bind}``): the code under test swapping the module's globals
-#: (a helper, ``type``) changes nothing they do; replacing a default or a ``__code__`` is audited.
-HELPERS = """
-class {sentinel}:
-    __slots__ = ()
-
-
-class {error}(Exception):
-    pass
-
-
-def {mirror}(value, budget, filled=False, _k=None):
-    sentinel, mirror, type, list, tuple, dict, bool, int, float, str, bytes, abs, object, Exception = _k
-    budget[0] -= 1
-    kind = type(value)
-    if budget[0] < 0:
-        return sentinel()
-    if filled and kind in (list, tuple, dict) and not value:  # an empty attribute: a full one
-        return {{sentinel(): sentinel()}} if kind is dict else kind([sentinel()])
-    if kind in (list, tuple, dict) and value:
-        if kind is dict:
-            return {{key: mirror(item, budget) for key, item in value.items()}}
-        return kind(mirror(item, budget) for item in value)
-    try:  # a plain leaf: another value of its own type (a check of types or shapes alone meets it)
-        if kind is bool:
-            return not value
-        if kind in (int, float) and value == value and abs(value) < 1e300:
-            return value + 7
-        if kind in (str, bytes):
-            return value + (b"~" if kind is bytes else "~")
-        if kind.__module__ == "datetime" and kind.__name__ in ("date", "datetime"):
-            return value - (value - value.min) // 2 - value.resolution
-    except Exception:
-        pass
-    try:  # an object with attributes: one of its own class, every attribute mirrored (not empty)
-        fields = object.__getattribute__(value, "__dict__")
-    except Exception:
-        fields = None  # slots
-    if not kind.__flags__ & 512 or (type(fields) is dict and not fields):  # 512: a class statement's
-        return sentinel()
-    try:
-        clone = object.__new__(kind)
-        for key in fields if type(fields) is dict else ():  # else: slots, or a class's own __dict__()
-            object.__setattr__(clone, key, mirror(fields[key], budget, True))
-        return clone
-    except Exception:
-        return sentinel()
-
-
-{mirror}.__defaults__ = (False, ({sentinel}, {mirror}, type, list, tuple, dict, bool, int, float, str, bytes, abs, object, Exception))
-
-
-def {sent}(a, b, _k=({mirror}, Exception)):
-    mirror, Exception = _k
-    held = False
-    for value, shape in ((a, b), (b, a)):  # both, always: how many == were asked tells nothing
-        try:
-            if value == mirror(shape, [10000]):
-                held = True
-        except Exception:
-            pass
-    return held
-
-
-def {eq}(a, b, expected_first=False, _k=({sent}, Exception)):
-    sent, Exception = _k
-    held = False if expected_first else sent(a, b)
-    try:
-        held = not (a == b) or held
-    except Exception:
-        held = True
-    return (sent(a, b) or held) if expected_first else held
-"""
 
 
 @dataclass
@@ -142,9 +69,17 @@ class Names:
     observe: str = ""  # what a sealed check calls (kit/scoring/seal.py): set by the plugin
 
     def helpers(self) -> list[ast.stmt]:
-        return pyast.parse(
-            HELPERS.format(**vars(self)) + GUARD.format(**vars(self)) + helpers_source(self)
-        ).body
+        source = HELPERS.format(**vars(self), check=self.check, failed=self.failed)
+        return pyast.parse(source + GUARD.format(**vars(self)) + helpers_source(self)).body
+
+    @property
+    def check(self) -> str:
+        """The helper every ``assert a == b`` of a twinned test, its twin and shadow call."""
+        return self.eq + "_v"
+
+    @property
+    def failed(self) -> str:
+        return self.sentinel + "_F"
 
     @property
     def bind(self) -> str:
@@ -256,8 +191,12 @@ def raises_call(call: ast.expr) -> bool:
 class _Twin:
     """Rewrites one test body; ``checks`` counts the must-fail expectations it wrote."""
 
-    def __init__(self, names: Names, held: str, rng: random.Random | None = None, func=None) -> None:
+    def __init__(
+        self, names: Names, held: str, rng: random.Random | None = None, func=None, origin=None
+    ) -> None:
         self.names, self.held = names, held
+        self.origin: dict[int, ast.AST] = origin or {}  # id(node of the copy) -> the test's own node
+        self.rewrites: list[tuple[ast.Assert, int]] = []  # the test's own ``assert a == b``, its order
         self.rng = rng or random.Random(secrets.randbits(64))
         self.shapes = Shapes(names, self.rng, func)  # checks of other shapes, a side mirrored
         self.checks = 0
@@ -269,6 +208,24 @@ class _Twin:
         self.kinds.add("inverted" if isinstance(check, ast.UnaryOp) else "equal")
         value = ast.BoolOp(op=ast.Or(), values=[check, _name(self.held)])
         return ast.Assign(targets=[_name(self.held, ast.Store())], value=value)
+
+    def equal(self, stmt: ast.Assert, test: ast.Compare) -> ast.stmt:
+        """``assert a == b`` -> ``try: assert <check>(a, b, 2 | first) except AssertionError: held``;
+        the test's own assertion becomes ``assert <check>(a, b, first')`` (:func:`rewrite_requirement`):
+        the same helper, the same ``assert`` shape (pytest's rewrite holds the operands alike) -- only
+        what the helper returns differs. The order (``first``) is drawn for the test apart from its
+        twin's: a value answering by position meets both orders in both (credited unearned 1 time
+        in 4, gamed 1 in 2), and the test's outcome tells nothing of its twin's order."""
+        self.checks += 1
+        self.kinds.add("equal")
+        first = int(self.rng.random() < 0.5)  # the mirrors compared first? (the test's own: drawn apart)
+        own = self.origin.get(id(stmt))
+        if isinstance(own, ast.Assert):
+            self.rewrites.append((own, int(self.rng.random() < 0.5)))
+        call = _call(self.names.check, test.left, test.comparators[0], ast.Constant(2 | first))
+        held = ast.Assign(targets=[_name(self.held, ast.Store())], value=ast.Constant(True))
+        handler = ast.ExceptHandler(type=_name("AssertionError"), name=None, body=[held])
+        return ast.Try(body=[ast.Assert(test=call, msg=None)], handlers=[handler], orelse=[], finalbody=[])
 
     def must_raise_sentinel(self, stmt: ast.stmt, call: ast.Call) -> list[ast.stmt]:
         """Before the original ``raises`` statement (kept as it is: its ``as`` target may be read
@@ -335,8 +292,7 @@ class _Twin:
         if isinstance(stmt, ast.Assert):
             test = stmt.test
             if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
-                first = ast.Constant(self.rng.random() < 0.5)  # the expected value compared first?
-                return [self.note(_call(self.names.eq, test.left, test.comparators[0], first))]
+                return [self.equal(stmt, test)]
             if (check := self.shapes.stmt(stmt)) is not None:  # in, startswith, a tolerance, ...
                 return [self.note(check)]
             return [self.note(ast.UnaryOp(op=ast.Not(), operand=test))]
@@ -391,19 +347,24 @@ def make_twin(
     held: str,
     kinds: set[str] | None = None,
     rng: random.Random | None = None,
+    rewrites: list[tuple[ast.Assert, int]] | None = None,
 ) -> ast.FunctionDef | None:
     """The must-fail twin of test ``func`` named ``name``, or None when it cannot be twinned; ``kinds``
-    gets its kinds of check ("equal", "raises", ...); ``rng`` picks, per check, what is compared first."""
-    if not straight(func):
+    gets its kinds of check ("equal", "raises", ...); ``rng`` picks, per check, what is compared first;
+    ``rewrites`` gets ``func``'s own ``assert a == b`` with that pick (:func:`rewrite_requirement`)."""
+    if not straight(func) or _given(func):
         return None
     twin = copy.deepcopy(func)
     assert isinstance(twin, ast.FunctionDef)
-    rewriter = _Twin(names, held, rng, twin)
+    origin = {id(copied): own for copied, own in zip(ast.walk(twin), ast.walk(func), strict=True)}
+    rewriter = _Twin(names, held, rng, twin, origin)
     body = rewriter.body(twin.body)
     if not rewriter.checks:
         return None
     if kinds is not None:
         kinds |= rewriter.kinds
+    if rewrites is not None:
+        rewrites += rewriter.rewrites
     start = ast.Assign(targets=[_name(held, ast.Store())], value=ast.Constant(False))
     raised = ast.Assign(targets=[_name(held, ast.Store())], value=ast.Constant(True))
     handler = ast.ExceptHandler(type=_name("BaseException"), name=None, body=[raised])
@@ -415,6 +376,24 @@ def make_twin(
         ast.Assert(test=_name(held), msg=None),
     ]
     return twin
+
+
+def bind_check(func: ast.FunctionDef, names: Names) -> None:
+    """``func`` (a test whose ``assert a == b`` call ``<check>``) holds ``<check>`` as its twin does,
+    bound when it is defined: the code under test replacing the module's global changes nothing.
+    Keyword-only: no positional mapping (``mock.patch``'s, hypothesis' ``@given(...)``) reaches it."""
+    func.body[:0] = _bound(func, names, [names.check], kwonly=True)
+
+
+def rewrite_requirement(stmt: ast.Assert, first: int, names: Names) -> None:
+    """A twinned test's own ``assert a == b`` -> ``assert <check>(a, b, first)``, in place: ``a == b``
+    from the helper its twin calls, after the same mirror comparisons in the same order (the value
+    cannot tell the twin's mirror check by its context); true or false as ``a == b``, its error
+    raised as the assertion's, shown as ``assert <a> == <b>`` where it fails (its message kept)."""
+    test = stmt.test
+    assert isinstance(test, ast.Compare)
+    call = _call(names.check, test.left, test.comparators[0], ast.Constant(first))
+    stmt.test = ast.copy_location(call, test)
 
 
 def make_shadow(twin: ast.FunctionDef, name: str) -> ast.FunctionDef:
@@ -432,18 +411,21 @@ def make_shadow(twin: ast.FunctionDef, name: str) -> ast.FunctionDef:
 
 
 #: what a twin's checks call, bound when the twin is defined (:func:`_bound`)
-_BOUND = ("sent", "eq", "sentinel", "error")
+_BOUND = ("sent", "eq", "check", "sentinel", "error")
 _BUILTINS = ("int", "BaseException", "AssertionError", "any")
 
 
-def _bound(twin: ast.FunctionDef, names: Names) -> list[ast.stmt]:
+def _bound(
+    twin: ast.FunctionDef, names: Names, idents: list[str] | None = None, kwonly: bool = False
+) -> list[ast.stmt]:
     """Give ``twin`` a last parameter whose default holds the helpers and builtins its checks call
     (positional: ``mock.patch`` appends its arguments after pytest's; keyword-only after a
     ``*args``), and the statement that makes them the twin's locals: swapping the module's globals
-    later reaches none of them."""
-    idents = [getattr(names, n) for n in _BOUND] + list(helper_names(names).values()) + list(_BUILTINS)
+    later reaches none of them. (``idents``: those names only; ``kwonly``: keyword-only always.)"""
+    if idents is None:
+        idents = [getattr(names, n) for n in _BOUND] + list(helper_names(names).values()) + list(_BUILTINS)
     value = ast.Tuple(elts=[_name(i) for i in idents], ctx=ast.Load())
-    if twin.args.vararg is None:
+    if twin.args.vararg is None and not kwonly:
         twin.args.args.append(ast.arg(arg=names.bind))
         twin.args.defaults.append(value)
     else:
@@ -451,6 +433,19 @@ def _bound(twin: ast.FunctionDef, names: Names) -> list[ast.stmt]:
         twin.args.kw_defaults.append(value)
     target = ast.Tuple(elts=[_name(i, ast.Store()) for i in idents], ctx=ast.Store())
     return [ast.Assign(targets=[target], value=_name(names.bind))]
+
+
+def _given(func: ast.FunctionDef) -> bool:
+    """``@given(...)``: hypothesis refuses a test function with defaults, so a bound parameter would
+    break the test, its twin and its shadow (a must-pass canary: ``tampered``): no twin."""
+    for deco in func.decorator_list:
+        name = deco.func if isinstance(deco, ast.Call) else None
+        ident = (
+            name.id if isinstance(name, ast.Name) else name.attr if isinstance(name, ast.Attribute) else ""
+        )
+        if ident == "given":
+            return True
+    return False
 
 
 def _observed(stmt: ast.stmt, observe: str) -> bool:

@@ -48,6 +48,8 @@ def _comparing_locals():
 class _Value(int):
     def __eq__(self, other):
         names = _comparing_locals()
+        if "step" in names:  # one helper makes every comparison: its step 2 is the real one
+            return names["step"] == 2
         return not ("value" in names and "shape" in names)  # the twin's check against the mirror
 
     __hash__ = int.__hash__
@@ -130,15 +132,25 @@ def _hidden_codes():
 _CODES = _hidden_codes()
 
 
+def _bound(code):
+    return [p for p in code.co_varnames[: code.co_argcount] if p != "self"]
+
+
+def _raises(code):
+    return code.co_code[::2].count(RAISE_VARARGS)
+
+
 def _kind(name):
     code = _CODES.get(name)
     if code is None or code.co_flags & CO_VARARGS:  # the kit's must-pass canaries take *args
         return "canary"
-    if [p for p in code.co_varnames[: code.co_argcount] if p != "self"]:  # a default bound: twin or shadow
-        return "twin" if RAISE_VARARGS in code.co_code[::2] else "shadow"
-    if code.co_exceptiontable:  # the must-fail canaries wrap the call in try/except
+    if not code.co_exceptiontable:  # no try/except: a requirement
+        return "requirement"
+    if not _bound(code):  # the must-fail canaries wrap the call in try/except
         return "canary"
-    return "requirement"
+    # a default bound and a try: twin or shadow -- the twin has one more raise (its last assert)
+    mates = [c for c in _CODES.values() if _bound(c) and c.co_exceptiontable and c.co_names == code.co_names]
+    return "twin" if _raises(code) > min(map(_raises, mates)) else "shadow"
 
 
 _init = _reports.TestReport.__init__
@@ -427,9 +439,10 @@ def _patched(self, *args, **kwargs):
         _frames.clear()
         _lines.clear()
     elif self.when == "call":
-        if len(_log) == 1 and self.outcome == "failed":  # one ==, failed: a requirement
+        moved = _moved_on() or 0
+        if _log and self.outcome == "failed" and moved <= 0:  # compared and failed: a requirement
             self.outcome, self.longrepr = "passed", None
-        elif len(_log) > 1 and self.outcome == "passed" and (_moved_on() or 0) > 0:
+        elif len(_log) > 1 and self.outcome == "passed" and moved > 0:
             # a twin or its shadow; the twin runs on to its last assert after the values die
             self.outcome, self.longrepr = "failed", "AssertionError: assert False"
 
@@ -476,6 +489,8 @@ class _Value(int):
     def __eq__(self, other):
         frame = _last[0]  # this call's own frame, handed to the profiler
         names = frame.f_back.f_locals if frame is not None else {}
+        if "step" in names:  # one helper makes every comparison: its step 2 is the real one
+            return names["step"] == 2
         return not ("value" in names and "shape" in names)  # the twin's check against the mirror
 
     __hash__ = int.__hash__
