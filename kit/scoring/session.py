@@ -87,6 +87,7 @@ class PytestRun:
     states: dict[str, str] = field(default_factory=dict)
     reads: dict[str, set[str]] = field(default_factory=dict)  # data files read (``record``): path -> by
     cut_shadows: set[str] = field(default_factory=set)  # requirements whose twin's shadow was cut
+    failed_shadows: dict[str, str] = field(default_factory=dict)  # requirement -> its failed shadow's message
 
     @property
     def passed(self) -> set[str]:
@@ -241,6 +242,7 @@ def run_pytest(
         got.states,
         got.reads,
         got.cut_shadows,
+        got.failed_shadows,
     )
 
 

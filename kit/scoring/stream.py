@@ -75,6 +75,9 @@ class Stream:
     reads: dict[str, set[str]] = field(default_factory=dict)
     #: requirements whose twin's shadow was cut at its time limit: not credited (:meth:`check_canaries`)
     cut_shadows: set[str] = field(default_factory=set)
+    #: requirement -> the message of its twin's shadow that failed: tampering only if the requirement
+    #: itself passed (:func:`kit.scoring.verdicts.results`)
+    failed_shadows: dict[str, str] = field(default_factory=dict)
 
 
 class _Reader:
@@ -190,6 +193,10 @@ class _Reader:
                     # test: no evidence of a forged report, but its requirement is not credited --
                     # so a forger that reports shadows "timed out" gains nothing
                     self.out.cut_shadows.add(self.expect.shadows[name])
+                    continue
+                if want and name in self.expect.shadows:  # judged with its requirement: a fixture the
+                    # code breaks fails the test, its twin and the shadow alike -- no forged report
+                    self.out.failed_shadows[self.expect.shadows[name]] = self.canary_messages.get(name, "")
                     continue
                 why = f" ({self.canary_messages[name]})" if want and name in self.canary_messages else ""
                 self.out.tamper.append(f"{label} was reported {'failed' if want else 'passed'}{why}")

@@ -89,6 +89,11 @@ def results(
             )
         else:
             results[req.key] = (not bad, bad[0] if bad else "")
+        if outs and not bad and req.key in acc.failed_shadows:  # the test passed, its double did not
+            why = acc.failed_shadows[req.key]
+            tampered.append(
+                "acceptance: canary test that must pass was reported failed" + (f" ({why})" if why else "")
+            )
         if outs and not bad and req.key in twinned and req.key not in acc.twins:
             tampered.append(f"acceptance: the must-fail twin of {req.key} is missing from the report")
     if tampered:

@@ -215,3 +215,34 @@ def test_code_slow_enough_to_cut_the_shadow_fails_its_requirement_but_is_no_tamp
     ws = workspace(task, tmp_path / "fast")
     fast = evaluate(task, ws.root, ws)
     assert not fast.tampered and not fast.failed_requirements, fast.results
+
+
+def test_a_fixture_the_code_breaks_fails_its_test_not_the_run(tmp_path):
+    """A hidden test's fixture that calls the code under test, which raises for one input only: the
+    test, its twin and the twin's shadow error in setup alike while the module's other tests pass.
+    The shadow was a must-pass canary reported failed, so a partial solution read as 'tampered' --
+    every requirement lost, the run counted apart (fails on the code before). A failed shadow is now
+    tampering only where its requirement passed (RT40-3's forger still is: test_redteam40.py)."""
+    from kit.scoring.scorer import evaluate
+    from tests.tasks.taskmaker import make_task, workspace
+
+    stub = "def words(text):\n    raise NotImplementedError\n"
+    partial = "def words(text):\n    if len(text) > 20:\n        raise ValueError('too long')\n    return text.split()\n"
+    hidden = (
+        "import pytest\n\nimport calc\n\npytestmark = pytest.mark.severity('major')\n\n\n"
+        "@pytest.fixture\ndef short():\n    return calc.words('a b')\n\n\n"
+        "@pytest.fixture\ndef long():\n    return calc.words('a b c d e f g h i j k l m')\n\n\n"
+        "def test_short(short):\n    assert short == calc.words('a  b')\n\n\n"
+        "def test_long(long):\n    assert long[::2] == calc.words('a c e g i k m')\n"
+    )
+    solved = {"calc.py": "def words(text):\n    return text.split()\n"}
+    task = make_task(tmp_path / "task", {"calc.py": stub}, {"test_calc.py": hidden}, solved)
+    ws = workspace(task, tmp_path / "partial", solved=False)
+    (ws.root / "calc.py").write_text(partial)
+    got = evaluate(task, ws.root, ws)
+    assert not got.tampered, got.tampered
+    assert got.results["test_calc.py::test_short"][0], got.results
+    assert not got.results["test_calc.py::test_long"][0], got.results
+    ws = workspace(task, tmp_path / "solved")
+    solved_run = evaluate(task, ws.root, ws)
+    assert not solved_run.tampered and not solved_run.failed_requirements, solved_run.results
