@@ -109,7 +109,9 @@ def test_an_exception_inside_a_run_is_recorded_and_the_experiment_goes_on(tmp_pa
     )
     runs = [run_json(d) for d in (out / "runs").iterdir()]
     assert len(runs) == 2
-    assert all(r["outcome"] == "error" and "policy exploded" in r["error"] for r in runs)
+    assert all(r["outcome"] == "error" and "policy exploded" in r["error"] for r in runs), [
+        (r["outcome"], r.get("error")) for r in runs
+    ]
     micro = next(r for r in runs if r["task"] == "micro-slugify")
     assert micro["score"]["requirements_failed"] == micro["score"]["requirements_total"] == 7
 
