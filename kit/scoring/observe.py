@@ -31,7 +31,8 @@ def shown(value: object) -> str:
 
 def observer(send: Callable[..., None]) -> Callable[[str, object], None]:
     """What a sealed check calls: sends the digest of ``value``'s canonical form (and the start of
-    that form, for the failure message). The expected digest is not in this process."""
+    that form, for the failure message), and whether ``value`` is None, True or False (or has no
+    canonical form). What the check expects is not in this process."""
     dumps, sha = _dumps, _sha256
 
     def observe(site: str, value: object) -> None:
@@ -41,8 +42,14 @@ def observer(send: Callable[..., None]) -> Callable[[str, object], None]:
             form = None
         text = dumps(["none-such", type(value).__name__] if form is None else form, separators=(",", ":"))
         plain = "" if form is not None else f" (a {type(value).__name__[:40]}, not a plain value)"
+        # which singleton it is (identity checks: ``is None/True/False``); "-": no canonical form
+        ident = "None" if value is None else "True" if value is True else "False" if value is False else ""
         send(
-            kind="obs", site=str(site)[:40], digest=sha(text.encode()).hexdigest(), shown=shown(value) + plain
+            kind="obs",
+            site=str(site)[:40],
+            digest=sha(text.encode()).hexdigest(),
+            shown=shown(value) + plain,
+            ident=ident or ("-" if form is None else ""),
         )
 
     return observe

@@ -35,6 +35,16 @@ import json
 from dataclasses import dataclass
 
 from kit.scoring.observe import canonical, shown
+from kit.scoring.sealshapes import (
+    Unsealable,
+    arith,
+    identity_name,
+    is_str_format,
+    joined,
+    members,
+    shape,
+    str_format,
+)
 
 #: ``self.assert*`` methods that hold exactly when ``first == second``
 EQUAL_METHODS = frozenset(
@@ -57,16 +67,28 @@ _BUILTINS = {"set": set, "frozenset": frozenset, "tuple": tuple, "list": list, "
 MAX_CANONICAL = 1_000_000  # characters of an expected value's canonical form
 
 
-class Unsealable(Exception):
-    """The expression is not one the kit evaluates on its own."""
+__all__ = ["Site", "Unsealable", "digest", "module_names", "seal_test"]
 
 
 @dataclass
 class Site:
     key: str  # the requirement (test function) it belongs to
-    digest: str  # of the expected value's canonical form
+    digest: str  # of the expected value's canonical form ("" for the other kinds)
     expected: str  # its short repr, for failure messages
     required: bool  # the test always reaches it
+    #: "eq"; "in": membership in a literal container; "is": identity with None/True/False
+    #: (:mod:`.sealshapes`)
+    kind: str = "eq"
+    among: frozenset[str] = frozenset()  # "in": the elements' digests; "is": the singleton's name
+    negated: bool = False  # ``not in``, ``is not``
+
+    def accepts(self, value: str, ident: str) -> bool:
+        """Does an observation (its digest, its ``ident``: :func:`.observe.observer`) meet the check?"""
+        if self.kind == "is":
+            return (ident in self.among) != self.negated
+        if self.kind == "in":
+            return ident != "-" and value not in self.among if self.negated else value in self.among
+        return value == self.digest
 
 
 def digest(form: object) -> str:
@@ -145,14 +167,18 @@ class _Eval:
             if type(value) not in (int, float):
                 raise Unsealable
             return -value if isinstance(node.op, ast.USub) else +value
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
+        if isinstance(node, ast.BinOp):
             left, right = self(node.left), self(node.right)
+            if not isinstance(node.op, ast.Add | ast.Sub):  # * / // % **: bounded (sealshapes)
+                return arith(node.op, left, right)
             plain = (type(left), type(right))
             if all(t in (int, float) for t in plain) or (
                 plain in ((str, str), (bytes, bytes)) and isinstance(node.op, ast.Add)
             ):
                 return left + right if isinstance(node.op, ast.Add) else left - right  # type: ignore[operator]
             raise Unsealable
+        if isinstance(node, ast.JoinedStr):
+            return joined(node, self)
         if isinstance(node, ast.Name) and node.id in self.env:
             return self(self.env[node.id])
         if isinstance(node, ast.Call):
@@ -160,6 +186,8 @@ class _Eval:
         raise Unsealable
 
     def call(self, node: ast.Call) -> object:
+        if is_str_format(node):
+            return str_format(node, self)
         func: object = None
         if isinstance(node.func, ast.Name):
             func = self.names.get(node.func.id)
@@ -213,7 +241,7 @@ def _walk_sites(
     from kit.scoring.twins import raises_call
 
     for stmt in stmts:
-        if _pair(stmt) is not None:
+        if _pair(stmt) is not None or shape(stmt) is not None:
             out.append((stmt, required))
         elif isinstance(stmt, ast.With | ast.AsyncWith):
             plain = not any(raises_call(i.context_expr) for i in stmt.items)
@@ -289,8 +317,10 @@ def seal_test(
     plans: dict[
         int, tuple[ast.stmt, ast.expr, ast.expr, bool]
     ] = {}  # id(stmt) -> (stmt, actual, expected, required)
+    kinds: dict[int, tuple[str, bool]] = {}  # id(stmt) -> (kind, negated) of the other shapes
     for stmt, required in sites:
-        left, right = _pair(stmt)  # type: ignore[misc]
+        other = shape(stmt)
+        left, right = _pair(stmt) or other[:2]  # type: ignore[index,misc]
         sides = []
         for side in (left, right):
             try:
@@ -298,7 +328,10 @@ def seal_test(
                 sides.append(True)
             except (Unsealable, RecursionError):
                 sides.append(False)
-        if sides[0] != sides[1]:
+        if other is not None and sides == [False, True]:  # (the actual side is always the first)
+            plans[id(stmt)] = (stmt, left, right, required)
+            kinds[id(stmt)] = other[2:]
+        elif other is None and sides[0] != sides[1]:
             actual, expected = (right, left) if sides[0] else (left, right)
             plans[id(stmt)] = (stmt, actual, expected, required)
     # a local may go only if every use of it is inside a sealed expectation; drop sites until stable
@@ -325,16 +358,12 @@ def seal_test(
     sealed: dict[str, Site] = {}
     replace: dict[int, ast.stmt | None] = {}
     for stmt, actual, expected, required in plans.values():
-        try:
-            value = evaluate(expected)
-            form = canonical(value)
-        except (Unsealable, RecursionError):
-            form = None
-        if form is None or len(json.dumps(form)) > MAX_CANONICAL:
+        check = _expects(expected, evaluate, *kinds.get(id(stmt), ("eq", False)))
+        if check is None:
             continue
         next_site[0] += 1
         site = f"c{next_site[0]}"
-        sealed[site] = Site(key, digest(form), shown(value), required)
+        sealed[site] = Site(key, required=required, **check)
         call = ast.Call(ast.Name(observe, ast.Load()), [ast.Constant(site), actual], [])
         replace[id(stmt)] = ast.copy_location(ast.Expr(call), stmt)
     removed = {
@@ -345,6 +374,31 @@ def seal_test(
     if replace:
         _rewrite(func, replace)
     return sealed
+
+
+def _expects(expected: ast.expr, evaluate: _Eval, kind: str, negated: bool) -> dict | None:
+    """The :class:`Site` fields of a check whose expected side is ``expected``, or None (unsealable)."""
+    if kind == "is":
+        name = identity_name(expected)
+        return {
+            "digest": "",
+            "expected": f"{'not ' if negated else ''}{name}",
+            "kind": kind,
+            "among": frozenset({name}),
+            "negated": negated,
+        }
+    try:
+        value = evaluate(expected)
+        forms = [canonical(e) for e in members(value)] if kind == "in" else [canonical(value)]
+    except (Unsealable, RecursionError):
+        return None
+    if any(f is None for f in forms) or sum(len(json.dumps(f)) for f in forms) > MAX_CANONICAL:
+        return None
+    if kind == "eq":
+        return {"digest": digest(forms[0]), "expected": shown(value)}
+    among = frozenset(digest(f) for f in forms)
+    what = f"{'none' if negated else 'one'} of {shown(value)}"
+    return {"digest": "", "expected": what, "kind": kind, "among": among, "negated": negated}
 
 
 def _inside_sealed(name: ast.Name, plans: dict, replace: dict) -> bool:
