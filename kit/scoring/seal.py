@@ -38,10 +38,12 @@ from kit.scoring.observe import canonical, shown
 from kit.scoring.sealshapes import (
     Unsealable,
     arith,
+    builtin,
     identity_name,
     is_str_format,
     joined,
     members,
+    method,
     shape,
     str_format,
 )
@@ -64,6 +66,7 @@ _DATETIME = {
     "timedelta": datetime.timedelta,
 }
 _BUILTINS = {"set": set, "frozenset": frozenset, "tuple": tuple, "list": list, "dict": dict}
+_BUILTINS |= {"range": range, "sorted": sorted}
 MAX_CANONICAL = 1_000_000  # characters of an expected value's canonical form
 
 
@@ -173,7 +176,9 @@ class _Eval:
                 return arith(node.op, left, right)
             plain = (type(left), type(right))
             if all(t in (int, float) for t in plain) or (
-                plain in ((str, str), (bytes, bytes)) and isinstance(node.op, ast.Add)
+                plain in ((str, str), (bytes, bytes), (list, list), (tuple, tuple))
+                and isinstance(node.op, ast.Add)
+                and len(left) + len(right) <= MAX_CANONICAL  # type: ignore[arg-type]
             ):
                 return left + right if isinstance(node.op, ast.Add) else left - right  # type: ignore[operator]
             raise Unsealable
@@ -189,19 +194,24 @@ class _Eval:
         if is_str_format(node):
             return str_format(node, self)
         func: object = None
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            raise Unsealable
         if isinstance(node.func, ast.Name):
             func = self.names.get(node.func.id)
         elif isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
             module = self.names.get(node.func.value.id)
             func = module.get(node.func.attr) if isinstance(module, dict) else None
-        if func is None or isinstance(func, dict) or any(isinstance(a, ast.Starred) for a in node.args):
+        if func is None and isinstance(node.func, ast.Attribute) and not node.keywords:
+            receiver = self(node.func.value)  # a literal string's method (sealshapes.method)
+            return method(receiver, node.func.attr, [self(a) for a in node.args])
+        if func is None or isinstance(func, dict):
             raise Unsealable
-        if any(k.arg is None for k in node.keywords) or (func in _BUILTINS.values() and node.keywords):
-            raise Unsealable
+        if func in _BUILTINS.values():
+            if node.keywords:
+                raise Unsealable
+            return builtin(func, [self(a) for a in node.args])
         args = [self(a) for a in node.args]
         kwargs = {k.arg: self(k.value) for k in node.keywords}
-        if func in _BUILTINS.values() and not all(type(a) in (list, tuple, set, dict, str) for a in args):
-            raise Unsealable
         if func in _DATETIME.values() and not all(type(a) in (int, float) for a in [*args, *kwargs.values()]):
             raise Unsealable
         try:

@@ -130,6 +130,83 @@ def str_format(node: ast.Call, evaluate: Callable[[ast.expr], object]) -> str:
     return text
 
 
+#: methods of a literal string (or bytes) whose result is a plain value computed from their arguments
+_STR_METHODS = frozenset(
+    [
+        "join",
+        "split",
+        "rsplit",
+        "splitlines",
+        "upper",
+        "lower",
+        "casefold",
+        "title",
+        "capitalize",
+        "swapcase",
+        "strip",
+        "lstrip",
+        "rstrip",
+        "replace",
+        "zfill",
+        "center",
+        "ljust",
+        "rjust",
+        "encode",
+        "decode",
+        "removeprefix",
+        "removesuffix",
+        "partition",
+        "rpartition",
+    ]
+)
+_CODECS = ("utf-8", "utf8", "ascii", "latin-1", "latin1")
+
+
+def builtin(func: object, args: list[object]) -> object:
+    """``range`` (bounded), ``sorted``, or ``list``/``tuple``/``set``/``frozenset``/``dict`` of literal data."""
+    if func is range:
+        if not 1 <= len(args) <= 3 or not all(type(a) is int for a in args):
+            raise Unsealable
+        value: object = range(*args)  # type: ignore[arg-type]
+        if len(value) > MAX_LEN:  # type: ignore[arg-type]
+            raise Unsealable
+        return value
+    if not all(type(a) in (list, tuple, set, frozenset, dict, str, bytes, range) for a in args):
+        raise Unsealable
+    if func is sorted and len(args) != 1:
+        raise Unsealable
+    try:
+        return func(*args)  # type: ignore[operator]
+    except (TypeError, ValueError) as exc:  # (sorted over mixed types, dict of bad pairs)
+        raise Unsealable from exc
+
+
+def method(receiver: object, name: str, args: list[object]) -> object:
+    """``<literal str or bytes>.<method>(<literal arguments>)`` for a method of :data:`_STR_METHODS`."""
+    kind = type(receiver)
+    if kind not in (str, bytes) or name not in _STR_METHODS:
+        raise Unsealable
+    for arg in args:
+        if type(arg) in (list, tuple):
+            if name != "join" or not all(type(a) is kind for a in arg):  # type: ignore[attr-defined]
+                raise Unsealable
+        elif type(arg) not in (str, bytes, int) or (type(arg) is int and not -1 <= arg <= MAX_LEN):
+            raise Unsealable
+    if name in ("encode", "decode") and not all(a in _CODECS or a == "strict" for a in args):
+        raise Unsealable
+    grows = max([len(a) for a in args if type(a) in (str, bytes)] + [1])  # type: ignore[arg-type]
+    parts = len(args[0]) if name == "join" and args else 1  # type: ignore[arg-type]
+    if (len(receiver) + 1) * grows * parts > MAX_LEN:  # type: ignore[arg-type]
+        raise Unsealable
+    try:
+        value = getattr(receiver, name)(*args)
+    except (TypeError, ValueError, LookupError) as exc:
+        raise Unsealable from exc
+    if isinstance(value, str | bytes | list | tuple) and len(value) > MAX_LEN:
+        raise Unsealable
+    return value
+
+
 def is_str_format(node: ast.Call) -> bool:
     func = node.func
     return (

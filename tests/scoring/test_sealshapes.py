@@ -76,6 +76,12 @@ SHAPES = {
     "a sequence times n": ("assert f() == ['ab' * 2] * 3", ["['abab'] * 3"], ["['abab'] * 2", "'abab' * 3"]),
     "an f-string": ("assert f() == f'{2.5:>6}|{\"x\"!r}|{7:03d}'", ["'   2.5|\\'x\\'|007'"], ["'2.5|x|7'"]),
     "str.format": ("assert f() == '{}-{n:.2f}'.format('a1', n=2)", ["'a1-2.00'"], ["'a1-2'"]),
+    "range and sorted": (
+        "assert f() == list(range(2, 9, 3)) + sorted({3, 1})",
+        ["[2, 5, 8, 1, 3]"],
+        ["range(2, 9, 3)"],
+    ),
+    "a literal string's methods": ("assert f() == '-'.join('a,b'.split(',')).upper()", ["'A-B'"], ["'a-b'"]),
     "%-formatting": ("self.assertEqual(f(), '%s=%d' % ('w', 42))", ["'w=42'"], ["'w=42.0'"]),
 }
 
@@ -116,6 +122,7 @@ def test_an_int_that_lies_it_is_equal_to_nothing_is_judged_by_its_value():
         ("want = 3 * 7 ** 2\n    assert f() == want", ["147", "7 ** 2", "want"]),
         ("assert f() == f'{5:>4}x'", ["   5x", "{5", ">4"]),
         ("assert f() == '{}-{n}'.format(12, n='zz')", ["zz", "12", "format"]),
+        ("assert f() == ', '.join(sorted(['b7', 'a7']))", ["a7", "b7", "join", "sorted"]),
     ],
 )
 def test_nothing_of_the_expected_value_is_in_the_session_copy(check, secrets):
@@ -139,6 +146,11 @@ def test_what_is_left_unsealed():
         "assert f() is g()",
         "assert f() == '{0.real}'.format(3)",
         "assert f() == f'{[1]}'",
+        "assert f() == range(3)",  # (no canonical form)
+        "assert f() == list(range(10 ** 9))",
+        "assert f() == 'x'.center(10 ** 9)",
+        "assert f() == 'ab'.encode('rot13')",
+        "assert f() == sorted([1, 'a'])",
     ):
         tree, sites = _seal(check)
         assert sites == {}, check
