@@ -20,6 +20,10 @@ canonical form and meets no expectation. An expectation with no faithful canonic
 ``pytest.approx``, an object of the code under test) is left as it was: an in-process check, twinned
 as before (:mod:`kit.scoring.twins`).
 
+Membership in a literal container (``x in (1, 2)``, ``assertIn``, their ``not`` forms) and identity
+with ``None``/``True``/``False`` (``is``, ``assertIsNone``, ...) are sealed the same way, and an
+expected value may use arithmetic, formatting and a few builtins on literals: :mod:`.sealshapes`.
+
 A sealed check after which the test always goes on (not inside a loop, ``if``, ``try`` or
 ``raises`` block) is **required**: a test that passed without sending it fails. Where the original
 stopped at a failed assertion, a sealed test goes on to its end (nothing in the session knows the
