@@ -35,7 +35,7 @@ def observer(send: Callable[..., None]) -> Callable[[str, object], None]:
     canonical form). What the check expects is not in this process."""
     dumps, sha = _dumps, _sha256
 
-    def observe(site: str, value: object) -> None:
+    def observe(site: str, value: object, case: object = None) -> None:
         try:
             form = canonical(value)
         except Exception:  # noqa: BLE001 - a value that breaks the walk meets no expectation
@@ -44,12 +44,15 @@ def observer(send: Callable[..., None]) -> Callable[[str, object], None]:
         plain = "" if form is not None else f" (a {type(value).__name__[:40]}, not a plain value)"
         # which singleton it is (identity checks: ``is None/True/False``); "-": no canonical form
         ident = "None" if value is None else "True" if value is True else "False" if value is False else ""
+        fields = {"ident": ident or ("-" if form is None else "")}
+        if case is not None:  # a check by case (kit/scoring/sealcases.py); the sender writes None as text
+            fields["case"] = case if type(case) is int else -1
         send(
             kind="obs",
             site=str(site)[:40],
             digest=sha(text.encode()).hexdigest(),
             shown=shown(value) + plain,
-            ident=ident or ("-" if form is None else ""),
+            **fields,
         )
 
     return observe

@@ -88,9 +88,18 @@ class Site:
     kind: str = "eq"
     among: frozenset[str] = frozenset()  # "in": the elements' digests; "is": the singleton's name
     negated: bool = False  # ``not in``, ``is not``
+    #: "cases": the check of each case (:mod:`.sealcases`), by the case number the observation names
+    cases: tuple[Site, ...] = ()
 
-    def accepts(self, value: str, ident: str) -> bool:
-        """Does an observation (its digest, its ``ident``: :func:`.observe.observer`) meet the check?"""
+    def accepts(self, value: str, ident: str, case: object = None) -> bool:
+        """Does an observation (its digest, its ``ident``: :func:`.observe.observer`; the case it is
+        of, for a check by case) meet the check?"""
+        if self.kind == "cases":
+            return (
+                type(case) is int and 0 <= case < len(self.cases) and self.cases[case].accepts(value, ident)
+            )
+        if case is not None:
+            return False
         if self.kind == "is":
             return (ident in self.among) != self.negated
         if self.kind == "in":

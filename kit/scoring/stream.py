@@ -131,15 +131,17 @@ class _Reader:
     def observation(self, seq: int, msg: dict) -> None:
         """A sealed check's value (its digest): kept by check; one the kit did not write is forged."""
         site, value, shown = msg.get("site"), msg.get("digest"), msg.get("shown", "")
-        ident = msg.get("ident", "")
+        ident, case = msg.get("ident", ""), msg.get("case")
         if site not in self.expect.sealed or not all(isinstance(v, str) for v in (value, shown, ident)):
             self.out.tamper.append(f"report line {seq} is a sealed check the kit did not write")
             return
-        count, miss = self.out.observed.get(site, (0, None))
         want = self.expect.sealed[site]
-        met = value == want if isinstance(want, str) else want.accepts(value, ident)
+        met = value == want and case is None if isinstance(want, str) else want.accepts(value, ident, case)
+        if met and case is not None:  # a check by case (sealcases.py): kept by case
+            site = f"{site}[{case}]"
+        count, miss = self.out.observed.get(site, (0, None))
         if miss is None and not met:  # in a loop: every value must match
-            miss = shown[:200]
+            miss = shown[:200] + (f" (case {case})" if type(case) is int and case >= 0 else "")
         self.out.observed[site] = (count + 1, miss)
 
     def test(self, seq: int, nodeid: str, passed: object, message: object, state: object = None) -> None:
