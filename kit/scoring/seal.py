@@ -23,6 +23,7 @@ as before (:mod:`kit.scoring.twins`).
 Membership in a literal container (``x in (1, 2)``, ``assertIn``, their ``not`` forms) and identity
 with ``None``/``True``/``False`` (``is``, ``assertIsNone``, ...) are sealed the same way, and an
 expected value may use arithmetic, formatting and a few builtins on literals: :mod:`.sealshapes`.
+An expected value that changes by ``parametrize`` case or literal loop iteration: :mod:`.sealcases`.
 
 A sealed check after which the test always goes on (not inside a loop, ``if``, ``try`` or
 ``raises`` block) is **required**: a test that passed without sending it fails. Where the original
