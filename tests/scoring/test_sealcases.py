@@ -188,3 +188,23 @@ def test_a_passed_test_that_did_not_send_every_case_is_not_credited():
         results = {check.key: (True, "")}
         sealed_checks(results, injected, SimpleNamespace(observed=observed))  # type: ignore[arg-type]
         assert results[check.key][0] is credited, results
+
+
+def test_a_value_that_lies_in_eq_or_repr_meets_no_case():
+    class Liar(str):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = str.__hash__
+
+        def __repr__(self):
+            return "'hello-world'"
+
+    _, sites = _seal(HIDDEN)
+    check = next(iter(sites.values()))
+    sent: list[dict] = []
+    observe = observer(lambda **m: sent.append(m))
+    for case in (0, 1):
+        observe("c1", Liar("x"), case)
+        observe("c1", object(), case)
+    assert not [m for m in sent if check.accepts(m["digest"], m["ident"], m["case"])]
