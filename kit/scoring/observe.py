@@ -91,7 +91,8 @@ def _base(value: object) -> type | None:
     kind = type(value)
     if kind in _PLAIN or kind in _TIMES or value is None:
         return kind
-    return next((base for base in _PLAIN if issubclass(kind, base)), None)  # the real type, not __class__
+    # the real type, not __class__; a datetime before a date (it is one): a tomlkit DateTime is a datetime
+    return next((base for base in _PLAIN + _TIMES if issubclass(kind, base)), None)
 
 
 def canonical(value: object, budget: list[int] | None = None, depth: int = 0) -> object:
@@ -115,11 +116,15 @@ def canonical(value: object, budget: list[int] | None = None, depth: int = 0) ->
         flat = value.ndim == 1 and value.format in ("B", "c")  # type: ignore[attr-defined]
         return ["bytes", value.tobytes().hex()] if flat else None  # type: ignore[attr-defined]
     if kind in _TIMES:
+        # through the base type's own fields and methods: a subclass is judged by what its base holds
         if kind is datetime.timedelta:
-            return ["timedelta", value.days, value.seconds, value.microseconds]  # type: ignore[attr-defined]
-        if getattr(value, "tzinfo", None) is not None:
+            return [
+                "timedelta",
+                *(getattr(kind, f).__get__(value) for f in ("days", "seconds", "microseconds")),
+            ]
+        if kind is not datetime.date and kind.tzinfo.__get__(value) is not None:  # type: ignore[attr-defined]
             return None  # aware times compare across zones: not canonicalised
-        return [kind.__name__, value.isoformat()]  # type: ignore[attr-defined]
+        return [kind.__name__, kind.isoformat(value)]  # type: ignore[attr-defined]
     forms = []
     for item in _contents(value, kind):
         if budget[0] < 0:  # a subclass's own iteration may not end
