@@ -53,6 +53,7 @@ from pathlib import Path
 
 from kit import pyast
 from kit.scoring.seal import Site, module_names, seal_test
+from kit.scoring.sealcases import seal_cases
 from kit.scoring.testcost import CANARY_COST
 from kit.scoring.testcost import cost as _cost
 from kit.scoring.testcost import heavy as _heavy
@@ -296,6 +297,7 @@ def inject_module(
         key = f"{rel}::{scopes.node_id(cls)}{test.name}"
         kinds = found.kinds.setdefault(key, set())
         sealed = seal_test(test, key, imports, names.observe, found.next_site)
+        sealed |= seal_cases(test, key, imports, names.observe, found.next_site)  # parametrize, loops
         found.sealed.update(sealed)
         if sealed:
             kinds.add("sealed")

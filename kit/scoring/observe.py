@@ -31,18 +31,28 @@ def shown(value: object) -> str:
 
 def observer(send: Callable[..., None]) -> Callable[[str, object], None]:
     """What a sealed check calls: sends the digest of ``value``'s canonical form (and the start of
-    that form, for the failure message). The expected digest is not in this process."""
+    that form, for the failure message), and whether ``value`` is None, True or False (or has no
+    canonical form). What the check expects is not in this process."""
     dumps, sha = _dumps, _sha256
 
-    def observe(site: str, value: object) -> None:
+    def observe(site: str, value: object, case: object = None) -> None:
         try:
             form = canonical(value)
         except Exception:  # noqa: BLE001 - a value that breaks the walk meets no expectation
             form = None
         text = dumps(["none-such", type(value).__name__] if form is None else form, separators=(",", ":"))
         plain = "" if form is not None else f" (a {type(value).__name__[:40]}, not a plain value)"
+        # which singleton it is (identity checks: ``is None/True/False``); "-": no canonical form
+        ident = "None" if value is None else "True" if value is True else "False" if value is False else ""
+        fields = {"ident": ident or ("-" if form is None else "")}
+        if case is not None:  # a check by case (kit/scoring/sealcases.py); the sender writes None as text
+            fields["case"] = case if type(case) is int else -1
         send(
-            kind="obs", site=str(site)[:40], digest=sha(text.encode()).hexdigest(), shown=shown(value) + plain
+            kind="obs",
+            site=str(site)[:40],
+            digest=sha(text.encode()).hexdigest(),
+            shown=shown(value) + plain,
+            **fields,
         )
 
     return observe
@@ -81,7 +91,8 @@ def _base(value: object) -> type | None:
     kind = type(value)
     if kind in _PLAIN or kind in _TIMES or value is None:
         return kind
-    return next((base for base in _PLAIN if issubclass(kind, base)), None)  # the real type, not __class__
+    # the real type, not __class__; a datetime before a date (it is one): a tomlkit DateTime is a datetime
+    return next((base for base in _PLAIN + _TIMES if issubclass(kind, base)), None)
 
 
 def canonical(value: object, budget: list[int] | None = None, depth: int = 0) -> object:
@@ -105,11 +116,15 @@ def canonical(value: object, budget: list[int] | None = None, depth: int = 0) ->
         flat = value.ndim == 1 and value.format in ("B", "c")  # type: ignore[attr-defined]
         return ["bytes", value.tobytes().hex()] if flat else None  # type: ignore[attr-defined]
     if kind in _TIMES:
+        # through the base type's own fields and methods: a subclass is judged by what its base holds
         if kind is datetime.timedelta:
-            return ["timedelta", value.days, value.seconds, value.microseconds]  # type: ignore[attr-defined]
-        if getattr(value, "tzinfo", None) is not None:
+            return [
+                "timedelta",
+                *(getattr(kind, f).__get__(value) for f in ("days", "seconds", "microseconds")),
+            ]
+        if kind is not datetime.date and kind.tzinfo.__get__(value) is not None:  # type: ignore[attr-defined]
             return None  # aware times compare across zones: not canonicalised
-        return [kind.__name__, value.isoformat()]  # type: ignore[attr-defined]
+        return [kind.__name__, kind.isoformat(value)]  # type: ignore[attr-defined]
     forms = []
     for item in _contents(value, kind):
         if budget[0] < 0:  # a subclass's own iteration may not end

@@ -20,6 +20,11 @@ canonical form and meets no expectation. An expectation with no faithful canonic
 ``pytest.approx``, an object of the code under test) is left as it was: an in-process check, twinned
 as before (:mod:`kit.scoring.twins`).
 
+Membership in a literal container (``x in (1, 2)``, ``assertIn``, their ``not`` forms) and identity
+with ``None``/``True``/``False`` (``is``, ``assertIsNone``, ...) are sealed the same way, and an
+expected value may use arithmetic, formatting and a few builtins on literals: :mod:`.sealshapes`.
+An expected value that changes by ``parametrize`` case or literal loop iteration: :mod:`.sealcases`.
+
 A sealed check after which the test always goes on (not inside a loop, ``if``, ``try`` or
 ``raises`` block) is **required**: a test that passed without sending it fails. Where the original
 stopped at a failed assertion, a sealed test goes on to its end (nothing in the session knows the
@@ -35,6 +40,18 @@ import json
 from dataclasses import dataclass
 
 from kit.scoring.observe import canonical, shown
+from kit.scoring.sealshapes import (
+    Unsealable,
+    arith,
+    builtin,
+    identity_name,
+    is_str_format,
+    joined,
+    members,
+    method,
+    shape,
+    str_format,
+)
 
 #: ``self.assert*`` methods that hold exactly when ``first == second``
 EQUAL_METHODS = frozenset(
@@ -54,19 +71,41 @@ _DATETIME = {
     "timedelta": datetime.timedelta,
 }
 _BUILTINS = {"set": set, "frozenset": frozenset, "tuple": tuple, "list": list, "dict": dict}
+_BUILTINS |= {"range": range, "sorted": sorted}
 MAX_CANONICAL = 1_000_000  # characters of an expected value's canonical form
 
 
-class Unsealable(Exception):
-    """The expression is not one the kit evaluates on its own."""
+__all__ = ["Site", "Unsealable", "digest", "module_names", "seal_test"]
 
 
 @dataclass
 class Site:
     key: str  # the requirement (test function) it belongs to
-    digest: str  # of the expected value's canonical form
+    digest: str  # of the expected value's canonical form ("" for the other kinds)
     expected: str  # its short repr, for failure messages
     required: bool  # the test always reaches it
+    #: "eq"; "in": membership in a literal container; "is": identity with None/True/False
+    #: (:mod:`.sealshapes`)
+    kind: str = "eq"
+    among: frozenset[str] = frozenset()  # "in": the elements' digests; "is": the singleton's name
+    negated: bool = False  # ``not in``, ``is not``
+    #: "cases": the check of each case (:mod:`.sealcases`), by the case number the observation names
+    cases: tuple[Site, ...] = ()
+
+    def accepts(self, value: str, ident: str, case: object = None) -> bool:
+        """Does an observation (its digest, its ``ident``: :func:`.observe.observer`; the case it is
+        of, for a check by case) meet the check?"""
+        if self.kind == "cases":
+            return (
+                type(case) is int and 0 <= case < len(self.cases) and self.cases[case].accepts(value, ident)
+            )
+        if case is not None:
+            return False
+        if self.kind == "is":
+            return (ident in self.among) != self.negated
+        if self.kind == "in":
+            return ident != "-" and value not in self.among if self.negated else value in self.among
+        return value == self.digest
 
 
 def digest(form: object) -> str:
@@ -145,14 +184,20 @@ class _Eval:
             if type(value) not in (int, float):
                 raise Unsealable
             return -value if isinstance(node.op, ast.USub) else +value
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
+        if isinstance(node, ast.BinOp):
             left, right = self(node.left), self(node.right)
+            if not isinstance(node.op, ast.Add | ast.Sub):  # * / // % **: bounded (sealshapes)
+                return arith(node.op, left, right)
             plain = (type(left), type(right))
             if all(t in (int, float) for t in plain) or (
-                plain in ((str, str), (bytes, bytes)) and isinstance(node.op, ast.Add)
+                plain in ((str, str), (bytes, bytes), (list, list), (tuple, tuple))
+                and isinstance(node.op, ast.Add)
+                and len(left) + len(right) <= MAX_CANONICAL  # type: ignore[arg-type]
             ):
                 return left + right if isinstance(node.op, ast.Add) else left - right  # type: ignore[operator]
             raise Unsealable
+        if isinstance(node, ast.JoinedStr):
+            return joined(node, self)
         if isinstance(node, ast.Name) and node.id in self.env:
             return self(self.env[node.id])
         if isinstance(node, ast.Call):
@@ -160,20 +205,27 @@ class _Eval:
         raise Unsealable
 
     def call(self, node: ast.Call) -> object:
+        if is_str_format(node):
+            return str_format(node, self)
         func: object = None
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            raise Unsealable
         if isinstance(node.func, ast.Name):
             func = self.names.get(node.func.id)
         elif isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
             module = self.names.get(node.func.value.id)
             func = module.get(node.func.attr) if isinstance(module, dict) else None
-        if func is None or isinstance(func, dict) or any(isinstance(a, ast.Starred) for a in node.args):
+        if func is None and isinstance(node.func, ast.Attribute) and not node.keywords:
+            receiver = self(node.func.value)  # a literal string's method (sealshapes.method)
+            return method(receiver, node.func.attr, [self(a) for a in node.args])
+        if func is None or isinstance(func, dict):
             raise Unsealable
-        if any(k.arg is None for k in node.keywords) or (func in _BUILTINS.values() and node.keywords):
-            raise Unsealable
+        if func in _BUILTINS.values():
+            if node.keywords:
+                raise Unsealable
+            return builtin(func, [self(a) for a in node.args])
         args = [self(a) for a in node.args]
         kwargs = {k.arg: self(k.value) for k in node.keywords}
-        if func in _BUILTINS.values() and not all(type(a) in (list, tuple, set, dict, str) for a in args):
-            raise Unsealable
         if func in _DATETIME.values() and not all(type(a) in (int, float) for a in [*args, *kwargs.values()]):
             raise Unsealable
         try:
@@ -213,7 +265,7 @@ def _walk_sites(
     from kit.scoring.twins import raises_call
 
     for stmt in stmts:
-        if _pair(stmt) is not None:
+        if _pair(stmt) is not None or shape(stmt) is not None:
             out.append((stmt, required))
         elif isinstance(stmt, ast.With | ast.AsyncWith):
             plain = not any(raises_call(i.context_expr) for i in stmt.items)
@@ -289,8 +341,10 @@ def seal_test(
     plans: dict[
         int, tuple[ast.stmt, ast.expr, ast.expr, bool]
     ] = {}  # id(stmt) -> (stmt, actual, expected, required)
+    kinds: dict[int, tuple[str, bool]] = {}  # id(stmt) -> (kind, negated) of the other shapes
     for stmt, required in sites:
-        left, right = _pair(stmt)  # type: ignore[misc]
+        other = shape(stmt)
+        left, right = _pair(stmt) or other[:2]  # type: ignore[index,misc]
         sides = []
         for side in (left, right):
             try:
@@ -298,7 +352,10 @@ def seal_test(
                 sides.append(True)
             except (Unsealable, RecursionError):
                 sides.append(False)
-        if sides[0] != sides[1]:
+        if other is not None and sides == [False, True]:  # (the actual side is always the first)
+            plans[id(stmt)] = (stmt, left, right, required)
+            kinds[id(stmt)] = other[2:]
+        elif other is None and sides[0] != sides[1]:
             actual, expected = (right, left) if sides[0] else (left, right)
             plans[id(stmt)] = (stmt, actual, expected, required)
     # a local may go only if every use of it is inside a sealed expectation; drop sites until stable
@@ -325,16 +382,12 @@ def seal_test(
     sealed: dict[str, Site] = {}
     replace: dict[int, ast.stmt | None] = {}
     for stmt, actual, expected, required in plans.values():
-        try:
-            value = evaluate(expected)
-            form = canonical(value)
-        except (Unsealable, RecursionError):
-            form = None
-        if form is None or len(json.dumps(form)) > MAX_CANONICAL:
+        check = _expects(expected, evaluate, *kinds.get(id(stmt), ("eq", False)))
+        if check is None:
             continue
         next_site[0] += 1
         site = f"c{next_site[0]}"
-        sealed[site] = Site(key, digest(form), shown(value), required)
+        sealed[site] = Site(key, required=required, **check)
         call = ast.Call(ast.Name(observe, ast.Load()), [ast.Constant(site), actual], [])
         replace[id(stmt)] = ast.copy_location(ast.Expr(call), stmt)
     removed = {
@@ -345,6 +398,31 @@ def seal_test(
     if replace:
         _rewrite(func, replace)
     return sealed
+
+
+def _expects(expected: ast.expr, evaluate: _Eval, kind: str, negated: bool) -> dict | None:
+    """The :class:`Site` fields of a check whose expected side is ``expected``, or None (unsealable)."""
+    if kind == "is":
+        name = identity_name(expected)
+        return {
+            "digest": "",
+            "expected": f"{'not ' if negated else ''}{name}",
+            "kind": kind,
+            "among": frozenset({name}),
+            "negated": negated,
+        }
+    try:
+        value = evaluate(expected)
+        forms = [canonical(e) for e in members(value)] if kind == "in" else [canonical(value)]
+    except (Unsealable, RecursionError):
+        return None
+    if any(f is None for f in forms) or sum(len(json.dumps(f)) for f in forms) > MAX_CANONICAL:
+        return None
+    if kind == "eq":
+        return {"digest": digest(forms[0]), "expected": shown(value)}
+    among = frozenset(digest(f) for f in forms)
+    what = f"{'none' if negated else 'one'} of {shown(value)}"
+    return {"digest": "", "expected": what, "kind": kind, "among": among, "negated": negated}
 
 
 def _inside_sealed(name: ast.Name, plans: dict, replace: dict) -> bool:

@@ -94,9 +94,12 @@ class Sessions:
             extra["compiled"] = compiled(folder.rglob("*.py"))
         extra["audit"] = _write_json(self.kit_dir / AUDIT_SETTINGS, audit)
         canaries = {n: (self.prefix + m, must) for n, (m, must) in self.injected.canaries.items()}
-        sealed = {site: check.digest for site, check in self.injected.sealed.items()}
         expect = Expect(
-            canaries, self.injected.twins, sealed, self.injected.observer, shadows=self.injected.shadows
+            canaries,
+            self.injected.twins,
+            dict(self.injected.sealed),
+            self.injected.observer,
+            shadows=self.injected.shadows,
         )
         args = ["-q", "-c", str(ini), f"--rootdir={root}", f"--confcutdir={root}"]
         args += [*_COMMON, "--tb=line", *paths]  # every twin fails: no source excerpts, same messages

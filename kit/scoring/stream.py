@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from kit.records.schema import encodable
 from kit.tasks.transitions import Outcome
@@ -48,7 +49,8 @@ class Expect:
 
     canaries: dict[str, tuple[str, bool]]
     twins: dict[str, str] = field(default_factory=dict)
-    sealed: dict[str, str] = field(default_factory=dict)  # sealed check id -> expected digest (seal.py)
+    #: sealed check id -> its expected digest, or what has ``accepts(digest, ident)`` (seal.Site)
+    sealed: dict[str, Any] = field(default_factory=dict)
     observer: str = ""  # the name they call
     #: a module none of whose tests reported excuses its canaries (the own tests: a test module the
     #: test command does not collect; its tests are absent at the end -- regressions -- if they ran
@@ -132,12 +134,17 @@ class _Reader:
     def observation(self, seq: int, msg: dict) -> None:
         """A sealed check's value (its digest): kept by check; one the kit did not write is forged."""
         site, value, shown = msg.get("site"), msg.get("digest"), msg.get("shown", "")
-        if site not in self.expect.sealed or not isinstance(value, str) or not isinstance(shown, str):
+        ident, case = msg.get("ident", ""), msg.get("case")
+        if site not in self.expect.sealed or not all(isinstance(v, str) for v in (value, shown, ident)):
             self.out.tamper.append(f"report line {seq} is a sealed check the kit did not write")
             return
+        want = self.expect.sealed[site]
+        met = value == want and case is None if isinstance(want, str) else want.accepts(value, ident, case)
+        if met and case is not None:  # a check by case (sealcases.py): kept by case
+            site = f"{site}[{case}]"
         count, miss = self.out.observed.get(site, (0, None))
-        if miss is None and value != self.expect.sealed[site]:  # in a loop: every value must match
-            miss = shown[:200]
+        if miss is None and not met:  # in a loop: every value must match
+            miss = shown[:200] + (f" (case {case})" if type(case) is int and case >= 0 else "")
         self.out.observed[site] = (count + 1, miss)
 
     def test(self, seq: int, nodeid: str, passed: object, message: object, state: object = None) -> None:

@@ -449,13 +449,13 @@ def _given(func: ast.FunctionDef) -> bool:
 
 
 def _observed(stmt: ast.stmt, observe: str) -> bool:
-    """Is ``stmt`` a sealed check, ``<observe>("<site>", actual)``?"""
+    """Is ``stmt`` a sealed check, ``<observe>("<site>", actual[, case])`` (sealcases.py: by case)?"""
     return bool(observe) and (
         isinstance(stmt, ast.Expr)
         and isinstance(stmt.value, ast.Call)
         and isinstance(stmt.value.func, ast.Name)
         and stmt.value.func.id == observe
-        and len(stmt.value.args) == 2
+        and len(stmt.value.args) in (2, 3)
     )
 
 

@@ -111,6 +111,8 @@ def sealed_checks(results: dict[str, tuple[bool, str]], injected: Injected, acc:
         if message.startswith(("tampered", "gamed", "not run", "sealed")):
             continue
         count, miss = acc.observed.get(site, (0, None))
+        if check.cases:  # by case (sealcases.py): a value that missed is kept by the check itself
+            count = min(acc.observed.get(f"{site}[{i}]", (0, None))[0] for i in range(len(check.cases)))
         if miss is not None:  # (also when the test then failed: its first wrong value says more)
             results[check.key] = (
                 False,

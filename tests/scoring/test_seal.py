@@ -213,3 +213,34 @@ def test_a_report_forger_that_spares_twins_and_canaries_gets_only_what_its_code_
     assert s.requirements_failed == 6, s.failed
     assert all(f.message.startswith("sealed check failed: got ") for f in s.failed), s.failed
     assert any("expected 'hello-world'" in f.message for f in s.failed)
+
+
+def test_a_subclass_of_a_time_type_is_judged_by_its_bases_fields():
+    """tomlkit's DateTime, Date and Time derive from datetime's types: a sealed ``== datetime(...)``
+    holds for them as ``==`` does, and a subclass lying in ``isoformat``, ``tzinfo`` or ``__eq__`` is
+    judged by the value its base holds."""
+
+    class Lying(datetime.datetime):
+        def isoformat(self, *args):
+            return "2024-01-01T00:00:00"
+
+        def __eq__(self, other):
+            return True
+
+        __hash__ = datetime.datetime.__hash__
+
+        @property
+        def tzinfo(self):
+            return None
+
+    class Days(datetime.timedelta):
+        @property
+        def days(self):
+            return 99
+
+    assert canonical(Lying(2018, 7, 22, 1, 2)) == canonical(datetime.datetime(2018, 7, 22, 1, 2))
+    assert canonical(Lying(2018, 7, 22)) != canonical(datetime.datetime(2024, 1, 1))
+    assert canonical(Lying(2018, 7, 22, tzinfo=datetime.timezone.utc)) is None  # aware: no form
+    assert canonical(Days(1)) == canonical(datetime.timedelta(1))
+    assert canonical(type("D", (datetime.date,), {})(2018, 7, 22)) == canonical(datetime.date(2018, 7, 22))
+    assert canonical(datetime.datetime(2018, 7, 22)) != canonical(datetime.date(2018, 7, 22))
