@@ -6,9 +6,13 @@ each twin with a shadow), test_laid_reach's golden-file task (repo layout) or a 
 here. Controls: geo with ``area`` returning a plain 0 credits 1 of 3 (the symmetry test), unflagged;
 the forgers' sources and what each does are in ``redteam40b_forgers.py``.
 
-What got through (every one deterministic in the scorings tried but RT40b-9; RT40b-4, 5, 6b, 8 and 9
-are closed since -- suspicious -- by kit/scoring/threads.py: a thread the code under test started acts
-for it, and a frame call a callback dispatches through C is charged; see tests/scoring/test_agent_threads.py):
+What got through (every one deterministic in the scorings tried but RT40b-9). All ten are closed since
+(2026-12-07), each test below now plain: RT40b-1/3 gamed (every comparison of a twinned test made by one
+helper from one frame: tests/scoring/test_samecontext.py); RT40b-2 not credited and RT40b-6/6b
+suspicious (kit/scoring/guard.py: signal handlers get ``frame=None``, the guard holds the real
+``sys.audit``, a passing test with no guard event is failed: tests/scoring/test_guard.py); RT40b-4, 5,
+6b, 8, 9 suspicious (kit/scoring/threads.py: a thread the code under test started acts for it, a frame
+call a callback dispatches through C is charged: tests/scoring/test_agent_threads.py):
 - RT40b-1/3: a VALUE that tells the twin's mirror check from the other comparisons -- by
   ``sys.getrefcount(self)`` (4 vs 8) or by a RecursionError depth probe -- answers False only there:
   the requirement passes, the twin fails on its own, the shadow passes. No report forged, nothing to
