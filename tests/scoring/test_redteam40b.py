@@ -59,8 +59,6 @@ Tried and NOT through (how each ended):
 
 from __future__ import annotations
 
-import pytest
-
 from kit.scoring.scorer import score
 from tests.scoring.redteam40b_forgers import (
     ASKS_A_SIGNAL_HANDLER_WHO_CALLS,
