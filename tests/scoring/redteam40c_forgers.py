@@ -308,3 +308,25 @@ def area(w, h):
     return 0
 """
 )
+
+
+#: RT40c-8: the whole geo.py. RT40c-7 without the wait: in a twin, ``area`` calls the kit's own per-test
+#: timer handler, which ``signal.getsignal(SIGALRM)`` hands back, at once. Its exception is not one the
+#: twin's check catches: the twin is reported failed (timed out) at once.
+CALLS_THE_TIMERS_HANDLER_IN_THE_TWINS = HANGS_IN_THE_TWINS.replace(
+    "import time\n", "import signal as _signal\n"
+).replace(
+    "        time.sleep(30)  # cut by the per-test timer: the twin fails, as a right answer's does\n",
+    "        _signal.getsignal(_signal.SIGALRM)(_signal.SIGALRM, None)  # the kit's own cut, at once\n",
+)
+assert (
+    "getsignal" in CALLS_THE_TIMERS_HANDLER_IN_THE_TWINS
+    and "time.sleep" not in CALLS_THE_TIMERS_HANDLER_IN_THE_TWINS
+)
+
+
+#: RT40c-3g: RT40c-3 with the copy's guards left in place (no function global made a no-op).
+RUNS_A_COPY_WITH_ITS_GUARDS = RUNS_A_COPY_OF_THE_HIDDEN_MODULE.replace(
+    "            ns[name] = lambda *a, **k: None", "            pass"
+)
+assert RUNS_A_COPY_WITH_ITS_GUARDS != RUNS_A_COPY_OF_THE_HIDDEN_MODULE
