@@ -21,20 +21,20 @@ Open -- credited, unflagged (none of them reads a file, takes a frame or reads a
   ``location`` (cached by pytest): the line gap to the next test of the same scope is each test's
   length -- a requirement is the shortest, a twin its shadow plus one ``assert``. With 03d's
   ``TestReport.__init__`` patch forging only requirements (passed) and twins (failed): 3 of 3 credited
-  in 10 of 12 scorings, 1 of 3 (the honest one; a scope whose counts did not add up left alone) in 2,
+  in 13 of 16 scorings, 1 of 3 (the honest one; a scope whose counts did not add up left alone) in 3,
   never flagged -- not the (3/4)^k the shadows were to leave.
 - RT40c-2: the same classification, the reports rewritten by a ``pytest_runtest_makereport`` hook
-  wrapper registered on that hook's ``config.pluginmanager``: as RT40c-1 (3 of 3 in 6 of 6 scorings).
+  wrapper registered on that hook's ``config.pluginmanager``: as RT40c-1 (3 of 3 in 13 of 16 scorings, else 1).
 - RT40c-7: no report touched. With RT40c-1's classification, ``area`` returns a value equal to
   everything except in a twin (``PYTEST_CURRENT_TEST`` names the running test), where it sleeps until
   the per-test time limit cuts it: a twin cut at its limit is reported failed, as a right answer's
   twin is, and nothing marks it (a shadow's cut is "no evidence" but withholds credit; a twin's cut
-  does neither). 3 of 3 credited, unflagged (1 of 3, the honest one, where the classification left
-  its scopes alone). Costs the twins' limits in time.
+  does neither). 3 of 3 credited, unflagged (1 of 2 scorings by hand; 1 of 3, the honest one, where the
+  classification left its scopes alone). Costs the twins' limits in time.
 - RT40c-8: RT40c-7 without the wait: ``signal.getsignal(SIGALRM)`` hands back the kit's per-test timer
   handler (docs: "getsignal gives the handler back"); called in a twin, it raises the cut's exception
   at once, which the twin's check does not catch: the twin is reported failed. 3 of 3 credited,
-  unflagged, with the default limits.
+  unflagged, with the default limits (9 of 12 scorings, else 1).
 
 Tried and caught (regression guards):
 - RT40c-4: the items' ``_obj`` swapped before they run (a requirement runs a shadow's body, a twin a
