@@ -28,6 +28,7 @@ the replacements: reading those (``__defaults__``, ``__kwdefaults__``) is sent a
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 from collections.abc import Callable
@@ -57,13 +58,12 @@ del {guard}_real
 
 def guarded(
     runners: dict[str, types.FunctionType],
-) -> tuple[frozenset[int], frozenset[tuple[str, str]], dict]:
+) -> tuple[frozenset[int], frozenset[str], dict]:
     """From the preloaded files' runners (``preload.py``: real path -> runner): the ids of the guards'
-    code objects; (file name as compiled, function name) of every test that calls one; and each real
-    path's file name as compiled (what a test's frame carries: compared with no ``realpath``, which
-    the code under test could bend, when pytest's path is that name)."""
+    code objects; the qualified name of every test function that calls one (a mixin's method of the
+    same name, with no guard, is not asked); and each real path's file name as compiled."""
     guards: set[int] = set()
-    tests: set[tuple[str, str]] = set()
+    tests: set[str] = set()
     files: dict[str, str] = {}
     for path, run in runners.items():
         files[path] = run.__code__.co_filename
@@ -77,9 +77,41 @@ def guarded(
         guards.update(id(c) for c in mine)
         names = {c.co_name for c in mine}
         tests.update(
-            (c.co_filename, c.co_name) for c in codes if c.co_name != "<module>" and names & set(c.co_names)
+            c.co_qualname  # (a mixin's method of the same name, with no guard, is not asked)
+            for c in codes
+            if c.co_name != "<module>" and names & {*c.co_names, *c.co_varnames}
         )
     return frozenset(guards), frozenset(tests), files
+
+
+def module_codes(runners: dict[str, types.FunctionType]) -> dict[int, str]:
+    """id of each preloaded file's module code object -> the file's name (:func:`hook` counts their
+    runs: the import is the one)."""
+    return {
+        id(c): run.__code__.co_filename
+        for run in runners.values()
+        for c in run.__code__.co_consts
+        if isinstance(c, types.CodeType)
+    }
+
+
+def _into_module(
+    namespace: object, path: str, real: object, _k: tuple = (sys.modules, os.path.realpath)
+) -> bool:
+    """Is ``namespace`` (what the preloader's runner executes a module into) the dict of the module
+    the import system holds under its name, made for file ``path``, its guard handed the preloader's
+    ``sys.audit`` (``real``: so a copy's tests, which bind their guard, are heard)?"""
+    table, realpath = _k
+    if type(namespace) is not dict:
+        return False
+    module = table.get(namespace.get("__name__"))  # type: ignore[arg-type]
+    origin = getattr(namespace.get("__spec__"), "origin", None)
+    return (
+        getattr(module, "__dict__", None) is namespace
+        and type(origin) is str
+        and realpath(origin) == realpath(path)
+        and namespace.get("__orchbench_guard__") is real
+    )
 
 
 def hook(checks: tuple, forced: dict, watched: tuple, repatch: Callable, send: Callable) -> Callable:
@@ -91,10 +123,15 @@ def hook(checks: tuple, forced: dict, watched: tuple, repatch: Callable, send: C
     function in ``watched`` (the signal installer's replacements) and a ``sys.monitoring`` callback
     registered (Python 3.12+: handed the hidden tests' code objects, no event); a ``_signal`` made
     again (``stacktext.py``'s ``orchbench.stack`` for ``_imp.create_builtin``, its result already in
-    ``out``) goes to ``repatch``. Its state is in this closure: nothing the tests reach leads here.
+    ``out``) goes to ``repatch``; a preloaded module's code (``checks``' fourth, :func:`module_codes`)
+    run into anything but the namespace of the module imported for its file is sent (the preloader's
+    table called into a dict of the code's own: a private copy of the hidden module, an oracle, RT40c-3). Its state is in this closure: nothing the tests
+    reach leads here.
     Added after stacktext's hook and before audit.py's (which refuses hooks added after it)."""
     getframe = sys._getframe
-    guards, tests, own = checks
+    guards, tests, own, *more = checks
+    modules: dict[int, str] = more[0] if more else {}  # (module_codes) run by an import only,
+    real = more[1] if len(more) > 1 else None  # with the preloader's sys.audit/_getframe for its guard
     told: set[str] = set()
     window: list = [None, False]  # ((file, function), node id) of the test being called; heard?
     missing: set[str] = set()  # node ids of guarded tests whose call ended unheard
@@ -127,13 +164,20 @@ def hook(checks: tuple, forced: dict, watched: tuple, repatch: Callable, send: C
                 if id(frame.f_code) not in guards:
                     return  # (raised by someone else: heard as nothing)
                 code = frame.f_back.f_code
-                key = (code.co_filename, code.co_name)
+                key = code.co_qualname
             except Exception:  # noqa: BLE001 - an audit hook must never break the session
                 return  # (then nothing was heard: the test is reported for it)
             if window[0] is None and key in tests:
-                tell(f"hidden test {key[1]} ran outside pytest's call of a test")
+                tell(f"hidden test {key} ran outside pytest's call of a test")
             elif window[0] is not None and key == window[0][0]:
                 window[1] = True
+        elif event == "exec" and args and id(args[0]) in modules:
+            try:
+                imported = _into_module(getframe(1).f_locals.get("namespace"), modules[id(args[0])], real)
+            except Exception:  # noqa: BLE001
+                imported = False
+            if not imported:  # the preloader's table called into a namespace of the code's own
+                tell(f"ran the hidden test module {modules[id(args[0])]} outside its import (a private copy)")
         elif event == MARK:
             try:
                 mark(args)
@@ -151,16 +195,17 @@ def hook(checks: tuple, forced: dict, watched: tuple, repatch: Callable, send: C
     return guard_hook
 
 
-def item_checks(files: dict, realpath: Callable) -> tuple[Callable, Callable]:
+def item_checks() -> tuple[Callable, Callable]:
     """``pytest_runtest_call`` (a hook wrapper, as a generator function: the plugin marks it) and
     ``pytest_runtest_logreport``: they raise the marks :func:`hook` checks -- a test's call starts,
-    ends, passed -- through ``sys.audit`` as it is now (``files``: :func:`guarded`)."""
-    audit, names = sys.audit, frozenset(files.values())
+    ends, passed -- through ``sys.audit`` as it is now; a test is named by the qualified name of the
+    function pytest calls, as :func:`guarded` names the guarded ones."""
+    audit = sys.audit
 
     def pytest_runtest_call(item: object) -> object:
         name = getattr(item, "originalname", None) or str(getattr(item, "name", "")).split("[", 1)[0]
-        path = str(getattr(item, "path", ""))
-        key = (path if path in names else files.get(realpath(path), ""), name)
+        key = getattr(getattr(item, "obj", None), "__qualname__", None)  # the function pytest calls
+        key = key if type(key) is str else name
         nodeid = str(item.nodeid)  # type: ignore[attr-defined]
         audit(MARK, "start", nodeid, key)
         try:

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit import pyast
+from kit.scoring.padding import unparse_padded
 from kit.scoring.seal import Site, module_names, seal_test
 from kit.scoring.sealcases import seal_cases
 from kit.scoring.testcost import CANARY_COST
@@ -60,6 +61,7 @@ from kit.scoring.testcost import heavy as _heavy
 from kit.scoring.twins import (
     Names,
     bind_check,
+    bind_guard,
     capture_body,
     make_shadow,
     make_twin,
@@ -330,7 +332,7 @@ def inject_module(
     tree.body = _place(tree.body, module_extra)
     every = [n for n in tree.body if is_test_func(n)] + [sub for _, _, sub in class_tests(tree.body)]
     for test in every if twins else []:  # every test (original, twin, canary) tells who called it
-        test.body.insert(0, ast.Expr(ast.Call(ast.Name(names.guard, ast.Load()), [], [])))
+        bind_guard(test, names)
     tree.body[pyast.after_header(tree.body) : pyast.after_header(tree.body)] = names.helpers()
     return True
 
@@ -439,7 +441,7 @@ def inject_own(
     namer = _Namer(rng, taken)  # one for the session: a canary's name is no test's of any module
     for path, rel, tree in parsed:
         if inject_module(tree, rel, namer, found, twins=False, left_out=tuple(left_out)):
-            path.write_text(ast.unparse(ast.fix_missing_locations(tree)) + "\n", encoding="utf-8")
+            path.write_text(unparse_padded(tree, rng), encoding="utf-8")
     return found
 
 
@@ -475,7 +477,7 @@ def inject_folder(folder: Path, rng: random.Random | None = None) -> Injected:
     found.observer = namer.ident()
     for path, rel, tree in parsed:
         if inject_module(tree, rel, namer, found):
-            path.write_text(ast.unparse(ast.fix_missing_locations(tree)) + "\n", encoding="utf-8")
+            path.write_text(unparse_padded(tree, rng), encoding="utf-8")
     return found
 
 

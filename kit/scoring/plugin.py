@@ -103,7 +103,9 @@ def install(settings: dict) -> list[object]:
     send = _sender(fd, lock, seq)
     send(kind="start")
     shuffle = bool(settings.get("shuffle", settings.get("hidden")))
-    preloaded, compiled, runners = _preload(settings, _rebind(_sender, _private_scope())(fd, lock, seq))
+    preloaded, compiled, runners, real_guard = _preload(
+        settings, _rebind(_sender, _private_scope())(fd, lock, seq)
+    )
     limit = float(settings.get("test_timeout_s") or 0)
     forced: dict[str, str] = {}  # node id -> why the test is reported failed whatever it did
     guard = _private_scope(vars(_load(settings["plugin"], "guard")))  # signals, each test's guard
@@ -124,13 +126,16 @@ def install(settings: dict) -> list[object]:
     pin_send = _rebind(_sender, _private_scope())(fd, lock, seq)
     pin_hooks.__dict__.update(_pin_hooks(pins, compiled[1], pin_send, forced))
     # (the guards' events are heard by a hook added with the audit hook's: without one, none is asked)
-    guards, tests, files = guard["guarded"](runners) if settings.get("hidden") else (frozenset(),) * 2 + ({},)
-    call, logreport = guard["item_checks"](files, os.path.realpath)
+    guards, tests, _files = (
+        guard["guarded"](runners) if settings.get("hidden") else (frozenset(),) * 2 + ({},)
+    )
+    call, logreport = guard["item_checks"]()
     guard_hooks = _Hooks()
     guard_hooks.__dict__.update(
         pytest_runtest_call=pytest.hookimpl(hookwrapper=True)(call), pytest_runtest_logreport=logreport
     )
-    checks = (guards, tests, frozenset({id(call.__code__), id(logreport.__code__)}))
+    modules = (guard["module_codes"](runners), real_guard) if settings.get("hidden") else ({}, None)
+    checks = (guards, tests, frozenset({id(call.__code__), id(logreport.__code__)}), *modules)
     if settings.get("observer"):  # sealed checks (kit/scoring/seal.py) call it by this name
         observe = _private_scope(vars(_load(settings["plugin"], "observe")))["observer"]
         setattr(builtins, settings["observer"], observe(_rebind(_sender, _private_scope())(fd, lock, seq)))
@@ -161,12 +166,12 @@ def install(settings: dict) -> list[object]:
     return [hooks, preloaded, pin_hooks, guard_hooks]
 
 
-def _preload(settings: dict, send: Callable[..., None]) -> tuple[object, tuple, dict]:
+def _preload(settings: dict, send: Callable[..., None]) -> tuple[object, tuple, dict, tuple]:
     """The test files the session may import, compiled now -- before the repo is importable -- and
     served first on ``sys.meta_path``; the pytest hooks that keep it first and check, after
     collection, that pytest got its modules (``preload.py``); and, for the audit hook, the files'
     names with the ids of the code objects compiled here (code under those names that is not one of
-    them was compiled by someone else)."""
+    them was compiled by someone else); and what the preloader hands each module's guard."""
     from _pytest.assertion.rewrite import rewrite_asserts
 
     scope = _private_scope(vars(_load(settings["plugin"], "preload")))
@@ -178,7 +183,7 @@ def _preload(settings: dict, send: Callable[..., None]) -> tuple[object, tuple, 
     names = frozenset(run.__code__.co_filename for run in runners.values())  # (those that compiled)
     ids = set(scope["code_objects"](runners)) | {id(run.__code__) for run in runners.values()}
     compiled = (names, frozenset(ids))
-    return scope["session_hooks"](preloaded, send, _Hooks()), compiled, runners
+    return scope["session_hooks"](preloaded, send, _Hooks()), compiled, runners, scope["_GUARD"]
 
 
 def _load(plugin: str, name: str) -> types.ModuleType:

@@ -75,7 +75,7 @@ class Stream:
     observed: dict[str, tuple[int, str | None]] = field(default_factory=dict)
     #: data files of the copy the session read (path -> "test" / "code"), when asked (``record``)
     reads: dict[str, set[str]] = field(default_factory=dict)
-    #: requirements whose twin's shadow was cut at its time limit: not credited (:meth:`check_canaries`)
+    #: requirements whose twin or twin's shadow was cut at its time limit: not credited
     cut_shadows: set[str] = field(default_factory=set)
     #: requirement -> the message of its twin's shadow that failed: tampering only if the requirement
     #: itself passed (:func:`kit.scoring.verdicts.results`)
@@ -171,6 +171,10 @@ class _Reader:
         elif name in self.expect.twins:
             self.canaries[nodeid] = [passed]  # (only to see a repeat)
             out.twins.setdefault(self.expect.twins[name], []).append(passed)
+            if not passed and isinstance(message, str) and message.startswith(TIMED_OUT):
+                # a twin cut at its limit failed as a right answer's twin does, but it was not asked:
+                # code that sleeps (or calls the kit's timer handler) in twins only gains nothing
+                out.cut_shadows.add(self.expect.twins[name])
         else:
             out.outcomes[nodeid] = (passed, message[:300])
             out.states[nodeid] = str(state)

@@ -385,6 +385,15 @@ def bind_check(func: ast.FunctionDef, names: Names) -> None:
     func.body[:0] = _bound(func, names, [names.check], kwonly=True)
 
 
+def bind_guard(test: ast.FunctionDef, names: Names) -> None:
+    """``{guard}()`` first in ``test``, held in a keyword-only default bound at definition: a copy
+    of the module with its global swapped still tells who called it (RT40c-3). Not ``@given``'s."""
+    if not _given(test):
+        test.args.kwonlyargs.append(ast.arg(arg=names.guard))
+        test.args.kw_defaults.append(_name(names.guard))
+    test.body.insert(0, ast.Expr(ast.Call(_name(names.guard), [], [])))
+
+
 def rewrite_requirement(stmt: ast.Assert, first: int, names: Names) -> None:
     """A twinned test's own ``assert a == b`` -> ``assert <check>(a, b, first)``, in place: ``a == b``
     from the helper its twin calls, after the same mirror comparisons in the same order (the value

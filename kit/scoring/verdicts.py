@@ -85,7 +85,7 @@ def results(
         elif req.key in acc.cut_shadows:  # (stream.check_canaries): no credit on a cut double
             results[req.key] = (
                 False,
-                bad[0] if bad else "not credited: its twin's shadow ran over its time limit",
+                bad[0] if bad else "not credited: its twin or the twin's shadow ran over its time limit",
             )
         else:
             results[req.key] = (not bad, bad[0] if bad else "")
