@@ -6,7 +6,11 @@ a trick that gets through is an expected failure (strict) until closed. Scored a
 twinned, each twin with a shadow). Control: ``area`` returning a plain 0 credits 1 of 3 (the
 symmetry test), unflagged. The forgers' sources and what each does: ``redteam40c_forgers.py``.
 
-Open -- credited, unflagged (none of them reads a file, takes a frame or reads a code object):
+Closed since (2026-12-07; docs/scoring.md "Red team 40c"): RT40c-1/2 not credited (each injected module
+laid out so a test's start tells nothing of its length: kit/scoring/padding.py), RT40c-3 suspicious (a
+hidden module run outside its import is seen; tests bind their guard), RT40c-7/8 not credited (a twin
+cut at its limit credits nothing). Each test below is plain now. As found --
+open then, credited, unflagged (none of them reads a file, takes a frame or reads a code object):
 - RT40c-3: the kit's preloader (``sys.meta_path[0]``) hands its table of compiled hidden modules to
   anyone who reads ``exec_module.__closure__`` (a dict: path -> a function executing the module into a
   dict). Called with a dict of the agent's, it gives a private copy of the hidden module; its guards
