@@ -70,8 +70,6 @@ Probes run by hand, not kept as tests (what they showed):
 
 from __future__ import annotations
 
-import pytest
-
 from kit.scoring.scorer import score
 from tests.scoring.redteam40c_forgers import (
     CALLS_THE_TIMERS_HANDLER_IN_THE_TWINS,
