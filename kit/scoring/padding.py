@@ -17,6 +17,8 @@ from __future__ import annotations
 import ast
 import random
 
+from kit import pyast
+
 JITTER = 6
 
 
@@ -25,7 +27,7 @@ def unparse_padded(tree: ast.Module, rng: random.Random) -> str:
     text = ast.unparse(ast.fix_missing_locations(tree))
     lines = text.split("\n")
     extra: dict[int, int] = {}  # 1-based line number -> blank lines to add after it
-    _pad(ast.parse(text).body, rng, extra)
+    _pad(pyast.parse(text).body, rng, extra)  # (one thread at a time: kit/pyast.py)
     out: list[str] = []
     for number, line in enumerate(lines, 1):
         out.append(line)
