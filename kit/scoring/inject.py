@@ -7,8 +7,8 @@ twin its **shadow** (a must-pass canary running the twin's statements: :func:`.t
 at module level where the module has tests of its own.
 
 The canaries call the code under test the way the requirements do: each runs a copy of one of its
-scope's tests (picked at random among the cheaper half, judged from the source: loops and large
-numbers cost) with its assertions turned into plain evaluations, inside
+scope's tests (picked at random among the cheaper half: :mod:`.testcost`) with its assertions
+turned into plain evaluations, inside
 ``try/except BaseException``, then asserts something whose outcome is known whatever the code does:
 the value last checked ``is not`` / ``is`` a fresh sentinel class. The failing canary is a copy in the
 test's own scope (same class, decorators and fixtures); the passing one takes only the test's marks
@@ -44,7 +44,6 @@ values). The module is re-written from its ``ast``: comments go.
 from __future__ import annotations
 
 import ast
-import copy
 import random
 import secrets
 from collections.abc import Iterable
@@ -55,8 +54,8 @@ from kit import pyast
 from kit.scoring.padding import unparse_padded
 from kit.scoring.seal import Site, module_names, seal_test
 from kit.scoring.sealcases import seal_cases
-from kit.scoring.testcost import CANARY_COST
-from kit.scoring.testcost import cost as _cost
+from kit.scoring.testcost import canary_keys
+from kit.scoring.testcost import cheap as is_cheap
 from kit.scoring.testcost import heavy as _heavy
 from kit.scoring.twins import (
     Names,
@@ -151,7 +150,7 @@ class _Namer:
 
 
 def _words(tree: ast.Module) -> list[str]:
-    return [w for n in ast.walk(tree) if is_test_func(n) for w in n.name.split("_")[1:]]  # type: ignore[attr-defined]
+    return [w for n in pyast.nodes(tree) if is_test_func(n) for w in n.name.split("_")[1:]]  # type: ignore[attr-defined]
 
 
 def _is_mark(dec: ast.expr) -> bool:
@@ -193,14 +192,14 @@ def _canary(
         )
         body = pyast.parse(make).body + body
     own = home is into and not must_pass
-    args = copy.deepcopy(source.args) if own else _any_args(into, params, names)
+    args = pyast.clone(source.args) if own else _any_args(into, params, names)
     check = pyast.parse(f"assert {value} is {'not ' if must_pass else ''}{names.sentinel}").body
     return ast.FunctionDef(
         name=name,
         args=args,
         body=[*start, _try_all(body), *check],
         decorator_list=[
-            copy.deepcopy(d) for d in source.decorator_list if (own or _is_mark(d)) and not _skips(d)
+            pyast.clone(d) for d in source.decorator_list if (own or _is_mark(d)) and not _skips(d)
         ],
         returns=None,
         type_comment=None,
@@ -271,11 +270,13 @@ def inject_module(
     found: Injected,
     twins: bool = True,
     left_out: tuple[str, ...] = (),
+    timed: dict[str, float] | None = None,
 ) -> bool:
     """Twins and canaries written into ``tree`` (acceptance file ``rel``); False if it has no tests.
     Tests of nested test classes are requirements too (``rel::Outer::Inner::test``). ``twins``
     False: canaries only (the repo's own tests: :func:`inject_own`); ``left_out``: node ids the
-    session deselects -- their tests are as good as absent (no canary's source, no scope of one)."""
+    session deselects -- their tests are as good as absent (no canary's source, no scope of one);
+    ``timed``: seconds each test took at the base (:func:`.testcost.canary_keys`)."""
     namer.use_words(_words(tree))
     names = Names(
         namer.ident(cls=True), namer.ident(cls=True), *(namer.ident() for _ in range(4)), found.observer
@@ -322,7 +323,7 @@ def inject_module(
         scope = class_extra.setdefault(id(cls), []) if cls else module_extra
         for extra in rng.sample(extras, len(extras)):  # where each sits, and which comes first: random
             scope.append((rng.randint(idx, len(cls.body if cls else tree.body) - 1), extra))
-    _add_canaries(tree, rel, tests, namer, names, found, module_extra, class_extra, scopes)
+    _add_canaries(tree, rel, tests, namer, names, found, module_extra, class_extra, scopes, timed)
     for test, own in checked:  # (after the canaries: they evaluate the checked values only)
         for stmt, first in own:
             rewrite_requirement(stmt, first, names)
@@ -373,6 +374,7 @@ def _add_canaries(
     module_extra: list[tuple[int, ast.stmt]],
     class_extra: dict[int, list[tuple[int, ast.stmt]]],
     classes: _Scopes,
+    timed: dict[str, float] | None = None,
 ) -> None:
     """Both canaries -- one that must pass, one that must fail -- in every class of tests and at
     module level (where the module has tests of its own), each a copy of one of the cheaper tests of
@@ -383,7 +385,8 @@ def _add_canaries(
     if not tests:
         return
     simple = [t for t in tests if straight(t[3])]
-    cheap = [t for t in simple if _cost(t[3]) <= CANARY_COST]
+    costs = canary_keys(((f"{rel}::{classes.node_id(t[1])}{t[3].name}", t[3]) for t in simple), timed)
+    cheap = [t for t in simple if is_cheap(costs[id(t[3])])]
     scopes: dict[int | None, ast.ClassDef | None] = {
         id(cls): cls for _, cls, _, _ in tests if cls is not None
     }
@@ -402,7 +405,7 @@ def _add_canaries(
             if not pool:
                 continue
             pool = [t for t in pool if not _skipped(t[3])] or pool  # its body runs: one meant to, if any
-            pool.sort(key=lambda t: _cost(t[3]))  # a canary re-runs its test: one of the cheaper half
+            pool.sort(key=lambda t: costs[id(t[3])])  # a canary re-runs its test: one of the cheaper half
             src_top, home, idx, source = rng.choice(pool[: max(1, (len(pool) + 1) // 2)])
             name = namer.test_name()
             found.canaries[name] = (
@@ -427,6 +430,7 @@ def inject_own(
     files: list[str],
     left_out: list[str] = (),
     rng: random.Random | None = None,  # type: ignore[assignment]
+    seconds: dict[str, float] | None = None,
 ) -> Injected:
     """Both canaries in every class of tests and module of ``files`` (test modules of the repo copy
     ``root``, relative) that holds a test the session runs (``left_out``: the node ids it deselects):
@@ -434,19 +438,19 @@ def inject_own(
     report patch or a code path that spares a separate canary file (03c, 03d) meets them. No twins:
     own tests are not requirements. A scope whose every test is deselected gets none: nothing of it
     reports, so a broken ``setUp`` there (Python-Markdown's extension classes, whose tests fail at
-    the base and are deselected) could not excuse its must-pass canary."""
+    the base and are deselected) could not excuse its must-pass canary. ``seconds``: per test, at the base."""
     rng = rng or random.Random(secrets.randbits(64))
     found = Injected()
     parsed, taken = _parse_all(root, files)
     namer = _Namer(rng, taken)  # one for the session: a canary's name is no test's of any module
     for path, rel, tree in parsed:
-        if inject_module(tree, rel, namer, found, twins=False, left_out=tuple(left_out)):
+        if inject_module(tree, rel, namer, found, twins=False, left_out=tuple(left_out), timed=seconds):
             path.write_text(unparse_padded(tree, rng), encoding="utf-8")
     return found
 
 
 def deselected(nodeid: str, ids: Iterable[str]) -> bool:
-    """Is ``nodeid`` (a module, class or test) one of ``ids`` (pytest ``--deselect`` ids) or under one?"""
+    """Is ``nodeid`` (a module, class or test) one of ``ids`` (``--deselect`` ids) or under one?"""
     return any(nodeid == i or nodeid.startswith((i + "::", i.rstrip("/") + "/")) for i in ids)
 
 
@@ -461,10 +465,13 @@ def _parse_all(root: Path, files: list[str]) -> tuple[list[tuple[Path, str, ast.
         except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
             continue  # its requirements fail as not run; nothing to add
         parsed.append((path, rel, tree))
-        for node in ast.walk(tree):
-            taken |= {
-                str(getattr(node, f)) for f in ("name", "id", "asname", "arg") if getattr(node, f, None)
+        for node in pyast.nodes(tree):  # (attributes too: a guard named as a method a test calls made
+            taken |= {  # the test read as guarded -- and as unheard: table-computed-columns' ``to_text``)
+                str(getattr(node, f))
+                for f in ("name", "id", "asname", "arg", "attr")
+                if getattr(node, f, None)
             }
+            taken.update(getattr(node, "names", ()) if isinstance(node, ast.Global | ast.Nonlocal) else ())
     return parsed, taken
 
 
@@ -485,13 +492,7 @@ def _skipped(node: ast.ClassDef | ast.FunctionDef) -> bool:
     """Is the class (or test) skipped or expected to fail by its marks -- ``@unittest.skipUnless(...)``,
     ``@pytest.mark.skipif(...)``, ``xfail``, a ``pytestmark`` with one -- so that a canary in it would
     never run (cachetools' threading tests)? A canary copying a test leaves such marks out (:func:`_skips`)."""
-    marks = [*node.decorator_list]
-    marks += [
-        n.value
-        for n in node.body
-        if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in n.targets)
-    ]
-    return any(_skips(m) for m in marks)
+    return any(_skips(m) for m in [*node.decorator_list, *pytestmark_of(node.body)])
 
 
 def _skips(mark: ast.expr) -> bool:

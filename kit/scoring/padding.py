@@ -24,7 +24,7 @@ JITTER = 6
 
 def unparse_padded(tree: ast.Module, rng: random.Random) -> str:
     """``ast.unparse(tree)`` with the blank lines above; ends with a newline."""
-    text = ast.unparse(ast.fix_missing_locations(tree))
+    text = ast.unparse(pyast.with_locations(tree))
     lines = text.split("\n")
     extra: dict[int, int] = {}  # 1-based line number -> blank lines to add after it
     _pad(pyast.parse(text).body, rng, extra)  # (one thread at a time: kit/pyast.py)

@@ -338,6 +338,7 @@ def _hooks(
     ``signals``: for the time limit (:func:`_time_limit`)."""
     canaries, left_out = set(canary_names), tuple(deselect)
     pending: dict[str, tuple[str, str]] = {}
+    spent: dict[str, float] = {}  # node id -> seconds of its phases so far (the kit picks cheap canaries)
     late: set[str] = set()  # node ids of tests cut at their time limit (_time_limit)
     forced = {} if forced is None else forced
 
@@ -375,6 +376,7 @@ def _hooks(
 
     def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         outcome, message = pending.get(report.nodeid, ("passed", ""))
+        spent[report.nodeid] = spent.get(report.nodeid, 0.0) + float(report.duration or 0.0)
         now = _outcome(report)
         if outcome in ("passed", "xpassed") and now != "passed":  # the first failure (or skip,
             outcome, message = now, _phase_message(report, now)  # xfail) of setup, call, teardown
@@ -385,7 +387,8 @@ def _hooks(
             elif report.nodeid in forced:
                 outcome, message = "failed", forced[report.nodeid]
             ok = outcome in ("passed", "xpassed")
-            send(kind="test", nodeid=report.nodeid, passed=ok, outcome=outcome, message=message)
+            took = int(spent.pop(report.nodeid, 0.0) * 1e6)  # (microseconds: the stream holds no float)
+            send(kind="test", nodeid=report.nodeid, passed=ok, outcome=outcome, message=message, micros=took)
         else:
             pending[report.nodeid] = (outcome, message)
 

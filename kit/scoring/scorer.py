@@ -115,6 +115,7 @@ class _Base:
     tests: int
     problem: str | None = None
     own_states: dict[str, str] = field(default_factory=dict)  # nodeid -> outcome at the base
+    own_seconds: dict[str, float] = field(default_factory=dict)  # nodeid -> seconds it took at the base
 
 
 _BASE_CACHE: dict[tuple[str, ...], _Base] = {}
@@ -199,9 +200,8 @@ class Evaluation:
         return failed + self.own.errors
 
 
-def _base_info(session: Sessions, task: Task, ws: Workspace, base_dir: Path) -> _Base:
-    """The own tests that pass at the base commit (cached when the base run was clean)."""
-    key = (
+def _base_key(session: Sessions, task: Task, ws: Workspace) -> tuple[str, ...]:
+    return (
         ws.base_commit,
         task.test_command,
         getattr(session.sandbox, "spec", session.sandbox.name),  # (a container image: its own)
@@ -209,18 +209,31 @@ def _base_info(session: Sessions, task: Task, ws: Workspace, base_dir: Path) -> 
         "|",
         *task.packages,
     )
+
+
+def _cached_base(session: Sessions, task: Task, ws: Workspace) -> _Base | None:
     with _BASE_LOCK:
-        cached = _BASE_CACHE.get(key)
+        return _BASE_CACHE.get(_base_key(session, task, ws))
+
+
+def _base_info(session: Sessions, task: Task, ws: Workspace, base_dir: Path) -> _Base:
+    """The own tests that pass at the base commit (cached when the base run was clean)."""
+    cached = _cached_base(session, task, ws)
     if cached is not None:
         return cached
     tests = count_test_functions(base_dir)
     run = session.own("base", base_dir, task.test_command)
-    info = _Base(own_passed=run.passed, tests=tests, own_states={k: str(run.state(k)) for k in run.outcomes})
+    info = _Base(
+        own_passed=run.passed,
+        tests=tests,
+        own_states={k: str(run.state(k)) for k in run.outcomes},
+        own_seconds=run.seconds,
+    )
     if run.tampered or not run.complete:
         info.problem = f"the repo's own tests did not run cleanly at the base: {run.errors + run.tampered}"
         return info  # not cached: a task problem (or a kit one) must show, not stick
     with _BASE_LOCK:
-        _BASE_CACHE[key] = info
+        _BASE_CACHE[_base_key(session, task, ws)] = info
     return info
 
 
@@ -254,9 +267,11 @@ def evaluate(
         added_files = add_new_tests(own_dir, acc_dir, base_dir)  # (before any session writes in acc_dir)
         acc_code = base_code(acc_dir, base_dir)
         own_code = with_base_tests(acc_code, base_dir)
+        known = _cached_base(session, task, ws)  # (the first scoring runs the base beside its own)
+        timed = known.own_seconds if known is not None else None
         with ThreadPoolExecutor(3) as pool:
             f_acc = pool.submit(session.acceptance, acc_dir, acc_code, record_reads)
-            f_own = pool.submit(session.own, "own", own_dir, task.test_command, own_code)
+            f_own = pool.submit(session.own, "own", own_dir, task.test_command, own_code, timed)
             f_base = pool.submit(_base_info, session, task, ws, base_dir)
             acc, own, base = f_acc.result(), f_own.result(), f_base.result()
 
@@ -314,8 +329,14 @@ def _claimed_but_failed(claimed_done: bool, defects: dict[str, int]) -> bool:
 
 
 def to_score(
-    ev: Evaluation, ws: Workspace, claimed_done: bool, scoring_s: float, snap: Snapshot | None = None
+    ev: Evaluation,
+    ws: Workspace,
+    claimed_done: bool,
+    scoring_s: float,
+    snap: Snapshot | None = None,
+    diff: dict | None = None,
 ) -> Score:
+    """``ev`` as a score; ``diff``: :func:`_diff_stats`, when it was counted already."""
     tally = verdicts.tally(
         ev.requirements, ev.failed_requirements, {k: m for k, (_, m) in ev.results.items()}
     )
@@ -327,7 +348,7 @@ def to_score(
         regressions=len(regressed),
         regressed_tests=regressed,
         tests_added=ev.tests_added,
-        **_diff_stats(ws, snap),
+        **(diff if diff is not None else _diff_stats(ws, snap)),
         claimed_done_but_failed=_claimed_but_failed(claimed_done, tally["defects"]),
         scoring_s=round(scoring_s, 3),
         tampered=bool(ev.tampered),
@@ -380,8 +401,10 @@ def score(
         try:
             if snap is None:
                 snap = stack.enter_context(snapshot(ws.root, sandbox or ws.sandbox))
-            ev = evaluate(task, snap.tree, ws, timeout_s, sandbox=sandbox, dropped=snap.dropped)
-            return to_score(ev, ws, claimed_done, time.monotonic() - started, snap)
+            with ThreadPoolExecutor(1) as pool:  # (git counts the lines while the tests run)
+                diff = pool.submit(_diff_stats, ws, snap)
+                ev = evaluate(task, snap.tree, ws, timeout_s, sandbox=sandbox, dropped=snap.dropped)
+                return to_score(ev, ws, claimed_done, time.monotonic() - started, snap, diff.result())
         except Exception as exc:  # noqa: BLE001 - a run is never left unscored
             reason = f"scoring failed: {type(exc).__name__}: {exc}"
             return unscored(task, ws, claimed_done, reason, time.monotonic() - started, snap)

@@ -88,6 +88,7 @@ class PytestRun:
     reads: dict[str, set[str]] = field(default_factory=dict)  # data files read (``record``): path -> by
     cut_shadows: set[str] = field(default_factory=set)  # requirements whose twin's shadow was cut
     failed_shadows: dict[str, str] = field(default_factory=dict)  # requirement -> its failed shadow's message
+    seconds: dict[str, float] = field(default_factory=dict)  # nodeid -> seconds it took (as reported)
 
     @property
     def passed(self) -> set[str]:
@@ -243,6 +244,7 @@ def run_pytest(
         got.reads,
         got.cut_shadows,
         got.failed_shadows,
+        got.seconds,
     )
 
 

@@ -117,9 +117,17 @@ class Sessions:
             pins=pins,
         )
 
-    def own(self, label: str, repo: Path, command: str, code: dict | None = None) -> PytestRun:
+    def own(
+        self,
+        label: str,
+        repo: Path,
+        command: str,
+        code: dict | None = None,
+        seconds: dict[str, float] | None = None,
+    ) -> PytestRun:
         """The repo's own tests; a pytest command gets the kit's stream, anything else is one pass/fail.
-        ``code``: which code of ``repo`` is the base's (:mod:`.basecode`; none: all of it counts)."""
+        ``code``: which code of ``repo`` is the base's (:mod:`.basecode`; none: all of it counts);
+        ``seconds``: what each test took at the base (the canaries copy tests measured cheap)."""
         args = _pytest_args(command)
         if args is None:
             env = command_env(self.task.packages, self.task.repo_dir, repo)
@@ -131,7 +139,8 @@ class Sessions:
         # canaries among the repo's own tests, as in the acceptance session (03c, 03d: a separate
         # canary file could be told apart); the file only where no module can hold them
         left_out = self.task.own_tests_deselect  # (a scope none of whose tests runs gets none)
-        injected = inject_own(repo, [r for r in side if TEST_FILE_RE.match(PurePosixPath(r).name)], left_out)
+        modules = [r for r in side if TEST_FILE_RE.match(PurePosixPath(r).name)]
+        injected = inject_own(repo, modules, left_out, seconds=seconds)
         canaries = {n: v for n, v in injected.canaries.items() if not deselected(v[0], left_out)}
         expect, canary_file = (
             (Expect(canaries, uncollected_ok=True), None)

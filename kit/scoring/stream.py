@@ -80,6 +80,9 @@ class Stream:
     #: requirement -> the message of its twin's shadow that failed: tampering only if the requirement
     #: itself passed (:func:`kit.scoring.verdicts.results`)
     failed_shadows: dict[str, str] = field(default_factory=dict)
+    #: nodeid -> the seconds it took (setup, call, teardown), as the session measured them: only
+    #: the base commit's own-tests run is read for it (``inject_own`` picks cheap canary sources)
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 class _Reader:
@@ -111,6 +114,9 @@ class _Reader:
             out.tamper.append(f"report line {seq} came after the session ended")
         elif kind == "test":
             self.test(seq, nodeid, msg.get("passed"), msg.get("message", ""), msg.get("outcome"))
+            spent = msg.get("micros")
+            if type(spent) is int and 0 <= spent < 10**12 and nodeid in out.outcomes:
+                out.seconds[nodeid] = spent / 1e6
         elif kind == "collect":
             self.uncollected.append(nodeid)
             out.errors.append(f"{nodeid or 'collection'}: {str(msg.get('message', ''))[:300]}")

@@ -1,14 +1,26 @@
-"""How long a test may run, guessed from its source (:mod:`.inject` picks cheap tests for canaries to
-copy, and gives no twin to a long-running test)."""
+"""How long a test may run, guessed from its source or measured at the base commit (:mod:`.inject`
+picks cheap tests for canaries to copy, and gives no twin to a long-running test).
+
+The source is a poor guide where the work is out of sight: toolz's ``bench/test_join.py`` builds a
+million-item list at module level, and its one-line ``burn(join(get(0), small, identity, big))`` was
+the canaries' pick, twice (0.7 s each, a sixth of the repo's whole suite). The own tests' canaries
+therefore copy, where the base commit's own-tests run (:mod:`.scorer`, cached per base) measured
+them, the tests that took least; a test it did not measure (one the agent added) comes after every
+measured one, by its source. The measured seconds come from the base commit's code and tests only:
+nothing the agent wrote runs in that session."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 
 from kit.scoring.twins import own_nodes
 
 #: A canary copies a test of its scope at most this costly (:func:`cost`), else one of the module's, else any
 CANARY_COST = 400  # (a copy of more-itertools' 20 s sieve(10**5) test took its own tests past their timeout)
+
+#: ... or, measured at the base (setup, call and teardown, every case of it), at most this long
+CANARY_SECONDS = 0.05
 
 #: A test holding an integer literal this large (rows, iterations) is taken as a long-running one.
 HEAVY_LITERAL = 100_000
@@ -50,3 +62,23 @@ def int_of(node: ast.AST) -> int | None:
         bits = abs(a).bit_length() * b if isinstance(node.op, ast.Pow) else abs(a).bit_length() + b
         return 10**30 if bits > 99 else (a**b if isinstance(node.op, ast.Pow) else a << b)
     return None
+
+
+def canary_keys(
+    tests: Iterable[tuple[str, ast.FunctionDef]], timed: dict[str, float] | None
+) -> dict[int, tuple[int, float]]:
+    """``{id(test): key}`` for tests given as (node id without a case, function): ``(0, seconds)``
+    for one measured at the base (``timed``: node id, case included -> seconds; a parametrized test
+    costs all its cases), else ``(1, source cost)`` -- lower keys are cheaper."""
+    total: dict[str, float] = {}
+    for nodeid, seconds in (timed or {}).items():
+        base = nodeid.split("[", 1)[0]
+        total[base] = total.get(base, 0.0) + seconds
+    return {
+        id(func): (0, total[nodeid]) if nodeid in total else (1, float(cost(func))) for nodeid, func in tests
+    }
+
+
+def cheap(key: tuple[int, float]) -> bool:
+    """Is a test of this :func:`canary_keys` key one a canary may copy first?"""
+    return key[1] <= (CANARY_SECONDS if key[0] == 0 else CANARY_COST)

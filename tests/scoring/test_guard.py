@@ -355,3 +355,31 @@ def test_a_mixins_method_named_as_a_guarded_test_is_not_asked_for_its_guard(tmp_
     s = score(task, workspace(task, tmp_path, solved=True), claimed_done=True)
     assert not s.suspicious and not s.tampered, (s.suspicious_evidence, s.tamper_evidence)
     assert s.requirements_failed == 0, s.failed
+
+
+def test_no_own_test_is_taken_for_guarded_when_a_helper_is_named_as_a_method_it_calls(tmp_path):
+    """The own tests' modules get the kit's helpers (the guard among them) but no test calls the
+    guard. A helper named as a method a test calls (``items.to_text()`` beside a guard ``to_text``:
+    table-computed-columns' reference solution read as ``seen``, one scoring in ten) made that test
+    read as guarded and, its guard never heard, failed. Helper names now avoid attribute names too."""
+    import itertools
+    import random
+
+    from kit.scoring import guard, preload
+    from kit.scoring.inject import inject_own
+
+    words = ["alpha", "beta", "gamma", "delta", "eps", "zeta"]  # the only words the namer takes
+    calls = [f"    obj.{'_'.join(p)}()" for n in (2, 3) for p in itertools.permutations(words, n)]
+    source = (
+        "def test_alpha_beta():\n    obj = None\n    if obj:\n"
+        + "\n".join("    " + c for c in calls)
+        + "\n\n\ndef test_gamma_delta():\n    assert 1\n\n\ndef test_eps_zeta():\n    assert 2\n"
+    )
+    for seed in range(5):
+        root = tmp_path / str(seed)
+        (root / "tests").mkdir(parents=True)
+        path = root / "tests" / "test_mod.py"
+        path.write_text(source)
+        inject_own(root, ["tests/test_mod.py"], rng=random.Random(seed))
+        _guards, tests, _files = guard.guarded(preload.compile_files([[str(path), False]], None))
+        assert not tests, (seed, tests)

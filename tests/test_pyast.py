@@ -1,0 +1,53 @@
+"""kit.pyast's fast helpers against the ``ast`` functions they stand in for, on real test modules."""
+
+from __future__ import annotations
+
+import ast
+import copy
+from pathlib import Path
+
+import pytest
+
+from kit import pyast
+
+SOURCES = sorted((Path(__file__).parent / "scoring").glob("test_*.py"))[:12]
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
+def test_clone_is_a_deep_copy_as_deepcopy_makes_it(path):
+    tree = ast.parse(path.read_text())
+    copied = pyast.clone(tree)
+    dump = ast.dump(tree, include_attributes=True)
+    assert (
+        ast.dump(copied, include_attributes=True)
+        == dump
+        == ast.dump(copy.deepcopy(tree), include_attributes=True)
+    )
+    mine = {id(n) for n in ast.walk(copied) if not isinstance(n, ast.expr_context)}
+    assert not mine & {id(n) for n in ast.walk(tree)}  # no node shared (but the field-less contexts)
+    for node in ast.walk(copied):  # changing the copy leaves the original as it was
+        if isinstance(node, ast.Name):
+            node.id = "changed"
+        if isinstance(node, ast.FunctionDef):
+            node.body.clear()
+    assert ast.dump(tree, include_attributes=True) == dump
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
+def test_nodes_are_the_nodes_ast_walk_gives(path):
+    tree = ast.parse(path.read_text())
+    got = pyast.nodes(tree)
+    assert got[0] is tree
+    assert sorted(map(id, got)) == sorted(map(id, ast.walk(tree)))
+
+
+def test_with_locations_lets_unparse_write_the_kits_own_nodes():
+    tree = ast.parse("def test_a():\n    assert f(1) == 2\n")
+    made = ast.FunctionDef(
+        name="test_b", args=pyast.parse("def f(): pass").body[0].args, body=[ast.Pass()], decorator_list=[]
+    )
+    tree.body.append(made)
+    with pytest.raises(AttributeError):
+        ast.unparse(tree)  # the unparser reads each function's lineno
+    assert "def test_b():" in ast.unparse(pyast.with_locations(tree))
+    assert tree.body[0].lineno == 1 and made.lineno == 1  # a placeholder where there was none
