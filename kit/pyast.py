@@ -90,3 +90,22 @@ def with_locations(tree: ast.Module) -> ast.Module:
             node.lineno = node.end_lineno = 1  # type: ignore[attr-defined]
             node.col_offset = node.end_col_offset = 0  # type: ignore[attr-defined]
     return tree
+
+
+def own_nodes(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+    """The nodes of ``func``'s body, not descending into nested functions, classes or lambdas."""
+    out: list[ast.AST] = []
+    todo: list[ast.AST] = list(func.body)
+    node_type, scopes = ast.AST, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+    while todo:  # (ast.iter_child_nodes, inlined: this walk was most of an injection's time)
+        node = todo.pop()
+        out.append(node)
+        if isinstance(node, scopes):
+            continue
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, node_type):
+                todo.append(value)
+            elif isinstance(value, list):
+                todo.extend(v for v in value if isinstance(v, node_type))
+    return out

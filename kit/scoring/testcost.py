@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from kit.scoring.twins import own_nodes
+from kit.pyast import own_nodes
 
 #: A canary copies a test of its scope at most this costly (:func:`cost`), else one of the module's, else any
 CANARY_COST = 400  # (a copy of more-itertools' 20 s sieve(10**5) test took its own tests past their timeout)

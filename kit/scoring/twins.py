@@ -51,6 +51,7 @@ import unittest
 from dataclasses import dataclass
 
 from kit import pyast
+from kit.pyast import own_nodes
 from kit.scoring.guard import GUARD
 from kit.scoring.twinhelpers import HELPERS
 from kit.scoring.twinshapes import Shapes, helper_names, helpers_source
@@ -85,25 +86,6 @@ class Names:
     def bind(self) -> str:
         """A twin's parameter holding, bound when it is defined, what its checks call."""
         return self.guard + "_k"
-
-
-def own_nodes(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
-    """The nodes of ``func``'s body, not descending into nested functions, classes or lambdas."""
-    out: list[ast.AST] = []
-    todo: list[ast.AST] = list(func.body)
-    node_type, scopes = ast.AST, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-    while todo:  # (ast.iter_child_nodes, inlined: this walk is most of an injection's time)
-        node = todo.pop()
-        out.append(node)
-        if isinstance(node, scopes):
-            continue
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if isinstance(value, node_type):
-                todo.append(value)
-            elif isinstance(value, list):
-                todo.extend(v for v in value if isinstance(v, node_type))
-    return out
 
 
 def straight(func: ast.AST) -> bool:
