@@ -50,9 +50,10 @@ Writable = Union[bool, Literal["throwaway"]]  # noqa: UP007 - a type alias evalu
 PRISTINE = "/orchbench-pristine"
 _PREFIX = "orchbench-throwaway-"
 #: other temporary folders of a kit process named ``<prefix><pid>-...``, swept with the layers when
-#: their process is gone: scoring's scratch space (a tmpfs), the snapshot (up to 256 MB of disk) and a
-#: Ray worker's run folder (its clone's quota file system is mounted inside it)
-SWEPT_PREFIXES = ("orchbench-score-", "orchbench-snapshot-", "orchbench-ray-")
+#: their process is gone: scoring's scratch space (a tmpfs), the snapshot (up to 256 MB of disk), a
+#: Ray worker's run folder (its clone's quota file system is mounted inside it) and the base trees
+#: scoring keeps (``kit/scoring/basetree.py``)
+SWEPT_PREFIXES = ("orchbench-score-", "orchbench-snapshot-", "orchbench-ray-", "orchbench-base-")
 _MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
 
 

@@ -28,6 +28,7 @@ the audit hook when it is compiled; a line an unchanged unit shares with the age
 from __future__ import annotations
 
 import ast
+import functools
 import os
 from collections import Counter
 from pathlib import Path, PurePosixPath
@@ -75,8 +76,8 @@ def unchanged_lines(source: bytes, base: bytes) -> list[list[int]]:
     """The line spans of ``source`` whose units are the base's (a unit appearing as often as it does
     at the base at most); [] when either does not parse."""
     try:
-        now, then = pyast.parse(source), pyast.parse(base)
-        kept = Counter(key for key, _ in units(then.body))
+        now = pyast.parse(source)
+        kept = Counter(_base_units(base))
         spans, agents = [], set()
         for key, span in units(now.body):
             if kept[key] > 0:
@@ -87,6 +88,12 @@ def unchanged_lines(source: bytes, base: bytes) -> list[list[int]]:
         return _without(spans, agents)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
+
+
+@functools.lru_cache(maxsize=64)
+def _base_units(base: bytes) -> Counter:
+    """The units of a base file (the same for every scoring of a task: parsed once per process)."""
+    return Counter(key for key, _ in units(pyast.parse(base).body))
 
 
 def _without(spans: list[tuple[int, int]], lines: set[int]) -> list[list[int]]:

@@ -53,23 +53,21 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import tarfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kit.errors import TaskError
 from kit.records.schema import Score
 from kit.sandbox import quota
-from kit.scoring import verdicts
+from kit.scoring import basetree, verdicts
 from kit.scoring.basecode import base_code, with_base_tests
+from kit.scoring.basetree import base_tree
 from kit.scoring.clean_copy import add_new_tests, copy_clean, copy_sparse, use_base_tests
 from kit.scoring.diffstats import LineStats, line_stats
 from kit.scoring.session import PytestRun
 from kit.scoring.sessions import Sessions
-from kit.tasks.git import PLAIN_ATTRIBUTES, git_env, git_stream, safety_env
 from kit.tasks.requirements import Requirement, count_test_functions, read_requirements, test_files  # noqa: F401 - re-exported
 from kit.tasks.snapshot import Snapshot, snapshot
 from kit.tasks.task import Task
@@ -77,36 +75,6 @@ from kit.tasks.transitions import Outcome, is_regression, transition
 from kit.tasks.workspace import Workspace
 
 # --------------------------------------------------------------------------- the base commit
-
-
-def _extract_commit(ws: Workspace, dest: Path) -> None:
-    """The base commit's tree, read from the kit's cached base repository only: never from the
-    clone, whose ``.git`` the agent may have rewritten."""
-    git_dirs = [d for d in (ws.base_git_dir,) if d is not None and d.is_dir()]
-    last = "no git folder holds it"
-    for git_dir in git_dirs:  # streamed: a tree of up to 256 MB is never held in memory
-        _plain_archive(git_dir)
-        env = git_env() | {"GIT_DIR": str(git_dir)} | safety_env(git_dir)
-        try:
-            with git_stream(git_dir.parent, "archive", "--format=tar", ws.base_commit, env=env) as out:
-                dest.mkdir(parents=True, exist_ok=True)
-                with tarfile.open(fileobj=out, mode="r|") as tar:
-                    tar.extractall(dest, filter="data")
-                while out.read(1 << 16):  # the archive's padding after its end: unread, git died of SIGPIPE
-                    pass
-            return
-        except (TaskError, tarfile.TarError) as e:
-            last = str(e)
-    raise RuntimeError(f"cannot read the base commit {ws.base_commit[:12]}: {last}")
-
-
-def _plain_archive(git_dir: Path) -> None:
-    info = git_dir / "info" / "attributes"
-    if not info.is_file() or info.read_text(encoding="utf-8") != PLAIN_ATTRIBUTES:
-        info.parent.mkdir(parents=True, exist_ok=True)
-        tmp = info.with_name(f"attributes.{threading.get_ident()}")
-        tmp.write_text(PLAIN_ATTRIBUTES, encoding="utf-8")
-        tmp.replace(info)
 
 
 @dataclass
@@ -120,12 +88,17 @@ class _Base:
 
 _BASE_CACHE: dict[tuple[str, ...], _Base] = {}
 _BASE_LOCK = threading.Lock()
+#: how long each session of the last scoring took, per base (:func:`_base_key`): the longer one writes
+#: its tests first (:class:`kit.scoring.sessions.Turns`); performance only, no verdict reads it
+_WALLS: dict[tuple[str, ...], dict[str, float]] = {}
 
 
 def clear_base_cache() -> None:
-    """Forget the base commits' own-test results kept in this process (the tests reset it)."""
+    """Forget the base commits' own-test results and trees kept in this process (the tests reset it)."""
     with _BASE_LOCK:
         _BASE_CACHE.clear()
+        _WALLS.clear()
+    basetree.forget()
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -216,8 +189,11 @@ def _cached_base(session: Sessions, task: Task, ws: Workspace) -> _Base | None:
         return _BASE_CACHE.get(_base_key(session, task, ws))
 
 
-def _base_info(session: Sessions, task: Task, ws: Workspace, base_dir: Path) -> _Base:
-    """The own tests that pass at the base commit (cached when the base run was clean)."""
+def _base_info(session: Sessions, task: Task, ws: Workspace, base_dir: Path, known: _Base | None) -> _Base:
+    """The own tests that pass at the base commit (cached when the base run was clean): ``known``,
+    else run in ``base_dir`` -- a tree of this scoring's own (the session writes there)."""
+    if known is not None:
+        return known
     cached = _cached_base(session, task, ws)
     if cached is not None:
         return cached
@@ -246,34 +222,53 @@ def evaluate(
     sandbox: str | None = None,
     dropped: list[str] | None = None,
     record_reads: bool = False,
+    written: threading.Event | None = None,
 ) -> Evaluation:
     """Run acceptance and own tests on clean copies of ``tree`` in fresh sandboxes (``sandbox``: a
     :mod:`kit.sandbox.backends` backend name, default the platform's); ``ws`` gives the base commit.
     ``tree`` is a snapshot (:func:`score`) or a tree of the kit's own (``tasks validate``); ``dropped``:
     what the snapshot left out, reported first; ``record_reads``: the acceptance session reports the
-    data files of the tree it reads (``Evaluation.acceptance.reads``: the importer's probes)."""
+    data files of the tree it reads (``Evaluation.acceptance.reads``: the importer's probes);
+    ``written``: set once both sessions' test modules are written, or evaluation ended (work of this
+    process that can wait for it waits: :func:`score`'s line count)."""
     timeout = timeout_s or task.limits.scoring_timeout_s
     requirements, problems = read_requirements(task.acceptance_dir, task.excluded)
     # a capped tmpfs where the kit is root: what the code under test writes while it is scored (a
     # deep tree, a disk's worth of files) neither fills the disk nor breaks the removal
-    with quota.scratch("orchbench-score-") as tmp:
+    with quota.scratch("orchbench-score-") as tmp, contextlib.ExitStack() as stack:
         session = Sessions(task, sandbox, tmp / "kit", timeout)
-        acc_dir, own_dir, base_dir = tmp / "acc", tmp / "own", tmp / "base"
+        key = _base_key(session, task, ws)
+        with _BASE_LOCK:
+            walls = _WALLS.get(key, {})
+        if walls.get("own", 0.0) > walls.get("acceptance", 0.0):
+            session.first("own")
+        acc_dir, own_dir = tmp / "acc", tmp / "own"
+        known = _cached_base(session, task, ws)  # (the first scoring runs the base beside its own ...
+        # ... in a base tree of its own; the others read the process's one, kept: :mod:`.basetree`)
+        base_dir = stack.enter_context(base_tree(ws, tmp / "base" if known is None else None))
         dropped = [*(dropped or []), *copy_clean(tree, acc_dir)]
         tests_now = count_test_functions(acc_dir)
         shutil.copytree(acc_dir, own_dir, copy_function=copy_sparse)
-        _extract_commit(ws, base_dir)
         use_base_tests(own_dir, base_dir)
         added_files = add_new_tests(own_dir, acc_dir, base_dir)  # (before any session writes in acc_dir)
         acc_code = base_code(acc_dir, base_dir)
         own_code = with_base_tests(acc_code, base_dir)
-        known = _cached_base(session, task, ws)  # (the first scoring runs the base beside its own)
         timed = known.own_seconds if known is not None else None
+        started, took = time.monotonic(), {}
         with ThreadPoolExecutor(3) as pool:
             f_acc = pool.submit(session.acceptance, acc_dir, acc_code, record_reads)
             f_own = pool.submit(session.own, "own", own_dir, task.test_command, own_code, timed)
-            f_base = pool.submit(_base_info, session, task, ws, base_dir)
+            for name, f in (("acceptance", f_acc), ("own", f_own)):
+                f.add_done_callback(lambda _, name=name: took.setdefault(name, time.monotonic() - started))
+            f_base = pool.submit(_base_info, session, task, ws, base_dir, known)
+            try:
+                session.turns.wait_all()
+            finally:
+                if written is not None:
+                    written.set()
             acc, own, base = f_acc.result(), f_own.result(), f_base.result()
+        with _BASE_LOCK:
+            _WALLS[key] = took
 
     if base.problem:
         problems.append(base.problem)
@@ -310,8 +305,11 @@ def evaluate(
     )
 
 
-def _diff_stats(ws: Workspace, snap: Snapshot | None) -> dict:
-    """The score's fields of the lines changed (:mod:`kit.scoring.diffstats`)."""
+def _diff_stats(ws: Workspace, snap: Snapshot | None, after: threading.Event | None = None) -> dict:
+    """The score's fields of the lines changed (:mod:`kit.scoring.diffstats`), counted ``after`` the
+    event is set (if given)."""
+    if after is not None:
+        after.wait()
     stats = LineStats()
     if snap is not None:
         with contextlib.suppress(Exception):  # a diff that fails still leaves a score
@@ -401,9 +399,16 @@ def score(
         try:
             if snap is None:
                 snap = stack.enter_context(snapshot(ws.root, sandbox or ws.sandbox))
-            with ThreadPoolExecutor(1) as pool:  # (git counts the lines while the tests run)
-                diff = pool.submit(_diff_stats, ws, snap)
-                ev = evaluate(task, snap.tree, ws, timeout_s, sandbox=sandbox, dropped=snap.dropped)
+            written = threading.Event()
+            with ThreadPoolExecutor(1) as pool:  # git counts the lines while the tests run (not while
+                # their modules are written: both are the kit's Python, one at a time)
+                diff = pool.submit(_diff_stats, ws, snap, written)
+                try:
+                    ev = evaluate(
+                        task, snap.tree, ws, timeout_s, sandbox=sandbox, dropped=snap.dropped, written=written
+                    )
+                finally:
+                    written.set()
                 return to_score(ev, ws, claimed_done, time.monotonic() - started, snap, diff.result())
         except Exception as exc:  # noqa: BLE001 - a run is never left unscored
             reason = f"scoring failed: {type(exc).__name__}: {exc}"

@@ -7,11 +7,13 @@ sessions get a kit folder of their own, without the acceptance copy, and leave o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import shutil
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
 
 from kit.sandbox.backends import default_sandbox, get_sandbox
@@ -44,12 +46,49 @@ _COMMON = ["-p", "no:cacheprovider", "--continue-on-collection-errors", "--maxfa
 AUDIT_SETTINGS = "audit.json"  # what the audit hook is told of the copy: laid files, base code
 
 
+#: a turn waits at most this long for the one before it (a session that failed before its turn
+#: ends it too; this is the guard against a wait nothing ends)
+TURN_WAIT_S = 60.0
+
+
+class Turns:
+    """The order in which the sessions write their tests' canaries and twins: one at a time, the
+    session expected to take longest first. Injection is pure Python in the kit's process: two at
+    once share the interpreter's lock and both end late -- tomlkit's hidden tests waited 0.2 s for the
+    own tests' injection, on the scoring's longest path. :meth:`wait_all` is for work of the kit's
+    process that can wait until both are written (the line count)."""
+
+    def __init__(self, order: Sequence[str]) -> None:
+        self.order = list(order)
+        self.done = {name: threading.Event() for name in self.order}
+
+    @contextlib.contextmanager
+    def turn(self, name: str) -> Iterator[None]:
+        """Wait for the sessions before ``name`` (none for a name not in the order), then go; the
+        turn ends with the block, however it ends."""
+        for prior in self.order[: self.order.index(name)] if name in self.done else []:
+            self.done[prior].wait(TURN_WAIT_S)
+        try:
+            yield
+        finally:
+            self.end(name)
+
+    def end(self, name: str) -> None:
+        if name in self.done:
+            self.done[name].set()
+
+    def wait_all(self) -> None:
+        for event in self.done.values():
+            event.wait(TURN_WAIT_S)
+
+
 class Sessions:
     """What the three pytest sessions of one evaluation share: the task, sandbox, kit folder, canaries,
-    timeout."""
+    timeout, and the order in which they write their tests (:class:`Turns`)."""
 
     def __init__(self, task: Task, sandbox: str | None, kit_dir: Path, timeout_s: float) -> None:
         self.task = task
+        self.turns = Turns(["acceptance", "own"])
         self.prefix = ACCEPTANCE_DIRNAME + "/"  # of the hidden tests' node ids (folder layout)
         self.sandbox = get_sandbox(sandbox or default_sandbox())
         # one kit folder per kind of session: the own-tests sessions never see the acceptance copy
@@ -60,6 +99,10 @@ class Sessions:
         self.own_canary = self.canaries.write(_mkdir(self.own_dir / "_orchbench_canary"))
         self.injected = Injected()
         (self.own_dir / "empty.ini").write_text("[pytest]\n", encoding="utf-8")
+
+    def first(self, name: str) -> None:
+        """Let session ``name`` (``acceptance`` or ``own``) write its tests first (:class:`Turns`)."""
+        self.turns = Turns([name, *(n for n in ("acceptance", "own") if n != name)])
 
     def packages(self, repo: Path) -> dict:
         """The launcher's settings for the task's ``packages`` (:mod:`kit.tasks.packages`)."""
@@ -74,25 +117,26 @@ class Sessions:
         ``code``: which code of ``repo`` is the base's (:mod:`.basecode`), for the audit hook;
         ``record``: report which data files of ``repo`` the session reads (``PytestRun.reads``)."""
         folder = self.kit_dir / ACCEPTANCE_DIRNAME
-        shutil.copytree(self.task.acceptance_dir, folder, ignore=COPY_IGNORE)
-        hide_excluded(folder, self.task.excluded)  # exclude_tests: never collected
-        self.injected = inject_folder(folder)
-        ini = self.kit_dir / "acceptance.ini"
-        ini.write_text("[pytest]\npython_files = test_*.py *_test.py\n", encoding="utf-8")
-        extra, ro_files, pins, audit = self.packages(repo), [], [], dict(code or {})
-        extra["record"] = record
-        extra["test_timeout_s"] = self.task.limits.test_limit_s
-        if self.task.acceptance_layout == "repo":
-            self.prefix = ""
-            laid = lay(folder, self.task.acceptance_dir, repo, self.task.repo_dir)
-            ini, root, paths = laid.config or ini, repo, laid.modules
-            ro_files, pins = laid.read_only(), laid.pins
-            audit.update(laid.audit())
-            extra["compiled"] = compiled(Path(p) for p in laid.tests)
-        else:
-            root, paths = self.kit_dir, [str(folder)]
-            extra["compiled"] = compiled(folder.rglob("*.py"))
-        extra["audit"] = _write_json(self.kit_dir / AUDIT_SETTINGS, audit)
+        with self.turns.turn("acceptance"):  # (the laying too: the kit's Python, as the injection)
+            shutil.copytree(self.task.acceptance_dir, folder, ignore=COPY_IGNORE)
+            hide_excluded(folder, self.task.excluded)  # exclude_tests: never collected
+            self.injected = inject_folder(folder)
+            ini = self.kit_dir / "acceptance.ini"
+            ini.write_text("[pytest]\npython_files = test_*.py *_test.py\n", encoding="utf-8")
+            extra, ro_files, pins, audit = self.packages(repo), [], [], dict(code or {})
+            extra["record"] = record
+            extra["test_timeout_s"] = self.task.limits.test_limit_s
+            if self.task.acceptance_layout == "repo":
+                self.prefix = ""
+                laid = lay(folder, self.task.acceptance_dir, repo, self.task.repo_dir)
+                ini, root, paths = laid.config or ini, repo, laid.modules
+                ro_files, pins = laid.read_only(), laid.pins
+                audit.update(laid.audit())
+                extra["compiled"] = compiled(Path(p) for p in laid.tests)
+            else:
+                root, paths = self.kit_dir, [str(folder)]
+                extra["compiled"] = compiled(folder.rglob("*.py"))
+            extra["audit"] = _write_json(self.kit_dir / AUDIT_SETTINGS, audit)
         canaries = {n: (self.prefix + m, must) for n, (m, must) in self.injected.canaries.items()}
         expect = Expect(
             canaries,
@@ -130,17 +174,19 @@ class Sessions:
         ``seconds``: what each test took at the base (the canaries copy tests measured cheap)."""
         args = _pytest_args(command)
         if args is None:
+            self.turns.end(label)  # (nothing to write)
             env = command_env(self.task.packages, self.task.repo_dir, repo)
             return run_shell(self.sandbox, repo, command, self.timeout_s, env)
-        ini = pytest_config_file(repo) or self.own_dir / "empty.ini"
+        with self.turns.turn(label):  # (the base's, on a task's first scoring, takes no turn)
+            ini = pytest_config_file(repo) or self.own_dir / "empty.ini"
+            side = _test_side_py(repo)
+            modules = [r for r in side if TEST_FILE_RE.match(PurePosixPath(r).name)]
+            # canaries among the repo's own tests, as in the acceptance session (03c, 03d: a separate
+            # canary file could be told apart); the file only where no module can hold them
+            left_out = self.task.own_tests_deselect  # (a scope none of whose tests runs gets none)
+            injected = inject_own(repo, modules, left_out, seconds=seconds)
         # --tb=line: a full traceback of each must-fail canary tripled more-itertools' own-tests time
         args = [*args, "-c", str(ini), f"--rootdir={repo}", f"--confcutdir={repo}", *_COMMON, "--tb=line"]
-        side = _test_side_py(repo)
-        # canaries among the repo's own tests, as in the acceptance session (03c, 03d: a separate
-        # canary file could be told apart); the file only where no module can hold them
-        left_out = self.task.own_tests_deselect  # (a scope none of whose tests runs gets none)
-        modules = [r for r in side if TEST_FILE_RE.match(PurePosixPath(r).name)]
-        injected = inject_own(repo, modules, left_out, seconds=seconds)
         canaries = {n: v for n, v in injected.canaries.items() if not deselected(v[0], left_out)}
         expect, canary_file = (
             (Expect(canaries, uncollected_ok=True), None)

@@ -1,0 +1,115 @@
+"""What scoring keeps between scorings and how its work is ordered, for speed, without changing a
+verdict: the base tree kept per process (kit/scoring/basetree.py), the sessions writing their tests
+one at a time (kit/scoring/sessions.py ``Turns``) with the line count after them, and the line
+counter's cut of long lines (kit/scoring/diffstats.py)."""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+import time
+
+from kit.scoring import basetree, diffstats
+from kit.scoring.diffstats import _LONG, MAX_LINE_BYTES, as_lines
+from kit.scoring.sessions import Turns
+
+
+def _as_lines_before(data: bytes) -> bytes:
+    """The line counter's text as it was made before (the pattern run over the whole text)."""
+    data = data.replace(b"\x01", b"\x01\x01").replace(b"\0", b"\x01\x02")
+    data = data.replace(b"\r\n", b"\x01\x03\n").replace(b"\r", b"\x01\x04\n")
+    if re.search(b"[^\\n]{%d}" % (MAX_LINE_BYTES + 1), data):
+        data = _LONG.sub(lambda m: m.group(0) + b"\x01\x05\n", data)
+    return data
+
+
+def test_long_lines_are_cut_as_before_and_short_lines_cost_no_pattern_search():
+    rng = random.Random(7)
+    alphabets = [b"ab\n", b"a\x00\x01\r\n", b"abc\x01", bytes(range(256)), b"x" * 50 + b"\n"]
+    for _ in range(400):
+        alphabet = rng.choice(alphabets)
+        data = bytes(rng.choice(alphabet) for _ in range(rng.choice([0, 7, 300, 700, 3000])))
+        if rng.random() < 0.4:
+            data = b"\n".join([data, b"\x00y" * rng.randint(120, 400), data])
+        assert as_lines(data) == _as_lines_before(data)
+
+
+def test_the_cut_pattern_runs_over_long_lines_only(monkeypatch):
+    """One long line among 20,000 short ones: the pattern was run over the whole text, tried from
+    every byte of it (0.75 s here; a third of a second of each scoring of tomlkit-0-15-1)."""
+    searched: list[int] = []
+
+    class Spy:
+        def sub(self, repl, text):
+            searched.append(len(text))
+            return _LONG.sub(repl, text)
+
+    monkeypatch.setattr(diffstats, "_LONG", Spy())
+    text = b"".join(b"%d = call(argument_%d)  # a comment of some length\n" % (i, i) for i in range(20_000))
+    text += b"z" * (MAX_LINE_BYTES + 1)
+    assert as_lines(text) == text[:-1] + b"\x01\x05\nz"
+    assert searched == [MAX_LINE_BYTES + 1]
+
+
+def test_turns_go_in_order_and_a_turn_that_fails_still_ends():
+    turns = Turns(["own", "acceptance"])
+    seen: list[str] = []
+
+    def acceptance():
+        with turns.turn("acceptance"):
+            seen.append("acceptance")
+
+    t = threading.Thread(target=acceptance)
+    t.start()
+    time.sleep(0.2)
+    assert seen == []  # waits for the own tests' turn
+    try:
+        with turns.turn("own"):
+            seen.append("own")
+            raise RuntimeError("the own session failed while writing its tests")
+    except RuntimeError:
+        pass
+    t.join(5)
+    assert seen == ["own", "acceptance"]
+    turns.wait_all()  # both ended: returns at once
+    with turns.turn("base"):  # a name not in the order waits for nobody
+        pass
+
+
+def test_scorings_after_the_first_share_one_base_tree_and_the_base_run_never_writes_in_it(
+    tmp_path, monkeypatch
+):
+    """The first scoring runs the base's own tests in a tree of its own (its sessions write there);
+    the others read one kept tree, extracted once."""
+    from kit.scoring.scorer import clear_base_cache, score
+    from kit.tasks.task import apply_solution, load_task
+    from kit.tasks.workspace import create_workspace
+
+    extracted: list[str] = []
+    real = basetree.extract_commit
+
+    def spy(ws, dest):
+        extracted.append(str(dest))
+        return real(ws, dest)
+
+    monkeypatch.setattr(basetree, "extract_commit", spy)
+    task = load_task("table-computed-columns")
+    ws = create_workspace(task, tmp_path / "ws")
+    apply_solution(task, ws.root)
+    clear_base_cache()
+    for _ in range(3):
+        s = score(task, ws, claimed_done=True)
+        assert s.requirements_failed == 0 and not s.tampered and s.regressions == 0, s
+    assert len(extracted) == 2, extracted  # the first scoring's own tree, then the kept one
+    assert "orchbench-score-" in extracted[0] and basetree.PREFIX in extracted[1]
+    kept = next(iter(basetree._KEPT.values()))
+    assert kept.users == 0 and str(kept.path) == extracted[1]
+    real(ws, tmp_path / "fresh")  # the kept tree is still the commit's, byte for byte (no canary in it)
+    assert _files(kept.path) == _files(tmp_path / "fresh") != {}
+    clear_base_cache()
+    assert not kept.path.exists()
+
+
+def _files(root):
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
