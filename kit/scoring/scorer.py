@@ -37,8 +37,10 @@ Scoring never runs in the clone, and never in the process that reads the results
    requirement failed and ``unscored_reason`` saying why.
 
 The base commit's own-test run is cached per (base commit, test command, sandbox, deselected own
-tests, packages), so each scoring
-runs two sandboxed pytest processes (acceptance, own tests) in parallel.
+tests, packages), and its tree per base commit (:mod:`kit.scoring.basetree`), so each scoring
+runs two sandboxed pytest processes (acceptance, own tests) in parallel; the kit's own Python work
+for them (writing their tests' canaries and twins, counting the lines changed) goes one piece at a
+time, the longer session's first (:class:`kit.scoring.sessions.Turns`).
 
 **Requirements.** Each test function in ``acceptance/`` is one requirement (a parametrized test is
 one requirement that fails if any case fails). Its severity is declared with the pytest marker
@@ -52,9 +54,11 @@ to pass on the starting code.
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -237,11 +241,6 @@ def evaluate(
     # deep tree, a disk's worth of files) neither fills the disk nor breaks the removal
     with quota.scratch("orchbench-score-") as tmp, contextlib.ExitStack() as stack:
         session = Sessions(task, sandbox, tmp / "kit", timeout)
-        key = _base_key(session, task, ws)
-        with _BASE_LOCK:
-            walls = _WALLS.get(key, {})
-        if walls.get("own", 0.0) > walls.get("acceptance", 0.0):
-            session.first("own")
         acc_dir, own_dir = tmp / "acc", tmp / "own"
         known = _cached_base(session, task, ws)  # (the first scoring runs the base beside its own ...
         # ... in a base tree of its own; the others read the process's one, kept: :mod:`.basetree`)
@@ -254,21 +253,14 @@ def evaluate(
         acc_code = base_code(acc_dir, base_dir)
         own_code = with_base_tests(acc_code, base_dir)
         timed = known.own_seconds if known is not None else None
-        started, took = time.monotonic(), {}
-        with ThreadPoolExecutor(3) as pool:
-            f_acc = pool.submit(session.acceptance, acc_dir, acc_code, record_reads)
-            f_own = pool.submit(session.own, "own", own_dir, task.test_command, own_code, timed)
-            for name, f in (("acceptance", f_acc), ("own", f_own)):
-                f.add_done_callback(lambda _, name=name: took.setdefault(name, time.monotonic() - started))
-            f_base = pool.submit(_base_info, session, task, ws, base_dir, known)
-            try:
-                session.turns.wait_all()
-            finally:
-                if written is not None:
-                    written.set()
-            acc, own, base = f_acc.result(), f_own.result(), f_base.result()
-        with _BASE_LOCK:
-            _WALLS[key] = took
+        acc, own, base = _at_once(
+            session,
+            _base_key(session, task, ws),
+            written,
+            acceptance=functools.partial(session.acceptance, acc_dir, acc_code, record_reads),
+            own=functools.partial(session.own, "own", own_dir, task.test_command, own_code, timed),
+            base=functools.partial(_base_info, session, task, ws, base_dir, known),
+        )
 
     if base.problem:
         problems.append(base.problem)
@@ -303,6 +295,31 @@ def evaluate(
         sealed=sorted({check.key for check in session.injected.sealed.values()}),
         suspicious=[*acc.seen, *(f"own tests: {x}" for x in own.seen)],
     )
+
+
+def _at_once(
+    session: Sessions, key: tuple[str, ...], written: threading.Event | None, **sessions: Callable
+) -> list:
+    """The results of the sessions (``acceptance``, ``own``, ``base``), run at once; ``written`` set
+    once both scored sessions wrote their tests; how long each took is kept for the next scoring."""
+    with _BASE_LOCK:
+        walls = _WALLS.get(key, {})
+    if walls.get("own", 0.0) > walls.get("acceptance", 0.0):
+        session.first("own")  # (it took longer last time: it writes its tests first)
+    started, took = time.monotonic(), {}
+    with ThreadPoolExecutor(len(sessions)) as pool:
+        futures = {name: pool.submit(run) for name, run in sessions.items()}
+        for name in ("acceptance", "own"):
+            futures[name].add_done_callback(lambda _, n=name: took.setdefault(n, time.monotonic() - started))
+        try:
+            session.turns.wait_all()
+        finally:
+            if written is not None:
+                written.set()
+        results = [f.result() for f in futures.values()]
+    with _BASE_LOCK:
+        _WALLS[key] = took
+    return results
 
 
 def _diff_stats(ws: Workspace, snap: Snapshot | None, after: threading.Event | None = None) -> dict:
