@@ -51,3 +51,23 @@ def test_with_locations_lets_unparse_write_the_kits_own_nodes():
         ast.unparse(tree)  # the unparser reads each function's lineno
     assert "def test_b():" in ast.unparse(pyast.with_locations(tree))
     assert tree.body[0].lineno == 1 and made.lineno == 1  # a placeholder where there was none
+
+
+def test_gc_paused_restores_the_collector_as_it_was():
+    import gc
+
+    from kit.pyast import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # (the inner block found it off: leaves it off)
+    assert gc.isenabled()
+    try:
+        with gc_paused():
+            raise ValueError
+    except ValueError:
+        pass
+    assert gc.isenabled()

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
 
+from kit import pyast
 from kit.sandbox.backends import default_sandbox, get_sandbox
 from kit.scoring.clean_copy import SKIP_NAMES, is_test_path, pytest_config_file
 from kit.scoring.excluded import hide_excluded
@@ -55,7 +56,8 @@ class Turns:
     """The order in which the sessions write their tests' canaries and twins: one at a time, the
     session expected to take longest first. Injection is pure Python in the kit's process: two at
     once share the interpreter's lock and both end late -- tomlkit's hidden tests waited 0.2 s for the
-    own tests' injection, on the scoring's longest path. :meth:`wait_all` is for work of the kit's
+    own tests' injection, on the scoring's longest path. Each turn runs with the cyclic garbage
+    collector paused (:func:`kit.pyast.gc_paused`). :meth:`wait_all` is for work of the kit's
     process that can wait until both are written (the line count)."""
 
     def __init__(self, order: Sequence[str]) -> None:
@@ -69,7 +71,8 @@ class Turns:
         for prior in self.order[: self.order.index(name)] if name in self.done else []:
             self.done[prior].wait(TURN_WAIT_S)
         try:
-            yield
+            with pyast.gc_paused():
+                yield
         finally:
             self.end(name)
 
