@@ -113,3 +113,27 @@ def test_scorings_after_the_first_share_one_base_tree_and_the_base_run_never_wri
 
 def _files(root):
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_test_functions_are_counted_once_per_content(tmp_path, monkeypatch):
+    from kit import pyast
+    from kit.tasks import requirements
+
+    parses: list[int] = []
+    real = pyast.parse
+
+    def spy(source, *a, **k):
+        parses.append(len(source))
+        return real(source, *a, **k)
+
+    monkeypatch.setattr(requirements.pyast, "parse", spy)
+    (tmp_path / "tests").mkdir()
+    module = tmp_path / "tests" / "test_m.py"
+    module.write_text("def test_a():\n    pass\n\n\nclass TestB:\n    def test_c(self):\n        pass\n# 7f3a\n")
+    assert requirements.count_test_functions(tmp_path) == 2
+    assert requirements.count_test_functions(tmp_path) == 2
+    assert len(parses) == 1  # the same bytes: counted once
+    module.write_text(module.read_text() + "\n\ndef test_d():\n    pass\n")
+    assert requirements.count_test_functions(tmp_path) == 3 and len(parses) == 2
+    module.write_bytes(b"def test_\xff():\n    pass\n")  # not UTF-8: counts none, as before
+    assert requirements.count_test_functions(tmp_path) == 0
