@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # (for ``tests.``: run as a script)
 
 from kit.scoring.diffstats import line_stats  # noqa: E402
 from kit.tasks.patch import snapshot_diff  # noqa: E402
