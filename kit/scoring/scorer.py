@@ -72,7 +72,8 @@ from kit.scoring.clean_copy import add_new_tests, copy_clean, copy_sparse, use_b
 from kit.scoring.diffstats import LineStats, line_stats
 from kit.scoring.session import PytestRun
 from kit.scoring.sessions import Sessions
-from kit.tasks.requirements import Requirement, count_test_functions, read_requirements, test_files  # noqa: F401 - re-exported
+from kit.scoring.testcount import count_test_functions
+from kit.tasks.requirements import Requirement, read_requirements, test_files  # noqa: F401 - re-exported
 from kit.tasks.snapshot import Snapshot, snapshot
 from kit.tasks.task import Task
 from kit.tasks.transitions import Outcome, is_regression, transition

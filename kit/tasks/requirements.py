@@ -6,10 +6,7 @@ class or the module; the closest wins) and whether it is expected to pass on the
 from __future__ import annotations
 
 import ast
-import hashlib
 import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -171,48 +168,3 @@ def read_requirements(
     if not reqs:
         problems.append(f"no acceptance tests found in {acceptance_dir}")
     return reqs, problems
-
-
-#: A test file larger than this is not parsed in the kit's process (its functions are not counted):
-#: parsing takes hundreds of times a file's size in memory (a 2 MB file cost 1 GB), and the agent
-#: writes these files. Nor is more than :data:`MAX_PARSE_TOTAL` parsed per count.
-MAX_PARSE_BYTES = 256 * 1024
-MAX_PARSE_TOTAL = 4 * 1024 * 1024
-
-
-def count_test_functions(folder: Path) -> int:
-    """Test functions (``def test*``, module level or in ``Test*`` classes) in test files under folder
-    (files over :data:`MAX_PARSE_BYTES`, and any after :data:`MAX_PARSE_TOTAL` bytes were parsed, count
-    none: one parse at a time, each bounded)."""
-    n = parsed = 0
-    for path in test_files(folder):
-        try:
-            size = path.lstat().st_size
-            if path.is_symlink() or size > MAX_PARSE_BYTES or parsed + size > MAX_PARSE_TOTAL:
-                continue
-            parsed += size
-            n += _tests_in(path.read_bytes())
-        except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
-            continue  # the agent's files may be anything
-    return n
-
-
-_COUNTED: OrderedDict[bytes, int] = OrderedDict()  # a file's digest -> its test functions
-_COUNTED_LOCK = threading.Lock()
-COUNTED_KEPT = 4096
-
-
-def _tests_in(source: bytes) -> int:
-    """The test functions of one test file's source, remembered by its digest: a task's test files
-    are mostly the base's, every scoring (more-itertools' parse took 0.09 s of each)."""
-    digest = hashlib.blake2b(source, digest_size=20).digest()
-    with _COUNTED_LOCK:
-        if digest in _COUNTED:
-            return _COUNTED[digest]
-    tree = pyast.parse(source.decode("utf-8"))
-    n = sum(1 for node in tree.body if is_test_func(node)) + len(class_tests(tree.body))
-    with _COUNTED_LOCK:
-        _COUNTED[digest] = n
-        while len(_COUNTED) > COUNTED_KEPT:
-            _COUNTED.popitem(last=False)
-    return n

@@ -1,5 +1,5 @@
 """No parse, diff or redaction of agent files in the kit's process grows with what the agent wrote:
-each is capped (``kit.agent.tools.MAX_PARSE_BYTES``, ``kit.tasks.requirements.MAX_PARSE_BYTES``,
+each is capped (``kit.agent.tools.MAX_PARSE_BYTES``, ``kit.scoring.testcount.MAX_PARSE_BYTES``,
 ``kit.tasks.patch``) and the diff lists what it left out. Memory is measured with tracemalloc (``ast``
 and the patch's bytes are Python allocations): before the caps each case below cost hundreds of MB."""
 
@@ -68,7 +68,7 @@ def test_replace_definitions_holds_one_parsed_file_at_a_time(tmp_path):
 
 
 def test_counting_the_agents_tests_parses_a_bounded_amount(tmp_path):
-    from kit.tasks.requirements import count_test_functions
+    from kit.scoring.testcount import count_test_functions
 
     tests = tmp_path / "tests"
     tests.mkdir()

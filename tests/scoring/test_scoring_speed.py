@@ -117,7 +117,7 @@ def _files(root):
 
 def test_test_functions_are_counted_once_per_content(tmp_path, monkeypatch):
     from kit import pyast
-    from kit.tasks import requirements
+    from kit.scoring import testcount as requirements
 
     parses: list[int] = []
     real = pyast.parse
@@ -129,7 +129,9 @@ def test_test_functions_are_counted_once_per_content(tmp_path, monkeypatch):
     monkeypatch.setattr(requirements.pyast, "parse", spy)
     (tmp_path / "tests").mkdir()
     module = tmp_path / "tests" / "test_m.py"
-    module.write_text("def test_a():\n    pass\n\n\nclass TestB:\n    def test_c(self):\n        pass\n# 7f3a\n")
+    module.write_text(
+        "def test_a():\n    pass\n\n\nclass TestB:\n    def test_c(self):\n        pass\n# 7f3a\n"
+    )
     assert requirements.count_test_functions(tmp_path) == 2
     assert requirements.count_test_functions(tmp_path) == 2
     assert len(parses) == 1  # the same bytes: counted once

@@ -138,7 +138,9 @@ def test_no_oversized_agent_file_is_parsed_in_the_kits_process(tmp_path, monkeyp
     (ws.root / "tests" / "test_huge.py").write_text(body)
     result = score(task, ws, claimed_done=False)
     assert result.unscored_reason is None, result.unscored_reason
-    assert parsed and max(parsed) <= getattr(requirements, "MAX_PARSE_BYTES", 2 * 1024 * 1024), max(parsed)
+    from kit.scoring.testcount import MAX_PARSE_BYTES
+
+    assert parsed and max(parsed) <= MAX_PARSE_BYTES, max(parsed)
 
 
 def test_a_run_whose_agent_rigged_git_and_left_odd_files_is_scored_with_its_whole_diff(tmp_path):
