@@ -5,6 +5,7 @@ made of it -- while the rest of its module stays as written."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from pathlib import Path
 
 from kit import pyast
@@ -52,3 +53,8 @@ def _functions(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncF
                 if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef)
             ]
     return out
+
+
+def deselected(nodeid: str, ids: Iterable[str]) -> bool:
+    """Is ``nodeid`` (a module, class or test) one of ``ids`` (``--deselect`` ids) or under one?"""
+    return any(nodeid == i or nodeid.startswith((i + "::", i.rstrip("/") + "/")) for i in ids)

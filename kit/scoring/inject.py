@@ -46,12 +46,12 @@ from __future__ import annotations
 import ast
 import random
 import secrets
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit import pyast
-from kit.scoring.padding import unparse_padded
+from kit.scoring.excluded import deselected
+from kit.scoring.padding import TooLarge, unparse_padded
 from kit.scoring.seal import Site, module_names, seal_test
 from kit.scoring.sealcases import seal_cases
 from kit.scoring.testcost import canary_keys
@@ -103,6 +103,7 @@ class Injected:
     kinds: dict[str, set[str]] = field(default_factory=dict)
     next_site: list[int] = field(default_factory=lambda: [0])
     shadows: dict[str, str] = field(default_factory=dict)  # shadow name -> its twin's requirement key
+    too_large: list[str] = field(default_factory=list)  # own-test modules left as written (inject_own)
 
 
 class _Namer:
@@ -435,23 +436,22 @@ def inject_own(
     """Both canaries in every class of tests and module of ``files`` (test modules of the repo copy
     ``root``, relative) that holds a test the session runs (``left_out``: the node ids it deselects):
     the own-tests sessions' canaries sit among the repo's tests, as the acceptance session's do -- a
-    report patch or a code path that spares a separate canary file (03c, 03d) meets them. No twins:
-    own tests are not requirements. A scope whose every test is deselected gets none: nothing of it
-    reports, so a broken ``setUp`` there (Python-Markdown's extension classes, whose tests fail at
-    the base and are deselected) could not excuse its must-pass canary. ``seconds``: per test, at the base."""
+    report patch or a code path that spares a separate canary file (03c, 03d) meets them. No twins.
+    A scope whose every test is deselected gets none (a broken ``setUp`` there could not excuse its
+    must-pass canary: Python-Markdown). ``seconds``: per test, at the base. A module too large once
+    injected stays as written, none of its canaries expected (``too_large``: RT41-8)."""
     rng = rng or random.Random(secrets.randbits(64))
     found = Injected()
     parsed, taken = _parse_all(root, files)
     namer = _Namer(rng, taken)  # one for the session: a canary's name is no test's of any module
     for path, rel, tree in parsed:
         if inject_module(tree, rel, namer, found, twins=False, left_out=tuple(left_out), timed=seconds):
-            path.write_text(unparse_padded(tree, rng), encoding="utf-8")
+            try:
+                path.write_text(unparse_padded(tree, rng), encoding="utf-8")
+            except TooLarge:
+                found.too_large.append(rel)
+                found.canaries = {n: v for n, v in found.canaries.items() if v[0].split("::")[0] != rel}
     return found
-
-
-def deselected(nodeid: str, ids: Iterable[str]) -> bool:
-    """Is ``nodeid`` (a module, class or test) one of ``ids`` (``--deselect`` ids) or under one?"""
-    return any(nodeid == i or nodeid.startswith((i + "::", i.rstrip("/") + "/")) for i in ids)
 
 
 def _parse_all(root: Path, files: list[str]) -> tuple[list[tuple[Path, str, ast.Module]], set[str]]:

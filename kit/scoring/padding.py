@@ -22,9 +22,17 @@ from kit import pyast
 JITTER = 6
 
 
+class TooLarge(ValueError):
+    """The module's text, once injected, is over what the kit parses (:data:`kit.pyast.MAX_SOURCE_BYTES`)."""
+
+
 def unparse_padded(tree: ast.Module, rng: random.Random) -> str:
-    """``ast.unparse(tree)`` with the blank lines above; ends with a newline."""
+    """``ast.unparse(tree)`` with the blank lines above; ends with a newline. :class:`TooLarge` when
+    the text is over what the kit parses (its lines are found by parsing it again): a 259 KB module
+    of 5,000 one-test classes is 2.7 MB with two canaries in each (RT41-8)."""
     text = ast.unparse(pyast.with_locations(tree))
+    if (size := len(text.encode("utf-8", "surrogateescape"))) > pyast.MAX_SOURCE_BYTES:
+        raise TooLarge(f"{size:,} bytes once injected")
     lines = text.split("\n")
     extra: dict[int, int] = {}  # 1-based line number -> blank lines to add after it
     _pad(pyast.parse(text).body, rng, extra)  # (one thread at a time: kit/pyast.py)

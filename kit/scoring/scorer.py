@@ -63,6 +63,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kit.pyast import MAX_SOURCE_BYTES
 from kit.records.schema import Score
 from kit.sandbox import quota
 from kit.scoring import basetree, verdicts
@@ -262,6 +263,7 @@ def evaluate(
             own=functools.partial(session.own, "own", own_dir, task.test_command, own_code, timed),
             base=functools.partial(_base_info, session, task, ws, base_dir, known),
         )
+        added_files = _not_too_large(session.own_too_large, added_files, dropped)
 
     if base.problem:
         problems.append(base.problem)
@@ -296,6 +298,17 @@ def evaluate(
         sealed=sorted({check.key for check in session.injected.sealed.values()}),
         suspicious=[*acc.seen, *(f"own tests: {x}" for x in own.seen)],
     )
+
+
+def _not_too_large(too_large: list[str], added: list[str], dropped: list[str]) -> list[str]:
+    """The added test modules less those too large to hold the kit's canaries (run as written: a
+    forged report of theirs would go unseen, so their tests are not counted as added); each noted
+    in ``dropped``, which the score shows."""
+    for rel in too_large:
+        dropped.append(
+            f"{rel}: a test module over {MAX_SOURCE_BYTES:,} bytes once the kit's canaries are in it: run as written, not counted in tests_added"
+        )
+    return [rel for rel in added if rel not in too_large]
 
 
 def _at_once(

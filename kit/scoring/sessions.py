@@ -19,8 +19,8 @@ from pathlib import Path, PurePosixPath
 from kit import pyast
 from kit.sandbox.backends import default_sandbox, get_sandbox
 from kit.scoring.clean_copy import SKIP_NAMES, is_test_path, pytest_config_file
-from kit.scoring.excluded import hide_excluded
-from kit.scoring.inject import Injected, deselected, inject_folder, inject_own
+from kit.scoring.excluded import deselected, hide_excluded
+from kit.scoring.inject import Injected, inject_folder, inject_own
 from kit.scoring.layout import lay
 from kit.scoring.session import Canaries, Expect, PytestRun, prepare_kit_dir, run_pytest, run_shell
 from kit.scoring.verdicts import ACCEPTANCE_DIRNAME
@@ -101,6 +101,7 @@ class Sessions:
         self.canaries = Canaries.new()
         self.own_canary = self.canaries.write(_mkdir(self.own_dir / "_orchbench_canary"))
         self.injected = Injected()
+        self.own_too_large: list[str] = []  # own-test modules run as written (inject_own's too_large)
         (self.own_dir / "empty.ini").write_text("[pytest]\n", encoding="utf-8")
 
     def first(self, name: str) -> None:
@@ -188,6 +189,8 @@ class Sessions:
             # canary file could be told apart); the file only where no module can hold them
             left_out = self.task.own_tests_deselect  # (a scope none of whose tests runs gets none)
             injected = inject_own(repo, modules, left_out, seconds=seconds)
+            if label == "own":
+                self.own_too_large = injected.too_large
         # --tb=line: a full traceback of each must-fail canary tripled more-itertools' own-tests time
         args = [*args, "-c", str(ini), f"--rootdir={repo}", f"--confcutdir={repo}", *_COMMON, "--tb=line"]
         canaries = {n: v for n, v in injected.canaries.items() if not deselected(v[0], left_out)}

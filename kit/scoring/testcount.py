@@ -47,7 +47,7 @@ def _tests_in(source: bytes) -> int:
     with _COUNTED_LOCK:
         if digest in _COUNTED:
             return _COUNTED[digest]
-    tree = pyast.parse(source.decode("utf-8"))
+    tree = pyast.parse(source)  # (bytes: a byte-order mark or a coding line read as Python reads them)
     n = sum(1 for node in tree.body if is_test_func(node)) + len(class_tests(tree.body))
     with _COUNTED_LOCK:
         _COUNTED[digest] = n

@@ -1,7 +1,8 @@
 """Red team 41: what scoring keeps in the kit's process between two scorings (the kept base tree, the
 base's own-test results and timings, the sessions' walls deciding the order of their turns, the
 per-digest test counts, the base units) and the line count's rewritten long-line cut. Each test
-asserts the SAFE behaviour: a working attack is marked ``xfail(strict=True)``."""
+asserts the SAFE behaviour. Two attacks worked when it was written (6b, 8): both closed since, their
+tests say how."""
 
 from __future__ import annotations
 
@@ -351,7 +352,7 @@ def test_rt41_5_odd_names_attributes_and_bytes_cannot_zero_the_line_count(tmp_pa
 
 
 def test_rt41_6_same_content_same_count_whatever_the_path_or_order(tmp_path):
-    from kit.tasks import requirements
+    from kit.scoring import testcount as requirements
 
     requirements._COUNTED.clear()
     src = b"class TestA:\n    def test_a(self):\n        pass\n\n\ndef test_b():\n    pass\n"
@@ -367,13 +368,10 @@ def test_rt41_6_same_content_same_count_whatever_the_path_or_order(tmp_path):
     assert requirements._tests_in(src) == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rt41-6b: a test module with a UTF-8 BOM (which Python and pytest read) counts 0 test "
-    "functions: _tests_in decodes with 'utf-8', not 'utf-8-sig' (tests_now/tests_at_base only)",
-)
 def test_rt41_6b_a_byte_order_mark_does_not_hide_a_modules_tests(tmp_path):
-    from kit.tasks import requirements
+    """Worked (counted 0: the source was decoded as ``utf-8``); closed: the count parses the bytes,
+    as Python reads them."""
+    from kit.scoring import testcount as requirements
 
     (tmp_path / "test_bom.py").write_bytes(b"\xef\xbb\xbfdef test_a():\n    pass\n")
     assert requirements.count_test_functions(tmp_path) == 1
@@ -415,15 +413,9 @@ def _many_classes(ws, classes: int = 5000) -> None:
     (ws.root / "tests" / "test_rt41_classes.py").write_text(src, encoding="utf-8")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rt41-8: a 259 KB test module of 5000 one-test classes makes the own tests' injection "
-    "write a module over pyast.MAX_SOURCE_BYTES (2 canaries a class), whose re-parse in "
-    "padding.unparse_padded raises SyntaxError: the scoring ends unscored ('scoring failed: "
-    "SyntaxError') after ~20 s of the kit's Python -- and the code's reading of the hidden tests, "
-    "flagged suspicious without the module, leaves no evidence",
-)
 def test_rt41_8_an_added_test_module_of_many_classes_cannot_end_its_scoring_unscored(tmp_path):
+    """Worked (unscored, the evidence gone); closed: a module too large once injected runs as
+    written, none of its canaries expected, its tests not counted as added, and the score says so."""
     from kit.scoring.scorer import clear_base_cache
 
     clear_base_cache()
@@ -440,5 +432,7 @@ def test_rt41_8_an_added_test_module_of_many_classes_cannot_end_its_scoring_unsc
         s = _score(task, ws)
         assert s.unscored_reason is None, s.unscored_reason
         assert s.suspicious, s
+        assert s.tests_added == 0 and not s.tampered, s
+        assert any(d.startswith("tests/test_rt41_classes.py: a test module over") for d in s.dropped_files), s
     finally:
         clear_base_cache()
