@@ -27,10 +27,10 @@ HEAVY_LITERAL = 100_000
 
 
 def heavy(func: ast.FunctionDef) -> bool:
-    return any(
-        isinstance(n, ast.Constant) and type(n.value) is int and abs(n.value) >= HEAVY_LITERAL
-        for n in own_nodes(func)
-    )
+    """Does the test hold a large number -- a literal, or a power, product or shift of two
+    (:func:`int_of`)? more-itertools-10-6's ``for i, n in enumerate(mi.sieve(10**5))`` (8 s) was not
+    seen as one: with its twin and shadow its session took three times plain pytest's."""
+    return any((v := int_of(n)) is not None and abs(v) >= HEAVY_LITERAL for n in own_nodes(func))
 
 
 def cost(func: ast.FunctionDef) -> int:

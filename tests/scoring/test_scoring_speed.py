@@ -139,3 +139,27 @@ def test_test_functions_are_counted_once_per_content(tmp_path, monkeypatch):
     assert requirements.count_test_functions(tmp_path) == 3 and len(parses) == 2
     module.write_bytes(b"def test_\xff():\n    pass\n")  # not UTF-8: counts none, as before
     assert requirements.count_test_functions(tmp_path) == 0
+
+
+def test_a_test_with_a_large_power_gets_no_twin(tmp_path):
+    """more-itertools-10-6's hidden ``for i, n in enumerate(mi.sieve(10**5))`` (8 s) had a twin and a
+    shadow, as ``10**5`` was not seen as a large number: its session took three times plain pytest's."""
+    import ast
+
+    from kit.scoring.inject import inject_folder
+    from kit.scoring.testcost import heavy
+
+    def test_of(expr: str) -> ast.FunctionDef:
+        return ast.parse(f"def test_x():\n    for n in range({expr}):\n        assert f(n) == n\n").body[0]
+
+    assert all(heavy(test_of(e)) for e in ("10**5", "100_000", "2**20", "1000 * 1000", "1 << 17"))
+    assert not any(heavy(test_of(e)) for e in ("10**3", "99_999", "2 * 3", "n ** 9"))
+    for power, twinned in (("10**5", False), ("10**3", True)):
+        folder = tmp_path / power
+        folder.mkdir()
+        (folder / "test_m.py").write_text(
+            f"from m import f\n\n\ndef test_big():\n    for n in range({power}):\n        assert f(n) == n\n"
+        )
+        found = inject_folder(folder)
+        assert ("test_m.py::test_big" in found.twins.values()) is twinned, found.twins
+        assert found.unguarded == ([] if twinned else ["test_m.py::test_big"])
