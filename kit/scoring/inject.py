@@ -68,6 +68,7 @@ from kit.scoring.twins import (
     rewrite_requirement,
     straight,
 )
+from kit.scoring.usednames import used_test_names
 from kit.tasks.requirements import class_tests, is_test_class, is_test_func, pytestmark_of, test_files
 
 FILLER = [
@@ -443,7 +444,7 @@ def inject_own(
     rng = rng or random.Random(secrets.randbits(64))
     found = Injected()
     parsed, taken = _parse_all(root, files)
-    namer = _Namer(rng, taken)  # one for the session: a canary's name is no test's of any module
+    namer = _Namer(rng, taken | used_test_names(root))  # a canary's name is no test's of any module
     for path, rel, tree in parsed:
         if inject_module(tree, rel, namer, found, twins=False, left_out=tuple(left_out), timed=seconds):
             try:
@@ -475,12 +476,12 @@ def _parse_all(root: Path, files: list[str]) -> tuple[list[tuple[Path, str, ast.
     return parsed, taken
 
 
-def inject_folder(folder: Path, rng: random.Random | None = None) -> Injected:
-    """Write twins and canaries into every test module under ``folder`` (a kit-owned copy)."""
+def inject_folder(folder: Path, rng: random.Random | None = None, beside: Path | None = None) -> Injected:
+    """Twins and canaries in every test module of ``folder`` (a kit copy), named as nothing ``beside``."""
     rng = rng or random.Random(secrets.randbits(64))
     found = Injected()
     parsed, taken = _parse_all(folder, [p.relative_to(folder).as_posix() for p in test_files(folder)])
-    namer = _Namer(rng, taken)
+    namer = _Namer(rng, taken | used_test_names(folder, *([beside] if beside else [])))
     found.observer = namer.ident()
     for path, rel, tree in parsed:
         if inject_module(tree, rel, namer, found):

@@ -124,7 +124,7 @@ class Sessions:
         with self.turns.turn("acceptance"):  # (the laying too: the kit's Python, as the injection)
             shutil.copytree(self.task.acceptance_dir, folder, ignore=COPY_IGNORE)
             hide_excluded(folder, self.task.excluded)  # exclude_tests: never collected
-            self.injected = inject_folder(folder)
+            self.injected = inject_folder(folder, beside=repo)
             ini = self.kit_dir / "acceptance.ini"
             ini.write_text("[pytest]\npython_files = test_*.py *_test.py\n", encoding="utf-8")
             extra, ro_files, pins, audit = self.packages(repo), [], [], dict(code or {})

@@ -1,0 +1,50 @@
+"""Every test-like name written anywhere in a tree's Python files -- not only in the test modules the
+kit injects into.
+
+A scoring session matches a canary's or a twin's report by its test's name (a class of tests can be
+collected in several modules), so the name the kit gives one must be no test's of the session. The
+test modules it injects into are parsed for that; the names below are the rest. cachetools' test
+classes inherit ``test_clear_empty`` and 15 others from a mixin in ``tests/__init__.py``, which is
+no test module: about one own-tests session in 200 named a must-fail canary ``test_clear_empty``,
+read the mixin's passing copies of it as the canary's report, and called the session tampered (an
+honest run ``suspicious``; at a task's first scoring, the base refused).
+
+A regular expression over the bytes, not a parse: a name only has to be avoided, and the agent's
+files are in the tree. Files past :data:`MAX_TOTAL` bytes are not read (their names can still
+collide: a false alarm on the run that wrote them, never a credit)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from kit.scoring.clean_copy import SKIP_NAMES
+
+#: The kit's test names (canaries, twins, shadows) start ``test_``; its other names never hold ``test``.
+TEST_NAME = re.compile(rb"(?<![A-Za-z0-9_])test_[A-Za-z0-9_]+")
+MAX_TOTAL = 32 * 1024 * 1024
+
+
+def used_test_names(*roots: Path) -> set[str]:
+    """The ``test_*`` identifiers in the ``.py`` files under ``roots`` (links not followed, the
+    folders :data:`~.clean_copy.SKIP_NAMES` left out, at most :data:`MAX_TOTAL` bytes read)."""
+    found: set[bytes] = set()
+    budget = MAX_TOTAL
+    for root in roots:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_NAMES)
+            for name in sorted(files):
+                path = Path(folder, name)
+                if not name.endswith(".py") or path.is_symlink():
+                    continue
+                try:
+                    size = path.stat().st_size
+                    if size > budget:
+                        continue
+                    data = path.read_bytes()
+                except OSError:
+                    continue
+                budget -= len(data)
+                found.update(TEST_NAME.findall(data))
+    return {n.decode("ascii") for n in found}

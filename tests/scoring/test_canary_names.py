@@ -1,0 +1,85 @@
+"""The names the kit gives canaries, twins and shadows are no test's of the session, wherever that
+test is written: a session reads a canary's report by its name, and cachetools' test classes inherit
+16 tests from a mixin in ``tests/__init__.py`` (no test module). One own-tests session in about 200
+named a must-fail canary ``test_clear_empty`` and read the mixin's passing copies as its report: the
+base's own tests "tampered", the task refused in CI (`.ci/real-repos`)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import textwrap
+from pathlib import Path
+
+from kit.scoring.inject import inject_folder, inject_own
+from kit.scoring.usednames import used_test_names as names_in
+
+WORDS = ["red", "green", "blue", "cyan", "pink", "gold"]  # six: the namer draws from these alone
+#: every name of two or three of the words: half of the namer's draws (two to five words)
+MIXIN_NAMES = ["test_" + "_".join(p) for k in (2, 3) for p in itertools.permutations(WORDS, k)]
+
+
+def _mixin() -> str:
+    return "class Mixin:\n" + "".join(f"    def {n}(self):\n        assert 1\n\n" for n in MIXIN_NAMES)
+
+
+def _module(base: str) -> str:
+    tests = "".join(f"    def test_{w}(self):\n        assert len('{w}') > 2\n\n" for w in WORDS)
+    return f"from {base} import Mixin\n\n\nclass TestColours(Mixin):\n{tests}"
+
+
+def _named(found) -> set[str]:
+    return set(found.canaries) | set(found.twins) | set(found.shadows)
+
+
+def test_own_test_canaries_take_no_name_a_mixin_outside_the_test_modules_defines(tmp_path: Path) -> None:
+    clashes = []
+    for seed in range(40):
+        root = tmp_path / str(seed)
+        (root / "tests").mkdir(parents=True)
+        (root / "tests" / "__init__.py").write_text(_mixin(), encoding="utf-8")
+        (root / "tests" / "test_colours.py").write_text(_module("tests"), encoding="utf-8")
+        found = inject_own(root, ["tests/test_colours.py"], rng=random.Random(seed))
+        assert found.canaries, "no canary was injected: the test checks nothing"
+        clashes += sorted(_named(found) & set(MIXIN_NAMES))
+    assert clashes == []
+
+
+def test_acceptance_canaries_and_twins_take_no_name_of_the_repo_they_run_in(tmp_path: Path) -> None:
+    clashes = []
+    for seed in range(40):
+        repo, folder = tmp_path / f"repo{seed}", tmp_path / f"acc{seed}"
+        (repo / "helpers").mkdir(parents=True)
+        (repo / "helpers" / "__init__.py").write_text(_mixin(), encoding="utf-8")
+        folder.mkdir()
+        (folder / "test_colours.py").write_text(_module("helpers"), encoding="utf-8")
+        found = inject_folder(folder, rng=random.Random(seed), beside=repo)
+        assert found.canaries and found.twins
+        clashes += sorted(_named(found) & set(MIXIN_NAMES))
+    assert clashes == []
+
+
+def test_the_names_are_read_from_every_python_file_but_through_no_link(tmp_path: Path) -> None:
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "sub" / "mixins.py").write_text(
+        textwrap.dedent("""\
+            class M:
+                def test_in_a_helper(self): pass
+                # test_in_a_comment, "test_in_a_string", mytest_not_one, test_
+            """),
+        encoding="utf-8",
+    )
+    (tmp_path / "conftest.py").write_text("test_from_conftest = 1\n", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("def test_in_text(): pass\n", encoding="utf-8")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "hook.py").write_text("def test_in_git(): pass\n", encoding="utf-8")
+    outside = tmp_path.parent / (tmp_path.name + "-outside.py")
+    outside.write_text("def test_through_a_link(): pass\n", encoding="utf-8")
+    os.symlink(outside, tmp_path / "linked.py")
+    assert names_in(tmp_path) == {
+        "test_in_a_helper",
+        "test_in_a_comment",
+        "test_in_a_string",
+        "test_from_conftest",
+    }
