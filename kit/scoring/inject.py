@@ -476,12 +476,12 @@ def _parse_all(root: Path, files: list[str]) -> tuple[list[tuple[Path, str, ast.
     return parsed, taken
 
 
-def inject_folder(folder: Path, rng: random.Random | None = None, beside: Path | None = None) -> Injected:
-    """Twins and canaries in every test module of ``folder`` (a kit copy), named as nothing ``beside``."""
+def inject_folder(folder: Path, rng: random.Random | None = None, avoid: set[str] = frozenset()) -> Injected:
+    """Twins and canaries in every test module of ``folder`` (a kit copy), named as nothing in it or ``avoid``."""
     rng = rng or random.Random(secrets.randbits(64))
     found = Injected()
     parsed, taken = _parse_all(folder, [p.relative_to(folder).as_posix() for p in test_files(folder)])
-    namer = _Namer(rng, taken | used_test_names(folder, *([beside] if beside else [])))
+    namer = _Namer(rng, taken | used_test_names(folder) | avoid)
     found.observer = namer.ident()
     for path, rel, tree in parsed:
         if inject_module(tree, rel, namer, found):

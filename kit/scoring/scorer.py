@@ -74,6 +74,7 @@ from kit.scoring.diffstats import LineStats, line_stats
 from kit.scoring.session import PytestRun
 from kit.scoring.sessions import Sessions
 from kit.scoring.testcount import count_test_functions
+from kit.scoring.usednames import names_to_avoid
 from kit.tasks.requirements import Requirement, read_requirements, test_files  # noqa: F401 - re-exported
 from kit.tasks.snapshot import Snapshot, snapshot
 from kit.tasks.task import Task
@@ -255,11 +256,12 @@ def evaluate(
         acc_code = base_code(acc_dir, base_dir)
         own_code = with_base_tests(acc_code, base_dir)
         timed = known.own_seconds if known is not None else None
+        avoid = names_to_avoid(base_dir, acc_dir)  # (before any session writes in either)
         acc, own, base = _at_once(
             session,
             _base_key(session, task, ws),
             written,
-            acceptance=functools.partial(session.acceptance, acc_dir, acc_code, record_reads),
+            acceptance=functools.partial(session.acceptance, acc_dir, acc_code, record_reads, avoid),
             own=functools.partial(session.own, "own", own_dir, task.test_command, own_code, timed),
             base=functools.partial(_base_info, session, task, ws, base_dir, known),
         )

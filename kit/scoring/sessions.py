@@ -115,16 +115,19 @@ class Sessions:
         roots = import_roots(self.task.repo_dir, self.task.packages)
         return {"packages": self.task.packages, "package_roots": root_paths(repo, roots)}
 
-    def acceptance(self, repo: Path, code: dict | None = None, record: bool = False) -> PytestRun:
+    def acceptance(
+        self, repo: Path, code: dict | None = None, record: bool = False, avoid: set[str] = frozenset()
+    ) -> PytestRun:
         """The hidden tests, with a must-fail twin beside each and canaries inside each module: from
         the kit's folder (``folder`` layout) or laid at their paths in ``repo`` (:mod:`.layout`).
         ``code``: which code of ``repo`` is the base's (:mod:`.basecode`), for the audit hook;
-        ``record``: report which data files of ``repo`` the session reads (``PytestRun.reads``)."""
+        ``record``: report which data files of ``repo`` the session reads (``PytestRun.reads``);
+        ``avoid``: test names the kit's may not take (the base tree's: :mod:`.usednames`)."""
         folder = self.kit_dir / ACCEPTANCE_DIRNAME
         with self.turns.turn("acceptance"):  # (the laying too: the kit's Python, as the injection)
             shutil.copytree(self.task.acceptance_dir, folder, ignore=COPY_IGNORE)
             hide_excluded(folder, self.task.excluded)  # exclude_tests: never collected
-            self.injected = inject_folder(folder, beside=repo)
+            self.injected = inject_folder(folder, avoid=avoid)
             ini = self.kit_dir / "acceptance.ini"
             ini.write_text("[pytest]\npython_files = test_*.py *_test.py\n", encoding="utf-8")
             extra, ro_files, pins, audit = self.packages(repo), [], [], dict(code or {})

@@ -48,3 +48,18 @@ def used_test_names(*roots: Path) -> set[str]:
                 budget -= len(data)
                 found.update(TEST_NAME.findall(data))
     return {n.decode("ascii") for n in found}
+
+
+#: How many ``test_*`` names the agent's tree may add to the base's and still be avoided (an honest
+#: change adds a few: a test in a mixin the hidden tests inherit). More are not avoided: they could
+#: use up every name of a module's words, and a name the kit gives then would stand out.
+MAX_ADDED = 500
+
+
+def names_to_avoid(base: Path, copy: Path) -> set[str]:
+    """The names the hidden-test session's twins and canaries may not take: the base tree's, and
+    those ``copy`` (the agent's tree) adds, unless it adds over :data:`MAX_ADDED` (then a collision
+    only costs that run: a twin or canary read as passed or failed by the name of the agent's test)."""
+    avoid = used_test_names(base)
+    added = used_test_names(copy) - avoid
+    return avoid | added if len(added) <= MAX_ADDED else avoid
