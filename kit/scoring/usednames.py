@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 from kit.scoring.clean_copy import SKIP_NAMES
@@ -36,13 +37,14 @@ def used_test_names(*roots: Path) -> set[str]:
             dirs[:] = sorted(d for d in dirs if d not in SKIP_NAMES)
             for name in sorted(files):
                 path = Path(folder, name)
-                if not name.endswith(".py") or path.is_symlink():
-                    continue
                 try:
-                    size = path.stat().st_size
-                    if size > budget:
+                    info = path.lstat()  # a regular file only: no link, no fifo to block on
+                    if not name.endswith(".py") or not stat.S_ISREG(info.st_mode) or info.st_size > budget:
                         continue
-                    data = path.read_bytes()
+                    with open(
+                        path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW | os.O_NONBLOCK)
+                    ) as fh:
+                        data = fh.read(budget)
                 except OSError:
                     continue
                 budget -= len(data)
