@@ -68,7 +68,7 @@ from kit.scoring.twins import (
     rewrite_requirement,
     straight,
 )
-from kit.scoring.usednames import used_test_names
+from kit.scoring.usednames import reported, used_test_names
 from kit.tasks.requirements import class_tests, is_test_class, is_test_func, pytestmark_of, test_files
 
 FILLER = [
@@ -444,7 +444,7 @@ def inject_own(
     rng = rng or random.Random(secrets.randbits(64))
     found = Injected()
     parsed, taken = _parse_all(root, files)
-    namer = _Namer(rng, taken | used_test_names(root))  # a canary's name is no test's of any module
+    namer = _Namer(rng, taken | used_test_names(root) | reported(seconds or {}))  # no test's name
     for path, rel, tree in parsed:
         if inject_module(tree, rel, namer, found, twins=False, left_out=tuple(left_out), timed=seconds):
             try:

@@ -74,7 +74,7 @@ from kit.scoring.diffstats import LineStats, line_stats
 from kit.scoring.session import PytestRun
 from kit.scoring.sessions import Sessions
 from kit.scoring.testcount import count_test_functions
-from kit.scoring.usednames import names_to_avoid
+from kit.scoring.usednames import names_to_avoid, reported
 from kit.tasks.requirements import Requirement, read_requirements, test_files  # noqa: F401 - re-exported
 from kit.tasks.snapshot import Snapshot, snapshot
 from kit.tasks.task import Task
@@ -255,8 +255,8 @@ def evaluate(
         added_files = add_new_tests(own_dir, acc_dir, base_dir)  # (before any session writes in acc_dir)
         acc_code = base_code(acc_dir, base_dir)
         own_code = with_base_tests(acc_code, base_dir)
-        timed = known.own_seconds if known is not None else None
-        avoid = names_to_avoid(base_dir, acc_dir)  # (before any session writes in either)
+        timed, avoid = (known.own_seconds, reported(known.own_states)) if known is not None else (None, set())
+        avoid = names_to_avoid(base_dir, acc_dir, avoid)  # (:mod:`.usednames`; before any session writes)
         acc, own, base = _at_once(
             session,
             _base_key(session, task, ws),

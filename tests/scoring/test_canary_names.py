@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 from kit.scoring.inject import inject_folder, inject_own
-from kit.scoring.usednames import MAX_ADDED, names_to_avoid
+from kit.scoring.usednames import MAX_ADDED, names_to_avoid, reported
 from kit.scoring.usednames import used_test_names as names_in
 
 WORDS = ["red", "green", "blue", "cyan", "pink", "gold"]  # six: the namer draws from these alone
@@ -80,12 +80,10 @@ def test_the_names_are_read_from_every_python_file_but_through_no_link(tmp_path:
     outside.write_text("def test_through_a_link(): pass\n", encoding="utf-8")
     os.symlink(outside, tmp_path / "linked.py")
     os.mkfifo(tmp_path / "pipe.py")  # (read, it would block the scoring)
-    assert names_in(tmp_path) == {
-        "test_in_a_helper",
-        "test_in_a_comment",
-        "test_in_a_string",
-        "test_from_conftest",
-    }
+    found = names_in(tmp_path)
+    assert {"test_in_a_helper", "test_in_a_comment", "test_in_a_string", "test_from_conftest"} <= found
+    assert {"test_mixins", "test_notes", "test_conftest"} <= found  # (file stems: see the next tests)
+    assert not {"test_in_text", "test_in_git", "test_through_a_link", "test_", "test_hook"} & found
 
 
 def _all_names() -> list[str]:
@@ -104,8 +102,8 @@ def test_names_the_agent_adds_are_avoided_unless_it_adds_enough_to_use_up_a_modu
     names = _all_names()
     assert len(names) > MAX_ADDED
     (flood / "tests" / "names.py").write_text("".join(f"def {n}(): pass\n" for n in names), encoding="utf-8")
-    assert names_to_avoid(base, honest) == set(MIXIN_NAMES) | {"test_red_gold_pink_cyan"}
-    assert names_to_avoid(base, flood) == set(MIXIN_NAMES)
+    assert names_to_avoid(base, honest) >= set(MIXIN_NAMES) | {"test_red_gold_pink_cyan"}
+    assert names_to_avoid(base, flood) & set(names) == set(MIXIN_NAMES)
     # ... so the hidden session's names stay made of words: none falls back to a numbered one
     folder = tmp_path / "acc"
     folder.mkdir()
@@ -113,3 +111,41 @@ def test_names_the_agent_adds_are_avoided_unless_it_adds_enough_to_use_up_a_modu
     found = inject_folder(folder, rng=random.Random(7), avoid=names_to_avoid(base, flood))
     made = _named(found)
     assert made and all(n in names for n in made), sorted(made - set(names))
+
+
+def test_names_a_suite_makes_of_its_data_files_are_avoided(tmp_path: Path) -> None:
+    """Python-Markdown makes ``test_raw_html`` of ``raw-html.txt`` while collecting: no such name is
+    in any Python file."""
+    clashes = []
+    for seed in range(40):
+        root = tmp_path / str(seed)
+        (root / "tests" / "data").mkdir(parents=True)
+        made = ["test_" + "_".join(p) for p in itertools.permutations(WORDS, 2)]
+        for name in made:
+            (root / "tests" / "data" / (name[5:].replace("_", "-") + ".txt")).write_text(
+                "x\n", encoding="utf-8"
+            )
+        (root / "tests" / "test_colours.py").write_text(_module("tests.base"), encoding="utf-8")
+        (root / "tests" / "base.py").write_text("class Mixin:\n    pass\n", encoding="utf-8")
+        found = inject_own(root, ["tests/test_colours.py"], rng=random.Random(seed))
+        assert found.canaries
+        clashes += sorted(_named(found) & set(made))
+    assert clashes == []
+    assert {"test_red_gold", "test_gold_red"} <= names_in(tmp_path / "0")
+
+
+def test_names_the_bases_run_reported_are_avoided_whatever_made_them(tmp_path: Path) -> None:
+    """A name no file holds, made while collecting, is known once the base's own tests reported it."""
+    made = ["test_" + "_".join(p) for k in (2, 3) for p in itertools.permutations(WORDS, k)]
+    seconds = {f"tests/test_made.py::TestMade::{n}[case-{i}]": 0.01 for i, n in enumerate(made)}
+    clashes = []
+    for seed in range(40):
+        root = tmp_path / str(seed)
+        (root / "tests").mkdir(parents=True)
+        (root / "tests" / "test_colours.py").write_text(_module("tests.base"), encoding="utf-8")
+        (root / "tests" / "base.py").write_text("class Mixin:\n    pass\n", encoding="utf-8")
+        found = inject_own(root, ["tests/test_colours.py"], rng=random.Random(seed), seconds=seconds)
+        assert found.canaries
+        clashes += sorted(_named(found) & set(made))
+    assert clashes == []
+    assert names_to_avoid(tmp_path / "0", tmp_path / "0", reported(seconds)) >= set(made)
