@@ -22,10 +22,10 @@ bench: install
 	$(PY) -m kit report results/default
 	$(PY) -m kit notebooks results/default
 
-## the whole suite (offline; starts the embedded model for the live tests); prints the 15 slowest tests
+## the whole suite (offline; starts the embedded model for the live tests) on two workers; prints the 15 slowest tests
 test: install
 	$(PY) -m kit tasks validate --all
-	$(PY) -m pytest -q --durations=15
+	$(PY) -m pytest -q -n 2 --durations=15
 
 ## the fast subset (about a minute and a half): everything not marked slow
 fast: install

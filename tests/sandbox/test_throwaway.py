@@ -65,13 +65,11 @@ def clone(tmp_path):
     return root
 
 
-def layers_left() -> list[str]:
-    mounted = [
-        line
-        for line in Path("/proc/self/mountinfo").read_text().splitlines()
-        if "orchbench-throwaway" in line
-    ]
-    folders = [p.name for p in Path(tempfile.gettempdir()).glob("orchbench-throwaway-*")]
+def layers_left(pid: int | None = None) -> list[str]:
+    """The throwaway layers of process ``pid`` (this one's by default: not another test worker's)."""
+    mine = f"orchbench-throwaway-{pid or os.getpid()}-"
+    mounted = [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if mine in line]
+    folders = [p.name for p in Path(tempfile.gettempdir()).glob(mine + "*")]
     return mounted + folders
 
 
@@ -228,14 +226,14 @@ def test_a_kit_killed_during_a_throwaway_command_leaves_nothing_after_the_sweep(
     kit = subprocess.Popen([sys.executable, "-c", script, str(clone)])
     try:
         deadline = time.monotonic() + 60
-        while not any(str(kit.pid) in line for line in layers_left()):
+        while not layers_left(kit.pid):
             assert time.monotonic() < deadline and kit.poll() is None, "no layer was made"
             time.sleep(0.2)
         time.sleep(2)  # the command is running in it
     finally:
         kit.kill()
         kit.wait()
-    assert any(str(kit.pid) in line for line in layers_left())  # left mounted
+    assert layers_left(kit.pid)  # left mounted
     check_available(backend)
-    assert [line for line in layers_left() if str(kit.pid) in line] == []
+    assert layers_left(kit.pid) == []
     assert not (clone / "w").exists()
