@@ -9,28 +9,34 @@ no test module: about one own-tests session in 200 named a must-fail canary ``te
 read the mixin's passing copies of it as the canary's report, and called the session tampered (an
 honest run ``suspicious``; at a task's first scoring, the base refused).
 
-A regular expression over the bytes, not a parse: a name only has to be avoided, and the agent's
-files are in the tree. Files past :data:`MAX_TOTAL` bytes are not read (their names can still
+A regular expression over the text, not a parse: a name only has to be avoided, and the agent's
+files are in the tree. Python identifiers need not be ASCII, and the kit's names are made of a
+module's words, whatever their letters: a mixin's ``test_grøn_blå`` was read as ``test_gr`` and the
+kit's canary took its name (RT42-2). Each name is taken as Python takes it (NFKC: ``test_ﬁle`` is
+``test_file``), from the text in the file's declared encoding. Files past :data:`MAX_TOTAL` bytes are not read (their names can still
 collide: a false alarm on the run that wrote them, never a credit)."""
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import stat
+import tokenize
+import unicodedata
 from pathlib import Path
 
 from kit.scoring.clean_copy import SKIP_NAMES
 
 #: The kit's test names (canaries, twins, shadows) start ``test_``; its other names never hold ``test``.
-TEST_NAME = re.compile(rb"(?<![A-Za-z0-9_])test_[A-Za-z0-9_]+")
+TEST_NAME = re.compile(r"(?<!\w)test_\w+")
 MAX_TOTAL = 32 * 1024 * 1024
 
 
 def used_test_names(*roots: Path) -> set[str]:
     """The ``test_*`` identifiers in the ``.py`` files under ``roots`` (links not followed, the
     folders :data:`~.clean_copy.SKIP_NAMES` left out, at most :data:`MAX_TOTAL` bytes read)."""
-    found: set[bytes] = set()
+    found: set[str] = set()
     budget = MAX_TOTAL
     for root in roots:
         for folder, dirs, files in os.walk(root):
@@ -48,8 +54,20 @@ def used_test_names(*roots: Path) -> set[str]:
                 except OSError:
                     continue
                 budget -= len(data)
-                found.update(TEST_NAME.findall(data))
-    return {n.decode("ascii") for n in found}
+                found.update(TEST_NAME.findall(_text(data)))
+    return {unicodedata.normalize("NFKC", n) for n in found}
+
+
+def _text(data: bytes) -> str:
+    """``data`` decoded as Python decodes a source file (its coding line, else UTF-8)."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError:
+        encoding = "utf-8"
+    try:
+        return data.decode(encoding, errors="replace")
+    except LookupError:
+        return data.decode("utf-8", errors="replace")
 
 
 #: How many ``test_*`` names the agent's tree may add to the base's and still be avoided (an honest
