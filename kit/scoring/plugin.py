@@ -341,6 +341,7 @@ def _hooks(
     spent: dict[str, float] = {}  # node id -> seconds of its phases so far (the kit picks cheap canaries)
     late: set[str] = set()  # node ids of tests cut at their time limit (_time_limit)
     forced = {} if forced is None else forced
+    defined: dict[str, str] = {}  # node id -> its function's __qualname__, read once collected
 
     def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", "severity(level): requirement severity: critical, major or minor")
@@ -356,6 +357,13 @@ def _hooks(
         if gone:
             items[:] = [i for i in items if not _deselected(i.nodeid, left_out)]
             config.hook.pytest_deselected(items=gone)
+        for item in items:  # where its function is defined: a class's, a subclass's or imported copy's
+            # qualname is the class's; a test named so at collection time has its own (RT42-3)
+            try:
+                name = getattr(getattr(item, "obj", None), "__qualname__", "")
+            except Exception:  # noqa: BLE001 - a descriptor of the code under test
+                name = ""
+            defined[item.nodeid] = name if type(name) is str else ""
         last = [i for i in items if i.name in canaries]
         items[:] = [i for i in items if i.name not in canaries] + last
         if shuffle:  # a random order inside each class or module: a test and its twin either way
@@ -388,7 +396,16 @@ def _hooks(
                 outcome, message = "failed", forced[report.nodeid]
             ok = outcome in ("passed", "xpassed")
             took = int(spent.pop(report.nodeid, 0.0) * 1e6)  # (microseconds: the stream holds no float)
-            send(kind="test", nodeid=report.nodeid, passed=ok, outcome=outcome, message=message, micros=took)
+            where = defined.get(report.nodeid, "")
+            send(
+                kind="test",
+                nodeid=report.nodeid,
+                passed=ok,
+                outcome=outcome,
+                message=message,
+                micros=took,
+                defined=where,
+            )
         else:
             pending[report.nodeid] = (outcome, message)
 
