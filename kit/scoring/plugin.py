@@ -335,12 +335,14 @@ def _hooks(
     replacing an attribute of the returned object later does nothing). ``deselect``: node ids left
     out (the task's ``own_tests_deselect``); ``limit``: each test's time limit in seconds (0: none);
     ``forced``: node ids reported failed whatever they did, with the reason (filled as tests run);
-    ``signals``: for the time limit (:func:`_time_limit`)."""
+    ``signals``: for the time limit (:func:`_time_limit`). Long because the hooks share their state
+    (what each test reported so far, its time, where its function is defined) as closures."""
     canaries, left_out = set(canary_names), tuple(deselect)
     pending: dict[str, tuple[str, str]] = {}
     spent: dict[str, float] = {}  # node id -> seconds of its phases so far (the kit picks cheap canaries)
     late: set[str] = set()  # node ids of tests cut at their time limit (_time_limit)
     forced = {} if forced is None else forced
+    defined: dict[str, str] = {}  # node id -> its function's __qualname__, read once collected
 
     def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", "severity(level): requirement severity: critical, major or minor")
@@ -356,6 +358,7 @@ def _hooks(
         if gone:
             items[:] = [i for i in items if not _deselected(i.nodeid, left_out)]
             config.hook.pytest_deselected(items=gone)
+        defined.update(_qualnames(items))
         last = [i for i in items if i.name in canaries]
         items[:] = [i for i in items if i.name not in canaries] + last
         if shuffle:  # a random order inside each class or module: a test and its twin either way
@@ -388,7 +391,8 @@ def _hooks(
                 outcome, message = "failed", forced[report.nodeid]
             ok = outcome in ("passed", "xpassed")
             took = int(spent.pop(report.nodeid, 0.0) * 1e6)  # (microseconds: the stream holds no float)
-            send(kind="test", nodeid=report.nodeid, passed=ok, outcome=outcome, message=message, micros=took)
+            tail = {"micros": took, "defined": defined.get(report.nodeid, "")}  # (its __qualname__)
+            send(kind="test", nodeid=report.nodeid, passed=ok, outcome=outcome, message=message, **tail)
         else:
             pending[report.nodeid] = (outcome, message)
 
@@ -400,6 +404,20 @@ def _hooks(
     hooks.__dict__.update({k: v for k, v in locals().items() if k.startswith("pytest_")})
     hooks.__dict__.update(_time_limit(limit, late, signals))
     return hooks
+
+
+def _qualnames(items: list[pytest.Item]) -> dict[str, str]:
+    """Each item's function's ``__qualname__``, by node id: a test the kit wrote and its copies (in
+    a subclass, its class collected in another module) have the class's; a test of the suite's own
+    that bears the same name -- named at collection time from a data file -- has its own (RT42-3)."""
+    out = {}
+    for item in items:
+        try:
+            name = getattr(getattr(item, "obj", None), "__qualname__", "")
+        except Exception:  # noqa: BLE001 - a descriptor of the code under test
+            name = ""
+        out[item.nodeid] = name if type(name) is str else ""
+    return out
 
 
 class _Hooks:

@@ -11,25 +11,33 @@ test modules it injects into are parsed for that; the names below are the rest:
   task's first scoring, the base refused).
 - ``test_`` and a file's stem, for any file: Python-Markdown makes a test of each of its data files
   (``raw-html.txt`` is ``test_raw_html``) while collecting; 2 own-tests sessions in 100 took one of
-  those names.
+  those names. (What no scan finds, the session tells apart by where the test was defined:
+  :func:`kit.scoring.stream._placed`.)
 - the tests the base's own-tests run reported (:func:`reported`), whatever made them.
 
-A regular expression over the bytes, not a parse: a name only has to be avoided, and the agent's
-files are in the tree. Files past :data:`MAX_TOTAL` bytes are not read (their names can still
-collide: a false alarm on the run that wrote them, never a credit)."""
+A regular expression over the text, not a parse: a name only has to be avoided, and the agent's
+files are in the tree. Python identifiers need not be ASCII, and the kit's names are made of a
+module's words, whatever their letters: a mixin's ``test_grøn_blå`` was read as ``test_gr`` and the
+kit's canary took its name (RT42-2). Each name is taken as Python takes it (NFKC: ``test_ﬁle`` is
+``test_file``), from the text in the file's declared encoding. Files past :data:`MAX_TOTAL` bytes
+are not read (their names can still collide: a false alarm on the run that wrote them, never a
+credit)."""
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import stat
+import tokenize
+import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
 from kit.scoring.clean_copy import SKIP_NAMES
 
 #: The kit's test names (canaries, twins, shadows) start ``test_``; its other names never hold ``test``.
-TEST_NAME = re.compile(rb"(?<![A-Za-z0-9_])test_[A-Za-z0-9_]+")
+TEST_NAME = re.compile(r"(?<!\w)test_\w+")
 MAX_TOTAL = 32 * 1024 * 1024
 
 
@@ -37,14 +45,13 @@ def used_test_names(*roots: Path) -> set[str]:
     """The ``test_*`` identifiers in the ``.py`` files under ``roots``, and ``test_`` + each file's
     stem (links not followed, the folders :data:`~.clean_copy.SKIP_NAMES` left out, at most
     :data:`MAX_TOTAL` bytes read)."""
-    found: set[bytes] = set()
-    stems: set[str] = set()
+    found: set[str] = set()
     budget = MAX_TOTAL
     for root in roots:
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d not in SKIP_NAMES)
             for name in sorted(files):
-                stems.add("test_" + os.path.splitext(name)[0].replace(" ", "_").replace("-", "_"))
+                found.add("test_" + os.path.splitext(name)[0].replace(" ", "_").replace("-", "_"))
                 path = Path(folder, name)
                 try:
                     info = path.lstat()  # a regular file only: no link, no fifo to block on
@@ -57,13 +64,28 @@ def used_test_names(*roots: Path) -> set[str]:
                 except OSError:
                     continue
                 budget -= len(data)
-                found.update(TEST_NAME.findall(data))
-    return {n.decode("ascii") for n in found} | {s for s in stems if s.isidentifier()}
+                found.update(TEST_NAME.findall(_text(data)))
+    return {n for n in (unicodedata.normalize("NFKC", n) for n in found) if n.isidentifier()}
+
+
+def _text(data: bytes) -> str:
+    """``data`` decoded as Python decodes a source file (its coding line, else UTF-8)."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError:
+        encoding = "utf-8"
+    try:
+        return data.decode(encoding, errors="replace")
+    except LookupError:
+        return data.decode("utf-8", errors="replace")
 
 
 def reported(nodeids: Iterable[str]) -> set[str]:
-    """The test names of ``nodeids`` (``path::Class::name[param]`` -> ``name``)."""
-    return {n.split("[", 1)[0].rsplit("::", 1)[-1] for n in nodeids}
+    """The test names of ``nodeids`` (``path.py::Class::name[param]`` -> ``name``; the path may hold
+    ``[``, the parameter id ``::``)."""
+    return {
+        n[n.find(".py::") + 5 if ".py::" in n else 0 :].split("[", 1)[0].rsplit("::", 1)[-1] for n in nodeids
+    }
 
 
 #: How many names the agent's tree may add to the base's and still be avoided (an honest change adds
