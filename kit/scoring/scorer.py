@@ -71,6 +71,7 @@ from kit.scoring.basecode import base_code, with_base_tests
 from kit.scoring.basetree import base_tree
 from kit.scoring.clean_copy import add_new_tests, copy_clean, copy_sparse, use_base_tests
 from kit.scoring.diffstats import LineStats, line_stats
+from kit.scoring.nodeids import without_case
 from kit.scoring.session import PytestRun
 from kit.scoring.sessions import Sessions
 from kit.scoring.testcount import count_test_functions
@@ -146,7 +147,7 @@ class Evaluation:
         funcs: dict[str, bool] = {}
         for nodeid, (passed, _) in self.own.outcomes.items():
             if self._added(nodeid):
-                func = nodeid.split("[", 1)[0]
+                func = without_case(nodeid)
                 funcs[func] = funcs.get(func, True) and passed
         return sum(funcs.values())
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kit.records.schema import encodable
+from kit.scoring.nodeids import split
 from kit.tasks.transitions import Outcome
 
 _OUTCOMES = frozenset(o.value for o in Outcome if o is not Outcome.ABSENT)
@@ -166,7 +167,7 @@ class _Reader:
         defined: object = None,
     ) -> None:
         out = self.out
-        name = _split(nodeid)[1]
+        name = split(nodeid)[1]
         if name in self.expect.canaries:
             scope, home = _scope(nodeid), self.expect.canaries[name][0]
         elif name in self.expect.twins:  # (its requirement's scope, without the session's prefix)
@@ -245,18 +246,8 @@ class _Reader:
                 self.out.tamper.append(f"{label} ({scope or 'canary file'}) is missing from the report")
 
 
-def _split(nodeid: str) -> tuple[str, str]:
-    """A test's node id as (the node id of its class or module, its function's name). The parameter
-    id goes first -- it may hold "::" itself (boltons' "[https://[::101.45.75.219]:80/]") -- but only
-    after the module's path, which may hold "[" (``tests/v[1]/test_x.py``: RT42-4)."""
-    at = nodeid.find(".py::")
-    path, rest = (nodeid[: at + 3], nodeid[at + 3 :]) if at >= 0 else ("", nodeid)
-    scope, _, name = rest.split("[", 1)[0].rpartition("::")
-    return path + scope, name
-
-
 def _scope(nodeid: str) -> str:
-    return _split(nodeid)[0]
+    return split(nodeid)[0]
 
 
 def _placed(scope: str, home: str, name: str, defined: object) -> bool:

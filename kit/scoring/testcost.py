@@ -15,6 +15,7 @@ import ast
 from collections.abc import Iterable
 
 from kit.pyast import own_nodes
+from kit.scoring.nodeids import without_case
 
 #: A canary copies a test of its scope at most this costly (:func:`cost`), else one of the module's, else any
 CANARY_COST = 400  # (a copy of more-itertools' 20 s sieve(10**5) test took its own tests past their timeout)
@@ -72,7 +73,7 @@ def canary_keys(
     costs all its cases), else ``(1, source cost)`` -- lower keys are cheaper."""
     total: dict[str, float] = {}
     for nodeid, seconds in (timed or {}).items():
-        base = nodeid.split("[", 1)[0]
+        base = without_case(nodeid)
         total[base] = total.get(base, 0.0) + seconds
     return {
         id(func): (0, total[nodeid]) if nodeid in total else (1, float(cost(func))) for nodeid, func in tests

@@ -35,6 +35,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from kit.scoring.clean_copy import SKIP_NAMES
+from kit.scoring.nodeids import split
 
 #: The kit's test names (canaries, twins, shadows) start ``test_``; its other names never hold ``test``.
 TEST_NAME = re.compile(r"(?<!\w)test_\w+")
@@ -83,9 +84,7 @@ def _text(data: bytes) -> str:
 def reported(nodeids: Iterable[str]) -> set[str]:
     """The test names of ``nodeids`` (``path.py::Class::name[param]`` -> ``name``; the path may hold
     ``[``, the parameter id ``::``)."""
-    return {
-        n[n.find(".py::") + 5 if ".py::" in n else 0 :].split("[", 1)[0].rsplit("::", 1)[-1] for n in nodeids
-    }
+    return {split(n)[1] for n in nodeids}
 
 
 #: How many names the agent's tree may add to the base's and still be avoided (an honest change adds

@@ -11,6 +11,7 @@ from typing import Any
 from kit import pyast
 from kit.records.schema import SEVERITIES, FailedRequirement
 from kit.scoring.inject import Injected
+from kit.scoring.nodeids import without_case
 from kit.scoring.session import PytestRun
 from kit.tasks.requirements import Requirement, is_test_func
 from kit.tasks.transitions import credits
@@ -23,7 +24,7 @@ def requirement_key(nodeid: str, prefix: str = ACCEPTANCE_DIRNAME + "/") -> str 
     relative to the session's root -- "" in the ``repo`` layout), or None."""
     if not nodeid.startswith(prefix):
         return None
-    return nodeid[len(prefix) :].split("[", 1)[0]
+    return without_case(nodeid[len(prefix) :])
 
 
 def inherited(keys: set[str], acceptance_dir: Path) -> set[str]:
