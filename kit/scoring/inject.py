@@ -147,7 +147,7 @@ class _Namer:
         return self._fresh(lambda: "test_" + "_".join(self._pick(2, 5)))
 
     def use_words(self, words: list[str]) -> None:
-        unique = sorted({w.lower() for w in words if w.isidentifier()})
+        unique = sorted({w for w in words if w.isidentifier()})  # (as written: test_parseURL, RT42)
         self.words = unique if len(unique) >= 6 else sorted(set(unique) | set(FILLER))
 
 

@@ -149,3 +149,13 @@ def test_names_the_bases_run_reported_are_avoided_whatever_made_them(tmp_path: P
         clashes += sorted(_named(found) & set(made))
     assert clashes == []
     assert names_to_avoid(tmp_path / "0", tmp_path / "0", reported(seconds)) >= set(made)
+
+
+def test_the_kits_names_keep_the_letters_case_of_the_modules_words(tmp_path: Path) -> None:
+    """In a suite of ``test_parseURL`` names, all-lower-case names would tell the kit's tests apart."""
+    words = ["parseURL", "readJSON", "toXML", "fromCSV", "dumpYAML", "loadINI"]
+    body = "".join(f"    def test_{w}(self):\n        assert len('{w}') > 2\n\n" for w in words)
+    (tmp_path / "test_camel.py").write_text(f"class TestCamel:\n{body}", encoding="utf-8")
+    found = inject_folder(tmp_path, rng=random.Random(3))
+    made = _named(found)
+    assert made and all(any(c.isupper() for c in n) for n in made), sorted(made)
