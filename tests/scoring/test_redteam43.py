@@ -5,6 +5,8 @@ id and the ``__qualname__`` the plugin sends. Each test asserts the SAFE behavio
 
 from __future__ import annotations
 
+import pytest
+
 from kit.scoring.scorer import evaluate
 from tests.scoring.test_real_shapes import SHAPES, SOLVED, STUB
 from tests.tasks.taskmaker import make_task, workspace
@@ -91,3 +93,88 @@ def test_rt43_1_a_decorator_without_wraps_on_a_test_reused_in_another_module(tmp
         + [f"tests/test_reuse.py::TestHelperAgain::{t.split('::')[1]}" for t in classes]
         + ["tests/test_reuse.py::TestHelperAgain::test_again"]
     )
+
+
+# --------------------------------------------------------------------------- 2: python_classes / _functions
+
+#: a project whose pytest configuration collects ``*Tests`` classes only: a ``Test*`` class is a
+#: helper there, never collected -- the kit's canaries in it are never reported
+OWN_CLASSES_CONFIGURED = """
+import calc
+
+
+class TestServer:
+    def test_connection(self):
+        assert calc.helper("up") == "up"
+
+
+class HelperTests:
+    def test_helper_two(self):
+        TestServer().test_connection()
+        assert calc.helper(2) == 2
+
+
+def test_helper_one():
+    assert calc.helper(1) == 1
+"""
+
+
+def test_rt43_2a_a_test_class_the_projects_configuration_does_not_collect(tmp_path):
+    repo = {
+        "calc.py": STUB,
+        "pytest.ini": "[pytest]\npython_classes = *Tests\n",
+        "tests/__init__.py": "",
+        "tests/test_configured.py": OWN_CLASSES_CONFIGURED,
+    }
+    task = make_task(tmp_path / "task", repo, {"test_a.py": SHAPES["pytest-base-class-tests"]}, SOLVED)
+    ws = workspace(task, tmp_path)
+    ev = evaluate(task, ws.root, ws)
+    _clean(ev)  # (before: "canary test that must pass (tests/test_configured.py::TestServer) is missing")
+    assert sorted(ev.own.outcomes) == [
+        "tests/test_configured.py::HelperTests::test_helper_two",
+        "tests/test_configured.py::test_helper_one",
+    ]
+
+
+#: ``check_*`` functions only: ``test_*`` is a helper's name there -- and every canary's
+OWN_FUNCTIONS_CONFIGURED = """
+import calc
+
+
+def test_data():
+    return [1, 2]
+
+
+def check_helper_one():
+    assert calc.helper(test_data()[0]) == 1
+
+
+class HelperTests:
+    def check_helper_two(self):
+        assert calc.helper(2) == 2
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="RT43-2b: canaries are named test_* whatever the project's python_functions says: with "
+    "python_functions = check_* none is collected (the canary file's, or one put in a module) and the "
+    "reference solution's own-tests run is tampered ('canary ... is missing', 'pytest reported "
+    "success'). Closing it needs the session to collect the kit's names whatever the configuration "
+    "(a pytest_pycollect_makeitem hook told every kit name) or the namer to follow python_functions",
+)
+def test_rt43_2b_a_project_whose_python_functions_is_not_test_star(tmp_path):
+    repo = {
+        "calc.py": STUB,
+        "pytest.ini": "[pytest]\npython_functions = check_*\n",
+        "tests/__init__.py": "",
+        "tests/test_configured.py": OWN_FUNCTIONS_CONFIGURED,
+    }
+    task = make_task(tmp_path / "task", repo, {"test_a.py": SHAPES["pytest-base-class-tests"]}, SOLVED)
+    ws = workspace(task, tmp_path)
+    ev = evaluate(task, ws.root, ws)
+    _clean(ev)
+    assert sorted(ev.own.outcomes) == [
+        "tests/test_configured.py::HelperTests::check_helper_two",
+        "tests/test_configured.py::check_helper_one",
+    ]
