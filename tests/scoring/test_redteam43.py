@@ -178,3 +178,47 @@ def test_rt43_2b_a_project_whose_python_functions_is_not_test_star(tmp_path):
         "tests/test_configured.py::HelperTests::check_helper_two",
         "tests/test_configured.py::check_helper_one",
     ]
+
+
+# --------------------------------------------------------------------------- 3: a bracket in a hidden path
+
+
+def test_rt43_3_a_hidden_test_in_a_folder_named_with_a_bracket_is_credited(tmp_path):
+    hidden = {
+        "v[1]/test_a.py": SHAPES["pytest-base-class-tests"],
+        "test_b.py": SHAPES["pytest-base-class-tests"],
+    }
+    task = make_task(tmp_path / "task", {"calc.py": STUB}, hidden, SOLVED)
+    ws = workspace(task, tmp_path)
+    ev = evaluate(task, ws.root, ws)
+    _clean(ev)  # (before: each requirement of v[1]/test_a.py "not run", its cases read as "v")
+    assert "v[1]/test_a.py::TestDerived::test_derived_parses" in ev.results
+    assert len(ev.requirements) == 4
+
+
+#: code under test that forges every report passed (tampering: the must-fail canaries pass) and
+#: renames each one to a node id no test of a module has: the scorer crashed reading it
+#: (``verdicts.inherited``: ValueError) -- the run an error, not ``tampered``
+RENAMING_FORGER = """
+import _pytest.reports
+
+_init = _pytest.reports.TestReport.__init__
+
+
+def _forged(self, nodeid, *args, **kwargs):
+    _init(self, nodeid, *args, **kwargs)
+    self.outcome, self.longrepr = "passed", None
+    self.nodeid = "_acceptance/" + str(nodeid).rpartition("::")[2]
+
+
+_pytest.reports.TestReport.__init__ = _forged
+"""
+
+
+def test_rt43_3b_a_report_renamed_to_no_modules_test_is_tampering_not_a_crash(tmp_path):
+    task = make_task(tmp_path / "task", {"calc.py": STUB}, {"test_b.py": SHAPES["pytest-base-class-tests"]})
+    ws = workspace(task, tmp_path, solved=False)
+    (ws.root / "calc.py").write_text(STUB + RENAMING_FORGER, encoding="utf-8")
+    ev = evaluate(task, ws.root, ws)  # (before: ValueError)
+    assert ev.tampered
+    assert not any(ok for ok, _ in ev.results.values())
