@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from kit.scoring import verdicts
 from kit.scoring.scorer import evaluate
 from tests.scoring.test_real_shapes import SHAPES, SOLVED, STUB
 from tests.tasks.taskmaker import make_task, workspace
@@ -222,3 +223,17 @@ def test_rt43_3b_a_report_renamed_to_no_modules_test_is_tampering_not_a_crash(tm
     ev = evaluate(task, ws.root, ws)  # (before: ValueError)
     assert ev.tampered
     assert not any(ok for ok, _ in ev.results.values())
+
+
+def test_rt43_3c_a_reported_node_id_reads_no_file_outside_the_hidden_tests(tmp_path):
+    """A report's node id is the session's word: ``inherited`` read the file its path named, wherever
+    -- ``_acceptance//proc/kcore::T::m`` or ``../../`` -- on the host, with the scorer's rights (a
+    file of any size read whole: memory; and a class it holds hid the "not found in the source"
+    problem)."""
+    outside = tmp_path / "outside.py"
+    outside.write_text("class T:\n    pass\n", encoding="utf-8")
+    acceptance = tmp_path / "task" / "acceptance"
+    acceptance.mkdir(parents=True)
+    (acceptance / "test_a.py").write_text("class T:\n    pass\n", encoding="utf-8")
+    keys = {f"{outside}::T::m", "../../outside.py::T::m", "test_a.py::T::m"}
+    assert verdicts.inherited(keys, acceptance) == {"test_a.py::T::m"}
