@@ -34,7 +34,8 @@ def inherited(keys: set[str], acceptance_dir: Path) -> set[str]:
     module whose body does not define that test method at its top level: a test it inherits (from a
     mixin or a test base class, in this module or another), which pytest runs under the subclass's
     name too, or one defined inside an ``if`` block of the class body (xmltodict). They are the base
-    method's cases -- requirements (or not) by the base's own key -- or tests the kit does not read,
+    method's cases -- requirements (or not) by the base's own key -- or tests the kit does not read
+    (a nested class the subclass inherits too),
     and no sign of a test the source lacks. A key whose module or class the source does not hold is
     not one of them."""
     out: set[str] = set()
@@ -53,8 +54,11 @@ def inherited(keys: set[str], acceptance_dir: Path) -> set[str]:
             except (OSError, SyntaxError, ValueError):
                 trees[rel] = None
         body = trees[rel].body if trees[rel] is not None else None
-        for name in classes:
+        for depth, name in enumerate(classes):
             found = [n for n in body or [] if isinstance(n, ast.ClassDef) and n.name == name]
+            if not found and depth and body is not None:  # a nested class the outer one inherits
+                body = []  # (``class TestB(TestA)``, TestA's ``TestInner``: RT43-4)
+                break
             body = found[-1].body if found else None
         if body is not None and not any(is_test_func(n) and n.name == method for n in body):  # type: ignore[union-attr]
             out.add(key)

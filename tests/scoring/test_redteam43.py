@@ -237,3 +237,72 @@ def test_rt43_3c_a_reported_node_id_reads_no_file_outside_the_hidden_tests(tmp_p
     (acceptance / "test_a.py").write_text("class T:\n    pass\n", encoding="utf-8")
     keys = {f"{outside}::T::m", "../../outside.py::T::m", "test_a.py::T::m"}
     assert verdicts.inherited(keys, acceptance) == {"test_a.py::T::m"}
+
+
+# --------------------------------------------------------------------------- 4: hidden shapes
+
+HIDDEN_SHAPES = """
+import functools
+
+import pytest
+
+import calc
+
+pytestmark = pytest.mark.severity("major")
+
+
+def logged(func):
+    def call(*args, **kwargs):
+        return func(*args, **kwargs)
+
+    return call
+
+
+def wrapped(func):
+    @functools.wraps(func)
+    def call(*args, **kwargs):
+        return func(*args, **kwargs)
+
+    return call
+
+
+class TestDouble:
+    @logged
+    def test_double_two(self):
+        assert calc.double(2) == 4
+
+    @wrapped
+    def test_double_three(self):
+        assert calc.double(3) == 6
+
+    @staticmethod
+    def test_parse_static():
+        assert calc.parse("5") == 5
+
+    @pytest.mark.parametrize("text", ["a.py::b[1]", "x::y"], ids=["m.py::T::t[0]", "::["])
+    def test_parse_ids(self, text):
+        assert calc.parse(" 7 ") == 7
+
+    class TestInner:
+        @logged
+        def test_inner_parse(self):
+            assert calc.parse("9") == 9
+
+
+class TestDoubleAgain(TestDouble):
+    def test_double_zero(self):
+        assert calc.double(0) == 0
+"""
+
+
+def test_rt43_4_hidden_shapes_decorators_staticmethods_nested_and_odd_ids(tmp_path):
+    hidden = {"test_shapes.py": HIDDEN_SHAPES}
+    task = make_task(tmp_path / "task", {"calc.py": STUB}, hidden, SOLVED)
+    ws = workspace(task, tmp_path)
+    ev = evaluate(task, ws.root, ws)
+    _clean(ev)
+    assert ev.results["test_shapes.py::TestDouble::test_double_two"][0]
+    stub = workspace(task, tmp_path / "stub", solved=False)
+    ev = evaluate(task, stub.root, stub)
+    assert not ev.tampered and not ev.gamed and not ev.suspicious, (ev.tampered, ev.suspicious)
+    assert all(not ok for ok, _ in ev.results.values())
