@@ -306,3 +306,69 @@ def test_rt43_4_hidden_shapes_decorators_staticmethods_nested_and_odd_ids(tmp_pa
     ev = evaluate(task, stub.root, stub)
     assert not ev.tampered and not ev.gamed and not ev.suspicious, (ev.tampered, ev.suspicious)
     assert all(not ok for ok, _ in ev.results.values())
+
+
+# --------------------------------------------------------------------------- 5: own shapes, reused
+
+OWN_SHAPES = """
+import unittest
+from unittest import mock
+
+import calc
+
+
+def noted(func):
+    def call(*args, **kwargs):
+        return func(*args, **kwargs)
+
+    return call
+
+
+@mock.patch("calc.double", side_effect=lambda n: 2 * n)
+class TestPatched(unittest.TestCase):
+    def test_patched_helper(self, double):
+        self.assertEqual(calc.helper(4), 4)
+
+    @noted
+    def test_noted_helper(self, double):
+        self.assertEqual(calc.helper(5), 5)
+
+
+class TestOuter:
+    @staticmethod
+    def test_static_helper():
+        assert calc.helper(6) == 6
+
+    class TestInner:
+        @noted
+        def test_inner_helper(self):
+            assert calc.helper(7) == 7
+"""
+OWN_SHAPES_REUSED = """
+from tests.test_shapes import TestOuter, TestPatched
+
+Inner = TestOuter.TestInner
+
+
+class TestPatchedAgain(TestPatched):
+    pass
+
+
+class TestOuterAgain(TestOuter):
+    pass
+"""
+
+
+def test_rt43_5_own_shapes_collected_again_in_another_module(tmp_path):
+    repo = {
+        "calc.py": STUB,
+        "tests/__init__.py": "",
+        "tests/test_shapes.py": OWN_SHAPES,
+        "tests/test_shapes_again.py": OWN_SHAPES_REUSED,
+    }
+    task = make_task(tmp_path / "task", repo, {"test_a.py": SHAPES["pytest-base-class-tests"]}, SOLVED)
+    ws = workspace(task, tmp_path)
+    ev = evaluate(task, ws.root, ws)
+    _clean(ev)
+    assert ev.own_failed == []
+    assert len(ev.own.outcomes) == 12, sorted(ev.own.outcomes)  # (4 there, 8 here: ``Inner`` is no Test*)
