@@ -1,6 +1,24 @@
 """Red team 43: how a session's report is read -- which reported test is a canary, a twin, a shadow
 or a suite test (``stream._Reader.test``, ``_split``, ``_placed``, ``check_canaries``) from the node
-id and the ``__qualname__`` the plugin sends. Each test asserts the SAFE behaviour.
+id and the ``__qualname__`` the plugin sends, and how requirements are credited from it
+(``verdicts``). Each test asserts the SAFE behaviour; all but 2b failed on the code before their fix.
+
+- 1, 5: a project's decorator without ``functools.wraps`` on a test whose class or module is
+  collected again elsewhere (``from ... import *``, a subclass, a ``mock.patch``-ed unittest class):
+  the must-fail canary copies its test *with its decorators*, so its ``__qualname__`` was
+  ``noted.<locals>.call`` and each copy outside its scope was read as an own test that failed
+  (``own_failed``: the importer refuses "own tests fail at the start"). Closed: the plugin looks
+  through the wrappers' closures for the function of the test's name.
+- 2: ``python_classes = *Tests``: a ``Test*`` helper class is never collected, its canaries were
+  "missing" (``tampered``). Closed: such a class is excused as an uncollected module is.
+- 2b: ``python_functions = check_*``: no canary (all named ``test_*``) is collected. Open (xfail).
+- 3: a hidden test in a folder named with ``[``: ``requirement_key`` cut the node id there (every
+  requirement "v") and ``verdicts.inherited`` raised on it -- the scoring crashed. 3b: a forger that
+  renames its reports so turned ``tampered`` into a crash. 3c: ``inherited`` read whatever host file a
+  reported node id named (``/abs/path``, ``../``). All closed.
+- 4: hidden shapes (decorators with and without wraps, a staticmethod test, ids holding ``::``,
+  ``.py::`` and ``[``, a nested class a subclass inherits): the inherited nested class was a problem,
+  "run but not found in the source". Closed.
 """
 
 from __future__ import annotations
