@@ -19,6 +19,9 @@ id and the ``__qualname__`` the plugin sends, and how requirements are credited 
 - 4: hidden shapes (decorators with and without wraps, a staticmethod test, ids holding ``::``,
   ``.py::`` and ``[``, a nested class a subclass inherits): the inherited nested class was a problem,
   "run but not found in the source". Closed.
+- 6: code under test forging every test's ``__qualname__`` and moving each report to a scope of its
+  own, so that no kit report is read as the kit's: no effect (every kit test "missing": ``tampered``;
+  the audit hook also sees the hidden functions touched: ``suspicious``).
 """
 
 from __future__ import annotations
@@ -390,3 +393,44 @@ def test_rt43_5_own_shapes_collected_again_in_another_module(tmp_path):
     _clean(ev)
     assert ev.own_failed == []
     assert len(ev.own.outcomes) == 12, sorted(ev.own.outcomes)  # (4 there, 8 here: ``Inner`` is no Test*)
+
+
+# --------------------------------------------------------------------------- 6: a forged __qualname__
+
+#: code under test that gives every collected test a forged ``__qualname__``, reports each one
+#: passed and moves it to a scope of its own (``::Z::``): no report sits where the kit put its test,
+#: and none is a copy of the kit's function -- every kit report read as a suite test
+QUALNAME_FORGER = """
+import _pytest.python
+import _pytest.reports
+
+_item = _pytest.python.Function.__init__
+_report = _pytest.reports.TestReport.__init__
+
+
+def _forged_item(self, *args, **kwargs):
+    _item(self, *args, **kwargs)
+    try:
+        getattr(self.obj, "__func__", self.obj).__qualname__ = "forged"
+    except Exception:
+        pass
+
+
+def _forged_report(self, nodeid, *args, **kwargs):
+    _report(self, nodeid, *args, **kwargs)
+    scope, _, name = str(nodeid).rpartition("::")
+    self.outcome, self.longrepr, self.nodeid = "passed", None, scope + "::Z::" + name
+
+
+_pytest.python.Function.__init__ = _forged_item
+_pytest.reports.TestReport.__init__ = _forged_report
+"""
+
+
+def test_rt43_6_a_forged_qualname_and_moved_reports_are_missing_kit_tests(tmp_path):
+    task = make_task(tmp_path / "task", {"calc.py": STUB}, {"test_b.py": SHAPES["pytest-base-class-tests"]})
+    ws = workspace(task, tmp_path, solved=False)
+    (ws.root / "calc.py").write_text(STUB + QUALNAME_FORGER, encoding="utf-8")
+    ev = evaluate(task, ws.root, ws)
+    assert any("missing from the report" in t for t in ev.tampered), ev.tampered
+    assert not any(ok for ok, _ in ev.results.values())
