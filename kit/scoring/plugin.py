@@ -413,11 +413,37 @@ def _qualnames(items: list[pytest.Item]) -> dict[str, str]:
     out = {}
     for item in items:
         try:
-            name = getattr(getattr(item, "obj", None), "__qualname__", "")
+            name = _qualname(getattr(item, "obj", None), str(getattr(item, "originalname", item.name)))
         except Exception:  # noqa: BLE001 - a descriptor of the code under test
             name = ""
         out[item.nodeid] = name if type(name) is str else ""
     return out
+
+
+def _qualname(obj: object, name: str) -> object:
+    """The ``__qualname__`` of the function a test item runs -- or, when a decorator without
+    ``functools.wraps`` hides it (the item runs ``retry.<locals>.again``), of the function of the
+    test's name it wraps, found in the wrappers' closures: a copy of the kit's test in a subclass or
+    another module is still the kit's test (RT43-1: the must-fail canary, a copy of its test with its
+    decorators, was read as a failing own test). A function made at collection time under another
+    name (RT42-3) keeps its own."""
+    todo, first = [getattr(obj, "__func__", obj)], None
+    for _ in range(8):  # (a few wrappers deep)
+        if not todo:
+            break
+        func = todo.pop(0)
+        qualname = getattr(func, "__qualname__", "")
+        first = qualname if first is None else first
+        if getattr(func, "__name__", None) == name:
+            return qualname
+        for cell in getattr(func, "__closure__", None) or ():
+            try:
+                inner = cell.cell_contents
+            except ValueError:  # (an empty cell)
+                continue
+            if isinstance(inner, types.FunctionType):
+                todo.append(inner)
+    return first
 
 
 class _Hooks:

@@ -5,7 +5,7 @@ must-fail twin's and its sealed checks' values (:mod:`.seal`), and the Score fie
 from __future__ import annotations
 
 import ast
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from kit import pyast
@@ -21,7 +21,8 @@ ACCEPTANCE_DIRNAME = "_acceptance"
 
 def requirement_key(nodeid: str, prefix: str = ACCEPTANCE_DIRNAME + "/") -> str | None:
     """The requirement a hidden test's node id is a case of (``prefix``: where the hidden tests sit
-    relative to the session's root -- "" in the ``repo`` layout), or None."""
+    relative to the session's root -- "" in the ``repo`` layout), or None. The case's id is cut
+    after the module's path, which may hold "[" (``v[1]/test_x.py``: RT43-3; :mod:`.nodeids`)."""
     if not nodeid.startswith(prefix):
         return None
     return without_case(nodeid[len(prefix) :])
@@ -32,24 +33,31 @@ def inherited(keys: set[str], acceptance_dir: Path) -> set[str]:
     module whose body does not define that test method at its top level: a test it inherits (from a
     mixin or a test base class, in this module or another), which pytest runs under the subclass's
     name too, or one defined inside an ``if`` block of the class body (xmltodict). They are the base
-    method's cases -- requirements (or not) by the base's own key -- or tests the kit does not read,
+    method's cases -- requirements (or not) by the base's own key -- or tests the kit does not read
+    (a nested class the subclass inherits too),
     and no sign of a test the source lacks. A key whose module or class the source does not hold is
     not one of them."""
     out: set[str] = set()
     trees: dict[str, ast.Module | None] = {}
     for key in keys:
-        rel, *classes, method = key.split("::")
-        if not classes:
+        parts = key.split("::")
+        if len(parts) < 3:  # (a module-level test, or a node id no test of a module has: RT43-3b)
             continue
+        rel, *classes, method = parts
         if rel not in trees:
             path = acceptance_dir / rel
+            # (a node id is the session's word: no file outside the hidden tests is read -- RT43-3c)
+            inside = not PurePosixPath(rel).is_absolute() and ".." not in PurePosixPath(rel).parts
             try:
-                trees[rel] = pyast.parse(path.read_bytes(), str(path)) if path.is_file() else None
+                trees[rel] = pyast.parse(path.read_bytes(), str(path)) if inside and path.is_file() else None
             except (OSError, SyntaxError, ValueError):
                 trees[rel] = None
         body = trees[rel].body if trees[rel] is not None else None
-        for name in classes:
+        for depth, name in enumerate(classes):
             found = [n for n in body or [] if isinstance(n, ast.ClassDef) and n.name == name]
+            if not found and depth and body is not None:  # a nested class the outer one inherits
+                body = []  # (``class TestB(TestA)``, TestA's ``TestInner``: RT43-4)
+                break
             body = found[-1].body if found else None
         if body is not None and not any(is_test_func(n) and n.name == method for n in body):  # type: ignore[union-attr]
             out.add(key)
