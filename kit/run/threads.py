@@ -8,6 +8,7 @@ and a burst of finished runs never oversubscribes the CPU. Ctrl-C: :class:`kit.r
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import warnings
@@ -22,6 +23,7 @@ from kit.run.plan import RunSpec, kit_commit
 from kit.run.progress import ExperimentState, progress_bar, refresh
 from kit.run.results import storage_error
 from kit.run.single import PlayedRun, failed_run, play_run, score_run
+from kit.sandbox.quota import release
 
 
 def _cores() -> int:
@@ -52,6 +54,18 @@ def _failed(
             f"run {spec.run_id(profile.name)} failed and was not recorded: {exc!r}\n{error}", stacklevel=2
         )
         return None
+
+
+def _scored(played: PlayedRun) -> RunRecord:
+    """:func:`score_run`, and the run's clone released whatever it raised: a kit bug before scoring's
+    own release left the clone's file system mounted until the kit exited."""
+    try:
+        return score_run(played)
+    except BaseException:
+        if played.quota is not None:
+            with contextlib.suppress(Exception):
+                release(played.quota)
+        raise
 
 
 class CloneSlots:
@@ -140,7 +154,7 @@ def run_threads(
                     except Exception:  # noqa: BLE001 - a kit bug in one run must not stop the others
                         result = _failed(spec, experiment, profile, sheet, out, commit, format_exc())
                     if isinstance(result, PlayedRun):
-                        scoring[state.track(scorers.submit(score_run, result))] = spec
+                        scoring[state.track(scorers.submit(_scored, result))] = spec
                     elif isinstance(result, RunRecord):
                         state.recorded(result)
                         bar.update(1)

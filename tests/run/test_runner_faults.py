@@ -375,3 +375,4 @@ def test_a_kit_bug_in_one_run_does_not_stop_the_others(tmp_path, monkeypatch):
     assert rows(run_dir, "calls.jsonl")  # what the run recorded is kept
     assert any("kit bug while finishing" in e["detail"] for e in rows(run_dir, "events.jsonl"))
     assert second["outcome"] == "done"
+    assert not os.path.ismount(run_dir / "repo")  # its clone released (a loop mount stayed until exit)
