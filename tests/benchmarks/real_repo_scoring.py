@@ -4,11 +4,16 @@ reference solution versus plain pytest running the same hidden and own tests on 
 The kit (``kit.scoring.scorer.score``) snapshots the clone, copies it clean, and runs the hidden
 tests (with their twins, canaries and sealed checks) and the own tests in two sandboxed pytest sessions
 at once; its first scoring of a task also runs the base commit's own tests (cached after). The floor
-is plain pytest with the kit's interpreter, no sandbox, no plugin: the hidden test modules on the tree
-with ``acceptance/`` laid at its paths, and the task's test command (its deselected own tests left out)
-on the tree with the base's tests -- once one after the other, once both at the same time (as the kit
-runs them). Ratios are kit / floor, against the parallel floor (the kit's own arrangement) and the
-sequential one. Run it as a script, on built tasks (``python -m kit tasks build-suite real-repos``):
+is plain pytest with the kit's interpreter, no sandbox, no plugin -- none autoloaded either
+(``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``, as the kit's sessions run: the environment's hypothesis,
+anyio and xdist plugins cost about 1 s a session here, which the kit never pays) -- and no bytecode
+kept between runs (``-B``: the kit scores a fresh copy every time): the hidden test modules on the
+tree with ``acceptance/`` laid at its paths, and the task's test command (its deselected own tests
+left out) on the tree with the base's tests -- once one after the other, once both at the same time
+(as the kit runs them). Ratios are kit / floor, against the parallel floor (the kit's own
+arrangement) and the sequential one; ``kit/dflt`` is against the parallel runs of pytest as it starts
+by default in this environment (plugins autoloaded, bytecode cached), for comparison only. Run it as
+a script, on built tasks (``python -m kit tasks build-suite real-repos``):
 
 python tests/benchmarks/real_repo_scoring.py [--tasks ID,...] [--repeat N] [--sandbox bwrap]
 """
@@ -47,14 +52,24 @@ def lay_acceptance(task: Task, tree: Path) -> list[str]:
     return [p.relative_to(task.acceptance_dir).as_posix() for p in test_files(task.acceptance_dir)]
 
 
-def pytest(tree: Path, args: list[str], timeout: float, env: dict[str, str]) -> tuple[float, int]:
+#: the floor's pytest: no plugin autoloaded, no bytecode written or read back (as the kit's sessions)
+STRICT = (["-B"], {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+#: pytest as it starts by default in this environment (for comparison only)
+DEFAULT: tuple[list[str], dict[str, str]] = ([], {})
+
+
+def pytest(
+    tree: Path, args: list[str], timeout: float, env: dict[str, str], how: tuple = STRICT
+) -> tuple[float, int]:
+    flags, how_env = how
+    base_env = {k: v for k, v in os.environ.items() if k != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"}
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        [sys.executable, *flags, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
         cwd=tree,
         capture_output=True,
         timeout=timeout,
-        env={**os.environ, **env},
+        env={**base_env, **how_env, **env},
     )
     return time.perf_counter() - started, proc.returncode
 
@@ -70,19 +85,17 @@ def plain(task: Task, own_tree: Path, acc_tree: Path, hidden: list[str]) -> dict
     wall_h, rc_h = pytest(acc_tree, hidden, limit, env_h)
     wall_o, rc_o = pytest(own_tree, own_args, limit, env_o)
     assert rc_h == 0 and rc_o == 0, f"plain pytest failed: hidden exit {rc_h}, own exit {rc_o}"
-    started = time.perf_counter()
-    with ThreadPoolExecutor(2) as pool:
-        both = [
-            pool.submit(pytest, acc_tree, hidden, limit, env_h),
-            pool.submit(pytest, own_tree, own_args, limit, env_o),
-        ]
-        assert all(f.result()[1] == 0 for f in both)
-    return {
-        "hidden_s": wall_h,
-        "own_s": wall_o,
-        "seq_s": wall_h + wall_o,
-        "par_s": time.perf_counter() - started,
-    }
+    par = {}
+    for name, how in (("par_s", STRICT), ("dflt_s", DEFAULT)):
+        started = time.perf_counter()
+        with ThreadPoolExecutor(2) as pool:
+            both = [
+                pool.submit(pytest, acc_tree, hidden, limit, env_h, how),
+                pool.submit(pytest, own_tree, own_args, limit, env_o, how),
+            ]
+            assert all(f.result()[1] == 0 for f in both)
+        par[name] = time.perf_counter() - started
+    return {"hidden_s": wall_h, "own_s": wall_o, "seq_s": wall_h + wall_o, **par}
 
 
 def measure(task_id: str, sandbox: str | None, repeat: int) -> dict[str, float]:
@@ -123,7 +136,7 @@ def main() -> None:
     args = ap.parse_args()
     print(
         f"{'task':<36} {'kit 1st':>8} {'kit':>7} {'plain hidden':>12} {'plain own':>9} "
-        f"{'plain seq':>9} {'plain par':>9} {'kit/par':>7} {'kit/seq':>7}  (target kit/par <= 1.5)"
+        f"{'plain seq':>9} {'plain par':>9} {'kit/par':>7} {'kit/seq':>7} {'kit/dflt':>8}  (target kit/par <= 1.5)"
     )
     ids = args.tasks.split(",")
     if args.tasks == "all":
@@ -131,6 +144,7 @@ def main() -> None:
 
         ids = [i.id for i in load_suite("real-repos", check_tasks=False).imports]
     ratios: dict[str, float] = {}
+    dflt: dict[str, float] = {}
     for task_id in ids:
         try:
             m = measure(task_id, args.sandbox, args.repeat)
@@ -138,17 +152,20 @@ def main() -> None:
             print(f"{task_id:<36} not measured: {type(exc).__name__}: {str(exc)[:160]}", flush=True)
             continue
         ratios[task_id] = m["kit_s"] / m["par_s"]
+        dflt[task_id] = m["kit_s"] / m["dflt_s"]
         print(
             f"{task_id:<36} {m['kit_first_s']:>7.1f}s {m['kit_s']:>6.1f}s {m['hidden_s']:>11.1f}s "
             f"{m['own_s']:>8.1f}s {m['seq_s']:>8.1f}s {m['par_s']:>8.1f}s "
-            f"{m['kit_s'] / m['par_s']:>7.2f} {m['kit_s'] / m['seq_s']:>7.2f}",
+            f"{m['kit_s'] / m['par_s']:>7.2f} {m['kit_s'] / m['seq_s']:>7.2f} {m['kit_s'] / m['dflt_s']:>8.2f}",
             flush=True,
         )
     if ratios:
         worst = max(ratios, key=ratios.__getitem__)
         print(
             f"{len(ratios)} of {len(ids)} tasks measured: kit/par median {statistics.median(ratios.values()):.2f}, "
-            f"worst {ratios[worst]:.2f} ({worst}); over 1.5: {sum(r > 1.5 for r in ratios.values())}"
+            f"worst {ratios[worst]:.2f} ({worst}); over 1.5: {sum(r > 1.5 for r in ratios.values())}; "
+            f"against pytest's default start (kit/dflt): median {statistics.median(dflt.values()):.2f}, "
+            f"over 1.5: {sum(r > 1.5 for r in dflt.values())}"
         )
 
 
