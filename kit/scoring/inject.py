@@ -51,6 +51,7 @@ from pathlib import Path
 
 from kit import pyast
 from kit.scoring.excluded import deselected
+from kit.scoring.naming import DEFAULT, Collecting, _Namer, is_testcase
 from kit.scoring.padding import TooLarge, unparse_padded
 from kit.scoring.seal import Site, module_names, seal_test
 from kit.scoring.sealcases import seal_cases
@@ -69,24 +70,8 @@ from kit.scoring.twins import (
     straight,
 )
 from kit.scoring.usednames import reported, used_test_names
-from kit.tasks.requirements import class_tests, is_test_class, is_test_func, pytestmark_of, test_files
+from kit.tasks.requirements import pytestmark_of, test_files
 
-FILLER = [
-    "value",
-    "result",
-    "input",
-    "output",
-    "empty",
-    "returns",
-    "keeps",
-    "handles",
-    "given",
-    "when",
-    "with",
-    "order",
-    "single",
-    "many",
-]
 MARKS = ("severity", "baseline_pass")
 
 
@@ -105,54 +90,6 @@ class Injected:
     next_site: list[int] = field(default_factory=lambda: [0])
     shadows: dict[str, str] = field(default_factory=dict)  # shadow name -> its twin's requirement key
     too_large: list[str] = field(default_factory=list)  # own-test modules left as written (inject_own)
-
-
-class _Namer:
-    """Random, unused names for one folder, made of ``words`` (the module's test-name words): test
-    names for twins and canaries, identifiers for helpers and variables -- no hex that would set
-    what the kit adds apart in a report or a failure message."""
-
-    def __init__(self, rng: random.Random, taken: set[str]) -> None:
-        self.rng = rng
-        self.taken = taken
-        self.words: list[str] = list(FILLER)
-
-    def _fresh(self, make: object) -> str:
-        for _ in range(1000):
-            name = make()  # type: ignore[operator]
-            if name not in self.taken and name.isidentifier():
-                self.taken.add(name)
-                return name
-        name = f"{make()}_{self.rng.getrandbits(32)}"  # type: ignore[operator]
-        self.taken.add(name)
-        return name
-
-    def _pick(self, low: int, high: int) -> list[str]:
-        return self.rng.sample(self.words, self.rng.randint(low, min(high, len(self.words))))
-
-    def ident(self, cls: bool = False) -> str:
-        """A helper's or variable's name: never one a test collector takes for a test or a test
-        class (a module's own words hold ``test``: ``test_for`` was collected, and refused)."""
-        words = [w for w in self.words if "test" not in w.lower()]
-        words = words if len(words) >= 4 else sorted(set(words) | set(FILLER))
-
-        def pick() -> list[str]:
-            return self.rng.sample(words, self.rng.randint(2, min(3, len(words))))
-
-        if cls:
-            return self._fresh(lambda: "".join(w.capitalize() for w in pick()))
-        return self._fresh(lambda: "_".join(pick()))
-
-    def test_name(self) -> str:
-        return self._fresh(lambda: "test_" + "_".join(self._pick(2, 5)))
-
-    def use_words(self, words: list[str]) -> None:
-        unique = sorted({w for w in words if w.isidentifier()})  # (as written: test_parseURL, RT42)
-        self.words = unique if len(unique) >= 6 else sorted(set(unique) | set(FILLER))
-
-
-def _words(tree: ast.Module) -> list[str]:
-    return [w for n in pyast.nodes(tree) if is_test_func(n) for w in n.name.split("_")[1:]]  # type: ignore[attr-defined]
 
 
 def _is_mark(dec: ast.expr) -> bool:
@@ -189,7 +126,7 @@ def _canary(
         home_name = home_name or home.name
         make = (
             f"self = {home_name}({source.name!r})\nself.setUp()"
-            if _testcase(home)
+            if is_testcase(home)
             else f"self = {home_name}()"
         )
         body = pyast.parse(make).body + body
@@ -242,13 +179,6 @@ def _scope_marks(chain: tuple[ast.ClassDef, ...], module: ast.Module) -> list[as
     return marks
 
 
-def _testcase(cls: ast.ClassDef) -> bool:
-    return any(
-        (b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "")).endswith("TestCase")
-        for b in cls.bases
-    )
-
-
 def _plain_args(func: ast.FunctionDef, cls: ast.ClassDef | None) -> bool:
     args = func.args
     names = [a.arg for a in args.posonlyargs + args.args]
@@ -279,20 +209,21 @@ def inject_module(
     False: canaries only (the repo's own tests: :func:`inject_own`); ``left_out``: node ids the
     session deselects -- their tests are as good as absent (no canary's source, no scope of one);
     ``timed``: seconds each test took at the base (:func:`.testcost.canary_keys`)."""
-    namer.use_words(_words(tree))
+    namer.use_module(tree)
+    c = namer.collecting
     names = Names(
         namer.ident(cls=True), namer.ident(cls=True), *(namer.ident() for _ in range(4)), found.observer
     )
     imports = module_names(tree)
     module_extra: list[tuple[int, ast.stmt]] = []
     class_extra: dict[int, list[tuple[int, ast.stmt]]] = {}  # id(class) -> (index, statement)
-    scopes = _Scopes(tree)
+    scopes = _Scopes(tree, c)
     tests: list[tuple[int, ast.ClassDef | None, int, ast.FunctionDef]] = []  # (top idx, class, idx, test)
     for top, node in enumerate(tree.body):
-        if is_test_func(node):
+        if c.is_test_func(node):
             tests.append((top, None, top, node))  # type: ignore[arg-type]
-        elif is_test_class(node):
-            tests += [(top, c[-1], c[-1].body.index(sub), sub) for _, c, sub in class_tests([node])]
+        elif c.is_test_class(node):
+            tests += [(top, k[-1], k[-1].body.index(sub), sub) for _, k, sub in c.class_tests([node])]
     tests = [t for t in tests if not deselected(f"{rel}::{scopes.node_id(t[1])}{t[3].name}", left_out)]
     if not tests:
         return False
@@ -308,7 +239,9 @@ def inject_module(
             kinds.add("sealed")
         heavy = _heavy(test)  # its twin would double a long test's time: counted unguarded instead
         own: list[tuple[ast.Assert, int]] = []
-        twin = None if heavy else make_twin(test, namer.test_name(), names, namer.ident(), kinds, rng, own)
+        unittest = cls is not None and is_testcase(cls)
+        name = None if heavy else namer.test_name(unittest)  # (None: the configuration collects none)
+        twin = None if name is None else make_twin(test, name, names, namer.ident(), kinds, rng, own)
         if twin is not None and own:
             checked.append((test, own))
         if twin is None:
@@ -318,7 +251,7 @@ def inject_module(
         found.twins[twin.name] = key
         extras = [twin]
         if not any(_skips(d) for d in test.decorator_list):  # (a skipped case would fail a shadow)
-            shadow = make_shadow(twin, namer.test_name())  # the twin's must-pass double (RT40-2/3)
+            shadow = make_shadow(twin, namer.test_name(unittest) or "")  # the twin's must-pass double
             found.canaries[shadow.name] = (rel + ("::" + scopes.node_id(cls)[:-2] if cls else ""), True)
             found.shadows[shadow.name] = key
             extras.append(shadow)
@@ -333,7 +266,7 @@ def inject_module(
     for cls_node in scopes.classes.values():
         cls_node.body = _place(cls_node.body, class_extra.get(id(cls_node), []))
     tree.body = _place(tree.body, module_extra)
-    every = [n for n in tree.body if is_test_func(n)] + [sub for _, _, sub in class_tests(tree.body)]
+    every = [n for n in tree.body if c.is_test_func(n)] + [sub for _, _, sub in c.class_tests(tree.body)]
     for test in every if twins else []:  # every test (original, twin, canary) tells who called it
         bind_guard(test, names)
     tree.body[pyast.after_header(tree.body) : pyast.after_header(tree.body)] = names.helpers()
@@ -344,11 +277,11 @@ class _Scopes:
     """The test classes of a module (nested ones included), by ``id``: each one's names from the
     module down and the marks every test in it gets."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, collecting: Collecting) -> None:
         self.tree = tree
         self.classes: dict[int, ast.ClassDef] = {}
         self.chains: dict[int, tuple[ast.ClassDef, ...]] = {}
-        for _, chain, _ in class_tests(tree.body):
+        for _, chain, _ in collecting.class_tests(tree.body):
             self.classes[id(chain[-1])], self.chains[id(chain[-1])] = chain[-1], chain
         for chain in list(self.chains.values()):  # (a class whose tests are all in nested ones)
             for i in range(1, len(chain)):
@@ -409,7 +342,9 @@ def _add_canaries(
             pool = [t for t in pool if not _skipped(t[3])] or pool  # its body runs: one meant to, if any
             pool.sort(key=lambda t: costs[id(t[3])])  # a canary re-runs its test: one of the cheaper half
             src_top, home, idx, source = rng.choice(pool[: max(1, (len(pool) + 1) // 2)])
-            name = namer.test_name()
+            name = namer.test_name(into is not None and is_testcase(into))
+            if name is None:
+                continue  # (the configuration collects no name the kit can make: Collecting.unnamed)
             found.canaries[name] = (
                 rel + ("::" + classes.node_id(into)[:-2] if into is not None else ""),
                 must_pass,
@@ -433,6 +368,7 @@ def inject_own(
     left_out: list[str] = (),
     rng: random.Random | None = None,  # type: ignore[assignment]
     seconds: dict[str, float] | None = None,
+    collecting: Collecting = DEFAULT,
 ) -> Injected:
     """Both canaries in every class of tests and module of ``files`` (test modules of the repo copy
     ``root``, relative) that holds a test the session runs (``left_out``: the node ids it deselects):
@@ -444,7 +380,8 @@ def inject_own(
     rng = rng or random.Random(secrets.randbits(64))
     found = Injected()
     parsed, taken = _parse_all(root, files)
-    namer = _Namer(rng, taken | used_test_names(root) | reported(seconds or {}))  # no test's name
+    used = used_test_names(root, forms=collecting.forms()) | reported(seconds or {})
+    namer = _Namer(rng, taken | used, collecting)  # no test's name
     for path, rel, tree in parsed:
         if inject_module(tree, rel, namer, found, twins=False, left_out=tuple(left_out), timed=seconds):
             try:
@@ -476,12 +413,18 @@ def _parse_all(root: Path, files: list[str]) -> tuple[list[tuple[Path, str, ast.
     return parsed, taken
 
 
-def inject_folder(folder: Path, rng: random.Random | None = None, avoid: set[str] = frozenset()) -> Injected:
-    """Twins and canaries in every test module of ``folder`` (a kit copy), named as nothing in it or ``avoid``."""
+def inject_folder(
+    folder: Path,
+    rng: random.Random | None = None,
+    avoid: set[str] = frozenset(),
+    collecting: Collecting = DEFAULT,
+) -> Injected:
+    """Twins and canaries in every test module of ``folder`` (a kit copy), named as nothing in it or
+    ``avoid``, as the session's configuration collects them (``collecting``: :mod:`.naming`)."""
     rng = rng or random.Random(secrets.randbits(64))
     found = Injected()
     parsed, taken = _parse_all(folder, [p.relative_to(folder).as_posix() for p in test_files(folder)])
-    namer = _Namer(rng, taken | used_test_names(folder) | avoid)
+    namer = _Namer(rng, taken | used_test_names(folder, forms=collecting.forms()) | avoid, collecting)
     found.observer = namer.ident()
     for path, rel, tree in parsed:
         if inject_module(tree, rel, namer, found):

@@ -205,7 +205,7 @@ def _base_info(session: Sessions, task: Task, ws: Workspace, base_dir: Path, kno
     cached = _cached_base(session, task, ws)
     if cached is not None:
         return cached
-    tests = count_test_functions(base_dir)
+    tests = count_test_functions(base_dir, session.own_collecting(base_dir))
     run = session.own("base", base_dir, task.test_command)
     info = _Base(
         own_passed=run.passed,
@@ -250,14 +250,16 @@ def evaluate(
         # ... in a base tree of its own; the others read the process's one, kept: :mod:`.basetree`)
         base_dir = stack.enter_context(base_tree(ws, tmp / "base" if known is None else None))
         dropped = [*(dropped or []), *copy_clean(tree, acc_dir)]
-        tests_now = count_test_functions(acc_dir)
+        collecting = session.own_collecting(base_dir)  # (the base's configuration: the test side is)
+        tests_now = count_test_functions(acc_dir, collecting)
         shutil.copytree(acc_dir, own_dir, copy_function=copy_sparse)
         use_base_tests(own_dir, base_dir)
         added_files = add_new_tests(own_dir, acc_dir, base_dir)  # (before any session writes in acc_dir)
         acc_code = base_code(acc_dir, base_dir)
         own_code = with_base_tests(acc_code, base_dir)
         timed, avoid = (known.own_seconds, reported(known.own_states)) if known is not None else (None, set())
-        avoid = names_to_avoid(base_dir, acc_dir, avoid)  # (:mod:`.usednames`; before any session writes)
+        forms = session.collecting().forms()  # (:mod:`.usednames`; before any session writes)
+        avoid = names_to_avoid(base_dir, acc_dir, avoid, forms)
         acc, own, base = _at_once(
             session,
             _base_key(session, task, ws),
@@ -270,6 +272,7 @@ def evaluate(
 
     if base.problem:
         problems.append(base.problem)
+    problems += [f"{label} session: {why}" for label, why in sorted(session.unverified.items())]
     tampered = [f"acceptance: {t}" for t in acc.tampered] + [f"own tests: {t}" for t in own.tampered]
     twinned = set(session.injected.twins.values())
     results, gamed = verdicts.results(requirements, acc, tampered, twinned, session.prefix)

@@ -50,10 +50,17 @@ class Canaries:
     def new(cls) -> Canaries:
         return cls(f"test_{secrets.token_hex(6)}", f"test_{secrets.token_hex(6)}", secrets.token_hex(6))
 
-    def write(self, folder: Path) -> Path:
-        """A test file holding both canaries (dressed like acceptance tests), in ``folder``."""
+    def in_form(self, prefix: str, suffix: str) -> Canaries:
+        """The same canaries named ``prefix`` + hex + ``suffix`` (the form a configuration that
+        collects no ``test_*`` does: :mod:`.naming`; a suffix form's name starts with a letter)."""
+        names = (n.removeprefix("test_") for n in (self.passing, self.failing))
+        return Canaries(*((prefix or "t") + n + suffix for n in names), self.token)
+
+    def write(self, folder: Path, stem: str = "") -> Path:
+        """A test file holding both canaries (dressed like acceptance tests), in ``folder``
+        (``test_`` + ``stem``, by default the token)."""
         a, b = (int(self.token[i : i + 6], 16) for i in (0, 6))
-        path = Path(folder) / f"test_{self.token}.py"
+        path = Path(folder) / f"test_{stem or self.token}.py"
         path.write_text(
             "import pytest\n\n\n"
             f'@pytest.mark.severity("major")\ndef {self.passing}():\n    assert {a} + {b} == {a + b}\n\n\n'

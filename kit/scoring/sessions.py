@@ -22,6 +22,7 @@ from kit.scoring.clean_copy import SKIP_NAMES, is_test_path, pytest_config_file
 from kit.scoring.excluded import deselected, hide_excluded
 from kit.scoring.inject import Injected, inject_folder, inject_own
 from kit.scoring.layout import lay
+from kit.scoring.naming import DEFAULT, Collecting, read_collecting
 from kit.scoring.session import Canaries, Expect, PytestRun, prepare_kit_dir, run_pytest, run_shell
 from kit.scoring.verdicts import ACCEPTANCE_DIRNAME
 from kit.tasks.packages import command_env, import_roots, root_paths
@@ -102,6 +103,9 @@ class Sessions:
         self.own_canary = self.canaries.write(_mkdir(self.own_dir / "_orchbench_canary"))
         self.injected = Injected()
         self.own_too_large: list[str] = []  # own-test modules run as written (inject_own's too_large)
+        #: session label -> why it ran without canaries (its configuration collects no name the kit
+        #: can give them: :attr:`.naming.Collecting.unnamed`)
+        self.unverified: dict[str, str] = {}
         (self.own_dir / "empty.ini").write_text("[pytest]\n", encoding="utf-8")
 
     def first(self, name: str) -> None:
@@ -115,6 +119,19 @@ class Sessions:
         roots = import_roots(self.task.repo_dir, self.task.packages)
         return {"packages": self.task.packages, "package_roots": root_paths(repo, roots)}
 
+    def collecting(self) -> Collecting:
+        """What the acceptance session collects: the task's configuration where it is laid (``repo``
+        layout: :mod:`.layout`), else the kit's ini (pytest's defaults)."""
+        if self.task.acceptance_layout != "repo":
+            return DEFAULT
+        return read_collecting(pytest_config_file(self.task.acceptance_dir))
+
+    def own_collecting(self, repo: Path) -> Collecting:
+        """What an own-tests session in ``repo`` collects: the repo's configuration (or none) and the
+        test command's ``-o`` options."""
+        ini = pytest_config_file(repo) or self.own_dir / "empty.ini"
+        return read_collecting(ini, _pytest_args(self.task.test_command) or [])
+
     def acceptance(
         self, repo: Path, code: dict | None = None, record: bool = False, avoid: set[str] = frozenset()
     ) -> PytestRun:
@@ -127,7 +144,10 @@ class Sessions:
         with self.turns.turn("acceptance"):  # (the laying too: the kit's Python, as the injection)
             shutil.copytree(self.task.acceptance_dir, folder, ignore=COPY_IGNORE)
             hide_excluded(folder, self.task.excluded)  # exclude_tests: never collected
-            self.injected = inject_folder(folder, avoid=avoid)
+            collecting = self.collecting()
+            self.injected = inject_folder(folder, avoid=avoid, collecting=collecting)
+            if collecting.unnamed and not self.injected.canaries:
+                self.unverified["acceptance"] = collecting.unnamed
             ini = self.kit_dir / "acceptance.ini"
             ini.write_text("[pytest]\npython_files = test_*.py *_test.py\n", encoding="utf-8")
             extra, ro_files, pins, audit = self.packages(repo), [], [], dict(code or {})
@@ -151,6 +171,7 @@ class Sessions:
             dict(self.injected.sealed),
             self.injected.observer,
             shadows=self.injected.shadows,
+            unverified=self.unverified.get("acceptance", ""),
         )
         args = ["-q", "-c", str(ini), f"--rootdir={root}", f"--confcutdir={root}"]
         args += [*_COMMON, "--tb=line", *paths]  # every twin fails: no source excerpts, same messages
@@ -186,22 +207,19 @@ class Sessions:
             return run_shell(self.sandbox, repo, command, self.timeout_s, env)
         with self.turns.turn(label):  # (the base's, on a task's first scoring, takes no turn)
             ini = pytest_config_file(repo) or self.own_dir / "empty.ini"
+            collecting = read_collecting(ini, args)  # (the kit's names follow it: RT43-2b)
             side = _test_side_py(repo)
             modules = [r for r in side if TEST_FILE_RE.match(PurePosixPath(r).name)]
             # canaries among the repo's own tests, as in the acceptance session (03c, 03d: a separate
             # canary file could be told apart); the file only where no module can hold them
             left_out = self.task.own_tests_deselect  # (a scope none of whose tests runs gets none)
-            injected = inject_own(repo, modules, left_out, seconds=seconds)
+            injected = inject_own(repo, modules, left_out, seconds=seconds, collecting=collecting)
             if label == "own":
                 self.own_too_large = injected.too_large
         # --tb=line: a full traceback of each must-fail canary tripled more-itertools' own-tests time
         args = [*args, "-c", str(ini), f"--rootdir={repo}", f"--confcutdir={repo}", *_COMMON, "--tb=line"]
         canaries = {n: v for n, v in injected.canaries.items() if not deselected(v[0], left_out)}
-        expect, canary_file = (
-            (Expect(canaries, uncollected_ok=True), None)
-            if canaries
-            else (self.canaries.expect(), self.own_canary)
-        )
+        expect, canary_file = self._own_expect(label, canaries, collecting)
         return run_pytest(
             self.sandbox,
             repo,
@@ -222,6 +240,22 @@ class Sessions:
                 "test_timeout_s": self.task.limits.test_limit_s,
             },
         )
+
+    def _own_expect(
+        self, label: str, canaries: dict[str, tuple[str, bool]], collecting: Collecting
+    ) -> tuple[Expect, Path | None]:
+        """What an own-tests session must report, and the canary file it runs (where no module can
+        hold canaries): named in the configuration's form, or none where it has none."""
+        if canaries:
+            return Expect(canaries, uncollected_ok=True), None
+        if collecting.unnamed:
+            self.unverified[label] = collecting.unnamed
+            return Expect({}, uncollected_ok=True, unverified=collecting.unnamed), None
+        form = collecting.forms()[0]
+        if form == ("test_", ""):
+            return self.canaries.expect(), self.own_canary
+        named = self.canaries.in_form(*form)
+        return named.expect(), named.write(self.own_canary.parent, f"{named.token}_{label}")
 
 
 def compiled(paths: Iterable[Path]) -> list[list]:

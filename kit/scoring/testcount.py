@@ -10,7 +10,8 @@ from collections import OrderedDict
 from pathlib import Path
 
 from kit import pyast
-from kit.tasks.requirements import class_tests, is_test_func, test_files
+from kit.scoring.naming import DEFAULT, Collecting
+from kit.tasks.requirements import test_files
 
 #: A test file larger than this is not parsed in the kit's process (its functions are not counted):
 #: parsing takes hundreds of times a file's size in memory (a 2 MB file cost 1 GB), and the agent
@@ -19,8 +20,9 @@ MAX_PARSE_BYTES = 256 * 1024
 MAX_PARSE_TOTAL = 4 * 1024 * 1024
 
 
-def count_test_functions(folder: Path) -> int:
-    """Test functions (``def test*``, module level or in ``Test*`` classes) in test files under folder
+def count_test_functions(folder: Path, collecting: Collecting = DEFAULT) -> int:
+    """Test functions (``def test*``, module level or in ``Test*`` classes -- or the names the
+    session's configuration collects: ``collecting``, :mod:`.naming`) in test files under folder
     (files over :data:`MAX_PARSE_BYTES`, and any after :data:`MAX_PARSE_TOTAL` bytes were parsed, count
     none: one parse at a time, each bounded)."""
     n = parsed = 0
@@ -30,25 +32,25 @@ def count_test_functions(folder: Path) -> int:
             if path.is_symlink() or size > MAX_PARSE_BYTES or parsed + size > MAX_PARSE_TOTAL:
                 continue
             parsed += size
-            n += _tests_in(path.read_bytes())
+            n += _tests_in(path.read_bytes(), collecting)
         except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
             continue  # the agent's files may be anything
     return n
 
 
-_COUNTED: OrderedDict[bytes, int] = OrderedDict()  # a file's digest -> its test functions
+_COUNTED: OrderedDict[tuple[bytes, Collecting], int] = OrderedDict()  # (digest, configuration) -> tests
 _COUNTED_LOCK = threading.Lock()
 COUNTED_KEPT = 4096
 
 
-def _tests_in(source: bytes) -> int:
+def _tests_in(source: bytes, collecting: Collecting = DEFAULT) -> int:
     """The test functions of one test file's source, remembered by its digest."""
-    digest = hashlib.blake2b(source, digest_size=20).digest()
+    digest = (hashlib.blake2b(source, digest_size=20).digest(), collecting)
     with _COUNTED_LOCK:
         if digest in _COUNTED:
             return _COUNTED[digest]
     tree = pyast.parse(source)  # (bytes: a byte-order mark or a coding line read as Python reads them)
-    n = sum(1 for node in tree.body if is_test_func(node)) + len(class_tests(tree.body))
+    n = sum(1 for node in tree.body if collecting.is_test_func(node)) + len(collecting.class_tests(tree.body))
     with _COUNTED_LOCK:
         _COUNTED[digest] = n
         while len(_COUNTED) > COUNTED_KEPT:

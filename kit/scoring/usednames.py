@@ -9,7 +9,9 @@ test modules it injects into are parsed for that; the names below are the rest:
   session in 200 named a must-fail canary ``test_clear_empty``, read the mixin's passing copies of it
   as the canary's report, and called the session tampered (an honest run ``suspicious``; at a
   task's first scoring, the base refused).
-- ``test_`` and a file's stem, for any file: Python-Markdown makes a test of each of its data files
+- in a session whose configuration collects other names (``python_functions = check_*``: the kit's
+  names follow it, :mod:`.naming`), the names of its forms too (``check_*``, ``*_check``).
+- ``test_`` and a file's stem (and the forms' prefix or suffix with it), for any file: Python-Markdown makes a test of each of its data files
   (``raw-html.txt`` is ``test_raw_html``) while collecting; 2 own-tests sessions in 100 took one of
   those names. (What no scan finds, the session tells apart by where the test was defined:
   :func:`kit.scoring.stream._placed`.)
@@ -38,24 +40,30 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from kit.scoring.clean_copy import SKIP_NAMES
+from kit.scoring.naming import name_pattern
 from kit.scoring.nodeids import split
 
-#: The kit's test names (canaries, twins, shadows) start ``test_``; its other names never hold ``test``.
+#: The kit's test names (canaries, twins, shadows) start ``test_`` (or take the form the session's
+#: configuration collects: :func:`.naming.name_pattern`); its other names never hold ``test``.
 TEST_NAME = re.compile(r"(?<!\w)test_\w+")
+Forms = tuple[tuple[str, str], ...] | list[tuple[str, str]]
 MAX_TOTAL = 32 * 1024 * 1024
 
 
-def used_test_names(*roots: Path) -> set[str]:
-    """The ``test_*`` identifiers in the ``.py`` files under ``roots``, and ``test_`` + each file's
-    stem (links not followed, the folders :data:`~.clean_copy.SKIP_NAMES` left out, at most
-    :data:`MAX_TOTAL` bytes read)."""
+def used_test_names(*roots: Path, forms: Forms = ()) -> set[str]:
+    """The ``test_*`` identifiers in the ``.py`` files under ``roots`` (and those of ``forms``:
+    ``(prefix, suffix)``), and ``test_`` + each file's stem (each form's too; links not followed, the
+    folders :data:`~.clean_copy.SKIP_NAMES` left out, at most :data:`MAX_TOTAL` bytes read)."""
+    forms = tuple(f for f in forms if f != ("test_", ""))
+    pattern = name_pattern(list(forms)) if forms else TEST_NAME
     found: set[str] = set()
     budget = MAX_TOTAL
     for root in roots:
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d not in SKIP_NAMES)
             for name in sorted(files):
-                found.add("test_" + os.path.splitext(name)[0].replace(" ", "_").replace("-", "_"))
+                stem = os.path.splitext(name)[0].replace(" ", "_").replace("-", "_")
+                found.update(["test_" + stem, *(prefix + stem + suffix for prefix, suffix in forms)])
                 path = Path(folder, name)
                 try:
                     info = path.lstat()  # a regular file only: no link, no fifo to block on
@@ -68,24 +76,24 @@ def used_test_names(*roots: Path) -> set[str]:
                 except OSError:
                     continue
                 budget -= len(data)
-                found.update(_names_in(data))
+                found.update(_names_in(data, pattern))
     return {n for n in found if n.isidentifier()}
 
 
-_SEEN: OrderedDict[bytes, frozenset[str]] = OrderedDict()  # a file's digest -> its names
+_SEEN: OrderedDict[tuple[bytes, str], frozenset[str]] = OrderedDict()  # (digest, pattern) -> names
 _SEEN_LOCK = threading.Lock()
 SEEN_KEPT = 8192
 
 
-def _names_in(data: bytes) -> frozenset[str]:
+def _names_in(data: bytes, pattern: re.Pattern[str] = TEST_NAME) -> frozenset[str]:
     """The ``test_*`` names of one file, as Python takes them, remembered by its digest: a scoring
     reads the base's tree and two copies of the agent's, mostly the same files (boltons: 0.11 s)."""
-    digest = hashlib.blake2b(data, digest_size=20).digest()
+    digest = (hashlib.blake2b(data, digest_size=20).digest(), pattern.pattern)
     with _SEEN_LOCK:
         if digest in _SEEN:
             _SEEN.move_to_end(digest)
             return _SEEN[digest]
-    names = frozenset(unicodedata.normalize("NFKC", n) for n in TEST_NAME.findall(_text(data)))
+    names = frozenset(unicodedata.normalize("NFKC", n) for n in pattern.findall(_text(data)))
     with _SEEN_LOCK:
         _SEEN[digest] = names
         while len(_SEEN) > SEEN_KEPT:
@@ -117,11 +125,11 @@ def reported(nodeids: Iterable[str]) -> set[str]:
 MAX_ADDED = 500
 
 
-def names_to_avoid(base: Path, copy: Path, known: Iterable[str] = ()) -> set[str]:
+def names_to_avoid(base: Path, copy: Path, known: Iterable[str] = (), forms: Forms = ()) -> set[str]:
     """The names the hidden-test session's twins and canaries may not take: the base tree's and
     ``known`` (:func:`reported` by the base's run), and those ``copy`` (the agent's tree) adds,
     unless it adds over :data:`MAX_ADDED` (then a collision only costs that run: a twin or canary
     read as passed or failed by the name of the agent's test)."""
-    avoid = used_test_names(base) | set(known)
-    added = used_test_names(copy) - avoid
+    avoid = used_test_names(base, forms=forms) | set(known)
+    added = used_test_names(copy, forms=forms) - avoid
     return avoid | added if len(added) <= MAX_ADDED else avoid

@@ -117,9 +117,9 @@ def test_a_scoring_after_the_base_run_hands_the_own_tests_what_the_base_measured
     handed: list[dict | None] = []
     real = sessions.inject_own
 
-    def spy(root, files, left_out=(), rng=None, seconds=None):
+    def spy(root, files, left_out=(), rng=None, seconds=None, **kwargs):
         handed.append(None if seconds is None else dict(seconds))
-        return real(root, files, left_out, rng, seconds=seconds)
+        return real(root, files, left_out, rng, seconds=seconds, **kwargs)
 
     monkeypatch.setattr(sessions, "inject_own", spy)
     task = load_task("table-computed-columns")

@@ -206,8 +206,8 @@ SEED = 27
 
 
 def test_rt42_3_a_canary_takes_no_name_a_suite_makes_at_collection_time(tmp_path, monkeypatch):
-    def seeded(root, files, left_out=(), rng=None, seconds=None):
-        return inject_own(root, sorted(files), left_out, random.Random(SEED), seconds)
+    def seeded(root, files, left_out=(), rng=None, seconds=None, **kwargs):
+        return inject_own(root, sorted(files), left_out, random.Random(SEED), seconds, **kwargs)
 
     monkeypatch.setattr(sessions, "inject_own", seeded)
     root = tmp_path / "check"
@@ -246,8 +246,8 @@ TWIN_SEED = 9
 
 
 def test_rt42_3b_a_twin_takes_no_name_a_hidden_suite_makes_at_collection_time(tmp_path, monkeypatch):
-    def seeded(folder, rng=None, avoid=frozenset()):
-        return inject_folder(folder, random.Random(TWIN_SEED), avoid)
+    def seeded(folder, rng=None, avoid=frozenset(), **kwargs):
+        return inject_folder(folder, random.Random(TWIN_SEED), avoid, **kwargs)
 
     monkeypatch.setattr(sessions, "inject_folder", seeded)
     hidden = {k.removeprefix("tests/"): v for k, v in GENERATED.items() if k != "tests/__init__.py"}

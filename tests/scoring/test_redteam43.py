@@ -1,7 +1,7 @@
 """Red team 43: how a session's report is read -- which reported test is a canary, a twin, a shadow
 or a suite test (``stream._Reader.test``, ``_split``, ``_placed``, ``check_canaries``) from the node
 id and the ``__qualname__`` the plugin sends, and how requirements are credited from it
-(``verdicts``). Each test asserts the SAFE behaviour; all but 2b failed on the code before their fix.
+(``verdicts``). Each test asserts the SAFE behaviour; each failed on the code before its fix.
 
 - 1, 5: a project's decorator without ``functools.wraps`` on a test whose class or module is
   collected again elsewhere (``from ... import *``, a subclass, a ``mock.patch``-ed unittest class):
@@ -11,7 +11,9 @@ id and the ``__qualname__`` the plugin sends, and how requirements are credited 
   through the wrappers' closures for the function of the test's name.
 - 2: ``python_classes = *Tests``: a ``Test*`` helper class is never collected, its canaries were
   "missing" (``tampered``). Closed: such a class is excused as an uncollected module is.
-- 2b: ``python_functions = check_*``: no canary (all named ``test_*``) is collected. Open (xfail).
+- 2b: ``python_functions = check_*``: no canary (all named ``test_*``) was collected -- the reference
+  solution's own tests ``tampered``. Closed: the kit's test names follow the session's configuration
+  (``check_`` and the module's words: :mod:`kit.scoring.naming`).
 - 3: a hidden test in a folder named with ``[``: ``requirement_key`` cut the node id there (every
   requirement "v") and ``verdicts.inherited`` raised on it -- the scoring crashed. 3b: a forger that
   renames its reports so turned ``tampered`` into a crash. 3c: ``inherited`` read whatever host file a
@@ -25,8 +27,6 @@ id and the ``__qualname__`` the plugin sends, and how requirements are credited 
 """
 
 from __future__ import annotations
-
-import pytest
 
 from kit.scoring import verdicts
 from kit.scoring.scorer import evaluate
@@ -177,18 +177,11 @@ class HelperTests:
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="RT43-2b: canaries are named test_* whatever the project's python_functions says: with "
-    "python_functions = check_* none is collected (the canary file's, or one put in a module) and the "
-    "reference solution's own-tests run is tampered ('canary ... is missing', 'pytest reported "
-    "success'). Closing it needs the session to collect the kit's names whatever the configuration "
-    "(a pytest_pycollect_makeitem hook told every kit name) or the namer to follow python_functions",
-)
 def test_rt43_2b_a_project_whose_python_functions_is_not_test_star(tmp_path):
     repo = {
         "calc.py": STUB,
-        "pytest.ini": "[pytest]\npython_functions = check_*\n",
+        # (``HelperTests`` is collected by ``python_classes = *Tests`` only: pytest's default is ``Test``)
+        "pytest.ini": "[pytest]\npython_functions = check_*\npython_classes = *Tests\n",
         "tests/__init__.py": "",
         "tests/test_configured.py": OWN_FUNCTIONS_CONFIGURED,
     }

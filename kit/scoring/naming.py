@@ -1,0 +1,308 @@
+"""Which functions and classes a session's pytest collects (``python_functions``, ``python_classes``),
+and the names the kit gives the tests it injects (:mod:`.inject`) -- names that configuration collects.
+
+RT43-2b: a project whose configuration collects ``check_*`` functions collected none of the kit's
+``test_*`` canaries, and an honest solution's own tests were ``tampered`` ("canary ... is missing").
+The kit's test names now follow the session's configuration, read as pytest reads it
+(:func:`read_collecting`): each ``python_functions`` entry is a prefix, or a glob when it holds
+``*``, ``?`` or ``[``. A name is ``prefix`` + the module's test-name words, or the words + ``suffix``
+(``*_check``): :meth:`Collecting.forms`, each checked against pytest's rule. A module uses the form
+most of its own tests use -- the kit's names look as the project's do. A method of a
+``unittest.TestCase`` is collected by unittest's ``test`` prefix whatever the configuration: there the
+kit's names start ``test_``. Where no form can be made (``python_functions = *[0-9]``) the kit's tests
+get no name -- no canary, no twin -- and the session says so (:attr:`Collecting.unnamed`), rather than
+calling the run tampered for canaries no pytest would collect.
+
+Helper names (:meth:`_Namer.ident`) are never collected: neither ``python_functions`` nor
+``python_classes`` matches them, and none is made of a word that holds ``test``."""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import fnmatch
+import random
+import re
+import shlex
+import tomllib
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kit import pyast
+
+FILLER = [
+    "value",
+    "result",
+    "input",
+    "output",
+    "empty",
+    "returns",
+    "keeps",
+    "handles",
+    "given",
+    "when",
+    "with",
+    "order",
+    "single",
+    "many",
+]
+_GLOB = ("*", "?", "[")
+_SAMPLES = ("value_result", "keeps_order_of_many", "a_b")
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
+def _matches(entries: tuple[str, ...], name: str) -> bool:
+    """pytest's ``_matches_prefix_or_glob_option``: a prefix, or a glob where the entry holds one."""
+    return any(
+        name.startswith(e) or (any(c in e for c in _GLOB) and fnmatch.fnmatch(name, e)) for e in entries
+    )
+
+
+def _form(entry: str) -> tuple[str, str]:
+    """The ``(prefix, suffix)`` an entry suggests: its text before the first glob character and
+    after the last one, each joined to the words by ``_`` (``check*`` -> ``check_``)."""
+    if not any(c in entry for c in _GLOB):
+        head, tail = entry, ""
+    else:
+        first = min(entry.index(c) for c in _GLOB if c in entry)
+        last = max(entry.rindex(c) for c in _GLOB if c in entry)
+        head, tail = entry[:first], entry[last + 1 :] if entry[last] != "[" else ""
+        tail = "" if "]" in tail else tail
+    if not head and not tail:
+        head = "test"
+    prefix = head if not head or head.endswith("_") else head + "_"
+    suffix = tail if not tail or tail.startswith("_") else "_" + tail
+    return prefix, suffix
+
+
+@dataclass(frozen=True)
+class Collecting:
+    """What a session collects: ``python_functions`` and ``python_classes`` (pytest's defaults)."""
+
+    functions: tuple[str, ...] = ("test",)
+    classes: tuple[str, ...] = ("Test",)
+
+    def function(self, name: str) -> bool:
+        return _matches(self.functions, name)
+
+    def test_class(self, name: str) -> bool:
+        return _matches(self.classes, name)
+
+    def forms(self) -> list[tuple[str, str]]:
+        """The ``(prefix, suffix)`` forms of a kit test name this configuration collects, in its order."""
+        out: list[tuple[str, str]] = []
+        for entry in self.functions:
+            form = _form(entry)
+            names = [form[0] + s + form[1] for s in _SAMPLES]
+            if form not in out and all(n.isidentifier() and self.function(n) for n in names):
+                out.append(form)
+        return out
+
+    @property
+    def unnamed(self) -> str:
+        """Why the kit's tests can get no name in this session ("" when they can)."""
+        if self.forms():
+            return ""
+        return (
+            f"python_functions = {' '.join(self.functions)} collects no name the kit can give its "
+            "canaries: the session ran without them (its report is unverified)"
+        )
+
+    def is_test_func(self, node: ast.stmt, unittest: bool = False) -> bool:
+        """A test function (a ``unittest.TestCase`` method: ``test*``, whatever the configuration)."""
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return False
+        return node.name.startswith("test") if unittest else self.function(node.name)
+
+    def is_test_class(self, node: ast.stmt) -> bool:
+        """A class ``python_classes`` collects, or a ``unittest.TestCase`` subclass (whatever its name)."""
+        return isinstance(node, ast.ClassDef) and (self.test_class(node.name) or is_testcase(node))
+
+    def class_tests(
+        self, body: list[ast.stmt], outer: tuple[ast.ClassDef, ...] = ()
+    ) -> list[tuple[list[str], tuple[ast.ClassDef, ...], ast.FunctionDef]]:
+        """:func:`kit.tasks.requirements.class_tests` under this configuration."""
+        out: list[tuple[list[str], tuple[ast.ClassDef, ...], ast.FunctionDef]] = []
+        for node in body:
+            if self.is_test_class(node):
+                chain = (*outer, node)  # type: ignore[arg-type]
+                unittest = is_testcase(node)  # type: ignore[arg-type]
+                for sub in node.body:  # type: ignore[attr-defined]
+                    if self.is_test_func(sub, unittest):
+                        out.append(([c.name for c in chain], chain, sub))  # type: ignore[arg-type]
+                out.extend(self.class_tests(node.body, chain))  # type: ignore[attr-defined]
+        return out
+
+    def words(self, tree: ast.Module) -> list[str]:
+        """The words of a module's test names, its forms' prefixes and suffixes left out."""
+        out: list[str] = []
+        forms = self.forms()
+        for node in pyast.nodes(tree):
+            if self.is_test_func(node) or self.is_test_func(node, unittest=True):
+                out += _strip(node.name, forms).split("_")  # type: ignore[attr-defined]
+        return out
+
+    def form_of(self, tree: ast.Module) -> tuple[str, str] | None:
+        """The form most of ``tree``'s own test functions use (the configuration's first on a tie)."""
+        forms = self.forms()
+        if not forms:
+            return None
+        names = [n.name for n in pyast.nodes(tree) if self.is_test_func(n)]  # type: ignore[attr-defined]
+        used = Counter(f for name in names for f in forms if _fits(name, f))
+        return max(forms, key=lambda f: (used[f], -forms.index(f)))
+
+
+DEFAULT = Collecting()
+
+
+def is_testcase(cls: ast.ClassDef) -> bool:
+    return any(
+        (b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "")).endswith("TestCase")
+        for b in cls.bases
+    )
+
+
+def _fits(name: str, form: tuple[str, str]) -> bool:
+    return name.startswith(form[0]) and name.endswith(form[1]) and len(name) > len(form[0] + form[1])
+
+
+def _strip(name: str, forms: list[tuple[str, str]]) -> str:
+    for prefix, suffix in forms:
+        if _fits(name, (prefix, suffix)):
+            return name[len(prefix) : len(name) - len(suffix)]
+    return name.partition("_")[2]  # (a unittest method's ``test_``, as before)
+
+
+def _entries(value: object) -> tuple[str, ...] | None:
+    if isinstance(value, str):
+        try:
+            return tuple(shlex.split(value))
+        except ValueError:
+            return None
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return None
+
+
+def _ini_section(text: str, section: str) -> dict[str, str] | None:
+    """A section of an ini file as ``iniconfig`` (pytest's reader) reads it: no interpolation, no
+    inline comments, ``name = value`` or ``name: value`` and indented continuation lines."""
+    parser = configparser.RawConfigParser(
+        strict=False, comment_prefixes=("#", ";"), inline_comment_prefixes=None, delimiters=("=", ":")
+    )
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return None
+    return dict(parser.items(section)) if parser.has_section(section) else None
+
+
+def read_config(path: Path | None) -> dict[str, object]:
+    """The pytest options in configuration file ``path`` (pytest 9's loaders, by name or suffix);
+    empty when it has none, cannot be read or is over :data:`MAX_CONFIG_BYTES`."""
+    if path is None or path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_CONFIG_BYTES:
+        return {}
+    text = path.read_text(encoding="utf-8", errors="replace")
+    name = path.name
+    if name.endswith(".toml"):
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return {}
+        tool = doc.get("tool", {}).get("pytest", {}) if isinstance(doc.get("tool"), dict) else {}
+        tool = tool if isinstance(tool, dict) else {}
+        if name != "pyproject.toml" and isinstance(doc.get("pytest"), dict) and not tool:
+            return doc["pytest"]
+        native = {k: v for k, v in tool.items() if k != "ini_options"}
+        ini = tool.get("ini_options")
+        return native or (ini if isinstance(ini, dict) else {})
+    section = "tool:pytest" if name.endswith(".cfg") else "pytest"
+    return _ini_section(text, section) or {}
+
+
+def read_collecting(path: Path | None, args: list[str] = ()) -> Collecting:  # type: ignore[assignment]
+    """What a session started with ``-c path`` (and the command's ``args``: ``-o name=value``) collects."""
+    config = dict(read_config(path))
+    flags = iter(args)
+    for flag in flags:
+        if flag in ("-o", "--override-ini"):
+            text = next(flags, "")
+        elif flag.startswith(("--override-ini=", "-o")):
+            text = flag.partition("=")[2] if flag.startswith("--") else flag[2:]
+        else:
+            continue
+        key, sep, value = text.partition("=")
+        if sep:
+            config[key.strip()] = value
+    functions = _entries(config.get("python_functions", "test"))
+    classes = _entries(config.get("python_classes", "Test"))
+    return Collecting(functions or DEFAULT.functions, classes or DEFAULT.classes)
+
+
+class _Namer:
+    """Random, unused names for one folder, made of ``words`` (the module's test-name words): test
+    names for twins and canaries (in the module's form: :class:`Collecting`), identifiers for helpers
+    and variables -- no hex that would set what the kit adds apart in a report or a failure message."""
+
+    def __init__(self, rng: random.Random, taken: set[str], collecting: Collecting = DEFAULT) -> None:
+        self.rng = rng
+        self.taken = taken
+        self.words: list[str] = list(FILLER)
+        self.collecting = collecting
+        self.form: tuple[str, str] | None = ("test_", "")
+
+    def _fresh(self, make: Callable[[], str], ok: Callable[[str], bool] = lambda n: True) -> str:
+        for _ in range(1000):
+            name = make()
+            if name not in self.taken and name.isidentifier() and ok(name):
+                self.taken.add(name)
+                return name
+        name = f"{make()}_{self.rng.getrandbits(32)}"
+        self.taken.add(name)
+        return name
+
+    def _pick(self, low: int, high: int) -> list[str]:
+        return self.rng.sample(self.words, self.rng.randint(low, min(high, len(self.words))))
+
+    def ident(self, cls: bool = False) -> str:
+        """A helper's or variable's name: never one a test collector takes for a test or a test
+        class (a module's own words hold ``test``: ``test_for`` was collected, and refused)."""
+        words = [w for w in self.words if "test" not in w.lower()]
+        words = words if len(words) >= 4 else sorted(set(words) | set(FILLER))
+        c = self.collecting
+
+        def pick() -> list[str]:
+            return self.rng.sample(words, self.rng.randint(2, min(3, len(words))))
+
+        def ok(name: str) -> bool:
+            return not c.function(name) and not c.test_class(name)  # (its words hold no ``test``)
+
+        if cls:
+            return self._fresh(lambda: "".join(w.capitalize() for w in pick()), ok)
+        return self._fresh(lambda: "_".join(pick()), ok)
+
+    def test_name(self, unittest: bool = False) -> str | None:
+        """A test's name in the module's form (``test_`` in a ``unittest.TestCase``); None where the
+        configuration collects none the kit can make."""
+        prefix, suffix = ("test_", "") if unittest else self.form or ("", "")
+        if not unittest and self.form is None:
+            return None
+        collects = (lambda n: n.startswith("test")) if unittest else self.collecting.function
+        return self._fresh(lambda: prefix + "_".join(self._pick(2, 5)) + suffix, collects)
+
+    def use_module(self, tree: ast.Module) -> None:
+        """Take ``tree``'s test-name words and form."""
+        self.form = self.collecting.form_of(tree)
+        unique = sorted({w for w in self.collecting.words(tree) if w.isidentifier()})  # (test_parseURL: RT42)
+        self.words = unique if len(unique) >= 6 else sorted(set(unique) | set(FILLER))
+
+
+def name_pattern(forms: list[tuple[str, str]]) -> re.Pattern[str]:
+    """The names of ``forms`` (and ``test_*``, always) in a file's text (:mod:`.usednames`)."""
+    alts = {r"test_\w+"}
+    for prefix, suffix in forms:
+        alts.add(re.escape(prefix) + r"\w+" if not suffix else r"\w+" + re.escape(suffix) + r"(?!\w)")
+    return re.compile(r"(?<!\w)(?:" + "|".join(sorted(alts)) + ")")
