@@ -106,14 +106,25 @@ def nodes(tree: ast.AST) -> list[ast.AST]:
     return _walk([tree])
 
 
-def with_locations(tree: ast.Module) -> ast.Module:
-    """``tree`` with a placeholder position on each node that has none (the kit's own nodes):
-    ``ast.unparse`` reads ``lineno``, nothing reads the value (``ast.fix_missing_locations``, faster)."""
+_NAMING = ("name", "id", "asname", "arg", "attr")
+_NAMED_BY: dict[type, tuple[str, ...]] = {}  # node class -> which of _NAMING are its fields
+
+
+def identifiers(tree: ast.AST) -> set[str]:
+    """Every name ``tree`` defines, binds, imports or reads, attributes' too: each node's ``name``,
+    ``id``, ``asname``, ``arg`` and ``attr`` that is set, and a ``global``'s or ``nonlocal``'s names.
+    (Only the fields its class has are read: most nodes have none.)"""
+    out: set[str] = set()
     for node in nodes(tree):
-        if "lineno" in node._attributes and not hasattr(node, "lineno"):
-            node.lineno = node.end_lineno = 1  # type: ignore[attr-defined]
-            node.col_offset = node.end_col_offset = 0  # type: ignore[attr-defined]
-    return tree
+        cls = node.__class__
+        if (fields := _NAMED_BY.get(cls)) is None:
+            fields = _NAMED_BY[cls] = tuple(f for f in _NAMING if f in cls._fields)
+        for name in fields:
+            if value := getattr(node, name, None):
+                out.add(str(value))
+        if cls is ast.Global or cls is ast.Nonlocal:
+            out.update(node.names)  # type: ignore[attr-defined]
+    return out
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)

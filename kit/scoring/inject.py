@@ -403,13 +403,9 @@ def _parse_all(root: Path, files: list[str]) -> tuple[list[tuple[Path, str, ast.
         except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
             continue  # its requirements fail as not run; nothing to add
         parsed.append((path, rel, tree))
-        for node in pyast.nodes(tree):  # (attributes too: a guard named as a method a test calls made
-            taken |= {  # the test read as guarded -- and as unheard: table-computed-columns' ``to_text``)
-                str(getattr(node, f))
-                for f in ("name", "id", "asname", "arg", "attr")
-                if getattr(node, f, None)
-            }
-            taken.update(getattr(node, "names", ()) if isinstance(node, ast.Global | ast.Nonlocal) else ())
+        # (attributes too: a guard named as a method a test calls made the test read as guarded --
+        # and as unheard: table-computed-columns' ``to_text``)
+        taken |= pyast.identifiers(tree)
     return parsed, taken
 
 

@@ -9,7 +9,14 @@ requirements and twins only. Here each function of a module's or class's body is
 lines up to one span for the whole body (its longest function, plus one) and a random 0 to
 :data:`JITTER` more; every other statement by a random 0 to :data:`JITTER`. The gap after a function is
 then the span plus chance, whatever the function holds. Blank lines go only after a statement's last
-line, never inside one (a string's lines are as they were).
+line, never inside one (a string's lines are as they were). A class's last line is its body's last
+statement's: the blank lines there are that statement's (the class's own draw is made, and unused).
+
+The text is ``ast.unparse``'s, written by its own writer (:class:`_Layout`), which notes where each
+statement of a padded body ends and how many lines each function takes as it writes them: the text is
+never parsed again (that, and ``ast.unparse`` itself, were half of injection's time). The kit's own
+nodes need no position: the writer reads one only for a type comment, which the kit's trees have none of
+(they are never parsed with ``type_comments``).
 """
 
 from __future__ import annotations
@@ -19,7 +26,14 @@ import random
 
 from kit import pyast
 
+try:
+    from ast import _Unparser as _Writer  # type: ignore[attr-defined]  # (3.11-3.13)
+except ImportError:  # pragma: no cover -- 3.14 moved it
+    from _ast_unparse import Unparser as _Writer  # type: ignore[import-not-found,no-redef]
+
 JITTER = 6
+
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 class TooLarge(ValueError):
@@ -28,34 +42,85 @@ class TooLarge(ValueError):
 
 def unparse_padded(tree: ast.Module, rng: random.Random) -> str:
     """``ast.unparse(tree)`` with the blank lines above; ends with a newline. :class:`TooLarge` when
-    the text is over what the kit parses (its lines are found by parsing it again): a 259 KB module
-    of 5,000 one-test classes is 2.7 MB with two canaries in each (RT41-8)."""
-    text = ast.unparse(pyast.with_locations(tree))
+    the text (unpadded) is over what the kit parses -- a 259 KB module of 5,000 one-test classes is
+    2.7 MB with two canaries in each (RT41-8) -- before any blank line is drawn. ``tree`` is left as
+    it was (no position is added to the kit's own nodes)."""
+    layout = _Layout()
+    text = layout.visit(tree)
     if (size := len(text.encode("utf-8", "surrogateescape"))) > pyast.MAX_SOURCE_BYTES:
         raise TooLarge(f"{size:,} bytes once injected")
-    lines = text.split("\n")
-    extra: dict[int, int] = {}  # 1-based line number -> blank lines to add after it
-    _pad(pyast.parse(text).body, rng, extra)  # (one thread at a time: kit/pyast.py)
-    out: list[str] = []
-    for number, line in enumerate(lines, 1):
-        out.append(line)
-        out.extend([""] * extra.get(number, 0))
-    return "\n".join(out).rstrip("\n") + "\n"
+    _draw(layout.module, rng, layout.slots)
+    return "".join(layout.slots).rstrip("\n") + "\n"
 
 
-def _pad(body: list[ast.stmt], rng: random.Random, extra: dict[int, int]) -> None:
-    funcs = [s for s in body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)]
-    span = max((_length(s) for s in funcs), default=0) + 1
-    for stmt in body:
-        last = stmt.end_lineno or stmt.lineno
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
-            extra[last] = span - _length(stmt) + rng.randint(0, JITTER)
-        else:
-            extra[last] = rng.randint(0, JITTER)
-        if isinstance(stmt, ast.ClassDef):
-            _pad(stmt.body, rng, extra)
+#: A statement of a padded body: its length in lines if a function (else 0), the index of the slot
+#: for the blank lines after it, and, for a class, its own body's statements
+_Stmt = tuple[ast.stmt, int, int, "list | None"]
 
 
-def _length(stmt: ast.stmt) -> int:
-    first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
-    return (stmt.end_lineno or stmt.lineno) - first + 1
+class _Layout(_Writer):
+    """``ast.unparse``'s writer that leaves an empty slot in its output after each statement of the
+    module's body and, recursively, of the bodies of its classes (not of a class in a function: not
+    padded), noting each function's length; :func:`_draw` then fills the slots with blank lines."""
+
+    def __init__(self, **options: object) -> None:  # (f-strings' parts: a writer of the same type)
+        super().__init__(**options)
+        self.module: list[_Stmt] = []
+        self._pad_next: ast.ClassDef | None = None  # the class whose body is written next, padded
+        self._written: list[_Stmt] = []  # the statements of the padded body written last
+
+    @property
+    def slots(self) -> list[str]:
+        """The text so far, in pieces (the slots among them)."""
+        return self._source
+
+    def visit(self, node: ast.AST) -> str:
+        self._pad_next, self.module = None, []
+        return super().visit(node)
+
+    def get_type_comment(self, node: ast.AST) -> str | None:
+        """As the writer's, but a node without a position (the kit's) has no ``# type: ignore``."""
+        comment = self._type_ignores.get(getattr(node, "lineno", None)) or node.type_comment  # type: ignore[attr-defined]
+        return None if comment is None else f" # type: {comment}"
+
+    def _write_docstring_and_traverse_body(self, node: ast.AST) -> None:
+        if not isinstance(node, ast.Module) and node is not self._pad_next:
+            super()._write_docstring_and_traverse_body(node)
+            return
+        self._pad_next = None
+        docstring = self.get_raw_docstring(node)
+        out: list[_Stmt] = []
+        for i, stmt in enumerate(node.body):  # type: ignore[attr-defined]
+            start = len(self._source)
+            inner = None
+            if i == 0 and docstring is not None:
+                self._write_docstring(docstring)
+            elif isinstance(stmt, ast.ClassDef):
+                self._pad_next = stmt
+                self.traverse(stmt)
+                inner = self._written
+            else:
+                self.traverse(stmt)
+            length = _lines(self._source[start:]) if isinstance(stmt, _FUNCS) else 0
+            self._source.append("")
+            out.append((stmt, length, len(self._source) - 1, inner))
+        self._written = out
+        if isinstance(node, ast.Module):
+            self.module = out
+
+
+def _lines(pieces: list[str]) -> int:
+    """The lines of a statement's text: it starts with the line break that ends the line before it,
+    and a definition's with one more, its blank line (its first line is its first decorator's)."""
+    return "".join(pieces).lstrip("\n").count("\n") + 1
+
+
+def _draw(body: list[_Stmt], rng: random.Random, slots: list[str]) -> None:
+    """Blank lines in the slots after the statements of ``body``, then of each class's body after it."""
+    span = max((length for stmt, length, _, _ in body if isinstance(stmt, _FUNCS)), default=0) + 1
+    for stmt, length, slot, inner in body:
+        blank = rng.randint(0, JITTER) + (span - length if isinstance(stmt, _FUNCS) else 0)
+        if inner is None:
+            slots[slot] = "\n" * blank
+        else:  # (the class's last line is its last statement's, whose blank lines they are)
+            _draw(inner, rng, slots)

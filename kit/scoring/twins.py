@@ -343,9 +343,9 @@ def make_twin(
     ``rewrites`` gets ``func``'s own ``assert a == b`` with that pick (:func:`rewrite_requirement`)."""
     if not straight(func) or _given(func):
         return None
-    twin = copy.deepcopy(func)
+    twin = pyast.clone(func)
     assert isinstance(twin, ast.FunctionDef)
-    origin = {id(copied): own for copied, own in zip(ast.walk(twin), ast.walk(func), strict=True)}
+    origin = {id(copied): own for copied, own in zip(pyast.nodes(twin), pyast.nodes(func), strict=True)}
     rewriter = _Twin(names, held, rng, twin, origin)
     body = rewriter.body(twin.body)
     if not rewriter.checks:
@@ -402,7 +402,7 @@ def make_shadow(twin: ast.FunctionDef, name: str) -> ast.FunctionDef:
     the code does, it passes. A forger inside the session that reports a requirement passed must
     report its twin failed and leave the shadow passed, and cannot tell which is which: each
     forged requirement is caught with probability 1/2 (:mod:`.inject`)."""
-    shadow = copy.deepcopy(twin)
+    shadow = pyast.clone(twin)
     assert isinstance(shadow.body[-1], ast.Assert)
     shadow.name, shadow.body = name, shadow.body[:-1]
     return shadow
