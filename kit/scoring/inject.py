@@ -7,8 +7,9 @@ twin its **shadow** (a must-pass canary running the twin's statements: :func:`.t
 at module level where the module has tests of its own.
 
 The canaries call the code under test the way the requirements do: each runs a copy of one of its
-scope's tests (picked at random among the cheaper half: :mod:`.testcost`) with its assertions
-turned into plain evaluations, inside
+scope's tests (picked at random among the cheaper half: :mod:`.testcost`; in the own tests, a scope
+whose tests are all slow gets its pair within a budget) with its assertions turned into plain
+evaluations, inside
 ``try/except BaseException``, then asserts something whose outcome is known whatever the code does:
 the value last checked ``is not`` / ``is`` a fresh sentinel class. The failing canary is a copy in the
 test's own scope (same class, decorators and fixtures); the passing one takes only the test's marks
@@ -44,18 +45,19 @@ values). The module is re-written from its ``ast``: comments go.
 from __future__ import annotations
 
 import ast
+import math
 import random
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit import pyast
-from kit.scoring.excluded import deselected
 from kit.scoring.naming import DEFAULT, Collecting, _Namer, is_testcase
 from kit.scoring.padding import TooLarge, unparse_padded
+from kit.scoring.scopes import Scopes, Test, skipped, skips
 from kit.scoring.seal import Site, module_names, seal_test
 from kit.scoring.sealcases import seal_cases
-from kit.scoring.testcost import canary_keys
+from kit.scoring.testcost import canary_keys, left_bare
 from kit.scoring.testcost import cheap as is_cheap
 from kit.scoring.testcost import heavy as _heavy
 from kit.scoring.twins import (
@@ -70,7 +72,7 @@ from kit.scoring.twins import (
     straight,
 )
 from kit.scoring.usednames import reported, used_test_names
-from kit.tasks.requirements import pytestmark_of, test_files
+from kit.tasks.requirements import test_files
 
 MARKS = ("severity", "baseline_pass")
 
@@ -90,6 +92,7 @@ class Injected:
     next_site: list[int] = field(default_factory=lambda: [0])
     shadows: dict[str, str] = field(default_factory=dict)  # shadow name -> its twin's requirement key
     too_large: list[str] = field(default_factory=list)  # own-test modules left as written (inject_own)
+    bare: list[str] = field(default_factory=list)  # own-test scopes the canaries' budget left without
 
 
 def _is_mark(dec: ast.expr) -> bool:
@@ -138,7 +141,7 @@ def _canary(
         args=args,
         body=[*start, _try_all(body), *check],
         decorator_list=[
-            pyast.clone(d) for d in source.decorator_list if (own or _is_mark(d)) and not _skips(d)
+            pyast.clone(d) for d in source.decorator_list if (own or _is_mark(d)) and not skips(d)
         ],
         returns=None,
         type_comment=None,
@@ -153,30 +156,6 @@ def _any_args(into: ast.ClassDef | None, params: list[str], names: Names) -> ast
     args.args = [ast.arg(arg=a) for a in (["self"] if into is not None else []) + list(params)]
     args.vararg, args.kwarg = ast.arg(arg=names.mirror + "_args"), ast.arg(arg=names.mirror + "_kwargs")
     return args
-
-
-def _param_names(marks: list[ast.expr]) -> list[str]:
-    """The argument names ``parametrize`` marks among ``marks`` give every test they apply to."""
-    out: list[str] = []
-    for mark in marks:
-        target = mark.func if isinstance(mark, ast.Call) else None
-        if not (isinstance(target, ast.Attribute) and target.attr == "parametrize" and mark.args):  # type: ignore[union-attr]
-            continue
-        first = mark.args[0]  # type: ignore[union-attr]
-        if isinstance(first, ast.Constant) and isinstance(first.value, str):
-            out += [n.strip() for n in first.value.split(",") if n.strip()]
-        elif isinstance(first, ast.List | ast.Tuple):
-            out += [e.value for e in first.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
-    return list(dict.fromkeys(out))
-
-
-def _scope_marks(chain: tuple[ast.ClassDef, ...], module: ast.Module) -> list[ast.expr]:
-    """The marks every test of a scope gets: the module's ``pytestmark``, its classes' decorators and
-    ``pytestmark``."""
-    marks = pytestmark_of(module.body)
-    for cls in chain:
-        marks += [*cls.decorator_list, *pytestmark_of(cls.body)]
-    return marks
 
 
 def _plain_args(func: ast.FunctionDef, cls: ast.ClassDef | None) -> bool:
@@ -203,12 +182,14 @@ def inject_module(
     twins: bool = True,
     left_out: tuple[str, ...] = (),
     timed: dict[str, float] | None = None,
+    bare: frozenset[str] = frozenset(),
 ) -> bool:
     """Twins and canaries written into ``tree`` (acceptance file ``rel``); False if it has no tests.
     Tests of nested test classes are requirements too (``rel::Outer::Inner::test``). ``twins``
     False: canaries only (the repo's own tests: :func:`inject_own`); ``left_out``: node ids the
     session deselects -- their tests are as good as absent (no canary's source, no scope of one);
-    ``timed``: seconds each test took at the base (:func:`.testcost.canary_keys`)."""
+    ``timed``: seconds each test took at the base (:func:`.testcost.canary_keys`); ``bare``: scopes
+    (:meth:`.Scopes.key`) left without canaries."""
     namer.use_module(tree)
     c = namer.collecting
     names = Names(
@@ -217,14 +198,8 @@ def inject_module(
     imports = module_names(tree)
     module_extra: list[tuple[int, ast.stmt]] = []
     class_extra: dict[int, list[tuple[int, ast.stmt]]] = {}  # id(class) -> (index, statement)
-    scopes = _Scopes(tree, c)
-    tests: list[tuple[int, ast.ClassDef | None, int, ast.FunctionDef]] = []  # (top idx, class, idx, test)
-    for top, node in enumerate(tree.body):
-        if c.is_test_func(node):
-            tests.append((top, None, top, node))  # type: ignore[arg-type]
-        elif c.is_test_class(node):
-            tests += [(top, k[-1], k[-1].body.index(sub), sub) for _, k, sub in c.class_tests([node])]
-    tests = [t for t in tests if not deselected(f"{rel}::{scopes.node_id(t[1])}{t[3].name}", left_out)]
+    scopes = Scopes(tree, c)
+    tests = scopes.tests(rel, left_out)
     if not tests:
         return False
     rng = namer.rng
@@ -250,7 +225,7 @@ def inject_module(
             continue
         found.twins[twin.name] = key
         extras = [twin]
-        if not any(_skips(d) for d in test.decorator_list):  # (a skipped case would fail a shadow)
+        if not any(skips(d) for d in test.decorator_list):  # (a skipped case would fail a shadow)
             shadow = make_shadow(twin, namer.test_name(unittest) or "")  # the twin's must-pass double
             found.canaries[shadow.name] = (rel + ("::" + scopes.node_id(cls)[:-2] if cls else ""), True)
             found.shadows[shadow.name] = key
@@ -258,7 +233,7 @@ def inject_module(
         scope = class_extra.setdefault(id(cls), []) if cls else module_extra
         for extra in rng.sample(extras, len(extras)):  # where each sits, and which comes first: random
             scope.append((rng.randint(idx, len(cls.body if cls else tree.body) - 1), extra))
-    _add_canaries(tree, rel, tests, namer, names, found, module_extra, class_extra, scopes, timed)
+    _add_canaries(tree, rel, tests, namer, names, found, module_extra, class_extra, scopes, timed, bare)
     for test, own in checked:  # (after the canaries: they evaluate the checked values only)
         for stmt, first in own:
             rewrite_requirement(stmt, first, names)
@@ -273,63 +248,62 @@ def inject_module(
     return True
 
 
-class _Scopes:
-    """The test classes of a module (nested ones included), by ``id``: each one's names from the
-    module down and the marks every test in it gets."""
-
-    def __init__(self, tree: ast.Module, collecting: Collecting) -> None:
-        self.tree = tree
-        self.classes: dict[int, ast.ClassDef] = {}
-        self.chains: dict[int, tuple[ast.ClassDef, ...]] = {}
-        for _, chain, _ in collecting.class_tests(tree.body):
-            self.classes[id(chain[-1])], self.chains[id(chain[-1])] = chain[-1], chain
-        for chain in list(self.chains.values()):  # (a class whose tests are all in nested ones)
-            for i in range(1, len(chain)):
-                self.classes.setdefault(id(chain[i - 1]), chain[i - 1])
-                self.chains.setdefault(id(chain[i - 1]), chain[:i])
-
-    def node_id(self, cls: ast.ClassDef | None) -> str:
-        """``Outer::Inner::`` (empty at module level)."""
-        return "".join(c.name + "::" for c in self.chains[id(cls)]) if cls is not None else ""
-
-    def dotted(self, cls: ast.ClassDef) -> str:
-        return ".".join(c.name for c in self.chains[id(cls)])
-
-    def params(self, cls: ast.ClassDef | None) -> list[str]:
-        return _param_names(_scope_marks(self.chains[id(cls)] if cls is not None else (), self.tree))
-
-
 def _add_canaries(
     tree: ast.Module,
     rel: str,
-    tests: list[tuple[int, ast.ClassDef | None, int, ast.FunctionDef]],
+    tests: list[Test],
     namer: _Namer,
     names: Names,
     found: Injected,
     module_extra: list[tuple[int, ast.stmt]],
     class_extra: dict[int, list[tuple[int, ast.stmt]]],
-    classes: _Scopes,
+    classes: Scopes,
     timed: dict[str, float] | None = None,
+    bare: frozenset[str] = frozenset(),
 ) -> None:
     """Both canaries -- one that must pass, one that must fail -- in every class of tests and at
     module level (where the module has tests of its own), each a copy of one of the cheaper tests of
     its scope (of the module's when its scope has none that fits), at a random place after it: where
-    a canary sits tells nothing of what it is, nor of it from a twin."""
+    a canary sits tells nothing of what it is, nor of it from a twin. None in a scope of ``bare``."""
     rng = namer.rng
-    tests = [t for t in tests if t[1] is None or not _skipped(t[1])]  # a skipped class's canary never runs
-    if not tests:
-        return
+    first = min((t[0] for t in tests if t[1] is None or not skipped(t[1])), default=0)  # (after the imports)
+    for into, wants in _pools(rel, tests, classes, timed)[0]:
+        if classes.key(rel, into) in bare:
+            continue
+        scope_body = into.body if into is not None else tree.body
+        for must_pass, own, half in wants:
+            src_top, home, idx, source = rng.choice(half)  # which of the cheaper half: random
+            name = namer.test_name(into is not None and is_testcase(into))
+            if name is None:
+                continue  # (the configuration collects no name the kit can make: Collecting.unnamed)
+            found.canaries[name] = (classes.key(rel, into), must_pass)
+            where = classes.dotted(home) if home is not None else ""
+            params = classes.params(into)
+            canary = _canary(source, home, into, name, names, namer.ident(), must_pass, params, where)
+            after = (idx if into is not None else src_top) if own else (0 if into is not None else first)
+            placed = (rng.randint(after, len(scope_body) - 1), canary)
+            (class_extra.setdefault(id(into), []) if into is not None else module_extra).append(placed)
+
+
+_Wants = list[tuple[bool, bool, list[Test]]]  # a scope's canaries: (must pass?, own scope's?, half)
+
+
+def _pools(
+    rel: str, tests: list[Test], classes: Scopes, timed: dict[str, float] | None
+) -> tuple[list[tuple[ast.ClassDef | None, _Wants]], dict[int, tuple[int, float]]]:
+    """Each scope that gets canaries (a class's, module level's) with, for each of its canaries (must
+    pass?, a copy of its own scope's test?, the cheaper half of the tests it may copy), and the
+    :func:`.testcost.canary_keys` of the tests: a cheap test of its scope, else of the module, else any."""
+    tests = [t for t in tests if t[1] is None or not skipped(t[1])]  # a skipped class's canary never runs
     simple = [t for t in tests if straight(t[3])]
     costs = canary_keys(((f"{rel}::{classes.node_id(t[1])}{t[3].name}", t[3]) for t in simple), timed)
     cheap = [t for t in simple if is_cheap(costs[id(t[3])])]
-    scopes: dict[int | None, ast.ClassDef | None] = {
-        id(cls): cls for _, cls, _, _ in tests if cls is not None
-    }
+    scopes: dict[int | None, ast.ClassDef | None] = {id(c): c for _, c, _, _ in tests if c is not None}
     if any(cls is None for _, cls, _, _ in tests):
         scopes[None] = None
-    first = min(top for top, _, _, _ in tests)  # module-level canaries go after the imports
+    out: list[tuple[ast.ClassDef | None, _Wants]] = []
     for into in scopes.values():
-        scope_body = into.body if into is not None else tree.body
+        wants: _Wants = []
         for must_pass in (False, True):
             own, pool = [], []
             for candidates in (cheap, simple):  # a cheap test of its scope, else of the module
@@ -337,24 +311,32 @@ def _add_canaries(
                 pool = own or candidates
                 if pool:
                     break
-            if not pool:
-                continue
-            pool = [t for t in pool if not _skipped(t[3])] or pool  # its body runs: one meant to, if any
-            pool.sort(key=lambda t: costs[id(t[3])])  # a canary re-runs its test: one of the cheaper half
-            src_top, home, idx, source = rng.choice(pool[: max(1, (len(pool) + 1) // 2)])
-            name = namer.test_name(into is not None and is_testcase(into))
-            if name is None:
-                continue  # (the configuration collects no name the kit can make: Collecting.unnamed)
-            found.canaries[name] = (
-                rel + ("::" + classes.node_id(into)[:-2] if into is not None else ""),
-                must_pass,
-            )
-            where = classes.dotted(home) if home is not None else ""
-            params = classes.params(into)
-            canary = _canary(source, home, into, name, names, namer.ident(), must_pass, params, where)
-            after = (idx if into is not None else src_top) if own else (0 if into is not None else first)
-            placed = (rng.randint(after, len(scope_body) - 1), canary)
-            (class_extra.setdefault(id(into), []) if into is not None else module_extra).append(placed)
+            if pool:
+                pool = [t for t in pool if not skipped(t[3])] or pool  # its body runs: one meant to, if any
+                pool.sort(key=lambda t: costs[id(t[3])])  # a canary re-runs its test: one of the cheaper half
+                wants.append((must_pass, bool(own), pool[: max(1, (len(pool) + 1) // 2)]))
+        out.append((into, wants))
+    return out, costs
+
+
+def _pair_costs(
+    tree: ast.Module,
+    rel: str,
+    left_out: tuple[str, ...],
+    timed: dict[str, float],
+    collecting: Collecting = DEFAULT,
+) -> dict[str, float | None]:
+    """Each scope of ``tree`` that gets canaries: None where every test its canaries may copy is cheap,
+    else the most its pair of canaries can take (the costliest test of each canary's cheaper half, as
+    measured at the base; infinite where the base did not measure one) -- for :func:`.testcost.left_bare`."""
+    classes = Scopes(tree, collecting)
+    pools, costs = _pools(rel, classes.tests(rel, left_out), classes, timed)
+    out: dict[str, float | None] = {}
+    for into, wants in (p for p in pools if p[1]):  # (a scope of no test a canary can copy gets none)
+        keys = [max(costs[id(t[3])] for t in half) for _, _, half in wants]
+        dear = not all(is_cheap(k) for k in keys)
+        out[classes.key(rel, into)] = sum(k[1] if k[0] == 0 else math.inf for k in keys) if dear else None
+    return out
 
 
 def _plain(func: ast.FunctionDef, cls: ast.ClassDef | None) -> bool:
@@ -375,15 +357,26 @@ def inject_own(
     the own-tests sessions' canaries sit among the repo's tests, as the acceptance session's do -- a
     report patch or a code path that spares a separate canary file (03c, 03d) meets them. No twins.
     A scope whose every test is deselected gets none (a broken ``setUp`` there could not excuse its
-    must-pass canary: Python-Markdown). ``seconds``: per test, at the base. A module too large once
-    injected stays as written, none of its canaries expected (``too_large``: RT41-8)."""
+    must-pass canary: Python-Markdown). ``seconds``: per test, at the base; with them, a scope whose
+    canaries could copy only costly tests gets its pair within a budget (:func:`.testcost.left_bare`),
+    ``bare`` lists those that get none. A module too large once injected stays as written, none of
+    its canaries expected (``too_large``: RT41-8)."""
     rng = rng or random.Random(secrets.randbits(64))
     found = Injected()
     parsed, taken = _parse_all(root, files)
     used = used_test_names(root, forms=collecting.forms()) | reported(seconds or {})
     namer = _Namer(rng, taken | used, collecting)  # no test's name
+    out = tuple(left_out)
+    if seconds is not None:  # (a task's first scoring has measured nothing: every scope gets its pair)
+        pairs = {
+            k: v
+            for _, rel, tree in parsed
+            for k, v in _pair_costs(tree, rel, out, seconds, collecting).items()
+        }
+        found.bare = sorted(left_bare(pairs, seconds))
+    bare = frozenset(found.bare)
     for path, rel, tree in parsed:
-        if inject_module(tree, rel, namer, found, twins=False, left_out=tuple(left_out), timed=seconds):
+        if inject_module(tree, rel, namer, found, twins=False, left_out=out, timed=seconds, bare=bare):
             try:
                 path.write_text(unparse_padded(tree, rng), encoding="utf-8")
             except TooLarge:
@@ -426,14 +419,3 @@ def inject_folder(
         if inject_module(tree, rel, namer, found):
             path.write_text(unparse_padded(tree, rng), encoding="utf-8")
     return found
-
-
-def _skipped(node: ast.ClassDef | ast.FunctionDef) -> bool:
-    """Is the class (or test) skipped or expected to fail by its marks -- ``@unittest.skipUnless(...)``,
-    ``@pytest.mark.skipif(...)``, ``xfail``, a ``pytestmark`` with one -- so that a canary in it would
-    never run (cachetools' threading tests)? A canary copying a test leaves such marks out (:func:`_skips`)."""
-    return any(_skips(m) for m in [*node.decorator_list, *pytestmark_of(node.body)])
-
-
-def _skips(mark: ast.expr) -> bool:
-    return any(w in ast.unparse(mark).lower() for w in ("skip", "xfail", "expectedfailure"))

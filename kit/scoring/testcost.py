@@ -7,7 +7,10 @@ the canaries' pick, twice (0.7 s each, a sixth of the repo's whole suite). The o
 therefore copy, where the base commit's own-tests run (:mod:`.scorer`, cached per base) measured
 them, the tests that took least; a test it did not measure (one the agent added) comes after every
 measured one, by its source. The measured seconds come from the base commit's code and tests only:
-nothing the agent wrote runs in that session."""
+nothing the agent wrote runs in that session. Where a scope has only slow tests to copy (toolz's
+``bench/``: one to three tests of 0.07-0.55 s per module), its pair is placed only within a budget
+(:func:`left_bare`; why that leaves no forger anything new: docs/scoring.md, "Which test a canary
+copies")."""
 
 from __future__ import annotations
 
@@ -22,6 +25,11 @@ CANARY_COST = 400  # (a copy of more-itertools' 20 s sieve(10**5) test took its 
 
 #: ... or, measured at the base (setup, call and teardown, every case of it), at most this long
 CANARY_SECONDS = 0.05
+
+#: The own tests' canaries that can copy only costly tests (a scope of slow tests: toolz's ``bench/``)
+#: are placed, cheapest pair first, while what they may take stays within this share of the seconds
+#: the base's own tests took (:func:`left_bare`)
+CANARY_BUDGET = 0.10
 
 #: A test holding an integer literal this large (rows, iterations) is taken as a long-running one.
 HEAVY_LITERAL = 100_000
@@ -83,3 +91,20 @@ def canary_keys(
 def cheap(key: tuple[int, float]) -> bool:
     """Is a test of this :func:`canary_keys` key one a canary may copy first?"""
     return key[1] <= (CANARY_SECONDS if key[0] == 0 else CANARY_COST)
+
+
+def left_bare(pairs: dict[str, float | None], timed: dict[str, float]) -> set[str]:
+    """The scopes left without canaries, of ``pairs``: scope -> None where its canaries copy cheap
+    tests (always placed), else the most its pair may take, in seconds. The costly pairs are placed
+    cheapest first while their sum stays within :data:`CANARY_BUDGET` of the seconds of ``timed``
+    (each test's at the base); where no pair is cheap the cheapest is placed whatever it costs: a
+    session keeps at least one pair."""
+    budget = CANARY_BUDGET * sum(timed.values())
+    costly = sorted((cost, scope) for scope, cost in pairs.items() if cost is not None)
+    spent, bare, none_cheap = 0.0, set(), len(costly) == len(pairs)
+    for i, (cost, scope) in enumerate(costly):
+        if spent + cost <= budget or (i == 0 and none_cheap):
+            spent += cost
+        else:
+            bare.add(scope)
+    return bare

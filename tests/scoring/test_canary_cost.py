@@ -1,6 +1,7 @@
 """The own tests' canaries copy the tests the base commit's own-tests run measured cheapest
 (kit/scoring/testcost.py): a test whose work is out of sight of its source (a module-level list of a
-million items, toolz's bench/test_join.py) is not copied twice because its source is one line."""
+million items, toolz's bench/test_join.py) is not copied twice because its source is one line; and a
+scope whose tests are all slow gets its pair only within a budget (testcost.left_bare)."""
 
 from __future__ import annotations
 
@@ -133,3 +134,79 @@ def test_a_scoring_after_the_base_run_hands_the_own_tests_what_the_base_measured
     assert sum(h is None for h in (first_own, base)) == 2  # nothing measured yet
     assert second_own and all(v >= 0 for v in second_own.values())
     assert all(t.startswith("tests/test_") for t in second_own), second_own
+
+
+# the own tests' canary budget (testcost.left_bare): a module of cheap tests, one whose tests are all
+# deselected, and four of slow tests only (toolz's bench/) -- "slow_a"'s pair may take 2 x 0.12 s
+CHEAP = """
+class TestThing:
+    def test_one(self):
+        assert quick(1)
+
+    def test_two(self):
+        assert quick(2)
+
+
+def test_three():
+    assert quick(3)
+"""
+SLOW = "\n\n".join(f"def test_{word}():\n    assert {word}_work()\n" for word in ("first", "second", "third"))
+SLOW_SECONDS = {"slow_a": (0.10, 0.12, 0.5), "slow_b": (0.3,), "slow_c": (0.4, 0.45), "slow_d": (2.0,)}
+MEASURED = {
+    **{
+        f"tests/test_cheap.py::{t}": 0.01
+        for t in ("TestThing::test_one", "TestThing::test_two", "test_three")
+    },
+    **{
+        f"bench/test_{mod}.py::test_{word}": took
+        for mod, seconds in SLOW_SECONDS.items()
+        for word, took in zip(("first", "second", "third"), seconds, strict=False)
+    },
+}  # 3.9 s in all: the costly pairs may take 0.39 s
+
+
+def _budget_tree(root, seed: int, seconds: dict[str, float] | None, slow=tuple(SLOW_SECONDS), cheap=True):
+    """The injected tree's canaries by scope, and ``inject_own``'s answer."""
+    files = []
+    if cheap:
+        (root / "tests").mkdir(parents=True)
+        for name in ("test_cheap.py", "test_gone.py"):
+            (root / "tests" / name).write_text(CHEAP)
+            files.append(f"tests/{name}")
+    (root / "bench").mkdir(parents=True)
+    for mod in slow:
+        words = len(SLOW_SECONDS[mod])
+        (root / "bench" / f"test_{mod}.py").write_text("\n\n".join(SLOW.split("\n\n")[:words]))
+        files.append(f"bench/test_{mod}.py")
+    found = inject_own(root, files, ["tests/test_gone.py"], rng=random.Random(seed), seconds=seconds)
+    scopes: dict[str, list[bool]] = {}
+    for scope, must_pass in found.canaries.values():
+        scopes.setdefault(scope, []).append(must_pass)
+    return {k: sorted(v) for k, v in scopes.items()}, found
+
+
+def test_own_canaries_that_copy_only_slow_tests_are_placed_within_a_budget(tmp_path):
+    pair = [False, True]
+    cheap_scopes = {"tests/test_cheap.py::TestThing": pair, "tests/test_cheap.py": pair}
+    for seed in range(6):
+        scopes, found = _budget_tree(tmp_path / f"timed{seed}", seed, MEASURED)
+        # cheap scopes all get their pair; of the slow-only ones, the cheapest while 2 x their costliest
+        # pickable test stays within 10% of the base's 3.9 s: slow_a (0.24 s), slow_b (+0.6 s: over)
+        assert scopes == {**cheap_scopes, "bench/test_slow_a.py": pair}, (seed, scopes)
+        assert found.bare == ["bench/test_slow_b.py", "bench/test_slow_c.py", "bench/test_slow_d.py"]
+        # a scope whose every test is deselected still gets none, and is no scope the budget left out
+        assert not any(s.startswith("tests/test_gone.py") for s in [*scopes, *found.bare])
+    # what the kept canaries copy stays random: one of the cheaper half (first, second), never third
+    copied = set()
+    for seed in range(12):
+        _budget_tree(tmp_path / f"pick{seed}", seed, MEASURED)
+        text = (tmp_path / f"pick{seed}" / "bench" / "test_slow_a.py").read_text()
+        copied |= {w for w in ("first", "second", "third") if text.count(f"{w}_work()") > 1}
+    assert copied == {"first", "second"}
+    # no cheap scope at all, every slow pair over the budget: the cheapest still gets its pair
+    scopes, found = _budget_tree(tmp_path / "slowonly", 0, MEASURED, ("slow_d", "slow_c"), cheap=False)
+    assert scopes == {"bench/test_slow_c.py": pair} and found.bare == ["bench/test_slow_d.py"]
+    # nothing measured yet (a task's first scoring): every scope that runs a test gets its pair
+    scopes, found = _budget_tree(tmp_path / "untimed", 0, None)
+    slow = {f"bench/test_{mod}.py": pair for mod in SLOW_SECONDS}
+    assert scopes == {**cheap_scopes, **slow} and found.bare == []
