@@ -28,6 +28,7 @@ import tomllib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from kit import pyast
@@ -51,6 +52,10 @@ FILLER = [
 _GLOB = ("*", "?", "[")
 _SAMPLES = ("value_result", "keeps_order_of_many", "a_b")
 MAX_CONFIG_BYTES = 1024 * 1024
+#: RT44-5: the patterns of ``python_functions`` / ``python_classes`` read (each at most this long):
+#: :meth:`Collecting.forms` checks each against all (quadratic) -- 20,000 held a scoring for hours
+MAX_PATTERNS = 100
+MAX_PATTERN_CHARS = 200
 
 
 def _matches(entries: tuple[str, ...], name: str) -> bool:
@@ -83,6 +88,8 @@ class Collecting:
 
     functions: tuple[str, ...] = ("test",)
     classes: tuple[str, ...] = ("Test",)
+    #: why the kit does not name its tests here though it could read the configuration ("": it does)
+    refused: str = ""
 
     def function(self, name: str) -> bool:
         return _matches(self.functions, name)
@@ -92,19 +99,23 @@ class Collecting:
 
     def forms(self) -> list[tuple[str, str]]:
         """The ``(prefix, suffix)`` forms of a kit test name this configuration collects, in its order."""
+        return list(self._forms)
+
+    @cached_property
+    def _forms(self) -> tuple[tuple[str, str], ...]:  # (computed once: RT44-5)
         out: list[tuple[str, str]] = []
-        for entry in self.functions:
+        for entry in () if self.refused else self.functions:
             form = _form(entry)
             names = [form[0] + s + form[1] for s in _SAMPLES]
             if form not in out and all(n.isidentifier() and self.function(n) for n in names):
                 out.append(form)
-        return out
+        return tuple(out)
 
     @property
     def unnamed(self) -> str:
         """Why the kit's tests can get no name in this session ("" when they can)."""
-        if self.forms():
-            return ""
+        if self.refused or self._forms:
+            return self.refused
         return (
             f"python_functions = {' '.join(self.functions)} collects no name the kit can give its "
             "canaries: the session ran without them (its report is unverified)"
@@ -223,6 +234,21 @@ def read_config(path: Path | None) -> dict[str, object]:
     return _ini_section(text, section) or {}
 
 
+def _patterns(key: str, value: object) -> tuple[str, ...] | str:
+    """The patterns of option ``key``, or why the kit does not read them (over its caps: RT44-5)."""
+    size = len(value) if isinstance(value, str) else sum(map(len, value)) if isinstance(value, list) else 0
+    entries = _entries(value) if size <= MAX_PATTERNS * MAX_PATTERN_CHARS else None  # (shlex is slow)
+    if size <= MAX_PATTERNS * MAX_PATTERN_CHARS and (
+        not entries or (len(entries) <= MAX_PATTERNS and max(map(len, entries)) <= MAX_PATTERN_CHARS)
+    ):
+        return entries or ()
+    return (
+        f"{key} is {size:,} characters{f' in {len(entries):,} patterns' if entries else ''}, over what the "
+        f"kit reads ({MAX_PATTERNS} patterns of up to {MAX_PATTERN_CHARS} characters): the session ran "
+        "without the kit's canaries (its report is unverified)"
+    )
+
+
 def read_collecting(path: Path | None, args: list[str] = ()) -> Collecting:  # type: ignore[assignment]
     """What a session started with ``-c path`` (and the command's ``args``: ``-o name=value``) collects."""
     config = dict(read_config(path))
@@ -237,9 +263,14 @@ def read_collecting(path: Path | None, args: list[str] = ()) -> Collecting:  # t
         key, sep, value = text.partition("=")
         if sep:
             config[key.strip()] = value
-    functions = _entries(config.get("python_functions", "test"))
-    classes = _entries(config.get("python_classes", "Test"))
-    return Collecting(functions or DEFAULT.functions, classes or DEFAULT.classes)
+    found = [
+        _patterns(k, config[k]) if k in config else d
+        for k, d in (("python_functions", DEFAULT.functions), ("python_classes", DEFAULT.classes))
+    ]
+    refused = next((f for f in found if isinstance(f, str)), "")
+    if refused:
+        return Collecting((), (), refused)
+    return Collecting(found[0] or DEFAULT.functions, found[1] or DEFAULT.classes)  # type: ignore[arg-type]
 
 
 class _Namer:
