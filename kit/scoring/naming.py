@@ -19,12 +19,10 @@ Helper names (:meth:`_Namer.ident`) are never collected: neither ``python_functi
 from __future__ import annotations
 
 import ast
-import configparser
 import fnmatch
 import random
 import re
 import shlex
-import tomllib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +30,7 @@ from functools import cached_property
 from pathlib import Path
 
 from kit import pyast
+from kit.scoring import pytestconfig
 
 FILLER = [
     "value",
@@ -51,7 +50,6 @@ FILLER = [
 ]
 _GLOB = ("*", "?", "[")
 _SAMPLES = ("value_result", "keeps_order_of_many", "a_b")
-MAX_CONFIG_BYTES = 1024 * 1024
 #: RT44-5: the patterns of ``python_functions`` / ``python_classes`` read (each at most this long):
 #: :meth:`Collecting.forms` checks each against all (quadratic) -- 20,000 held a scoring for hours
 MAX_PATTERNS = 100
@@ -197,41 +195,9 @@ def _entries(value: object) -> tuple[str, ...] | None:
     return None
 
 
-def _ini_section(text: str, section: str) -> dict[str, str] | None:
-    """A section of an ini file as ``iniconfig`` (pytest's reader) reads it: no interpolation, no
-    inline comments, ``name = value`` or ``name: value`` and indented continuation lines."""
-    parser = configparser.RawConfigParser(
-        strict=False, comment_prefixes=("#", ";"), inline_comment_prefixes=None, delimiters=("=", ":")
-    )
-    parser.optionxform = str  # type: ignore[assignment,method-assign]
-    try:
-        parser.read_string(text)
-    except configparser.Error:
-        return None
-    return dict(parser.items(section)) if parser.has_section(section) else None
-
-
 def read_config(path: Path | None) -> dict[str, object]:
-    """The pytest options in configuration file ``path`` (pytest 9's loaders, by name or suffix);
-    empty when it has none, cannot be read or is over :data:`MAX_CONFIG_BYTES`."""
-    if path is None or path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_CONFIG_BYTES:
-        return {}
-    text = path.read_text(encoding="utf-8", errors="replace")
-    name = path.name
-    if name.endswith(".toml"):
-        try:
-            doc = tomllib.loads(text)
-        except tomllib.TOMLDecodeError:
-            return {}
-        tool = doc.get("tool", {}).get("pytest", {}) if isinstance(doc.get("tool"), dict) else {}
-        tool = tool if isinstance(tool, dict) else {}
-        if name != "pyproject.toml" and isinstance(doc.get("pytest"), dict) and not tool:
-            return doc["pytest"]
-        native = {k: v for k, v in tool.items() if k != "ini_options"}
-        ini = tool.get("ini_options")
-        return native or (ini if isinstance(ini, dict) else {})
-    section = "tool:pytest" if name.endswith(".cfg") else "pytest"
-    return _ini_section(text, section) or {}
+    """The pytest options in configuration file ``path``, read as pytest reads it (:mod:`.pytestconfig`)."""
+    return pytestconfig.options(path)
 
 
 def _patterns(key: str, value: object) -> tuple[str, ...] | str:

@@ -252,11 +252,6 @@ def test_rt44_7_a_configuration_the_agent_adds_is_not_the_sessions(tmp_path, nam
 PLAIN = "import calc\n\n\ndef test_helper_one():\n    assert calc.helper(1) == 1\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="RT44-8 worked: configparser gives every section the keys of [DEFAULT], iniconfig (pytest) does "
-    "not: the kit names canaries check_*, pytest collects test_* -- the reference solution `tampered`",
-)
 @pytest.mark.parametrize("name, section", [("setup.cfg", "tool:pytest"), ("tox.ini", "pytest")])
 def test_rt44_8_a_default_section_pytest_does_not_read(tmp_path, name, section):
     text = f"[DEFAULT]\npython_functions = check_*\n\n[{section}]\nminversion = 7\n"
@@ -283,13 +278,6 @@ MISREAD = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="RT44-9 worked: the kit's reader and pytest's read these files apart (a BOM; pytest.toml's "
-    "[tool.pytest]): canaries in a form pytest does not collect -- the reference solution `tampered`; a "
-    "BOM'd setup.cfg is not even taken as the configuration (clean_copy.pytest_config_file): the session "
-    "runs with the kit's empty ini, the helper test_data is run and check_* never -- silently",
-)
 @pytest.mark.parametrize("case", sorted(MISREAD))
 def test_rt44_9_configuration_files_pytest_reads_otherwise(tmp_path, case):
     name, text, tests = MISREAD[case]
@@ -315,3 +303,56 @@ def test_rt44_5b_over_the_cap_the_session_is_unverified_and_says_why():
         assert "over what the kit reads" in refused.unnamed and "unverified" in refused.unnamed, (
             refused.unnamed
         )
+
+
+#: (file, text): each read by the kit as pytest 9 reads it (RT44-8/9), errors included
+PARITY = [
+    ("pytest.ini", "\ufeff[pytest]\npython_functions = check_*\n"),
+    ("pytest.ini", "[DEFAULT]\npython_functions = check_*\n[pytest]\nx = 1\n"),
+    ("pytest.ini", "[other]\nx = 1\n"),
+    ("pytest.ini", "[pytest]\npython_functions = a  # b\n  c\n"),
+    ("pytest.ini", "[pytest]\nx = 1\nx = 2\n"),
+    ("pytest.ini", "no section = 1\n"),
+    ("setup.cfg", "\ufeff[tool:pytest]\npython_functions = check_*\n"),
+    ("setup.cfg", "[DEFAULT]\npython_functions = check_*\n[tool:pytest]\nminversion = 7\n"),
+    ("setup.cfg", "[metadata]\nname = x\n"),
+    ("tox.ini", "[DEFAULT]\npython_functions = check_*\n[pytest]\nminversion = 7\n"),
+    ("tox.ini", "[tox]\nenvlist = py\n"),
+    ("pytest.toml", "[tool.pytest]\npython_functions = ['check_*']\n"),
+    ("pytest.toml", "[pytest]\npython_functions = ['check_*']\n[tool.pytest]\nx = 1\n"),
+    ("pytest.toml", "python_functions = ['check_*']\n"),
+    ("pyproject.toml", "[tool.pytest]\npython_functions = ['check_*']\n"),
+    ("pyproject.toml", "[tool.pytest.ini_options]\npython_functions = 'check_*'\nminversion = 7\n"),
+    ("pyproject.toml", "[pytest]\npython_functions = ['check_*']\n"),
+    ("pyproject.toml", "[tool.pytest]\nx = 1\n[tool.pytest.ini_options]\ny = '2'\n"),
+    ("pyproject.toml", "\ufeff[tool.pytest]\nx = 1\n"),
+    ("custom.toml", "[pytest]\npython_functions = ['check_*']\n"),
+    ("custom.toml", "[tool.pytest]\npython_functions = ['check_*']\n"),
+    ("custom.toml", "[pytest]\nx = 1\n[tool.pytest]\ny = 1\n"),
+    ("custom.ini", "\ufeff[pytest]\nx = 1\n"),
+]
+
+
+@pytest.mark.parametrize("name, text", PARITY)
+def test_rt44_9b_the_kits_reader_is_pytests(tmp_path, name, text):
+    """The options the kit reads and the file it takes as the configuration are pytest's own."""
+    from _pytest.config.findpaths import load_config_dict_from_file, locate_config
+
+    from kit.scoring.clean_copy import pytest_config_file
+    from kit.scoring.naming import read_config
+
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    try:
+        loaded = load_config_dict_from_file(path)
+        expected = {k: v.value for k, v in (loaded or {}).items()}
+    except BaseException:  # (a usage error, or pytest's fail(): the session stops)
+        loaded, expected = "stops", {}
+    assert read_config(path) == expected
+    if name.startswith("custom"):
+        return
+    try:
+        located = locate_config(tmp_path, [tmp_path])[1]
+    except BaseException:
+        located = path  # (pytest stops on it: the kit takes it, so the session stops as well)
+    assert pytest_config_file(tmp_path) == located, loaded
