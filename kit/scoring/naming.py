@@ -208,16 +208,21 @@ def _patterns(key: str, value: object) -> tuple[str, ...] | str:
         not entries or (len(entries) <= MAX_PATTERNS and max(map(len, entries)) <= MAX_PATTERN_CHARS)
     ):
         return entries or ()
+    return _refused(key, size, entries)
+
+
+def _refused(key: str, size: int, entries: tuple[str, ...] | None) -> str:
     return (
         f"{key} is {size:,} characters{f' in {len(entries):,} patterns' if entries else ''}, over what the "
-        f"kit reads ({MAX_PATTERNS} patterns of up to {MAX_PATTERN_CHARS} characters): the session ran "
+        f"kit reads ({MAX_PATTERNS * MAX_PATTERN_CHARS:,} characters, {MAX_PATTERNS} patterns of up to "
+        f"{MAX_PATTERN_CHARS}): the session ran "
         "without the kit's canaries (its report is unverified)"
     )
 
 
-def read_collecting(path: Path | None, args: list[str] = ()) -> Collecting:  # type: ignore[assignment]
-    """What a session started with ``-c path`` (and the command's ``args``: ``-o name=value``) collects."""
-    config = dict(read_config(path))
+def _overrides(args: list[str]) -> dict[str, object]:
+    """The ``-o name=value`` / ``--override-ini`` options in ``args`` (the last of a name wins)."""
+    out: dict[str, object] = {}
     flags = iter(args)
     for flag in flags:
         if flag in ("-o", "--override-ini"):
@@ -228,7 +233,19 @@ def read_collecting(path: Path | None, args: list[str] = ()) -> Collecting:  # t
             continue
         key, sep, value = text.partition("=")
         if sep:
-            config[key.strip()] = value
+            out[key] = value
+    return out
+
+
+def read_collecting(path: Path | None, args: list[str] = ()) -> Collecting:  # type: ignore[assignment]
+    """What a session started with ``-c path`` and the command's ``args`` collects: the file's options,
+    the ``-o name=value`` of its ``addopts`` and of ``args`` (RT44-1: pytest puts ``addopts`` before
+    the command line's own arguments: the command's ``-o`` wins)."""
+    config = {**read_config(path), **_overrides(list(args))}
+    addopts = config.get("addopts", "")
+    if isinstance(addopts, str | list) and len(str(addopts)) > MAX_PATTERNS * MAX_PATTERN_CHARS:
+        return Collecting((), (), _refused("addopts", len(str(addopts)), None))
+    config.update(_overrides([*(_entries(addopts) or ()), *args]))
     found = [
         _patterns(k, config[k]) if k in config else d
         for k, d in (("python_functions", DEFAULT.functions), ("python_classes", DEFAULT.classes))

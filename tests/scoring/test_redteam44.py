@@ -66,11 +66,6 @@ def _checks(config: dict[str, str]) -> dict[str, str]:
 # --------------------------------------------------------------------------- 1: -o in addopts
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="RT44-1 worked: `addopts = -o python_functions=check_*` is read by pytest, not by the kit: "
-    "its canaries are named test_*, never collected -- the reference solution `tampered`",
-)
 @pytest.mark.parametrize("opt", ["-o python_functions=check_*", "--override-ini=python_functions=check_*"])
 def test_rt44_1_override_ini_in_addopts(tmp_path, opt):
     _, _, ev = _run(tmp_path, _checks({"pytest.ini": f"[pytest]\naddopts = {opt}\n"}))
@@ -356,3 +351,23 @@ def test_rt44_9b_the_kits_reader_is_pytests(tmp_path, name, text):
     except BaseException:
         located = path  # (pytest stops on it: the kit takes it, so the session stops as well)
     assert pytest_config_file(tmp_path) == located, loaded
+
+
+@pytest.mark.parametrize(
+    "addopts, args, functions",
+    [
+        ("-o python_functions=check_*", [], ("check_*",)),
+        ("-q --override-ini=python_functions=check_* -ra", [], ("check_*",)),
+        ("--override-ini python_functions=check_*", [], ("check_*",)),
+        ("-opython_functions=check_*", [], ("check_*",)),
+        ("-o python_functions=check_*", ["-o", "python_functions=verify_*"], ("verify_*",)),
+        ("-o python_functions=a_* -o python_functions=b_*", [], ("b_*",)),
+        ("-o 'python_functions=a_* b_*'", [], ("a_*", "b_*")),
+        ("-k python_functions=check_*", [], ("test",)),
+    ],
+)
+def test_rt44_1c_addopts_overrides_as_pytest_applies_them(tmp_path, addopts, args, functions):
+    from kit.scoring.naming import read_collecting
+
+    (tmp_path / "pytest.ini").write_text(f"[pytest]\naddopts = {addopts}\n", encoding="utf-8")
+    assert read_collecting(tmp_path / "pytest.ini", args).functions == functions
