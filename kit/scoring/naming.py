@@ -11,7 +11,10 @@ most of its own tests use -- the kit's names look as the project's do. A method 
 ``unittest.TestCase`` is collected by unittest's ``test`` prefix whatever the configuration: there the
 kit's names start ``test_``. Where no form can be made (``python_functions = *[0-9]``) the kit's tests
 get no name -- no canary, no twin -- and the session says so (:attr:`Collecting.unnamed`), rather than
-calling the run tampered for canaries no pytest would collect.
+calling the run tampered for canaries no pytest would collect. An empty ``python_functions =``
+collects no plain function (RT44-2): canaries go into ``unittest.TestCase`` classes only. The file is
+read as pytest reads it (:mod:`.pytestconfig`, RT44-8/9), then the ``-o`` of its ``addopts`` and of the
+command (RT44-1); over :data:`MAX_PATTERNS` patterns the kit names nothing (RT44-5).
 
 Helper names (:meth:`_Namer.ident`) are never collected: neither ``python_functions`` nor
 ``python_classes`` matches them, and none is made of a word that holds ``test``."""
@@ -114,10 +117,13 @@ class Collecting:
         """Why the kit's tests can get no name in this session ("" when they can)."""
         if self.refused or self._forms:
             return self.refused
-        return (
-            f"python_functions = {' '.join(self.functions)} collects no name the kit can give its "
-            "canaries: the session ran without them (its report is unverified)"
+        what = (
+            f"python_functions = {' '.join(self.functions)} collects no name the kit can give its canaries"
+            if self.functions
+            else "python_functions is empty (pytest collects no plain function) and no unittest.TestCase "
+            "held the kit's canaries"
         )
+        return f"{what}: the session ran without them (its report is unverified)"
 
     def is_test_func(self, node: ast.stmt, unittest: bool = False) -> bool:
         """A test function (a ``unittest.TestCase`` method: ``test*``, whatever the configuration)."""
@@ -207,7 +213,7 @@ def _patterns(key: str, value: object) -> tuple[str, ...] | str:
     if size <= MAX_PATTERNS * MAX_PATTERN_CHARS and (
         not entries or (len(entries) <= MAX_PATTERNS and max(map(len, entries)) <= MAX_PATTERN_CHARS)
     ):
-        return entries or ()
+        return entries or ()  # (empty: pytest collects no plain function or class by name -- RT44-2)
     return _refused(key, size, entries)
 
 
@@ -253,7 +259,7 @@ def read_collecting(path: Path | None, args: list[str] = ()) -> Collecting:  # t
     refused = next((f for f in found if isinstance(f, str)), "")
     if refused:
         return Collecting((), (), refused)
-    return Collecting(found[0] or DEFAULT.functions, found[1] or DEFAULT.classes)  # type: ignore[arg-type]
+    return Collecting(found[0], found[1])  # type: ignore[arg-type]
 
 
 class _Namer:

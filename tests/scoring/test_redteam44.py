@@ -3,10 +3,10 @@
 ``-o``: :mod:`kit.scoring.naming`). Attacked without reading the change. Each test asserts the SAFE
 outcome; a trick that works is marked ``xfail(strict=True)`` and says what happens instead.
 
-Worked (an honest run ``tampered``, or the scoring held): 1 ``addopts = -o python_functions=...``;
-2 an empty ``python_functions =``; 5 many globs (``Collecting.forms()`` is quadratic); 8 a
-``[DEFAULT]`` section; 9 a byte-order mark, ``[tool.pytest]`` in ``pytest.toml``. No effect: 1b, 2b,
-3 (flagged unverified), 4, 6, 7 (the agent's configuration is never the session's).
+Worked (an honest run ``tampered``, or the scoring held), all closed since: 1 ``addopts = -o
+python_functions=...``; 2 an empty ``python_functions =``; 5 many globs (``Collecting.forms()`` was
+quadratic); 8 a ``[DEFAULT]`` section; 9 a byte-order mark, ``[tool.pytest]`` in ``pytest.toml``. No
+effect: 1b, 2b, 3 (flagged unverified), 4, 6, 7 (the agent's configuration is never the session's).
 """
 
 from __future__ import annotations
@@ -107,11 +107,6 @@ UNITTEST_RUN = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="RT44-2 worked: an empty `python_functions =` is read as pytest's default (test_*), which pytest "
-    "does not collect: the module's canaries are missing -- the reference solution `tampered`",
-)
 def test_rt44_2_an_empty_python_functions_in_a_unittest_project(tmp_path):
     """``python_functions =`` (no plain function is a test: the project's are unittest classes)."""
     repo = {"calc.py": STUB, "tests/__init__.py": "", "tests/test_unit.py": UNITTEST_ONLY}
@@ -371,3 +366,18 @@ def test_rt44_1c_addopts_overrides_as_pytest_applies_them(tmp_path, addopts, arg
 
     (tmp_path / "pytest.ini").write_text(f"[pytest]\naddopts = {addopts}\n", encoding="utf-8")
     assert read_collecting(tmp_path / "pytest.ini", args).functions == functions
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("pytest.ini", "[pytest]\npython_functions =\n"),
+        ("pyproject.toml", "[tool.pytest]\npython_functions = []\n"),
+    ],
+)
+def test_rt44_2c_an_empty_python_functions_without_unittest_classes_is_unverified(tmp_path, name, text):
+    """No TestCase to hold a canary: the session runs without them and says so (pytest runs no test)."""
+    _, _, ev = _run(tmp_path, _checks({name: text}))
+    assert not ev.tampered, ev.tampered
+    assert any("is empty" in p and "unverified" in p for p in ev.problems), ev.problems
+    assert not ev.own.outcomes
