@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import stat
-import tomllib
 from pathlib import Path, PurePosixPath
 
 from kit import trees
 from kit.paths import IGNORED_DIRS, IGNORED_SUFFIXES
 from kit.records.schema import file_name
+from kit.scoring import pytestconfig
 from kit.tasks.requirements import TEST_FILE_RE
 
 SKIP_NAMES = frozenset(IGNORED_DIRS)
@@ -227,35 +226,7 @@ def lay_file(src: Path, tree: Path, rel: PurePosixPath) -> Path:
     return target
 
 
-#: A configuration file larger than this is not parsed in the kit's process: it is taken as pytest's
-#: configuration (pytest itself reads it, in the sandbox).
-MAX_CONFIG_BYTES = 1024 * 1024
-
-
 def pytest_config_file(root: Path) -> Path | None:
-    """The file pytest would take its configuration from when started in ``root`` (pytest 9 rules)."""
-    fallback = None
-    for name in CONFIG_NAMES:
-        path = root / name
-        if path.is_symlink() or not path.is_file():
-            continue
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            return path
-        text = path.read_text(encoding="utf-8", errors="replace")
-        if name == "pyproject.toml":
-            fallback = path
-            try:
-                tool = tomllib.loads(text).get("tool", {})
-            except tomllib.TOMLDecodeError:
-                continue
-            if isinstance(tool, dict) and isinstance(tool.get("pytest"), dict):
-                return path
-        elif name == "tox.ini":
-            if re.search(r"^\[pytest\]", text, re.M):
-                return path
-        elif name == "setup.cfg":
-            if re.search(r"^\[tool:pytest\]", text, re.M):
-                return path
-        else:
-            return path
-    return fallback
+    """The file pytest would take its configuration from when started in ``root`` (pytest 9 rules:
+    :func:`.pytestconfig.config_file`)."""
+    return pytestconfig.config_file(root)

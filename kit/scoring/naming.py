@@ -11,7 +11,10 @@ most of its own tests use -- the kit's names look as the project's do. A method 
 ``unittest.TestCase`` is collected by unittest's ``test`` prefix whatever the configuration: there the
 kit's names start ``test_``. Where no form can be made (``python_functions = *[0-9]``) the kit's tests
 get no name -- no canary, no twin -- and the session says so (:attr:`Collecting.unnamed`), rather than
-calling the run tampered for canaries no pytest would collect.
+calling the run tampered for canaries no pytest would collect. An empty ``python_functions =``
+collects no plain function (RT44-2): canaries go into ``unittest.TestCase`` classes only. The file is
+read as pytest reads it (:mod:`.pytestconfig`, RT44-8/9), then the ``-o`` of its ``addopts`` and of the
+command (RT44-1); over :data:`MAX_PATTERNS` patterns the kit names nothing (RT44-5).
 
 Helper names (:meth:`_Namer.ident`) are never collected: neither ``python_functions`` nor
 ``python_classes`` matches them, and none is made of a word that holds ``test``."""
@@ -19,18 +22,18 @@ Helper names (:meth:`_Namer.ident`) are never collected: neither ``python_functi
 from __future__ import annotations
 
 import ast
-import configparser
 import fnmatch
 import random
 import re
 import shlex
-import tomllib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from kit import pyast
+from kit.scoring import pytestconfig
 
 FILLER = [
     "value",
@@ -50,7 +53,10 @@ FILLER = [
 ]
 _GLOB = ("*", "?", "[")
 _SAMPLES = ("value_result", "keeps_order_of_many", "a_b")
-MAX_CONFIG_BYTES = 1024 * 1024
+#: RT44-5: the patterns of ``python_functions`` / ``python_classes`` read (each at most this long):
+#: :meth:`Collecting.forms` checks each against all (quadratic) -- 20,000 held a scoring for hours
+MAX_PATTERNS = 100
+MAX_PATTERN_CHARS = 200
 
 
 def _matches(entries: tuple[str, ...], name: str) -> bool:
@@ -83,6 +89,8 @@ class Collecting:
 
     functions: tuple[str, ...] = ("test",)
     classes: tuple[str, ...] = ("Test",)
+    #: why the kit does not name its tests here though it could read the configuration ("": it does)
+    refused: str = ""
 
     def function(self, name: str) -> bool:
         return _matches(self.functions, name)
@@ -92,23 +100,30 @@ class Collecting:
 
     def forms(self) -> list[tuple[str, str]]:
         """The ``(prefix, suffix)`` forms of a kit test name this configuration collects, in its order."""
+        return list(self._forms)
+
+    @cached_property
+    def _forms(self) -> tuple[tuple[str, str], ...]:  # (computed once: RT44-5)
         out: list[tuple[str, str]] = []
-        for entry in self.functions:
+        for entry in () if self.refused else self.functions:
             form = _form(entry)
             names = [form[0] + s + form[1] for s in _SAMPLES]
             if form not in out and all(n.isidentifier() and self.function(n) for n in names):
                 out.append(form)
-        return out
+        return tuple(out)
 
     @property
     def unnamed(self) -> str:
         """Why the kit's tests can get no name in this session ("" when they can)."""
-        if self.forms():
-            return ""
-        return (
-            f"python_functions = {' '.join(self.functions)} collects no name the kit can give its "
-            "canaries: the session ran without them (its report is unverified)"
+        if self.refused or self._forms:
+            return self.refused
+        what = (
+            f"python_functions = {' '.join(self.functions)} collects no name the kit can give its canaries"
+            if self.functions
+            else "python_functions is empty (pytest collects no plain function) and no unittest.TestCase "
+            "held the kit's canaries"
         )
+        return f"{what}: the session ran without them (its report is unverified)"
 
     def is_test_func(self, node: ast.stmt, unittest: bool = False) -> bool:
         """A test function (a ``unittest.TestCase`` method: ``test*``, whatever the configuration)."""
@@ -186,46 +201,34 @@ def _entries(value: object) -> tuple[str, ...] | None:
     return None
 
 
-def _ini_section(text: str, section: str) -> dict[str, str] | None:
-    """A section of an ini file as ``iniconfig`` (pytest's reader) reads it: no interpolation, no
-    inline comments, ``name = value`` or ``name: value`` and indented continuation lines."""
-    parser = configparser.RawConfigParser(
-        strict=False, comment_prefixes=("#", ";"), inline_comment_prefixes=None, delimiters=("=", ":")
-    )
-    parser.optionxform = str  # type: ignore[assignment,method-assign]
-    try:
-        parser.read_string(text)
-    except configparser.Error:
-        return None
-    return dict(parser.items(section)) if parser.has_section(section) else None
-
-
 def read_config(path: Path | None) -> dict[str, object]:
-    """The pytest options in configuration file ``path`` (pytest 9's loaders, by name or suffix);
-    empty when it has none, cannot be read or is over :data:`MAX_CONFIG_BYTES`."""
-    if path is None or path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_CONFIG_BYTES:
-        return {}
-    text = path.read_text(encoding="utf-8", errors="replace")
-    name = path.name
-    if name.endswith(".toml"):
-        try:
-            doc = tomllib.loads(text)
-        except tomllib.TOMLDecodeError:
-            return {}
-        tool = doc.get("tool", {}).get("pytest", {}) if isinstance(doc.get("tool"), dict) else {}
-        tool = tool if isinstance(tool, dict) else {}
-        if name != "pyproject.toml" and isinstance(doc.get("pytest"), dict) and not tool:
-            return doc["pytest"]
-        native = {k: v for k, v in tool.items() if k != "ini_options"}
-        ini = tool.get("ini_options")
-        return native or (ini if isinstance(ini, dict) else {})
-    section = "tool:pytest" if name.endswith(".cfg") else "pytest"
-    return _ini_section(text, section) or {}
+    """The pytest options in configuration file ``path``, read as pytest reads it (:mod:`.pytestconfig`)."""
+    return pytestconfig.options(path)
 
 
-def read_collecting(path: Path | None, args: list[str] = ()) -> Collecting:  # type: ignore[assignment]
-    """What a session started with ``-c path`` (and the command's ``args``: ``-o name=value``) collects."""
-    config = dict(read_config(path))
+def _patterns(key: str, value: object) -> tuple[str, ...] | str:
+    """The patterns of option ``key``, or why the kit does not read them (over its caps: RT44-5)."""
+    size = len(value) if isinstance(value, str) else sum(map(len, value)) if isinstance(value, list) else 0
+    entries = _entries(value) if size <= MAX_PATTERNS * MAX_PATTERN_CHARS else None  # (shlex is slow)
+    if size <= MAX_PATTERNS * MAX_PATTERN_CHARS and (
+        not entries or (len(entries) <= MAX_PATTERNS and max(map(len, entries)) <= MAX_PATTERN_CHARS)
+    ):
+        return entries or ()  # (empty: pytest collects no plain function or class by name -- RT44-2)
+    return _refused(key, size, entries)
+
+
+def _refused(key: str, size: int, entries: tuple[str, ...] | None) -> str:
+    return (
+        f"{key} is {size:,} characters{f' in {len(entries):,} patterns' if entries else ''}, over what the "
+        f"kit reads ({MAX_PATTERNS * MAX_PATTERN_CHARS:,} characters, {MAX_PATTERNS} patterns of up to "
+        f"{MAX_PATTERN_CHARS}): the session ran "
+        "without the kit's canaries (its report is unverified)"
+    )
+
+
+def _overrides(args: list[str]) -> dict[str, object]:
+    """The ``-o name=value`` / ``--override-ini`` options in ``args`` (the last of a name wins)."""
+    out: dict[str, object] = {}
     flags = iter(args)
     for flag in flags:
         if flag in ("-o", "--override-ini"):
@@ -236,10 +239,27 @@ def read_collecting(path: Path | None, args: list[str] = ()) -> Collecting:  # t
             continue
         key, sep, value = text.partition("=")
         if sep:
-            config[key.strip()] = value
-    functions = _entries(config.get("python_functions", "test"))
-    classes = _entries(config.get("python_classes", "Test"))
-    return Collecting(functions or DEFAULT.functions, classes or DEFAULT.classes)
+            out[key] = value
+    return out
+
+
+def read_collecting(path: Path | None, args: list[str] = ()) -> Collecting:  # type: ignore[assignment]
+    """What a session started with ``-c path`` and the command's ``args`` collects: the file's options,
+    the ``-o name=value`` of its ``addopts`` and of ``args`` (RT44-1: pytest puts ``addopts`` before
+    the command line's own arguments: the command's ``-o`` wins)."""
+    config = {**read_config(path), **_overrides(list(args))}
+    addopts = config.get("addopts", "")
+    if isinstance(addopts, str | list) and len(str(addopts)) > MAX_PATTERNS * MAX_PATTERN_CHARS:
+        return Collecting((), (), _refused("addopts", len(str(addopts)), None))
+    config.update(_overrides([*(_entries(addopts) or ()), *args]))
+    found = [
+        _patterns(k, config[k]) if k in config else d
+        for k, d in (("python_functions", DEFAULT.functions), ("python_classes", DEFAULT.classes))
+    ]
+    refused = next((f for f in found if isinstance(f, str)), "")
+    if refused:
+        return Collecting((), (), refused)
+    return Collecting(found[0], found[1])  # type: ignore[arg-type]
 
 
 class _Namer:
