@@ -270,21 +270,15 @@ def evaluate(
         )
         added_files = _not_too_large(session.own_too_large, added_files, dropped)
 
-    if base.problem:
-        problems.append(base.problem)
-    problems += [f"{label} session: {why}" for label, why in sorted(session.unverified.items())]
+    problems += _session_problems(base, session)
     tampered = [f"acceptance: {t}" for t in acc.tampered] + [f"own tests: {t}" for t in own.tampered]
     twinned = set(session.injected.twins.values())
     results, gamed = verdicts.results(requirements, acc, tampered, twinned, session.prefix)
     verdicts.sealed_checks(results, session.injected, acc)
-    by_req = {k for k in (verdicts.requirement_key(n, session.prefix) for n in acc.outcomes) if k is not None}
-    reason = "; ".join(acc.errors)[:300] or "not run"
-    known = {r.key for r in requirements}
-    for key in sorted(by_req - known - verdicts.inherited(by_req - known, task.acceptance_dir)):
-        problems.append(f"acceptance test {key} was run but not found in the source (generated?)")
+    problems += _not_in_source(task, requirements, acc, session.prefix)
     unscored = None
     if not acc.complete and not acc.outcomes and not tampered:
-        unscored = f"the acceptance tests gave no result: {reason}"
+        unscored = f"the acceptance tests gave no result: {'; '.join(acc.errors)[:300] or 'not run'}"
     return Evaluation(
         requirements=requirements,
         results=results,
@@ -304,6 +298,23 @@ def evaluate(
         sealed=sorted({check.key for check in session.injected.sealed.values()}),
         suspicious=[*acc.seen, *(f"own tests: {x}" for x in own.seen)],
     )
+
+
+def _session_problems(base: _Base, session: Sessions) -> list[str]:
+    """The base run's problem, and each session that ran without canaries (its configuration collects
+    no name the kit can give one: :mod:`.naming`)."""
+    out = [base.problem] if base.problem else []
+    return out + [f"{label} session: {why}" for label, why in sorted(session.unverified.items())]
+
+
+def _not_in_source(task: Task, requirements: list[Requirement], acc: PytestRun, prefix: str) -> list[str]:
+    """A problem for each acceptance test that ran but is no requirement of the source (nor inherited)."""
+    by_req = {k for k in (verdicts.requirement_key(n, prefix) for n in acc.outcomes) if k is not None}
+    known = {r.key for r in requirements}
+    unknown = by_req - known - verdicts.inherited(by_req - known, task.acceptance_dir)
+    return [
+        f"acceptance test {key} was run but not found in the source (generated?)" for key in sorted(unknown)
+    ]
 
 
 def _not_too_large(too_large: list[str], added: list[str], dropped: list[str]) -> list[str]:
