@@ -163,3 +163,52 @@ def test_a_test_with_a_large_power_gets_no_twin(tmp_path):
         found = inject_folder(folder)
         assert ("test_m.py::test_big" in found.twins.values()) is twinned, found.twins
         assert found.unguarded == ([] if twinned else ["test_m.py::test_big"])
+
+
+def test_the_sessions_load_the_kits_modules_from_bytecode_the_kit_wrote(tmp_path):
+    """The kit's folder carries each module's bytecode (hash-checked), so a session started with
+    ``-B`` compiles none of them again; the code keeps the folder's file names (the audit hook tells
+    the kit's code from others' by them). Failed before: no bytecode, every module compiled."""
+    import subprocess
+    import sys
+
+    from kit.scoring.session import KIT_FILES, LAUNCHER_FILE, prepare_kit_dir
+
+    folder = prepare_kit_dir(tmp_path / "kit")
+    modules = [name.removesuffix(".py") for name in KIT_FILES if name != LAUNCHER_FILE]
+    got = subprocess.run(
+        [sys.executable, "-I", "-B", "-c", _NO_COMPILING, str(folder), *modules],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert got.stdout.strip() == "ok", got.stdout + got.stderr
+    # a source changed after its bytecode was written is compiled again, not run stale
+    (folder / "observe.py").write_text((folder / "observe.py").read_text() + "\nSTALE_CHECK = 1\n")
+    check = (
+        "import importlib.util; s = importlib.util.spec_from_file_location('o', "
+        f"{str(folder / 'observe.py')!r}); m = importlib.util.module_from_spec(s); "
+        "s.loader.exec_module(m); print(m.STALE_CHECK)"
+    )
+    got = subprocess.run(
+        [sys.executable, "-I", "-B", "-c", check], capture_output=True, text=True, timeout=60
+    )
+    assert got.stdout.strip() == "1", got.stderr
+
+
+#: loads each named kit module from the folder (argv) with compiling from source refused
+_NO_COMPILING = """
+import importlib.machinery, importlib.util, sys, types
+def refuse(*a, **k):
+    raise SystemExit("compiled from source: %r" % (a[2:3] or k.get("path"),))
+importlib.machinery.SourceFileLoader.source_to_code = refuse
+for name in sys.argv[2:]:
+    path = sys.argv[1] + "/" + name + ".py"
+    spec = importlib.util.spec_from_file_location("probe_" + name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    funcs = [f for f in vars(module).values() if isinstance(f, types.FunctionType) and f.__module__ == module.__name__]
+    names = {f.__code__.co_filename for f in funcs}  # (a few are named "<...>" on purpose)
+    assert path in names and all(n == path or n.startswith("<") for n in names), (name, names)
+print("ok")
+"""
