@@ -226,15 +226,33 @@ def _refused(key: str, size: int, entries: tuple[str, ...] | None) -> str:
     )
 
 
+#: pytest's short options that take no value, and those that take one (``pytest --help``; a cluster
+#: like ``-qo name=value`` is read as argparse reads it)
+_SHORT_FLAGS, _SHORT_VALUED = frozenset("xVhvqls"), frozenset("kmWcpor")
+
+
 def _overrides(args: list[str]) -> dict[str, object]:
-    """The ``-o name=value`` / ``--override-ini`` options in ``args`` (the last of a name wins)."""
+    """The ``-o name=value`` / ``--override-ini`` options in ``args`` (the last of a name wins), read
+    as pytest's argument parser reads them: ``-o`` alone or at the end of a cluster of short flags
+    (``-qo``, ``-vvoname=value``), its value attached or the next argument; the value of another
+    option (``-k -o``) is not one. A cluster with a letter pytest does not know is passed over."""
     out: dict[str, object] = {}
     flags = iter(args)
     for flag in flags:
+        if flag == "--":  # (what follows is paths)
+            break
         if flag in ("-o", "--override-ini"):
             text = next(flags, "")
-        elif flag.startswith(("--override-ini=", "-o")):
-            text = flag.partition("=")[2] if flag.startswith("--") else flag[2:]
+        elif flag.startswith("--override-ini="):
+            text = flag.partition("=")[2]
+        elif flag.startswith("-") and not flag.startswith("--") and len(flag) > 1:
+            rest = flag[1:].lstrip("".join(_SHORT_FLAGS))
+            if not rest or rest[0] not in _SHORT_VALUED:
+                continue
+            value = rest[1:] or next(flags, "")
+            if rest[0] != "o":
+                continue
+            text = value[1:] if flag.startswith("-o=") else value  # (argparse: ``-o=a=b`` is ``a=b``)
         else:
             continue
         key, sep, value = text.partition("=")

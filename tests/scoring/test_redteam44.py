@@ -381,3 +381,33 @@ def test_rt44_2c_an_empty_python_functions_without_unittest_classes_is_unverifie
     assert not ev.tampered, ev.tampered
     assert any("is empty" in p and "unverified" in p for p in ev.problems), ev.problems
     assert not ev.own.outcomes
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-qo", "python_functions=check_*"],
+        ["-sxo", "python_functions=check_*"],
+        ["-vvvqopython_functions=check_*"],
+        ["-qo=x=y"],
+        ["-o=python_functions=check_*"],
+        ["-m", "slow", "-qo", "python_functions=check_*"],
+        ["-kfoo", "-o", "a=b"],
+        ["-ro", "python_functions=check_*"],
+        ["-W", "ignore", "-o", "w=1", "--override-ini=w=2"],
+        ["tests/", "-o", "z=1", "--", "-o", "python_functions=check_*"],
+        ["-p", "no:x", "-qvo", "python_classes=Check"],
+    ],
+)
+def test_the_o_options_are_read_as_pytests_parser_reads_them(args):
+    """Combined short flags (``-qo name=value``) in ``addopts`` were not read, nor the end of the
+    options (``--``): the kit's names then followed another configuration than the session's."""
+    from _pytest.config import get_config
+
+    from kit.scoring.naming import _overrides
+
+    try:
+        given = get_config()._parser.parse_known_args(args).override_ini or []
+    except pytest.UsageError:
+        pytest.skip("pytest refuses these arguments: the session stops")
+    assert _overrides(args) == {k: v for k, sep, v in (t.partition("=") for t in given) if sep}
