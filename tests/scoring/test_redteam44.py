@@ -20,6 +20,7 @@ import pytest
 
 from kit.scoring.scorer import evaluate
 from tests.scoring.test_real_shapes import SHAPES, SOLVED, STUB
+from tests.scoring.test_redteam43 import OWN_FUNCTIONS_CONFIGURED
 from tests.tasks.taskmaker import make_task, workspace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,22 +41,8 @@ def _run(tmp_path, repo, hidden=HIDDEN, solved=True, **fields):
 
 
 #: a project that collects ``check_*`` functions (its ``test_data`` is a helper)
-CHECKS = """
-import calc
-
-
-def test_data():
-    return [1, 2]
-
-
-def check_helper_one():
-    assert calc.helper(test_data()[0]) == 1
-
-
-class TestHelper:
-    def check_helper_two(self):
-        assert calc.helper(2) == 2
-"""
+CHECKS = OWN_FUNCTIONS_CONFIGURED.replace("class HelperTests:", "class TestHelper:")
+assert CHECKS != OWN_FUNCTIONS_CONFIGURED
 CHECKS_RUN = ["tests/test_checks.py::TestHelper::check_helper_two", "tests/test_checks.py::check_helper_one"]
 
 
