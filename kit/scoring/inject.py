@@ -302,12 +302,15 @@ def _pools(
     if any(cls is None for _, cls, _, _ in tests):
         scopes[None] = None
     out: list[tuple[ast.ClassDef | None, _Wants]] = []
+    by_scope = [_by_scope(cheap), _by_scope(simple)]  # (not each scope through all: 5,000 classes)
     for into in scopes.values():
         wants: _Wants = []
         for must_pass in (False, True):
             own, pool = [], []
-            for candidates in (cheap, simple):  # a cheap test of its scope, else of the module
-                own = [t for t in candidates if t[1] is into and (not must_pass or _plain(t[3], t[1]))]
+            for candidates, mine in zip(
+                (cheap, simple), by_scope, strict=True
+            ):  # a cheap test of its scope, else of the module's
+                own = [t for t in mine.get(id(into), ()) if not must_pass or _plain(t[3], t[1])]
                 pool = own or candidates
                 if pool:
                     break
@@ -317,6 +320,14 @@ def _pools(
                 wants.append((must_pass, bool(own), pool[: max(1, (len(pool) + 1) // 2)]))
         out.append((into, wants))
     return out, costs
+
+
+def _by_scope(tests: list[Test]) -> dict[int, list[Test]]:
+    """``tests`` by the ``id`` of their class (of ``None`` at module level), in their order."""
+    out: dict[int, list[Test]] = {}
+    for t in tests:
+        out.setdefault(id(t[1]), []).append(t)
+    return out
 
 
 def _pair_costs(

@@ -291,14 +291,18 @@ class _Namer:
         self.words: list[str] = list(FILLER)
         self.collecting = collecting
         self.form: tuple[str, str] | None = ("test_", "")
+        self._plain: list[str] | None = None  # (``words`` without ``test``: :meth:`ident`'s, kept)
 
-    def _fresh(self, make: Callable[[], str], ok: Callable[[str], bool] = lambda n: True) -> str:
-        for _ in range(1000):
-            name = make()
+    def _fresh(self, make: Callable[[int], str], ok: Callable[[str], bool] = lambda n: True) -> str:
+        """A name ``make(attempt)`` gives that is not taken; ``make`` widens its names as the attempts
+        grow (every 20th: one word more), so a module whose names use up the short ones (the own
+        session's 10,000 canaries of a module of 5,000 classes) is not tried 1,000 times a name."""
+        for attempt in range(1000):
+            name = make(attempt)
             if name not in self.taken and name.isidentifier() and ok(name):
                 self.taken.add(name)
                 return name
-        name = f"{make()}_{self.rng.getrandbits(32)}"
+        name = f"{make(0)}_{self.rng.getrandbits(32)}"
         self.taken.add(name)
         return name
 
@@ -308,19 +312,20 @@ class _Namer:
     def ident(self, cls: bool = False) -> str:
         """A helper's or variable's name: never one a test collector takes for a test or a test
         class (a module's own words hold ``test``: ``test_for`` was collected, and refused)."""
-        words = [w for w in self.words if "test" not in w.lower()]
-        words = words if len(words) >= 4 else sorted(set(words) | set(FILLER))
-        c = self.collecting
+        if self._plain is None:  # (once per module's words: a module of 5,000 classes has as many)
+            plain = [w for w in self.words if "test" not in w.lower()]
+            self._plain = plain if len(plain) >= 4 else sorted(set(plain) | set(FILLER))
+        words, c = self._plain, self.collecting
 
-        def pick() -> list[str]:
-            return self.rng.sample(words, self.rng.randint(2, min(3, len(words))))
+        def pick(attempt: int) -> list[str]:
+            return self.rng.sample(words, self.rng.randint(2, min(3 + attempt // 20, len(words))))
 
         def ok(name: str) -> bool:
             return not c.function(name) and not c.test_class(name)  # (its words hold no ``test``)
 
         if cls:
-            return self._fresh(lambda: "".join(w.capitalize() for w in pick()), ok)
-        return self._fresh(lambda: "_".join(pick()), ok)
+            return self._fresh(lambda a: "".join(w.capitalize() for w in pick(a)), ok)
+        return self._fresh(lambda a: "_".join(pick(a)), ok)
 
     def test_name(self, unittest: bool = False) -> str | None:
         """A test's name in the module's form (``test_`` in a ``unittest.TestCase``); None where the
@@ -329,13 +334,14 @@ class _Namer:
         if not unittest and self.form is None:
             return None
         collects = (lambda n: n.startswith("test")) if unittest else self.collecting.function
-        return self._fresh(lambda: prefix + "_".join(self._pick(2, 5)) + suffix, collects)
+        return self._fresh(lambda a: prefix + "_".join(self._pick(2, 5 + a // 20)) + suffix, collects)
 
     def use_module(self, tree: ast.Module) -> None:
         """Take ``tree``'s test-name words and form."""
         self.form = self.collecting.form_of(tree)
         unique = sorted({w for w in self.collecting.words(tree) if w.isidentifier()})  # (test_parseURL: RT42)
         self.words = unique if len(unique) >= 6 else sorted(set(unique) | set(FILLER))
+        self._plain = None
 
 
 def name_pattern(forms: list[tuple[str, str]]) -> re.Pattern[str]:

@@ -22,6 +22,7 @@ class Scopes:
 
     def __init__(self, tree: ast.Module, collecting: Collecting = DEFAULT) -> None:
         self.tree, self.collecting = tree, collecting
+        self._module_marks: list[ast.expr] | None = None
         self.classes: dict[int, ast.ClassDef] = {}
         self.chains: dict[int, tuple[ast.ClassDef, ...]] = {}
         for _, chain, _ in collecting.class_tests(tree.body):
@@ -44,7 +45,10 @@ class Scopes:
         return ".".join(c.name for c in self.chains[id(cls)])
 
     def params(self, cls: ast.ClassDef | None) -> list[str]:
-        return param_names(scope_marks(self.chains[id(cls)] if cls is not None else (), self.tree))
+        if self._module_marks is None:  # (read once: a module of 5,000 classes asks 5,000 times)
+            self._module_marks = pytestmark_of(self.tree.body)
+        chain = self.chains[id(cls)] if cls is not None else ()
+        return param_names(scope_marks(chain, self.tree, self._module_marks))
 
     def tests(self, rel: str, left_out: tuple[str, ...] = ()) -> list[Test]:
         """The module's tests (those of nested classes too) but those ``left_out`` deselects (node ids)."""
@@ -73,10 +77,12 @@ def param_names(marks: list[ast.expr]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def scope_marks(chain: tuple[ast.ClassDef, ...], module: ast.Module) -> list[ast.expr]:
-    """The marks every test of a scope gets: the module's ``pytestmark``, its classes' decorators and
-    ``pytestmark``."""
-    marks = pytestmark_of(module.body)
+def scope_marks(
+    chain: tuple[ast.ClassDef, ...], module: ast.Module, module_marks: list[ast.expr] | None = None
+) -> list[ast.expr]:
+    """The marks every test of a scope gets: the module's ``pytestmark`` (``module_marks``, when read
+    already), its classes' decorators and ``pytestmark``."""
+    marks = list(pytestmark_of(module.body) if module_marks is None else module_marks)
     for cls in chain:
         marks += [*cls.decorator_list, *pytestmark_of(cls.body)]
     return marks

@@ -159,3 +159,30 @@ def test_the_kits_names_keep_the_letters_case_of_the_modules_words(tmp_path: Pat
     found = inject_folder(tmp_path, rng=random.Random(3))
     made = _named(found)
     assert made and all(any(c.isupper() for c in n) for n in made), sorted(made)
+
+
+def test_a_module_that_uses_up_the_short_names_still_gets_names_of_its_words():
+    """The own session's canaries of a module of 5,000 one-test classes (RT41-8) are 10,000 names and
+    10,000 helper names from a module of few words: once the short names were used up, each name was
+    tried 1,000 times (a minute of a scoring), then given a number (``when_order_3735928559``: no
+    test of the module is named so). The names now grow a word longer instead: each is one of the
+    module's words, none taken twice."""
+    import ast
+
+    from kit.scoring.naming import _Namer
+
+    tree = ast.parse("".join(f"class TestC{i}:\n    def test_a(self):\n        pass\n" for i in range(5000)))
+    namer = _Namer(random.Random(5), set())
+    namer.use_module(tree)
+    names = [namer.ident(cls=i % 2 == 0) for i in range(10_000)] + [namer.test_name() for _ in range(10_000)]
+    assert len(set(names)) == len(names)
+    words = set(namer.words) | {w.capitalize() for w in namer.words}
+    for name in names:
+        parts = name.removeprefix("test_").split("_") if "_" in name else _camel(name)
+        assert all(p in words for p in parts), name
+
+
+def _camel(name: str) -> list[str]:
+    import re
+
+    return re.findall(r"[A-Z][a-z0-9]*|[a-z0-9]+", name)
