@@ -376,12 +376,12 @@ def inject_own(
         found.bare = sorted(left_bare(pairs, seconds))
     bare = frozenset(found.bare)
     for path, rel, tree in parsed:
-        if inject_module(tree, rel, namer, found, twins=False, left_out=out, timed=seconds, bare=bare):
-            try:
+        try:  # (a tree nested too deep to walk or write: as one too large, RT45-1)
+            if inject_module(tree, rel, namer, found, twins=False, left_out=out, timed=seconds, bare=bare):
                 path.write_text(unparse_padded(tree, rng), encoding="utf-8")
-            except TooLarge:
-                found.too_large.append(rel)
-                found.canaries = {n: v for n, v in found.canaries.items() if v[0].split("::")[0] != rel}
+        except (TooLarge, RecursionError):
+            found.too_large.append(rel)
+            found.canaries = {n: v for n, v in found.canaries.items() if v[0].split("::")[0] != rel}
     return found
 
 

@@ -37,7 +37,10 @@ _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 class TooLarge(ValueError):
-    """The module's text, once injected, is over what the kit parses (:data:`kit.pyast.MAX_SOURCE_BYTES`)."""
+    """The module's text, once injected, is over what the kit parses (:data:`kit.pyast.MAX_SOURCE_BYTES`),
+    or past what ``ast.unparse``'s writer can write: an expression nested a few hundred deep (a sum of
+    400 terms), an int literal over Python's 4,300 digits (written in hex) -- RT45-1: the writer's
+    error ended an honest run's scoring unscored."""
 
 
 def unparse_padded(tree: ast.Module, rng: random.Random) -> str:
@@ -46,7 +49,10 @@ def unparse_padded(tree: ast.Module, rng: random.Random) -> str:
     2.7 MB with two canaries in each (RT41-8) -- before any blank line is drawn. ``tree`` is left as
     it was (no position is added to the kit's own nodes)."""
     layout = _Layout()
-    text = layout.visit(tree)
+    try:
+        text = layout.visit(tree)
+    except (RecursionError, ValueError) as e:  # (RT45-1)
+        raise TooLarge(f"not written: {type(e).__name__}: {e}"[:200]) from None
     if (size := len(text.encode("utf-8", "surrogateescape"))) > pyast.MAX_SOURCE_BYTES:
         raise TooLarge(f"{size:,} bytes once injected")
     _draw(layout.module, rng, layout.slots)
