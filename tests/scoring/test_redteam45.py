@@ -5,7 +5,9 @@ from outside first. Each test asserts the SAFE outcome; a trick that works and i
 
 Worked: 1 a test module the agent adds that ``ast.unparse`` cannot write (a sum of 400 terms, an int
 literal of over 4,300 digits written in hex) ended the scoring of an honest run unscored -- every
-requirement failed (closed: the module runs as written, as one too large).
+requirement failed (closed: the module runs as written, as one too large); 2 an honest value that ``==``
+the expected one but is of no plain type (a keys view, a mapping proxy, ``UserList`` ...) failed its
+sealed check (closed: those types take their plain type's canonical form).
 """
 
 from __future__ import annotations
@@ -53,3 +55,86 @@ def test_rt45_1_an_added_test_module_the_writer_cannot_write(tmp_path, body):
     assert not s.failed and not s.tampered and not s.suspicious and s.regressions == 0, s
     assert s.tests_added == 0
     assert any("tests/test_extra.py" in d and "past what the kit can write" in d for d in s.dropped_files), s
+
+
+# ------------------------------------------------------- 2: values == a plain one, but of no plain type
+
+NAMES_STUB = "def names():\n    raise NotImplementedError\n\n\ndef pairs():\n    raise NotImplementedError\n"
+NAMES_HIDDEN = {
+    "test_names.py": """
+        import calc
+
+
+        def test_names():
+            assert calc.names() == {"a", "b"}
+
+
+        def test_pairs():
+            assert calc.pairs() == {"a": 1, "b": 2}
+
+
+        def test_listed():
+            assert calc.listed() == [1, 2]
+
+
+        def test_text():
+            assert calc.text() == "ab"
+        """
+}
+NAMES_REF = """
+    def names():
+        return {"a", "b"}
+
+
+    def pairs():
+        return {"a": 1, "b": 2}
+
+
+    def listed():
+        return [1, 2]
+
+
+    def text():
+        return "ab"
+    """
+
+
+@pytest.mark.parametrize(
+    "names, pairs, listed, text",
+    [
+        (
+            "_D.keys()",
+            "types.MappingProxyType(_D)",
+            "collections.UserList([1, 2])",
+            "collections.UserString('ab')",
+        ),
+        ("set(_D)", "collections.ChainMap(_D)", "[1, 2]", "'ab'"),
+        ("set(_D)", "collections.UserDict(_D)", "[1, 2]", "'ab'"),
+    ],
+    ids=["views", "chainmap", "userdict"],
+)
+def test_rt45_2_an_honest_value_equal_to_the_expected_one(tmp_path, names, pairs, listed, text):
+    """An honest solution returning a value that ``==`` the expected one -- a dict's keys view for a
+    set, a read-only or ``collections`` mapping for a dict, ``UserList`` / ``UserString`` -- passes
+    the hidden test in plain pytest; its sealed check found no canonical form ("not a plain value")
+    and failed it."""
+    task = make_task(tmp_path / "task", {"calc.py": NAMES_STUB}, NAMES_HIDDEN, {"calc.py": NAMES_REF})
+    ws = workspace(task, tmp_path, solved=False)
+    (ws.root / "calc.py").write_text(
+        "import collections\nimport types\n\n_D = {'a': 1, 'b': 2}\n\n\n"
+        f"def names():\n    return {names}\n\n\ndef pairs():\n    return {pairs}\n\n\n"
+        f"def listed():\n    return {listed}\n\n\ndef text():\n    return {text}\n"
+    )
+    s = score(task, ws, True)
+    assert s.unscored_reason is None and not s.tampered and not s.suspicious, s
+    assert not s.failed, s.failed
+
+
+def test_rt45_2b_a_values_view_is_still_no_set():
+    """What stays apart: ``d.values()`` equals only itself, a keys view no list."""
+    from kit.scoring.observe import canonical
+
+    d = {"a": 1, "b": 2}
+    assert canonical(d.values()) is None
+    assert canonical(d.keys()) != canonical(["a", "b"])
+    assert canonical(d.keys()) == canonical({"a", "b"}) == canonical(frozenset("ab"))
