@@ -7,7 +7,8 @@ Worked: 1 a test module the agent adds that ``ast.unparse`` cannot write (a sum 
 literal of over 4,300 digits written in hex) ended the scoring of an honest run unscored -- every
 requirement failed (closed: the module runs as written, as one too large); 2 an honest value that ``==``
 the expected one but is of no plain type (a keys view, a mapping proxy, ``UserList`` ...) failed its
-sealed check (closed: those types take their plain type's canonical form).
+sealed check (closed: those types take their plain type's canonical form); 3 an added module padded to
+100 MB in the kit's process (closed: at most 8,000,000 blank lines, else too large to write).
 """
 
 from __future__ import annotations
@@ -138,3 +139,37 @@ def test_rt45_2b_a_values_view_is_still_no_set():
     assert canonical(d.values()) is None
     assert canonical(d.keys()) != canonical(["a", "b"])
     assert canonical(d.keys()) == canonical({"a", "b"}) == canonical(frozenset("ab"))
+
+
+# ------------------------------------------------------- 3: padding a module to gigabytes
+
+
+def _long_and_many(n: int, lines: int) -> str:
+    return (
+        "import calc\n\n\ndef test_long():\n    '''"
+        + "\n" * lines
+        + "'''\n    assert calc.helper(1) == 1\n\n\n"
+        + "".join(f"def test_{i}():\n    assert calc.helper({i}) == {i}\n\n\n" for i in range(n))
+    )
+
+
+def test_rt45_3_padding_is_bounded():
+    """Each function of a body is padded to its longest one's length: 2,000 one-line tests beside
+    one of a 50,000-line string (a 100 KB module the agent adds) were padded to 100 MB in the kit's
+    process (one of 1 MB to about 10 GB). Now over :data:`MAX_BLANK_LINES` it is too large to write."""
+    import ast
+    import random
+
+    from kit.scoring import padding
+
+    with pytest.raises(padding.TooLarge):
+        text = padding.unparse_padded(ast.parse(_long_and_many(2000, 50_000)), random.Random(1))
+        assert len(text) < 16_000_000, len(text)  # (on the old code: 100 MB written)
+
+
+def test_rt45_3b_such_an_added_module_runs_as_written(tmp_path):
+    task, ws = _task(tmp_path)
+    (ws.root / "tests" / "test_extra.py").write_text(_long_and_many(400, 25_000))
+    s = score(task, ws, True)
+    assert s.unscored_reason is None and not s.failed and not s.tampered and not s.suspicious, s
+    assert s.tests_added == 0 and any("tests/test_extra.py" in d for d in s.dropped_files), s
