@@ -368,12 +368,14 @@ def inject_own(
     namer = _Namer(rng, taken | used, collecting)  # no test's name
     out = tuple(left_out)
     if seconds is not None:  # (a task's first scoring has measured nothing: every scope gets its pair)
-        pairs = {
-            k: v
-            for _, rel, tree in parsed
-            for k, v in _pair_costs(tree, rel, out, seconds, collecting).items()
-        }
-        found.bare = sorted(left_bare(pairs, seconds))
+        measured = {n[: n.find(".py::") + 3] for n in seconds if ".py::" in n}
+        pairs: dict[str, float | None] = {}
+        added: list[str] = []  # (the scopes of modules the base did not run: RT45-4)
+        for _, rel, tree in parsed:
+            costs = _pair_costs(tree, rel, out, seconds, collecting)
+            pairs |= costs
+            added += [] if rel in measured else list(costs)
+        found.bare = sorted(left_bare(pairs, seconds, added))
     bare = frozenset(found.bare)
     for path, rel, tree in parsed:
         try:  # (a tree nested too deep to walk or write: as one too large, RT45-1)
