@@ -73,9 +73,9 @@ _THROUGH_HELPERS = frozenset({_ANGLE, _RUNTIME, _HELPER, _LOADER_FILE})  # frame
 #: ``inspect.getgeneratorlocals``): a frame read there is the caller's
 _FRAME_GIVERS = frozenset({"base_tasks.py", "inspect.py"})
 _LINKS = frozenset({"os.symlink", "os.link"})  # a link made to a hidden file (opened later by any name)
-#: pytest's hooks that format an exception left unraisable (a finalizer's) or a thread's: a hidden file
-#: read there (into ``linecache``, which code reads unseen) is read for the code under test (RT45-5)
-_FORMATTERS = ("/_pytest/unraisableexception.py", "/_pytest/threadexception.py")
+#: pytest formatting an exception left unraisable (a finalizer's), a thread's, a fixture lookup error's
+#: (read whole into ``linecache``, which code reads unseen): a hidden file read for the code (RT45-5/7)
+_FORMATTERS = ("/_pytest/unraisableexception.py", "/_pytest/threadexception.py", "/_pytest/fixtures.py")
 #: code made at run time: ``compile`` (and exec/eval of a string), ``code.__new__`` (``CodeType()``,
 #: ``code.replace``), with the file name it will carry
 _COMPILE = frozenset({"compile", "code.__new__"})
@@ -456,7 +456,7 @@ class Audit:
             if self.forged(name, frame):
                 return f"{name}:{frame.f_lineno} (code compiled at run time)"  # type: ignore[attr-defined]
             if name.endswith(_FORMATTERS):  # (a traceback through hidden code, chained by the code: RT45-5)
-                return f"an exception left to pytest's {_basename(name)[:-3]} hook"
+                return f"pytest formatting an exception of the code's ({_basename(name)})"
             if name in self.tests or self.is_hidden(name):
                 return None
             if self.kind(name) == _REPO and not self.base_line(name, frame):
