@@ -73,8 +73,8 @@ _THROUGH_HELPERS = frozenset({_ANGLE, _RUNTIME, _HELPER, _LOADER_FILE})  # frame
 #: ``inspect.getgeneratorlocals``): a frame read there is the caller's
 _FRAME_GIVERS = frozenset({"base_tasks.py", "inspect.py"})
 _LINKS = frozenset({"os.symlink", "os.link"})  # a link made to a hidden file (opened later by any name)
-#: pytest formatting an exception left unraisable (a finalizer's), a thread's, a fixture lookup error's
-#: (read whole into ``linecache``, which code reads unseen): a hidden file read for the code (RT45-5/7)
+#: pytest formatting an exception left unraisable, a thread's, a fixture lookup error's (and once tests
+#: run, any: an ExceptionGroup's) reads a file whole into ``linecache``, which code reads unseen (RT45-5/7/8)
 _FORMATTERS = ("/_pytest/unraisableexception.py", "/_pytest/threadexception.py", "/_pytest/fixtures.py")
 #: code made at run time: ``compile`` (and exec/eval of a string), ``code.__new__`` (``CodeType()``,
 #: ``code.replace``), with the file name it will carry
@@ -455,7 +455,7 @@ class Audit:
             name = frame.f_code.co_filename  # type: ignore[attr-defined]
             if self.forged(name, frame):
                 return f"{name}:{frame.f_lineno} (code compiled at run time)"  # type: ignore[attr-defined]
-            if name.endswith(_FORMATTERS):  # (a traceback through hidden code, chained by the code: RT45-5)
+            if name.endswith(_FORMATTERS) or (self.collected and name.endswith("/_pytest/_code/code.py")):
                 return f"pytest formatting an exception of the code's ({_basename(name)})"
             if name in self.tests or self.is_hidden(name):
                 return None
