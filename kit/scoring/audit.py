@@ -60,8 +60,7 @@ _SPAWN = frozenset(
 _CALLED = "orchbench.test_called"
 #: what is sent for an event whose check could not complete (when not even its name can be told)
 _UNCHECKED = "could not check an open, listing, frame read or process start of the code under test"
-#: names of the stdlib's one-line ``sys._getframe`` wrappers (``logging.currentframe`` is a lambda)
-_WRAPPERS = frozenset({"<lambda>", "currentframe"})
+_WRAPPERS = frozenset({"<lambda>", "currentframe"})  # the stdlib's one-line sys._getframe wrappers
 _OTHER = frozenset({"object.__getattr__", "object.__setattr__", _CALLED})
 #: what a file is, for :meth:`Audit.kind`; an event's walk up the stack looks through some of them
 _REPO, _ANGLE, _LOADER_FILE, _HELPER, _STDLIB, _OTHER_FILE, _BASE, _RUNTIME = range(8)
@@ -73,9 +72,10 @@ _THROUGH_HELPERS = frozenset({_ANGLE, _RUNTIME, _HELPER, _LOADER_FILE})  # frame
 #: stdlib helpers that hand their caller the frames they read (``asyncio``'s ``Task.get_stack``,
 #: ``inspect.getgeneratorlocals``): a frame read there is the caller's
 _FRAME_GIVERS = frozenset({"base_tasks.py", "inspect.py"})
-#: link events: a link made to a hidden file is opened later by a name (and ``dir_fd``) the hook
-#: cannot resolve
-_LINKS = frozenset({"os.symlink", "os.link"})
+_LINKS = frozenset({"os.symlink", "os.link"})  # a link made to a hidden file (opened later by any name)
+#: pytest formatting an exception left unraisable, a thread's, a fixture lookup error's (and once tests
+#: run, any: an ExceptionGroup's) reads a file whole into ``linecache``, which code reads unseen (RT45-5/7/8)
+_FORMATTERS = ("/_pytest/unraisableexception.py", "/_pytest/threadexception.py", "/_pytest/fixtures.py")
 #: code made at run time: ``compile`` (and exec/eval of a string), ``code.__new__`` (``CodeType()``,
 #: ``code.replace``), with the file name it will carry
 _COMPILE = frozenset({"compile", "code.__new__"})
@@ -455,6 +455,8 @@ class Audit:
             name = frame.f_code.co_filename  # type: ignore[attr-defined]
             if self.forged(name, frame):
                 return f"{name}:{frame.f_lineno} (code compiled at run time)"  # type: ignore[attr-defined]
+            if name.endswith(_FORMATTERS) or (self.collected and name.endswith("/_pytest/_code/code.py")):
+                return f"pytest formatting an exception of the code's ({_basename(name)})"
             if name in self.tests or self.is_hidden(name):
                 return None
             if self.kind(name) == _REPO and not self.base_line(name, frame):

@@ -379,20 +379,22 @@ def inject_own(
     namer = _Namer(rng, taken | used, collecting)  # no test's name
     out = tuple(left_out)
     if seconds is not None:  # (a task's first scoring has measured nothing: every scope gets its pair)
-        pairs = {
-            k: v
-            for _, rel, tree in parsed
-            for k, v in _pair_costs(tree, rel, out, seconds, collecting).items()
-        }
-        found.bare = sorted(left_bare(pairs, seconds))
+        measured = {n[: n.find(".py::") + 3] for n in seconds if ".py::" in n}
+        pairs: dict[str, float | None] = {}
+        added: list[str] = []  # (the scopes of modules the base did not run: RT45-4)
+        for _, rel, tree in parsed:
+            costs = _pair_costs(tree, rel, out, seconds, collecting)
+            pairs |= costs
+            added += [] if rel in measured else list(costs)
+        found.bare = sorted(left_bare(pairs, seconds, added))
     bare = frozenset(found.bare)
     for path, rel, tree in parsed:
-        if inject_module(tree, rel, namer, found, twins=False, left_out=out, timed=seconds, bare=bare):
-            try:
+        try:  # (a tree nested too deep to walk or write: as one too large, RT45-1)
+            if inject_module(tree, rel, namer, found, twins=False, left_out=out, timed=seconds, bare=bare):
                 path.write_text(unparse_padded(tree, rng), encoding="utf-8")
-            except TooLarge:
-                found.too_large.append(rel)
-                found.canaries = {n: v for n, v in found.canaries.items() if v[0].split("::")[0] != rel}
+        except (TooLarge, RecursionError):
+            found.too_large.append(rel)
+            found.canaries = {n: v for n, v in found.canaries.items() if v[0].split("::")[0] != rel}
     return found
 
 

@@ -5,12 +5,14 @@ expected values' forms the same way."""
 
 from __future__ import annotations
 
+import collections
 import datetime
 import decimal
 import fractions
 import hashlib
 import json
 import reprlib
+import types
 from collections.abc import Callable, Iterable
 
 _dumps = json.dumps
@@ -62,6 +64,13 @@ _PLAIN = (bool, int, float, str, bytes, bytearray, memoryview, list, tuple, dict
 _PLAIN += (fractions.Fraction, decimal.Decimal)
 _INF = float("inf")
 _TIMES = (datetime.datetime, datetime.date, datetime.time, datetime.timedelta)
+#: types (exactly these) whose ``==`` compares as a plain type's by their contents: a keys or items
+#: view as a set (``d.keys() == {"a"}``), a read-only or ``collections`` mapping as a dict, ``UserList``
+#: and ``UserString`` as their data -- an honest solution returning one failed a sealed check that its
+#: plain ``assert`` passes (RT45-2). A values view equals only itself: none.
+_AS_PLAIN: dict[type, type] = {type({}.keys()): set, type({}.items()): set, types.MappingProxyType: dict}
+_AS_PLAIN |= {collections.UserDict: dict, collections.ChainMap: dict, collections.UserList: list}
+_AS_PLAIN |= {collections.UserString: str}
 
 
 def _number(value: object, kind: type) -> object:
@@ -91,6 +100,8 @@ def _base(value: object) -> type | None:
     kind = type(value)
     if kind in _PLAIN or kind in _TIMES or value is None:
         return kind
+    if kind in _AS_PLAIN:
+        return _AS_PLAIN[kind]
     # the real type, not __class__; a datetime before a date (it is one): a tomlkit DateTime is a datetime
     return next((base for base in _PLAIN + _TIMES if issubclass(kind, base)), None)
 
@@ -109,7 +120,7 @@ def canonical(value: object, budget: list[int] | None = None, depth: int = 0) ->
     if kind in (bool, int, float, fractions.Fraction, decimal.Decimal):
         return _number(value, kind)
     if kind is str:
-        return ["str", str.__str__(value)]  # type: ignore[arg-type]
+        return ["str", str.__str__(value.data if type(value) is collections.UserString else value)]  # type: ignore[arg-type,attr-defined]
     if kind in (bytes, bytearray):
         return ["bytes", bytes(value).hex()]  # type: ignore[call-overload]
     if kind is memoryview:  # equal to bytes when it is a flat view of unsigned bytes

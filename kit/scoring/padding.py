@@ -33,11 +33,20 @@ except ImportError:  # pragma: no cover -- 3.14 moved it
 
 JITTER = 6
 
+#: At most this many blank lines in a module: the padding of a body is its functions' count times its
+#: longest one's lines, so an added test module of 100 KB (a test of a 50,000-line string, 2,000
+#: one-line tests) was padded to 100 MB in the kit's process, one of 1 MB to some 10 GB (RT45-3); the
+#: most any of 1,917 real test modules took (the built tasks', site-packages') was 61,014.
+MAX_BLANK_LINES = 8_000_000
+
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 class TooLarge(ValueError):
-    """The module's text, once injected, is over what the kit parses (:data:`kit.pyast.MAX_SOURCE_BYTES`)."""
+    """The module's text, once injected, is over what the kit parses (:data:`kit.pyast.MAX_SOURCE_BYTES`),
+    or past what ``ast.unparse``'s writer can write: an expression nested a few hundred deep (a sum of
+    400 terms), an int literal over Python's 4,300 digits (written in hex) -- RT45-1: the writer's
+    error ended an honest run's scoring unscored."""
 
 
 def unparse_padded(tree: ast.Module, rng: random.Random) -> str:
@@ -46,10 +55,13 @@ def unparse_padded(tree: ast.Module, rng: random.Random) -> str:
     2.7 MB with two canaries in each (RT41-8) -- before any blank line is drawn. ``tree`` is left as
     it was (no position is added to the kit's own nodes)."""
     layout = _Layout()
-    text = layout.visit(tree)
+    try:
+        text = layout.visit(tree)
+    except (RecursionError, ValueError) as e:  # (RT45-1)
+        raise TooLarge(f"not written: {type(e).__name__}: {e}"[:200]) from None
     if (size := len(text.encode("utf-8", "surrogateescape"))) > pyast.MAX_SOURCE_BYTES:
         raise TooLarge(f"{size:,} bytes once injected")
-    _draw(layout.module, rng, layout.slots)
+    _draw(layout.module, rng, layout.slots, [MAX_BLANK_LINES])
     return "".join(layout.slots).rstrip("\n") + "\n"
 
 
@@ -115,12 +127,16 @@ def _lines(pieces: list[str]) -> int:
     return "".join(pieces).lstrip("\n").count("\n") + 1
 
 
-def _draw(body: list[_Stmt], rng: random.Random, slots: list[str]) -> None:
-    """Blank lines in the slots after the statements of ``body``, then of each class's body after it."""
+def _draw(body: list[_Stmt], rng: random.Random, slots: list[str], room: list[int]) -> None:
+    """Blank lines in the slots after the statements of ``body``, then of each class's body after it;
+    :class:`TooLarge` once more than ``room[0]`` (what is left of :data:`MAX_BLANK_LINES`) are drawn."""
     span = max((length for stmt, length, _, _ in body if isinstance(stmt, _FUNCS)), default=0) + 1
     for stmt, length, slot, inner in body:
         blank = rng.randint(0, JITTER) + (span - length if isinstance(stmt, _FUNCS) else 0)
         if inner is None:
+            room[0] -= blank
+            if room[0] < 0:
+                raise TooLarge(f"over {MAX_BLANK_LINES:,} blank lines once padded")
             slots[slot] = "\n" * blank
         else:  # (the class's last line is its last statement's, whose blank lines they are)
-            _draw(inner, rng, slots)
+            _draw(inner, rng, slots, room)

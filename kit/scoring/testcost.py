@@ -93,17 +93,24 @@ def cheap(key: tuple[int, float]) -> bool:
     return key[1] <= (CANARY_SECONDS if key[0] == 0 else CANARY_COST)
 
 
-def left_bare(pairs: dict[str, float | None], timed: dict[str, float]) -> set[str]:
+def left_bare(pairs: dict[str, float | None], timed: dict[str, float], added: Iterable[str] = ()) -> set[str]:
     """The scopes left without canaries, of ``pairs``: scope -> None where its canaries copy cheap
     tests (always placed), else the most its pair may take, in seconds. The costly pairs are placed
     cheapest first while their sum stays within :data:`CANARY_BUDGET` of the seconds of ``timed``
-    (each test's at the base); where no pair is cheap the cheapest is placed whatever it costs: a
-    session keeps at least one pair."""
+    (each test's at the base); where no pair of the base's scopes is cheap the cheapest of them is
+    placed whatever it costs: a session keeps at least one pair among the base's tests. ``added``:
+    the scopes of modules the base did not run (the agent's) -- a cheap one of theirs once made every
+    base scope of costly tests bare, the session's one pair in the agent's own module, where a report
+    forger that spares its own module met none (RT45-4)."""
     budget = CANARY_BUDGET * sum(timed.values())
     costly = sorted((cost, scope) for scope, cost in pairs.items() if cost is not None)
-    spent, bare, none_cheap = 0.0, set(), len(costly) == len(pairs)
-    for i, (cost, scope) in enumerate(costly):
-        if spent + cost <= budget or (i == 0 and none_cheap):
+    added = set(added)
+    keep = None
+    if all(cost is not None for scope, cost in pairs.items() if scope not in added):
+        keep = next((scope for _, scope in costly if scope not in added), None)
+    spent, bare = 0.0, set()
+    for cost, scope in costly:
+        if spent + cost <= budget or scope == keep:
             spent += cost
         else:
             bare.add(scope)
