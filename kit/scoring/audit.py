@@ -23,20 +23,12 @@ from collections.abc import Callable
 _getframe = sys._getframe
 _gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 _Function = type(lambda: None)
-_realpath = os.path.realpath
-_readlink = os.readlink
-_isfile = os.path.isfile
-_getcwd = os.getcwd
+_realpath, _readlink, _isfile = os.path.realpath, os.readlink, os.path.isfile
+_getcwd, _fsdecode = os.getcwd, os.fsdecode
 _osopen, _osread, _osclose = os.open, os.read, os.close
-_join, _dirname = os.path.join, os.path.dirname
-_abspath = os.path.abspath
-_fsdecode = os.fsdecode
-_basename = os.path.basename
-_current_thread, _main_thread, _thread_local = (
-    threading.current_thread,
-    threading.main_thread,
-    threading.local,
-)
+_join, _dirname, _abspath, _basename = os.path.join, os.path.dirname, os.path.abspath, os.path.basename
+_current_thread, _main_thread = threading.current_thread, threading.main_thread
+_thread_local = threading.local
 
 #: stdlib modules that only look at frames or read source on behalf of their caller: an event they
 #: raise is charged to the code that called them
@@ -384,7 +376,21 @@ class Audit:
         others = others or full in self.spans or (not full.startswith(self.repo) and _isfile(full))
         if not others or _as_on_disk(source, full):  # an import compiles the file as it is: no forgery
             return None
+        if self.self_made(frame, filename):  # (``import asyncio`` by the agent's code: not its code)
+            return None
         return f"{where} compiled code under the name of {filename[-120:]}"
+
+    def self_made(self, frame: object, filename: str) -> bool:
+        """Is the code made by ``filename``'s own top level as it loads, through the stdlib's code
+        alone (``asyncio.tasks``' ``@types.coroutine`` remakes its functions' code objects)?"""
+        while frame is not None:
+            code = frame.f_code  # type: ignore[attr-defined]
+            if code.co_filename == filename:
+                return code.co_name == "<module>"
+            if self.kind(code.co_filename) not in (_STDLIB, _HELPER, _ANGLE):
+                return False
+            frame = frame.f_back  # type: ignore[attr-defined]
+        return False
 
     def forged(self, name: str, frame: object) -> bool:
         """Does ``frame`` run code under the name of a test file the session compiled first
@@ -393,14 +399,12 @@ class Audit:
         return name in self.compiled_files and id(frame.f_code) not in self.compiled_ids  # type: ignore[attr-defined]
 
     def handed(self, frame: object, all_stdlib: bool = False, direct: bool = False) -> str | None:
-        """A thread that acts for the code under test (``threads.py``: started by it, or with nothing
-        but the stdlib's code on its stack) at ``frame``, or None."""
+        """A thread acting for the code under test at ``frame`` (``threads.py``), or None."""
         return self.threads.acts_for(frame, all_stdlib, direct) if self.threads else None
 
     def link(self, args: tuple, frame: object) -> str | None:
-        """A link made to a hidden file (``os.symlink``/``os.link``: source, destination and the
-        destination's folder descriptor): opened through it, by a name relative to a folder's
-        descriptor, the hidden file could not be told."""
+        """A link made to a hidden file (``os.symlink``/``os.link``: source, destination, folder
+        descriptor): opened through it, by a name relative to a descriptor, it could not be told."""
         if len(args) < 2 or not isinstance(args[0], str | bytes) or not isinstance(args[1], str | bytes):
             return None
         src, dst = _fsdecode(args[0]), _fsdecode(args[1])
@@ -427,8 +431,7 @@ class Audit:
         return line is not None and any(first <= line <= last for first, last in spans)
 
     def via_pytest(self, frame: object) -> bool:
-        """Did the repo reach this event through pytest's own code (``_pytest._code``'s frames and
-        tracebacks, say)? No honest code under test calls into the test machinery for that."""
+        """Did the repo reach this event through pytest's own code (``_pytest._code``'s frames)?"""
         while frame is not None:
             found = self.kind(frame.f_code.co_filename)  # type: ignore[attr-defined]
             if found == _LOADER_FILE:
@@ -439,18 +442,15 @@ class Audit:
         return False
 
     def returns_frame(self, frame: object) -> bool:
-        """Is ``frame`` a stdlib wrapper of ``sys._getframe`` that hands the frame to its caller
-        (``logging.currentframe``, ``inspect.currentframe``)? Logging's own use of it (findCaller)
-        then stays logging's: the frame it is charged to is logging's, not the repo's."""
+        """Is ``frame`` a stdlib wrapper of ``sys._getframe`` handing the frame to its caller
+        (``logging.currentframe``)? Logging's own use of it (findCaller) then stays logging's."""
         code = frame.f_code  # type: ignore[attr-defined]
         return self.kind(code.co_filename) in (_HELPER, _STDLIB) and code.co_name in _WRAPPERS
 
     def late(self, frame: object) -> str | None:
         """Who opened a hidden file when no repo frame raised it through the stdlib: a repo frame
-        anywhere on the stack (nearer than any hidden test's frame: a test's helper called back by
-        the repo code is the test's doing; say, repo code reading the tests through pytest's own
-        path helpers while a hidden module imports it), or, once a hidden test has run, any thread
-        but pytest's own."""
+        anywhere on the stack nearer than a hidden test's (a test's helper the repo code calls back
+        is the test's doing), pytest formatting an exception, or once a test ran, any other thread."""
         while frame is not None:
             name = frame.f_code.co_filename  # type: ignore[attr-defined]
             if self.forged(name, frame):
