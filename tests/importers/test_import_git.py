@@ -232,6 +232,23 @@ def test_a_package_the_kit_environment_already_imports_is_refused(tmp_path):
     assert [p.name for p in (tmp_path / "t").iterdir()] == []
 
 
+def test_a_configuration_asking_for_a_plugin_option_is_refused_saying_so(tmp_path, capsys):
+    """parse's ``.pytest.ini`` has ``addopts = --cov=parse ...``: with plugin autoload off pytest stops
+    on a usage error before any test. The import said a canary was missing from the report, then
+    "pick a commit whose tests fail before it and pass after it"; it names pytest's error now."""
+    commits = [
+        (m, {**files, ".pytest.ini": "[pytest]\naddopts = --cov=tiny --cov-branch\n"})
+        for m, files in TINY_COMMITS
+    ]
+    make_repo(tmp_path / "covered", commits)
+    code, text = _cli(capsys, str(tmp_path / "covered"), "--commit", "HEAD", "--out", str(tmp_path / "t"))
+    assert code != 0 and "Traceback" not in text
+    assert "usage error" in text and "unrecognized arguments: --cov=tiny --cov-branch" in text, text
+    assert "inifile: .pytest.ini" in text and "PYTEST_DISABLE_PLUGIN_AUTOLOAD" in text
+    assert "canary" not in text and "one by one" not in text
+    assert not (tmp_path / "t").exists() or not list((tmp_path / "t").iterdir())
+
+
 # --------------------------------------------------------------------------- nothing of the answer reaches the agent
 
 

@@ -12,7 +12,10 @@
    tests alone. The fail -> pass tests are the hidden tests (:mod:`kit.tasks.transitions`), each
    with a severity from how it fails at the base (:mod:`.severity`). A module-level ``from
    <package> import name`` in a hidden module is written so that a name the base lacks fails only
-   the tests that use it (:func:`~kit.importers.git.testfiles.tolerant_imports`).
+   the tests that use it (:func:`~kit.importers.git.testfiles.tolerant_imports`). A session that
+   pytest stops on a usage error before any test (the configuration's ``addopts`` naming a
+   plugin's option, ``--cov``: the kit runs pytest with plugin autoload off) stops the import
+   with pytest's own words (:func:`.probe.usage_error`).
 4. **Validation** (``kit tasks validate``'s own check, :mod:`.settle`): the assembled task scored with
    its own tests at the base and with the solution; own tests that fail at the base or with the
    reference solution, and hidden tests that are not fail -> pass here, are left out (each named,
