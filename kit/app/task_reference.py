@@ -60,7 +60,9 @@ fixed author and date: no history, no tags, no objects of anything later). Neith
 `python -m kit tasks validate ID|PATH|suite:NAME|--all` checks the contract, scored exactly as a run
 is (the kit's scorer, in its sandbox): the own tests pass at the start; every hidden test fails at the
 start (unless marked `baseline_pass`); with `solution/` laid over the start (and `DELETED.txt`
-applied) every hidden test and every own test passes, and scoring sees no introspection.
+applied) every hidden test and every own test passes, and scoring sees no introspection. A session
+pytest refuses to start (status 4, a usage error: an `addopts` naming a plugin's option such as
+`--cov`, since the kit runs pytest with plugin autoload off) is named first, in pytest's words.
 `python -m kit tasks list [PATH|suite:NAME]` lists the tasks of `datasets/tasks/` (or of the folder
 PATH, or of a suite) with their requirements by severity and how many have a sealed check, and under
 each its measured size, project, expert estimate, excluded tests and unexplained specification gaps;

@@ -30,6 +30,7 @@ from tests.support.gitrepos import (
     TINY_COMMITS,
     make_repo,
 )
+from tests.tasks.taskmaker import make_task
 
 MARKER = "fixed-by-the-reference-change"  # the solution's changed line (tests/support/gitrepos.py)
 
@@ -247,6 +248,36 @@ def test_a_configuration_asking_for_a_plugin_option_is_refused_saying_so(tmp_pat
     assert "inifile: .pytest.ini" in text and "PYTEST_DISABLE_PLUGIN_AUTOLOAD" in text
     assert "canary" not in text and "one by one" not in text
     assert not (tmp_path / "t").exists() or not list((tmp_path / "t").iterdir())
+
+
+def test_validate_names_a_usage_error_of_the_task_configuration(tmp_path):
+    """The same configuration in a task folder: validate said a canary was missing and "exit code 4:
+    rootdir: /tmp/..."; it says pytest refused to start, in pytest's words, first."""
+    config = "[pytest]\naddopts = --cov=calc\n"
+    task = make_task(
+        tmp_path / "covered",
+        {
+            ".pytest.ini": config,
+            "calc.py": "def area(w, h):\n    return w + h\n",
+            "tests/test_own.py": OWN_OK,
+        },
+        {".pytest.ini": config, "tests/test_area.py": HIDDEN_AREA},
+        {"calc.py": "def area(w, h):\n    return w * h\n"},
+        acceptance_layout="repo",
+    )
+    report = validate_task(task)
+    assert not report.ok
+    refused = [p for p in report.problems if p.startswith("pytest refused to start")]
+    assert refused == report.problems[:2], report.problems
+    assert all("unrecognized arguments: --cov=calc; inifile: .pytest.ini" in p for p in refused), refused
+    assert "the hidden tests" in refused[0] and "the own tests" in refused[1]
+
+
+OWN_OK = "import calc\n\n\ndef test_imports():\n    assert calc.area\n"
+HIDDEN_AREA = (
+    "import pytest\n\nimport calc\n\n\n@pytest.mark.severity('major')\ndef test_area():\n"
+    "    assert calc.area(2, 3) == 6\n"
+)
 
 
 # --------------------------------------------------------------------------- nothing of the answer reaches the agent

@@ -32,6 +32,7 @@ from pathlib import Path
 from kit.errors import TaskError
 from kit.importers.exercism.marks import mark_source
 from kit.importers.git.testfiles import reduce_module, tolerant_imports
+from kit.importers.validate import USAGE_HINT, usage_error
 from kit.scoring.scorer import Evaluation, evaluate
 from kit.tasks.task import Task
 from kit.tasks.transitions import Outcome, Transition, outcome_of, transition
@@ -135,12 +136,9 @@ class Prober:
         if refused:
             raise TaskError(
                 f"pytest refused to start checking {module} {where} (status 4, a usage error): {refused}",
-                "the repository's pytest configuration (its addopts) or a conftest asks for an option this "
-                "pytest does not know: the kit runs pytest with plugin autoload off "
-                "(PYTEST_DISABLE_PLUGIN_AUTOLOAD=1), so a plugin's options (pytest-cov's --cov, ...) stop "
-                "every session, the agent's own test command's too. Import from history whose "
-                "configuration does without them: e.g. a branch at the base with the option removed in "
-                "a commit, the fix cherry-picked on top, then --commit <that branch>",
+                f"{USAGE_HINT}. Import from history whose configuration does without them: e.g. a branch "
+                "at the base with the option removed in a commit, the fix cherry-picked on top, then "
+                "--commit <that branch>",
             )
         broken = _session_trouble(ev)
         if not broken:
@@ -196,24 +194,6 @@ class Prober:
             return ev
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def usage_error(exit_code: int | None, output: str, reported: bool) -> str:
-    """pytest's own words when a session stopped on a usage error -- status 4 before any test was
-    reported (unrecognized arguments, a missing plugin, a bad ``-o``) -- else "". Its scratch folder
-    is cut from the ``inifile:`` and ``rootdir:`` lines: the configuration is named inside the tree."""
-    if exit_code != 4 or reported:
-        return ""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    root = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("rootdir:")), "")
-    said = []
-    for line in lines:
-        if line.startswith("rootdir:") or line.startswith("ERROR: usage:"):
-            continue
-        if root and line.startswith("inifile:"):
-            line = "inifile: " + line.split(":", 1)[1].strip().removeprefix(root + "/")
-        said.append(line.removeprefix("ERROR: "))
-    return "; ".join(said)[:600] or "pytest said nothing"
 
 
 def _session_trouble(ev: Evaluation) -> str:
