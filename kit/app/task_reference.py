@@ -186,7 +186,13 @@ def _import_git() -> list[str]:
         "Each is one message and a non-zero exit status: not a git repository; an unknown commit; a "
         "root commit; a range that is not `BASE..HEAD` or whose BASE is not an ancestor of HEAD; a "
         "change with no test module, or no test function added or changed; no test going "
-        "fail -> pass (each candidate listed with why); a package the kit's environment imports; an "
+        "fail -> pass (each candidate listed with why; when the tests fail with the change on a module "
+        "neither the repository nor the kit's environment has -- a test dependency such as freezegun -- "
+        "the message names it: scoring runs the kit's own interpreter, so install it there, "
+        "`.venv/bin/pip install ...`, or into the image with podman or docker); a probe session pytest "
+        "refuses to start (a usage error, in pytest's words: an `addopts` naming a plugin's option such "
+        "as `--cov`, which the kit's pytest, plugin autoload off, does not know); a package the kit's "
+        "environment imports; an "
         "id that cannot name a folder; an existing task folder. A candidate that does not validate "
         "is refused with `kit tasks validate`'s reasons, and nothing is written.",
         "",

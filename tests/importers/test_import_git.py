@@ -250,6 +250,18 @@ def test_a_configuration_asking_for_a_plugin_option_is_refused_saying_so(tmp_pat
     assert not (tmp_path / "t").exists() or not list((tmp_path / "t").iterdir())
 
 
+def test_a_test_dependency_the_kit_lacks_is_named_with_what_to_do(tmp_path, capsys):
+    """A new test imports a test dependency (humanize's tests import freezegun) the kit's environment
+    does not hold: the import said to pick a commit whose tests fail before and pass after."""
+    head = dict(TINY_COMMITS[1][1])
+    head["tests/test_tiny.py"] = "import orchbench_absent_testdep\n" + head["tests/test_tiny.py"]
+    make_repo(tmp_path / "deps", [TINY_COMMITS[0], ("area multiplies", head)])
+    code, text = _cli(capsys, str(tmp_path / "deps"), "--commit", "HEAD", "--out", str(tmp_path / "t"))
+    assert code != 0 and "No module named 'orchbench_absent_testdep'" in text, text
+    assert "the tests import orchbench_absent_testdep, which the kit's environment lacks" in text
+    assert ".venv/bin/pip install" in text and "pick a commit" not in text
+
+
 def test_validate_names_a_usage_error_of_the_task_configuration(tmp_path):
     """The same configuration in a task folder: validate said a canary was missing and "exit code 4:
     rootdir: /tmp/..."; it says pytest refused to start, in pytest's words, first."""
