@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -56,8 +57,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if errors:
         print(
             f"error: {errors} run(s) ended in outcome `error` (their messages are in the report: "
-            f"python -m kit report {out})\n  -> fix the cause, then rerun just those: "
-            f"python -m kit run {args.experiment} --retry-errors",
+            f"python -m kit report {out})\n  -> fix the cause, then rerun just those: {_rerun(args)}",
             file=sys.stderr,
             flush=True,
         )
@@ -75,6 +75,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if capped:
         print(f"stopped: {capped}")
     return 1 if errors else 3 if capped else 0
+
+
+def _rerun(args: argparse.Namespace) -> str:
+    """The command that reruns the errored runs: the user's own ``kit run`` command line (its --tasks,
+    --strategies, --profile, --results ... shape which runs there are and where) with --retry-errors.
+    With the experiment alone it would rerun the file's own tasks, into the default results folder."""
+    argv = list(getattr(args, "argv", None) or ["run", str(args.experiment)])
+    if "--retry-errors" not in argv:
+        argv.append("--retry-errors")
+    return visible(shlex.join(["python", "-m", "kit", *argv]))
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, object] | None:
@@ -254,6 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # (the rerun hint quotes it)
     try:
         return int(args.func(args) or 0)
     except KitError as e:  # (its text may quote a repository's or an agent's: escaped)

@@ -60,7 +60,9 @@ fixed author and date: no history, no tags, no objects of anything later). Neith
 `python -m kit tasks validate ID|PATH|suite:NAME|--all` checks the contract, scored exactly as a run
 is (the kit's scorer, in its sandbox): the own tests pass at the start; every hidden test fails at the
 start (unless marked `baseline_pass`); with `solution/` laid over the start (and `DELETED.txt`
-applied) every hidden test and every own test passes, and scoring sees no introspection.
+applied) every hidden test and every own test passes, and scoring sees no introspection. A session
+pytest refuses to start (status 4, a usage error: an `addopts` naming a plugin's option such as
+`--cov`, since the kit runs pytest with plugin autoload off) is named first, in pytest's words.
 `python -m kit tasks list [PATH|suite:NAME]` lists the tasks of `datasets/tasks/` (or of the folder
 PATH, or of a suite) with their requirements by severity and how many have a sealed check, and under
 each its measured size, project, expert estimate, excluded tests and unexplained specification gaps;
@@ -184,7 +186,13 @@ def _import_git() -> list[str]:
         "Each is one message and a non-zero exit status: not a git repository; an unknown commit; a "
         "root commit; a range that is not `BASE..HEAD` or whose BASE is not an ancestor of HEAD; a "
         "change with no test module, or no test function added or changed; no test going "
-        "fail -> pass (each candidate listed with why); a package the kit's environment imports; an "
+        "fail -> pass (each candidate listed with why; when the tests fail with the change on a module "
+        "neither the repository nor the kit's environment has -- a test dependency such as freezegun -- "
+        "the message names it: scoring runs the kit's own interpreter, so install it there, "
+        "`.venv/bin/pip install ...`, or into the image with podman or docker); a probe session pytest "
+        "refuses to start (a usage error, in pytest's words: an `addopts` naming a plugin's option such "
+        "as `--cov`, which the kit's pytest, plugin autoload off, does not know); a package the kit's "
+        "environment imports; an "
         "id that cannot name a folder; an existing task folder. A candidate that does not validate "
         "is refused with `kit tasks validate`'s reasons, and nothing is written.",
         "",

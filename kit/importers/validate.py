@@ -28,6 +28,13 @@ from kit.tasks.workspace import COPY_IGNORE, create_workspace
 from kit.untrusted.confine import confined, link_problem, special_file
 from kit.untrusted.terminal import visible
 
+#: Why a pytest usage error stops every session of a task, and what it means for the user.
+USAGE_HINT = (
+    "the pytest configuration (its addopts) or the test command asks for an option this pytest does not "
+    "know: the kit runs pytest with plugin autoload off (PYTEST_DISABLE_PLUGIN_AUTOLOAD=1), so a "
+    "plugin's options (pytest-cov's --cov, ...) stop every session, the agent's own test command's too"
+)
+
 
 class ValidationReport(BaseModel):
     task_id: str
@@ -59,6 +66,7 @@ def validate_task(
             t = time.monotonic()
             start = evaluations["start"] = evaluate(task, ws.root, ws, sandbox=sandbox)
             durations["start_s"] = time.monotonic() - t
+            problems += _refused(start)
             problems += start.problems
             if start.tampered or start.unscored_reason:
                 problems.append(f"scoring the start failed: {start.unscored_reason or start.tampered}")
@@ -151,6 +159,35 @@ def unknown_exclusions(task: Task) -> list[str]:
         f"exclude_tests: {key} names no test of acceptance/ (give a node id such as test_x.py::test_y)"
         for key in sorted(task.excluded - keys)
     ]
+
+
+def usage_error(exit_code: int | None, output: str, reported: bool) -> str:
+    """pytest's own words when a session stopped on a usage error -- status 4 before any test was
+    reported (unrecognized arguments, a missing plugin, a bad ``-o``) -- else "". Its scratch folder
+    is cut from the ``inifile:`` and ``rootdir:`` lines: the configuration is named inside the tree."""
+    if exit_code != 4 or reported:
+        return ""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    root = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("rootdir:")), "")
+    said = []
+    for line in lines:
+        if line.startswith("rootdir:") or line.startswith("ERROR: usage:"):
+            continue
+        if root and line.startswith("inifile:"):
+            line = "inifile: " + line.split(":", 1)[1].strip().removeprefix(root + "/")
+        said.append(line.removeprefix("ERROR: "))
+    return "; ".join(said)[:600] or "pytest said nothing"
+
+
+def _refused(ev) -> list[str]:  # noqa: ANN001 - a kit.scoring.scorer.Evaluation
+    """A session of ``ev`` that pytest stopped on a usage error, in pytest's own words: it stops every
+    other check too, whose messages (a canary missing, exit code 4) do not say why."""
+    out = []
+    for label, run in (("the hidden tests", ev.acceptance), ("the own tests", ev.own)):
+        said = usage_error(run.exit_code, run.output, bool(run.outcomes))
+        if said:
+            out.append(f"pytest refused to start {label} (status 4, a usage error): {said} -- {USAGE_HINT}")
+    return out
 
 
 def _tail(run) -> str:  # noqa: ANN001 - a kit.scoring.scorer.PytestRun

@@ -30,6 +30,7 @@ from tests.support.gitrepos import (
     TINY_COMMITS,
     make_repo,
 )
+from tests.tasks.taskmaker import make_task
 
 MARKER = "fixed-by-the-reference-change"  # the solution's changed line (tests/support/gitrepos.py)
 
@@ -230,6 +231,65 @@ def test_a_package_the_kit_environment_already_imports_is_refused(tmp_path):
     with pytest.raises(TaskError, match="importable from the kit's own environment"):
         import_git(Options(repo=tmp_path / "yamlish", commit="HEAD", out=tmp_path / "t"))
     assert [p.name for p in (tmp_path / "t").iterdir()] == []
+
+
+def test_a_configuration_asking_for_a_plugin_option_is_refused_saying_so(tmp_path, capsys):
+    """parse's ``.pytest.ini`` has ``addopts = --cov=parse ...``: with plugin autoload off pytest stops
+    on a usage error before any test. The import said a canary was missing from the report, then
+    "pick a commit whose tests fail before it and pass after it"; it names pytest's error now."""
+    commits = [
+        (m, {**files, ".pytest.ini": "[pytest]\naddopts = --cov=tiny --cov-branch\n"})
+        for m, files in TINY_COMMITS
+    ]
+    make_repo(tmp_path / "covered", commits)
+    code, text = _cli(capsys, str(tmp_path / "covered"), "--commit", "HEAD", "--out", str(tmp_path / "t"))
+    assert code != 0 and "Traceback" not in text
+    assert "usage error" in text and "unrecognized arguments: --cov=tiny --cov-branch" in text, text
+    assert "inifile: .pytest.ini" in text and "PYTEST_DISABLE_PLUGIN_AUTOLOAD" in text
+    assert "canary" not in text and "one by one" not in text
+    assert not (tmp_path / "t").exists() or not list((tmp_path / "t").iterdir())
+
+
+def test_a_test_dependency_the_kit_lacks_is_named_with_what_to_do(tmp_path, capsys):
+    """A new test imports a test dependency (humanize's tests import freezegun) the kit's environment
+    does not hold: the import said to pick a commit whose tests fail before and pass after."""
+    head = dict(TINY_COMMITS[1][1])
+    head["tests/test_tiny.py"] = "import orchbench_absent_testdep\n" + head["tests/test_tiny.py"]
+    make_repo(tmp_path / "deps", [TINY_COMMITS[0], ("area multiplies", head)])
+    code, text = _cli(capsys, str(tmp_path / "deps"), "--commit", "HEAD", "--out", str(tmp_path / "t"))
+    assert code != 0 and "No module named 'orchbench_absent_testdep'" in text, text
+    assert "the tests import orchbench_absent_testdep, which the kit's environment lacks" in text
+    assert ".venv/bin/pip install" in text and "pick a commit" not in text
+
+
+def test_validate_names_a_usage_error_of_the_task_configuration(tmp_path):
+    """The same configuration in a task folder: validate said a canary was missing and "exit code 4:
+    rootdir: /tmp/..."; it says pytest refused to start, in pytest's words, first."""
+    config = "[pytest]\naddopts = --cov=calc\n"
+    task = make_task(
+        tmp_path / "covered",
+        {
+            ".pytest.ini": config,
+            "calc.py": "def area(w, h):\n    return w + h\n",
+            "tests/test_own.py": OWN_OK,
+        },
+        {".pytest.ini": config, "tests/test_area.py": HIDDEN_AREA},
+        {"calc.py": "def area(w, h):\n    return w * h\n"},
+        acceptance_layout="repo",
+    )
+    report = validate_task(task)
+    assert not report.ok
+    refused = [p for p in report.problems if p.startswith("pytest refused to start")]
+    assert refused == report.problems[:2], report.problems
+    assert all("unrecognized arguments: --cov=calc; inifile: .pytest.ini" in p for p in refused), refused
+    assert "the hidden tests" in refused[0] and "the own tests" in refused[1]
+
+
+OWN_OK = "import calc\n\n\ndef test_imports():\n    assert calc.area\n"
+HIDDEN_AREA = (
+    "import pytest\n\nimport calc\n\n\n@pytest.mark.severity('major')\ndef test_area():\n"
+    "    assert calc.area(2, 3) == 6\n"
+)
 
 
 # --------------------------------------------------------------------------- nothing of the answer reaches the agent

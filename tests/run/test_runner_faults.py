@@ -4,6 +4,7 @@ errors made visible, and scoring on its own pool (``kit.run.control``, ``kit.run
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -193,10 +194,15 @@ def test_kit_run_exits_non_zero_when_a_run_ended_in_error_and_points_at_retry_er
     exp = tmp_path / "err.yaml"
     spec = experiment("err", profile, ["micro-slugify"], ["vibe", "linear"])
     exp.write_text(yaml.safe_dump(spec.model_dump(mode="json")))
-    code = main(["run", str(exp), "--results", str(tmp_path / "r"), "--quiet"])
+    argv = ["run", str(exp), "--strategies", "vibe,linear", "--results", str(tmp_path / "r"), "--quiet"]
+    code = main(argv)
     captured = capsys.readouterr()
     assert code == 1
     assert "2 run(s) ended in outcome `error`" in captured.err and "--retry-errors" in captured.err
+    # the rerun hint is the command given, --strategies and --results kept: the experiment alone would
+    # rerun the file's tasks into the default results folder, not the runs that errored
+    rerun = shlex.join(["python", "-m", "kit", *argv, "--retry-errors"])
+    assert f"rerun just those: {rerun}\n" in captured.err, captured.err
     report = captured.out
     assert "Runs by outcome" in report and "Errors (2 run(s)" in report
     assert "provider exploded" in report

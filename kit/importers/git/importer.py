@@ -12,7 +12,10 @@
    tests alone. The fail -> pass tests are the hidden tests (:mod:`kit.tasks.transitions`), each
    with a severity from how it fails at the base (:mod:`.severity`). A module-level ``from
    <package> import name`` in a hidden module is written so that a name the base lacks fails only
-   the tests that use it (:func:`~kit.importers.git.testfiles.tolerant_imports`).
+   the tests that use it (:func:`~kit.importers.git.testfiles.tolerant_imports`). A session that
+   pytest stops on a usage error before any test (the configuration's ``addopts`` naming a
+   plugin's option, ``--cov``: the kit runs pytest with plugin autoload off) stops the import
+   with pytest's own words (:func:`.probe.usage_error`).
 4. **Validation** (``kit tasks validate``'s own check, :mod:`.settle`): the assembled task scored with
    its own tests at the base and with the solution; own tests that fail at the base or with the
    reference solution, and hidden tests that are not fail -> pass here, are left out (each named,
@@ -25,6 +28,7 @@
 from __future__ import annotations
 
 import math
+import re
 import shutil
 import tempfile
 import time
@@ -46,7 +50,7 @@ from kit.importers.size import measure
 from kit.importers.spec_audit import audit_task, gap_counts
 from kit.importers.validate import remember_checked, validate_task
 from kit.tasks.task import Task, TaskFile, apply_solution, load_task
-from kit.tasks.transitions import is_hidden_test
+from kit.tasks.transitions import Outcome, is_hidden_test
 from kit.tasks.workspace import COPY_IGNORE, create_workspace
 
 __all__ = ["ImportResult", "Options", "import_git"]
@@ -192,9 +196,7 @@ class _Import:
             result.kinds[key] = kind
             result.hidden[key] = severity.severity(self.smap, result.task_id, key, kind, self.plan.nodes[key])
         if not result.hidden:
-            raise TaskError(
-                _no_hidden(verdicts), "pick a commit or range whose tests fail before it and pass after it"
-            )
+            raise TaskError(_no_hidden(verdicts), _no_hidden_hint(verdicts, self.packages))
 
     def assemble(self, folder: Path, result: ImportResult) -> None:
         """Write the hidden modules (cut to the hidden tests, marked) and task.yaml."""
@@ -286,3 +288,28 @@ def _no_hidden(verdicts: dict[str, Verdict]) -> str:
     if len(verdicts) > 20:
         lines.append(f"    ... and {len(verdicts) - 20} more")
     return "\n".join(lines)
+
+
+_NO_MODULE = re.compile(r"No module named '([A-Za-z_][\w.]*)'")
+
+
+def _no_hidden_hint(verdicts: dict[str, Verdict], packages: list[str]) -> str:
+    """What to do when no test goes fail -> pass: when the tests fail with the change because they
+    import a module that is neither the repository's nor in the kit's environment (a test dependency:
+    freezegun, pytest-mock's ``pytest_mock``), that it is missing; else pick another change."""
+    missing = sorted(
+        {
+            name.split(".")[0]
+            for v in verdicts.values()
+            if v.change.outcome is not Outcome.PASSED
+            for name in _NO_MODULE.findall(v.change.message)
+        }
+        - set(packages)
+    )
+    if missing:
+        return (
+            f"the tests import {', '.join(missing)}, which the kit's environment lacks: scoring runs the kit's "
+            "own interpreter (with podman or docker, the image's), so install the project's test "
+            "dependencies there (with the default sandbox: .venv/bin/pip install ...) and import again"
+        )
+    return "pick a commit or range whose tests fail before it and pass after it"

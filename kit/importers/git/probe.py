@@ -32,6 +32,7 @@ from pathlib import Path
 from kit.errors import TaskError
 from kit.importers.exercism.marks import mark_source
 from kit.importers.git.testfiles import reduce_module, tolerant_imports
+from kit.importers.validate import USAGE_HINT, usage_error
 from kit.scoring.scorer import Evaluation, evaluate
 from kit.tasks.task import Task
 from kit.tasks.transitions import Outcome, Transition, outcome_of, transition
@@ -131,6 +132,14 @@ class Prober:
     def side(self, module: str, source: str, keys: list[str], side: str) -> dict[str, Side]:
         where = "at the base" if side == "base" else "with the change"
         ev = self._evaluate(module, source, keys, side)
+        refused = usage_error(ev.acceptance.exit_code, ev.acceptance.output, bool(ev.acceptance.outcomes))
+        if refused:
+            raise TaskError(
+                f"pytest refused to start checking {module} {where} (status 4, a usage error): {refused}",
+                f"{USAGE_HINT}. Import from history whose configuration does without them: e.g. a branch "
+                "at the base with the option removed in a commit, the fix cherry-picked on top, then "
+                "--commit <that branch>",
+            )
         broken = _session_trouble(ev)
         if not broken:
             return {k: _side_of(ev, f"{module}::{k}", side) for k in keys}
