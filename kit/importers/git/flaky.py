@@ -1,7 +1,16 @@
 """No flaky requirement: the importer scores the reference solution three times in all (``kit tasks
 validate``'s scoring and :data:`RUNS` - 1 more here, side by side, each on a fresh workspace); a hidden test or an
 own test whose outcome is not the same every time is left out, with why -- as a test that runs away
-at the base is (:mod:`.settle`). A test that passed by luck would otherwise decide a run."""
+at the base is (:mod:`.settle`). A test that passed by luck would otherwise decide a run.
+
+The last of those scorings lays the reference solution with a comment line appended to each of its
+Python files (:data:`NEUTRAL`): a change of the text that changes no behaviour. A test that passes
+with the solution as written and fails so checks the source's text (its size, a hash of it, its
+last line) rather than what it does -- no agent that writes the same behaviour in other words can
+pass it -- and is left out the same way, at no extra scoring. The specification audit, which reads
+strings and names, does not see such a test when its expected value is a number. Not caught: a test
+that expires (``time.time() < <a date>``) passes every scoring at import and fails every run after
+its date (red-team round 45, ``tests/importers/test_redteam45.py``)."""
 
 from __future__ import annotations
 
@@ -10,12 +19,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kit.scoring.scorer import Evaluation, evaluate
-from kit.tasks.task import Task, apply_solution
+from kit.tasks.task import Task, apply_solution, solution_files
 from kit.tasks.transitions import outcome_of
 from kit.tasks.workspace import create_workspace
 
 #: How many times the reference solution is scored in all.
 RUNS = 3
+
+#: The comment line the last scoring appends to each Python file of the reference solution.
+NEUTRAL = "# orchbench: a comment line appended to the reference solution (no behaviour changes)\n"
 
 
 def _states(ev: Evaluation) -> dict[str, str]:
@@ -24,24 +36,48 @@ def _states(ev: Evaluation) -> dict[str, str]:
     return {**hidden, **own}
 
 
-def _score(task: Task, sandbox: str | None) -> dict[str, str]:
-    """The reference solution scored once more, on a fresh workspace."""
+def _append_neutral(task: Task, root: Path) -> None:
+    """Append :data:`NEUTRAL` to each Python file of the solution laid over ``root`` (regular files
+    only: :func:`apply_solution` has just copied them there, through no link)."""
+    for rel in solution_files(task):
+        path = root / rel
+        if rel.endswith(".py") and path.is_file() and not path.is_symlink():
+            text = path.read_bytes()
+            with open(path, "ab") as fh:
+                fh.write((b"" if not text or text.endswith(b"\n") else b"\n") + NEUTRAL.encode())
+
+
+def _score(task: Task, sandbox: str | None, neutral: bool = False) -> dict[str, str]:
+    """The reference solution scored once more, on a fresh workspace (``neutral``: with
+    :data:`NEUTRAL` appended to its Python files)."""
     with tempfile.TemporaryDirectory(prefix="orchbench-flaky-") as tmp:
         ws = create_workspace(task, Path(tmp) / "repo")
         apply_solution(task, ws.root)
+        if neutral:
+            _append_neutral(task, ws.root)
         return _states(evaluate(task, ws.root, ws, sandbox=sandbox))
 
 
 def flaky_tests(task: Task, first: Evaluation, sandbox: str | None = None) -> dict[str, str]:
     """{hidden test key or own test node id: why} for the tests whose outcome with the reference
-    solution differs between ``first`` (validation's scoring) and :data:`RUNS` - 1 more scorings."""
+    solution differs between ``first`` (validation's scoring) and :data:`RUNS` - 1 more scorings,
+    the last of them with :data:`NEUTRAL` appended to the solution's Python files."""
+    last = RUNS - 2
     with ThreadPoolExecutor(RUNS - 1) as pool:  # side by side: each is a few sandboxed processes
-        later = list(pool.map(lambda _: _score(task, sandbox), range(RUNS - 1)))
+        later = list(pool.map(lambda i: _score(task, sandbox, neutral=i == last), range(RUNS - 1)))
     seen = [_states(first), *later]
     out = {}
     for key in sorted(set().union(*seen)):
         states = [s.get(key, "not run") for s in seen]
-        if len(set(states)) > 1:
+        if len(set(states)) == 1:
+            continue
+        if len(set(states[:-1])) == 1 and states[0] == "passed":
+            out[key] = (
+                "checks the solution's text: it passes with the reference solution as written "
+                f"({RUNS - 1} scorings) and is {states[-1]} with a comment line appended to the "
+                "solution's Python files, which changes no behaviour (or it is flaky)"
+            )
+        else:
             out[key] = (
                 f"flaky: with the reference solution its outcome differs between {RUNS} scorings "
                 f"({', '.join(states)})"
