@@ -115,3 +115,19 @@ def test_a_hidden_test_cannot_tell_which_strategy_ran(tmp_path, capsys):
     (ws.root / "feature_list.json").write_text('[{"id": "F1", "passes": true}]\n')
     ev = evaluate(task, ws.root, ws, sandbox="bwrap")
     assert all(ok for ok, _ in ev.results.values()), ev.results
+
+
+def test_a_hidden_test_of_one_functions_source_is_not_kept(tmp_path, capsys):
+    """A comment line appended at the end of the file leaves ``inspect.getsource(double)`` as it was:
+    a test comparing the length of one function's source still went through. The neutral change
+    must reach into each function's text."""
+    size = len(FIX["calc.py"].encode())
+    hidden = FAIR + (
+        "\n\ndef test_double_function_as_written():\n    import inspect\n\n"
+        f"    assert double(4) == 8\n    assert len(inspect.getsource(double)) == {size}\n"
+    )
+    code, text, _ = _import(tmp_path, hidden, capsys)
+    assert code == 0, text
+    kept = _kept(tmp_path)
+    assert "def test_double(" in kept, text
+    assert "test_double_function_as_written" not in kept, "a test of a function's source was kept\n" + text

@@ -3,10 +3,11 @@ validate``'s scoring and :data:`RUNS` - 1 more here, side by side, each on a fre
 own test whose outcome is not the same every time is left out, with why -- as a test that runs away
 at the base is (:mod:`.settle`). A test that passed by luck would otherwise decide a run.
 
-The last of those scorings lays the reference solution with a comment line appended to each of its
-Python files (:data:`NEUTRAL`): a change of the text that changes no behaviour. A test that passes
-with the solution as written and fails so checks the source's text (its size, a hash of it, its
-last line) rather than what it does -- no agent that writes the same behaviour in other words can
+The last of those scorings lays the reference solution with a comment line (:data:`NEUTRAL`) added
+to each of its Python files -- at the end, and before the first statement of each function's body:
+a change of the text that changes no behaviour. A test that passes with the solution as written and
+fails so checks the source's text (a file's size, a hash of ``inspect.getsource`` of the module or
+of one function, a line number) rather than what it does -- no agent that writes the same behaviour in other words can
 pass it -- and is left out the same way, at no extra scoring. The specification audit, which reads
 strings and names, does not see such a test when its expected value is a number. Not caught: a test
 that expires (``time.time() < <a date>``) passes every scoring at import and fails every run after
@@ -14,6 +15,7 @@ its date (red-team round 45, ``tests/importers/test_redteam45.py``)."""
 
 from __future__ import annotations
 
+import ast
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,8 +28,8 @@ from kit.tasks.workspace import create_workspace
 #: How many times the reference solution is scored in all.
 RUNS = 3
 
-#: The comment line the last scoring appends to each Python file of the reference solution.
-NEUTRAL = "# orchbench: a comment line appended to the reference solution (no behaviour changes)\n"
+#: The comment line the last scoring adds to each Python file of the reference solution.
+NEUTRAL = "# orchbench: a comment line added to the reference solution (no behaviour changes)\n"
 
 
 def _states(ev: Evaluation) -> dict[str, str]:
@@ -36,15 +38,37 @@ def _states(ev: Evaluation) -> dict[str, str]:
     return {**hidden, **own}
 
 
-def _append_neutral(task: Task, root: Path) -> None:
-    """Append :data:`NEUTRAL` to each Python file of the solution laid over ``root`` (regular files
-    only: :func:`apply_solution` has just copied them there, through no link)."""
+def neutral_text(text: bytes) -> bytes:
+    """``text`` (a Python file) with :data:`NEUTRAL` at its end and before the first statement of
+    each function body that starts on a line of its own (indented as that statement; not after a
+    line ending in a backslash). A file that does not parse gets the last line only."""
+    lines = text.splitlines(keepends=True)
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    before: dict[int, int] = {}  # 0-based line index -> indentation of the statement there
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            at = first.lineno - 1
+            if first.lineno > node.lineno and 0 < at < len(lines):
+                line = lines[at]
+                if line[: first.col_offset].strip() == b"" and not lines[at - 1].rstrip().endswith(b"\\"):
+                    before[at] = first.col_offset
+    comment = NEUTRAL.encode()
+    out = [(lines[i][: before[i]] + comment if i in before else b"") + line for i, line in enumerate(lines)]
+    end = b"" if not text or text.endswith((b"\n", b"\r")) else b"\n"
+    return b"".join(out) + end + comment
+
+
+def _add_neutral(task: Task, root: Path) -> None:
+    """Lay :func:`neutral_text` over each Python file of the solution laid over ``root`` (regular
+    files only: :func:`apply_solution` has just copied them there, through no link)."""
     for rel in solution_files(task):
         path = root / rel
         if rel.endswith(".py") and path.is_file() and not path.is_symlink():
-            text = path.read_bytes()
-            with open(path, "ab") as fh:
-                fh.write((b"" if not text or text.endswith(b"\n") else b"\n") + NEUTRAL.encode())
+            path.write_bytes(neutral_text(path.read_bytes()))
 
 
 def _score(task: Task, sandbox: str | None, neutral: bool = False) -> dict[str, str]:
@@ -54,7 +78,7 @@ def _score(task: Task, sandbox: str | None, neutral: bool = False) -> dict[str, 
         ws = create_workspace(task, Path(tmp) / "repo")
         apply_solution(task, ws.root)
         if neutral:
-            _append_neutral(task, ws.root)
+            _add_neutral(task, ws.root)
         return _states(evaluate(task, ws.root, ws, sandbox=sandbox))
 
 
@@ -74,8 +98,9 @@ def flaky_tests(task: Task, first: Evaluation, sandbox: str | None = None) -> di
         if len(set(states[:-1])) == 1 and states[0] == "passed":
             out[key] = (
                 "checks the solution's text: it passes with the reference solution as written "
-                f"({RUNS - 1} scorings) and is {states[-1]} with a comment line appended to the "
-                "solution's Python files, which changes no behaviour (or it is flaky)"
+                f"({RUNS - 1} scorings) and is {states[-1]} with a comment line added to the "
+                "solution's Python files (at the end and in each function), which changes no behaviour "
+                "(or it is flaky)"
             )
         else:
             out[key] = (
