@@ -131,3 +131,23 @@ def test_a_hidden_test_of_one_functions_source_is_not_kept(tmp_path, capsys):
     kept = _kept(tmp_path)
     assert "def test_double(" in kept, text
     assert "test_double_function_as_written" not in kept, "a test of a function's source was kept\n" + text
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not fixed: a comment line changes no bytecode; a test comparing double.__code__.co_code "
+    "with the reference's still validates (a neutral change of the code itself would be needed)",
+)
+def test_a_hidden_test_of_the_solutions_bytecode_is_not_kept(tmp_path, capsys):
+    """``len(double.__code__.co_code)`` and its names pinned to the reference's: any agent whose
+    ``double`` compiles otherwise (``2 * x``) fails it."""
+    ns: dict = {}
+    exec(compile(FIX["calc.py"], "calc.py", "exec"), ns)
+    code_obj = ns["double"].__code__
+    hidden = FAIR + (
+        "\n\ndef test_double_compiled_as_written():\n"
+        f"    assert double(4) == 8\n    assert double.__code__.co_code == {code_obj.co_code!r}\n"
+    )
+    code, text, _ = _import(tmp_path, hidden, capsys)
+    assert code == 0, text
+    assert "test_double_compiled_as_written" not in _kept(tmp_path), text
