@@ -85,7 +85,7 @@ def _score(task: Task, sandbox: str | None, neutral: bool = False) -> dict[str, 
 def flaky_tests(task: Task, first: Evaluation, sandbox: str | None = None) -> dict[str, str]:
     """{hidden test key or own test node id: why} for the tests whose outcome with the reference
     solution differs between ``first`` (validation's scoring) and :data:`RUNS` - 1 more scorings,
-    the last of them with :data:`NEUTRAL` appended to the solution's Python files."""
+    the last of them on :func:`neutral_text` of the solution's Python files."""
     last = RUNS - 2
     with ThreadPoolExecutor(RUNS - 1) as pool:  # side by side: each is a few sandboxed processes
         later = list(pool.map(lambda i: _score(task, sandbox, neutral=i == last), range(RUNS - 1)))
@@ -95,16 +95,15 @@ def flaky_tests(task: Task, first: Evaluation, sandbox: str | None = None) -> di
         states = [s.get(key, "not run") for s in seen]
         if len(set(states)) == 1:
             continue
-        if len(set(states[:-1])) == 1 and states[0] == "passed":
-            out[key] = (
-                "checks the solution's text: it passes with the reference solution as written "
-                f"({RUNS - 1} scorings) and is {states[-1]} with a comment line added to the "
-                "solution's Python files (at the end and in each function), which changes no behaviour "
-                "(or it is flaky)"
+        why = (
+            f"flaky: with the reference solution its outcome differs between {RUNS} scorings "
+            f"({', '.join(states)})"
+        )
+        if len(set(states[:-1])) == 1 and states[0] == "passed":  # only the neutral one differs
+            why += (
+                " -- the last with a comment line added to the solution's Python files (at the end "
+                "and in each function), which changes no behaviour: it checks the solution's text, "
+                "or it is flaky"
             )
-        else:
-            out[key] = (
-                f"flaky: with the reference solution its outcome differs between {RUNS} scorings "
-                f"({', '.join(states)})"
-            )
+        out[key] = why
     return out
