@@ -16,6 +16,8 @@ from kit.app.cli import main
 from tests.importers.test_hostile_repo import BASE, FIX  # the calc repository the red teams use
 from tests.support.gitrepos import make_repo
 
+pytestmark = pytest.mark.slow  # each imports a repository (5-15 s)
+
 FAIR = "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n"
 
 
