@@ -20,6 +20,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from kit import pyast
 from kit.scoring.scorer import Evaluation, evaluate
 from kit.tasks.task import Task, apply_solution, solution_files
 from kit.tasks.transitions import outcome_of
@@ -41,10 +42,11 @@ def _states(ev: Evaluation) -> dict[str, str]:
 def neutral_text(text: bytes) -> bytes:
     """``text`` (a Python file) with :data:`NEUTRAL` at its end and before the first statement of
     each function body that starts on a line of its own (indented as that statement; not after a
-    line ending in a backslash). A file that does not parse gets the last line only."""
+    line ending in a backslash). A file that does not parse, or is over
+    :data:`kit.pyast.MAX_SOURCE_BYTES`, gets the last line only."""
     lines = text.splitlines(keepends=True)
-    try:
-        tree = ast.parse(text)
+    try:  # (kit.pyast: a file past MAX_SOURCE_BYTES is a SyntaxError, never parsed)
+        tree = pyast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         tree = None
     before: dict[int, int] = {}  # 0-based line index -> indentation of the statement there
