@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit import pyast
-from kit.scoring.naming import DEFAULT, Collecting, _Namer, is_testcase
+from kit.scoring.naming import DEFAULT, Collecting, Namer, is_testcase
 from kit.scoring.padding import TooLarge, unparse_padded
 from kit.scoring.scopes import Scopes, Test, skipped, skips
 from kit.scoring.seal import Site, module_names, seal_test
@@ -177,7 +177,7 @@ def _place(body: list[ast.stmt], extra: list[tuple[int, ast.stmt]]) -> list[ast.
 def inject_module(
     tree: ast.Module,
     rel: str,
-    namer: _Namer,
+    namer: Namer,
     found: Injected,
     twins: bool = True,
     left_out: tuple[str, ...] = (),
@@ -252,7 +252,7 @@ def _add_canaries(
     tree: ast.Module,
     rel: str,
     tests: list[Test],
-    namer: _Namer,
+    namer: Namer,
     names: Names,
     found: Injected,
     module_extra: list[tuple[int, ast.stmt]],
@@ -376,7 +376,7 @@ def inject_own(
     found = Injected()
     parsed, taken = _parse_all(root, files)
     used = used_test_names(root, forms=collecting.forms()) | reported(seconds or {})
-    namer = _Namer(rng, taken | used, collecting)  # no test's name
+    namer = Namer(rng, taken | used, collecting)  # no test's name
     out = tuple(left_out)
     if seconds is not None:  # (a task's first scoring has measured nothing: every scope gets its pair)
         measured = {n[: n.find(".py::") + 3] for n in seconds if ".py::" in n}
@@ -426,7 +426,7 @@ def inject_folder(
     rng = rng or random.Random(secrets.randbits(64))
     found = Injected()
     parsed, taken = _parse_all(folder, [p.relative_to(folder).as_posix() for p in test_files(folder)])
-    namer = _Namer(rng, taken | used_test_names(folder, forms=collecting.forms()) | avoid, collecting)
+    namer = Namer(rng, taken | used_test_names(folder, forms=collecting.forms()) | avoid, collecting)
     found.observer = namer.ident()
     for path, rel, tree in parsed:
         if inject_module(tree, rel, namer, found):

@@ -16,7 +16,7 @@ collects no plain function (RT44-2): canaries go into ``unittest.TestCase`` clas
 read as pytest reads it (:mod:`.pytestconfig`, RT44-8/9), then the ``-o`` of its ``addopts`` and of the
 command (RT44-1); over :data:`MAX_PATTERNS` patterns the kit names nothing (RT44-5).
 
-Helper names (:meth:`_Namer.ident`) are never collected: neither ``python_functions`` nor
+Helper names (:meth:`Namer.ident`) are never collected: neither ``python_functions`` nor
 ``python_classes`` matches them, and none is made of a word that holds ``test``."""
 
 from __future__ import annotations
@@ -280,7 +280,7 @@ def read_collecting(path: Path | None, args: list[str] = ()) -> Collecting:  # t
     return Collecting(found[0], found[1])  # type: ignore[arg-type]
 
 
-class _Namer:
+class Namer:
     """Random, unused names for one folder, made of ``words`` (the module's test-name words): test
     names for twins and canaries (in the module's form: :class:`Collecting`), identifiers for helpers
     and variables -- no hex that would set what the kit adds apart in a report or a failure message."""

@@ -169,10 +169,10 @@ def test_a_module_that_uses_up_the_short_names_still_gets_names_of_its_words():
     module's words, none taken twice."""
     import ast
 
-    from kit.scoring.naming import _Namer
+    from kit.scoring.naming import Namer
 
     tree = ast.parse("".join(f"class TestC{i}:\n    def test_a(self):\n        pass\n" for i in range(5000)))
-    namer = _Namer(random.Random(5), set())
+    namer = Namer(random.Random(5), set())
     namer.use_module(tree)
     names = [namer.ident(cls=i % 2 == 0) for i in range(10_000)] + [namer.test_name() for _ in range(10_000)]
     assert len(set(names)) == len(names)

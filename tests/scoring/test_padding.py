@@ -11,7 +11,7 @@ import pytest
 
 from kit import pyast
 from kit.scoring import padding
-from kit.scoring.inject import Injected, _Namer, inject_module
+from kit.scoring.inject import Injected, Namer, inject_module
 from kit.scoring.padding import JITTER, TooLarge, unparse_padded
 
 MODULE = '''
@@ -244,7 +244,7 @@ def test_the_text_is_the_modules_as_ast_unparse_writes_it_with_its_kits_nodes_to
         trees = [tree]
         injected = pyast.clone(tree)
         found = Injected(observer="seen_value")
-        if i % 3 == 0 and inject_module(injected, path.name, _Namer(random.Random(i), set()), found):
+        if i % 3 == 0 and inject_module(injected, path.name, Namer(random.Random(i), set()), found):
             trees.append(injected)
         for one in trees:
             plain = ast.unparse(ast.fix_missing_locations(pyast.clone(one)))

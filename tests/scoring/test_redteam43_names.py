@@ -9,7 +9,7 @@ import random
 from pathlib import Path
 
 from kit.scoring.inject import inject_folder, inject_own
-from kit.scoring.naming import DEFAULT, Collecting, _Namer, read_collecting
+from kit.scoring.naming import DEFAULT, Collecting, Namer, read_collecting
 from kit.scoring.scorer import evaluate
 from kit.scoring.session import Canaries
 from kit.scoring.sessions import Sessions
@@ -164,7 +164,7 @@ def test_the_forms_of_a_name_each_configuration_collects():
 
 def test_the_module_uses_its_own_tests_form_and_helpers_are_never_collected():
     c = Collecting(("test", "check*"), ("Check*",))
-    namer = _Namer(random.Random(3), set(), c)
+    namer = Namer(random.Random(3), set(), c)
     from kit import pyast
 
     namer.use_module(pyast.parse("def check_one_check():\n    pass\ndef check_two_checks():\n    pass\n"))
