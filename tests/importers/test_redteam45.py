@@ -153,3 +153,30 @@ def test_a_hidden_test_of_the_solutions_bytecode_is_not_kept(tmp_path, capsys):
     code, text, _ = _import(tmp_path, hidden, capsys)
     assert code == 0, text
     assert "test_double_compiled_as_written" not in _kept(tmp_path), text
+
+
+def test_the_report_counts_only_the_solution_files_written(tmp_path, capsys):
+    """A fix that adds a symlink to a host file beside its real change: the link is left out (as
+    before), and the report said "2 solution file(s)" with one written and no word of the link. It
+    counts what ``solution/`` holds now and names what it left out."""
+    import os
+
+    from tests.support.gitrepos import git
+
+    repo = tmp_path / "calc"
+    shas = make_repo(repo, [("start", BASE)])
+    for rel, text in {**FIX, "tests/test_double.py": FAIR}.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    os.symlink("/etc/hostname", repo / "host_link.py")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "Fix double")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert head != shas[0]
+    out = tmp_path / "tasks"
+    code = main(["tasks", "import-git", str(repo), "--commit", head, "--out", str(out), "--id", "calc-t"])
+    text = "".join(capsys.readouterr())
+    assert code == 0, text
+    written = sorted(p.name for p in (out / "calc-t" / "solution").rglob("*") if p.is_file())
+    assert written == ["calc.py"], written
+    assert "1 solution file(s)" in text and "host_link.py" in text, text

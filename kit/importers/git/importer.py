@@ -120,7 +120,6 @@ class _Import:
         self.plan = plan = make_plan(repo, base, head, commits, trees, opts.tests)
         result.notes += plan.notes
         _exclude(plan.candidates, opts.exclude, result)
-        result.solution_files = len(plan.solution)
         result.deselected = dict(plan.deselect)
         result.ignored = dict(plan.ignore)
         self.packages = layout.packages(trees["base"], opts.tests)
@@ -128,7 +127,14 @@ class _Import:
         self.support = layout.support_files(trees["head"], list(plan.candidates), opts.tests)
         self.spec = task_spec(opts, repo, plan, result.task_id, self.packages, self.prompt or "-")
         shutil.copytree(trees["base"], folder / "repo")
-        write_solution(folder, trees["head"], plan.solution)
+        left_out: list[str] = []
+        write_solution(folder, trees["head"], plan.solution, left_out)
+        result.solution_files = len(plan.solution) - len(left_out)  # (what solution/ holds or deletes)
+        if left_out:
+            shown = ", ".join(left_out[:5]) + (f" and {len(left_out) - 5} more" if len(left_out) > 5 else "")
+            result.notes.append(
+                f"{len(left_out)} changed path(s) of the solution are no files of the change's tree (a symlink, a submodule, a .git entry): left out ({shown})"
+            )
         write_acceptance(folder, trees["head"], self.support, {})
         write_spec(folder, self.spec)
         self.ws = create_workspace(load_task(folder), tmp / "ws")

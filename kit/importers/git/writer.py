@@ -14,10 +14,13 @@ from kit.tasks.taskyaml import write_task_file
 from kit.untrusted.confine import confined
 
 
-def write_solution(folder: Path, head: Path, changes: list[Change]) -> list[str]:
+def write_solution(
+    folder: Path, head: Path, changes: list[Change], left_out: list[str] | None = None
+) -> list[str]:
     """``folder/solution``: the head's version of each added or modified file, and the deleted ones
     listed in DELETED.txt (one a line, exactly; a deleted name starting with ``#`` is refused: it
-    would read as a comment). Returns the deleted paths."""
+    would read as a comment). Returns the deleted paths; ``left_out`` gets the changed paths the
+    export did not hold as files (symlinks, submodules), which are not written."""
     solution = folder / "solution"
     solution.mkdir(parents=True, exist_ok=True)
     deleted = []
@@ -26,7 +29,9 @@ def write_solution(folder: Path, head: Path, changes: list[Change]) -> list[str]
             deleted.append(change.path)
             continue
         src = confined(head, change.path, "a changed file")
-        if not src.is_file():
+        if not src.is_file() or src.is_symlink():
+            if left_out is not None:
+                left_out.append(change.path)
             continue  # a symlink or submodule the export left out
         dest = confined(solution, change.path, "a changed file")
         dest.parent.mkdir(parents=True, exist_ok=True)
