@@ -89,13 +89,19 @@ _bases_lock = threading.Lock()
 
 def base_repository(task: Task) -> Path:
     """The cached base repository of ``task``, built on first use, keyed by the task id, its setup and
-    every repo/ file's path and bytes (never sizes and times, which a copy keeps across an edit)."""
-    digest = hashlib.sha256(json.dumps([task.setup, GIT_EXCLUDE]).encode())  # new excludes: new base
-    for path in sorted(p for p in task.repo_dir.rglob("*") if p.is_file()):
+    every repo/ file's path, executable bit and bytes, and every link's path and target (never sizes
+    and times, which a copy keeps across an edit; a link is never followed)."""
+    digest = hashlib.sha256(json.dumps([task.setup, GIT_EXCLUDE, 2]).encode())  # new excludes: new base
+    for path in sorted(p for p in task.repo_dir.rglob("*") if p.is_symlink() or p.is_file()):
         rel = path.relative_to(task.repo_dir)
-        if not is_ignored(rel):  # each file's bytes (read in chunks): any edit gives a new base
-            with open(path, "rb") as f:
-                digest.update(os.fsencode(rel) + b"\0" + hashlib.file_digest(f, "sha256").digest())
+        if is_ignored(rel):
+            continue
+        if path.is_symlink():  # (copied as the link it is: its target is what the base holds)
+            digest.update(os.fsencode(rel) + b"\0L" + os.fsencode(os.readlink(path)) + b"\0")
+            continue
+        with open(path, "rb") as f:  # each file's bytes (read in chunks): any edit gives a new base
+            mode = b"x" if os.fstat(f.fileno()).st_mode & 0o100 else b"-"  # (git keeps the bit)
+            digest.update(os.fsencode(rel) + b"\0" + mode + hashlib.file_digest(f, "sha256").digest())
     folder = results_root() / ".cache" / "bases" / f"{task.id}-{digest.hexdigest()[:16]}"
     if (folder / READY).exists():
         return folder

@@ -93,3 +93,30 @@ def test_a_special_file_in_repo_is_refused_named_and_no_half_built_base_is_left(
     with pytest.raises(TaskError, match="setup command"):
         create_workspace(task.model_copy(update={"setup": ["exit 3"]}), tmp_path / "ws2")
     assert list((results_root() / ".cache" / "bases").glob("*.tmp-*")) == []
+
+
+def test_a_changed_executable_bit_or_link_target_gives_a_new_base(tmp_path, monkeypatch):
+    """The cached base was keyed by each file's path and bytes only: a task re-imported (``--force``)
+    with a script made executable, or a link pointed elsewhere, reused the old base -- the clone had
+    the old mode or target (found by red team 45's importer round)."""
+    import os
+    import shutil
+
+    from kit.tasks.workspace import base_repository
+
+    monkeypatch.setenv("ORCHBENCH_RESULTS_DIR", str(tmp_path / "results"))
+    folder = tmp_path / "task"
+    shutil.copytree(load_task("micro-slugify").path, folder)
+    script = folder / "repo" / "run.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    first = base_repository(load_task(folder))
+    assert base_repository(load_task(folder)) == first  # (the same task: the same base)
+    script.chmod(0o755)
+    second = base_repository(load_task(folder))
+    assert second != first
+    assert os.stat(create_workspace(load_task(folder), tmp_path / "ws").root / "run.sh").st_mode & 0o100
+    (folder / "repo" / "link").symlink_to("run.sh")
+    third = base_repository(load_task(folder))
+    (folder / "repo" / "link").unlink()
+    (folder / "repo" / "link").symlink_to("README.md")
+    assert base_repository(load_task(folder)) not in (first, second, third)
