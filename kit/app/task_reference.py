@@ -223,7 +223,7 @@ def _hostile() -> list[str]:
         "are repositories the kit makes itself (its own config, no remote): the repository's files "
         "enter them as content only, and every kit-side git call runs without replace objects and "
         "with local transport only (`kit/tasks/git.py`). The cached base is found by the task id, its "
-        "`setup` and every `repo/` file's path and bytes (`kit/tasks/workspace.py`), never by sizes and "
+        "`setup`, every `repo/` file's path, executable bit and bytes and every link's target (`kit/tasks/workspace.py`), never by sizes and "
         "times, which `cp -p`, `rsync -a` or an archive keep across an edit; hashing costs about 0.4 s "
         "a workspace for a 77 MB, 3,000-file `repo/` and under 1 ms for a shipped task "
         "(`tests/benchmarks/workspace_bench.py --key-repo DIR`).",
