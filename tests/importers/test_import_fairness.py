@@ -71,6 +71,7 @@ def test_an_excluded_test_and_a_flaky_one_are_left_out_with_why(tmp_path, monkey
     assert r.dropped[pinned] == "excluded: pinned to random.seed(0): incidental order"
     flips = r.dropped["tests/test_area.py::test_area_flips"]
     assert flips.startswith("flaky: with the reference solution its outcome differs between 3 scorings")
+    assert "failed: " in flips, flips  # (with why: a failure one scoring alone saw is explained)
     assert r.deselected["tests/test_own.py::test_own_flips"].startswith("flaky:")
     task = load_task(r.task_dir)
     assert [(e.test, e.reason) for e in task.exclude_tests] == [

@@ -39,6 +39,15 @@ def _states(ev: Evaluation) -> dict[str, str]:
     return {**hidden, **own}
 
 
+def _whys(ev: Evaluation) -> dict[str, str]:
+    """Why each test that did not pass failed, and what else went wrong in the scoring (said in a
+    flaky test's reason: a failure only one scoring saw is otherwise unexplained)."""
+    hidden = {k: msg for k, (ok, msg) in ev.results.items() if not ok}
+    own = {k: msg for k, (ok, msg) in ev.own.outcomes.items() if not ok}
+    whole = [*ev.tampered, *ev.problems, *([ev.unscored_reason] if ev.unscored_reason else [])]
+    return {**hidden, **own, "": "; ".join(whole)}
+
+
 def neutral_text(text: bytes) -> bytes:
     """``text`` (a Python file) with :data:`NEUTRAL` at its end and before the first statement of
     each function body that starts on a line of its own (indented as that statement; not after a
@@ -73,7 +82,7 @@ def _add_neutral(task: Task, root: Path) -> None:
             path.write_bytes(neutral_text(path.read_bytes()))
 
 
-def _score(task: Task, sandbox: str | None, neutral: bool = False) -> dict[str, str]:
+def _score(task: Task, sandbox: str | None, neutral: bool = False) -> tuple[dict[str, str], dict[str, str]]:
     """The reference solution scored once more, on a fresh workspace (``neutral``: with
     :data:`NEUTRAL` appended to its Python files)."""
     with tempfile.TemporaryDirectory(prefix="orchbench-flaky-") as tmp:
@@ -81,7 +90,8 @@ def _score(task: Task, sandbox: str | None, neutral: bool = False) -> dict[str, 
         apply_solution(task, ws.root)
         if neutral:
             _add_neutral(task, ws.root)
-        return _states(evaluate(task, ws.root, ws, sandbox=sandbox))
+        ev = evaluate(task, ws.root, ws, sandbox=sandbox)
+        return _states(ev), _whys(ev)
 
 
 def flaky_tests(task: Task, first: Evaluation, sandbox: str | None = None) -> dict[str, str]:
@@ -91,16 +101,15 @@ def flaky_tests(task: Task, first: Evaluation, sandbox: str | None = None) -> di
     last = RUNS - 2
     with ThreadPoolExecutor(RUNS - 1) as pool:  # side by side: each is a few sandboxed processes
         later = list(pool.map(lambda i: _score(task, sandbox, neutral=i == last), range(RUNS - 1)))
-    seen = [_states(first), *later]
+    seen = [_states(first), *(states for states, _ in later)]
+    whys = [_whys(first), *(why for _, why in later)]
     out = {}
     for key in sorted(set().union(*seen)):
         states = [s.get(key, "not run") for s in seen]
         if len(set(states)) == 1:
             continue
-        why = (
-            f"flaky: with the reference solution its outcome differs between {RUNS} scorings "
-            f"({', '.join(states)})"
-        )
+        said = [_said(state, why, key) for state, why in zip(states, whys, strict=True)]
+        why = f"flaky: with the reference solution its outcome differs between {RUNS} scorings ({', '.join(said)})"
         if len(set(states[:-1])) == 1 and states[0] == "passed":  # only the neutral one differs
             why += (
                 " -- the last with a comment line added to the solution's Python files (at the end "
@@ -109,3 +118,11 @@ def flaky_tests(task: Task, first: Evaluation, sandbox: str | None = None) -> di
             )
         out[key] = why
     return out
+
+
+def _said(state: str, whys: dict[str, str], key: str) -> str:
+    """``state``, with why when it is not a pass: the test's message, else the scoring's problems."""
+    if state in ("passed", "not run"):
+        return state
+    why = whys.get(key) or whys.get("", "")
+    return f"{state}: {why[:160]}" if why else state
