@@ -377,15 +377,9 @@ def test_rt45_5_the_hidden_module_read_into_linecache(tmp_path, mode):
     test. ``double`` (in the next module) was credited, unflagged: the text was there. Now the first
     two are ``suspicious`` (a hidden file read in pytest's unraisable-exception hook) and the warning's
     line is not read."""
-    task = make_task(
-        tmp_path / "task",
-        {"calc.py": "def double(n):\n    raise NotImplementedError\n"},
-        LEAK_HIDDEN,
-        {"calc.py": LEAK_REF},
+    s = _scored(
+        tmp_path, LEAK_HIDDEN, textwrap.dedent(LEAK_REF), textwrap.dedent(LEAK).replace("{mode}", mode)
     )
-    ws = workspace(task, tmp_path, solved=False)
-    (ws.root / "calc.py").write_text(textwrap.dedent(LEAK).replace("{mode}", mode))
-    s = score(task, ws, True)
     credited = "test_b.py::test_double" not in {f.test for f in s.failed}
     assert not credited or s.suspicious, s
 
@@ -393,15 +387,9 @@ def test_rt45_5_the_hidden_module_read_into_linecache(tmp_path, mode):
 def test_rt45_5b_without_the_trick_nothing_is_there(tmp_path):
     """The control: the same code without the trick finds no text (``double`` not credited) and is
     not flagged."""
-    task = make_task(
-        tmp_path / "task",
-        {"calc.py": "def double(n):\n    raise NotImplementedError\n"},
-        LEAK_HIDDEN,
-        {"calc.py": LEAK_REF},
+    s = _scored(
+        tmp_path, LEAK_HIDDEN, textwrap.dedent(LEAK_REF), textwrap.dedent(LEAK).replace("{mode}", "none")
     )
-    ws = workspace(task, tmp_path, solved=False)
-    (ws.root / "calc.py").write_text(textwrap.dedent(LEAK).replace("{mode}", "none"))
-    s = score(task, ws, True)
     assert {f.test for f in s.failed} == {"test_b.py::test_double"} and not s.suspicious, s
 
 
