@@ -49,7 +49,7 @@ _SPAWN = frozenset(
     {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "pty.spawn", "os.fork"}
     | {"os.forkpty", "ctypes.dlopen", "ctypes.dlsym"}  # (native code may do anything unseen: libc's system())
 )
-_CALLED = "orchbench.test_called"
+_CALLED, _LOADED = "orchbench.test_called", "orchbench.loaded"  # (a hidden test runs; a module ran)
 #: what is sent for an event whose check could not complete (when not even its name can be told)
 _UNCHECKED = "could not check an open, listing, frame read or process start of the code under test"
 _WRAPPERS = frozenset({"<lambda>", "currentframe"})  # the stdlib's one-line sys._getframe wrappers
@@ -71,7 +71,7 @@ _FORMATTERS = ("/_pytest/unraisableexception.py", "/_pytest/threadexception.py",
 #: code made at run time: ``compile`` (and exec/eval of a string), ``code.__new__`` (``CodeType()``,
 #: ``code.replace``), with the file name it will carry
 _COMPILE = frozenset({"compile", "code.__new__"})
-_WATCHED = _TAKE | _FILES | _SPAWN | _OTHER | _LINKS | _COMPILE
+_WATCHED = _TAKE | _FILES | _SPAWN | _OTHER | _LINKS | _COMPILE | {_LOADED}
 _ATTRS = {"object.__getattr__": _READ, "object.__setattr__": _WRITE}
 
 
@@ -160,7 +160,8 @@ class Audit:
         ids of their code objects (``preload.py``): code under such a name that is not one of them
         was compiled by the code under test."""
         self.processes = processes  # are processes the repo code starts seen? (not in own tests)
-        self.record = record
+        self.record = record  # (then the plugin sets ``read``: ``dataread.py``)
+        self.read: Callable[[tuple, object], tuple[str, str] | None] | None = None
         self.repo = _realpath(repo).rstrip("/") + "/"
         self.hidden = _realpath(hidden).rstrip("/")
         self.kit = _realpath(os.path.dirname(self.hidden)).rstrip("/") + "/"  # the kit's folder
@@ -180,6 +181,7 @@ class Audit:
         self.compiled_files, self.compiled_ids = compiled
         self.runtime_names: set[str] = set()  # ``<...>`` names the code under test compiled code under
         self.collected = False  # a hidden test has run: an open of a hidden file by any thread counts
+        self.loaded: set[str] = set()  # test modules and conftests that ran whole (``preload.py``)
         self.kinds: dict[str, int] = {}  # file name -> what it is (:meth:`kind`)
         self.code_files: dict[str, bool] = {}  # a code object's file name -> is it a hidden test's?
         self.threads = None  # ``threads.py``'s ``Threads``: which thread acts for the code under test
@@ -195,7 +197,8 @@ class Audit:
                     return None
             if not isinstance(path, str | bytes) or not self.is_hidden(_fsdecode(path)):
                 return None
-            where = self.caller(frame, all_stdlib=True) or self.late(frame) or self.handed(frame, True)
+            where = self.caller(frame, all_stdlib=True) or self.late(frame, _realpath(_fsdecode(path)))
+            where = where or self.handed(frame, True)
             return (
                 f"{where} {'opened' if event == 'open' else 'listed'} the hidden tests ({_fsdecode(path)})"
                 if where
@@ -203,6 +206,11 @@ class Audit:
             )
         if event in _LINKS:
             return self.link(args, frame)
+        if event == _LOADED:  # from the preloader's runner of a test module or conftest, or forged
+            if id(frame.f_code) in self.compiled_ids:  # type: ignore[attr-defined]
+                self.loaded.add(_realpath(frame.f_code.co_filename))  # type: ignore[attr-defined]
+                return None
+            return f"{self.caller(frame, all_stdlib=True) or 'code under test'} raised {_LOADED}"
         if event == "object.__setattr__":  # a hidden test's (or twin's, helper's) code or defaults
             where = self.caller(frame, all_stdlib=True) if self.code_file(args[0]) else None
             return f"{where} replaced {args[1]} of hidden test code" if where else None
@@ -244,35 +252,6 @@ class Audit:
             return f"{where} took a frame ({args[1]})"  # (through traceback's helpers: not on its own)
         if hidden:
             return f"{where} read {args[1]} of hidden test code ({_basename(hidden)})"
-        return None
-
-    def read(self, args: tuple, frame: object) -> tuple[str, str] | None:
-        """(path relative to the repo copy, "test" or "code") of a data file of the copy opened for
-        reading -- by the tests (the nearest frame that is neither the stdlib's nor pytest's is
-        test code) or by the code under test -- or None."""
-        path = args[0] if args else None
-        if isinstance(path, int) and not isinstance(path, bool):
-            try:
-                path = _readlink(f"/proc/self/fd/{path}")
-            except OSError:
-                return None
-        if not isinstance(path, str | bytes):
-            return None
-        mode, flags = (args[1] if len(args) > 1 else None), (args[2] if len(args) > 2 else 0)
-        if (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-            mode is None and isinstance(flags, int) and flags & 3
-        ):
-            return None  # written, not read
-        full = _abspath(_fsdecode(path))
-        if not full.startswith(self.repo) or full.endswith((".py", ".pyc")) or not os.path.isfile(full):
-            return None
-        while frame is not None:
-            name = frame.f_code.co_filename  # type: ignore[attr-defined]
-            if name in self.tests or self.is_hidden(name):
-                return full[len(self.repo) :], "test"
-            if self.kind(name) in (_REPO, _BASE):
-                return full[len(self.repo) :], "code"
-            frame = frame.f_back  # type: ignore[attr-defined]
         return None
 
     def code_file(self, target: object, attr: str = "") -> str:
@@ -447,15 +426,17 @@ class Audit:
         code = frame.f_code  # type: ignore[attr-defined]
         return self.kind(code.co_filename) in (_HELPER, _STDLIB) and code.co_name in _WRAPPERS
 
-    def late(self, frame: object) -> str | None:
-        """Who opened a hidden file when no repo frame raised it through the stdlib: a repo frame
-        anywhere on the stack nearer than a hidden test's (a test's helper the repo code calls back
-        is the test's doing), pytest formatting an exception, or once a test ran, any other thread."""
+    def late(self, frame: object, path: str = "") -> str | None:
+        """Who opened a hidden file (``path``) when no repo frame raised it through the stdlib: a repo
+        frame anywhere on the stack nearer than a hidden test's (a test's helper the repo code calls
+        back is the test's doing), pytest formatting an exception -- during collection, one through a
+        test module loaded before (RT45-6) -- or once a test ran, any other thread."""
+        formats = self.collected or path in self.loaded  # (pytest's formatter: --tb=line reads none)
         while frame is not None:
             name = frame.f_code.co_filename  # type: ignore[attr-defined]
             if self.forged(name, frame):
                 return f"{name}:{frame.f_lineno} (code compiled at run time)"  # type: ignore[attr-defined]
-            if name.endswith(_FORMATTERS) or (self.collected and name.endswith("/_pytest/_code/code.py")):
+            if name.endswith(_FORMATTERS) or (formats and name.endswith("/_pytest/_code/code.py")):
                 return f"pytest formatting an exception of the code's ({_basename(name)})"
             if name in self.tests or self.is_hidden(name):
                 return None

@@ -163,6 +163,9 @@ def install(settings: dict) -> list[object]:
         audit = scope["Audit"](
             settings["repo"], settings["hidden"], processes, laid, bool(settings.get("record")), compiled
         )
+        if audit.record:  # the importer: which data files the tests read (``dataread.py``)
+            reader = _private_scope(vars(_load(settings["plugin"], "dataread")))["reader"]
+            audit.read = reader(audit, (scope["_REPO"], scope["_BASE"]))
         # the stack-text checks (``stacktext.py``): a hook of their own, added first (audit.py's refuses
         # any added after it), making the calls of the C functions it wraps
         stack = _private_scope(vars(_load(settings["plugin"], "stacktext")))
@@ -190,7 +193,7 @@ def _preload(settings: dict, send: Callable[..., None]) -> tuple[object, tuple, 
 
     scope = _private_scope(vars(_load(settings["plugin"], "preload")))
     plain = "--assert=plain" in settings["args"]
-    files = [[path, rewrite and not plain] for path, rewrite in settings.get("compiled", [])]
+    files = [[path, rewrite and not plain, rewrite] for path, rewrite in settings.get("compiled", [])]
     runners = scope["compile_files"](files, rewrite_asserts)
     preloaded = scope["Preloaded"](runners)  # (holds the runners: the ids below stay theirs)
     sys.meta_path.insert(0, preloaded)

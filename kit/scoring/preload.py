@@ -48,24 +48,32 @@ _builtins = builtins
 _Function = types.FunctionType
 #: what each module's guard calls (``guard.py``), as it is before any code under test runs
 _GUARD = (sys.audit, sys._getframe)
-#: a runner's code: ``...`` becomes the module's code object (see :func:`_runner`)
+#: a runner's code: ``...`` becomes the module's code object (see :func:`_runner`); a test module's
+#: or conftest's then tells the audit hook that it ran whole (``orchbench.loaded``: ``audit.py``)
 _RUN = compile("def run(namespace, _exec=exec):\n    _exec(..., namespace)\n", "<run>", "exec").co_consts[0]
+_TELL = compile(
+    "def run(namespace, _exec=exec, _audit=exec):\n    _exec(..., namespace)\n    _audit('orchbench.loaded')\n",
+    "<run>",
+    "exec",
+).co_consts[0]
 
 
-def _runner(code: types.CodeType, path: str) -> types.FunctionType:
-    """A function executing ``code`` in the namespace it is given. The code object is a constant of
-    the runner's own code, which is named after ``path`` (a test file): the only ways to it are an
-    audited read of the runner's ``__code__`` or a heap walk."""
-    consts = tuple(code if c is Ellipsis else c for c in _RUN.co_consts)
-    own = _RUN.replace(co_consts=consts, co_filename=path, co_name="<module>", co_qualname="<module>")
-    return _Function(own, {"__builtins__": _builtins}, "<module>", (_exec,))
+def _runner(code: types.CodeType, path: str, tell: bool = False) -> types.FunctionType:
+    """A function executing ``code`` in the namespace it is given (then, if ``tell``, raising
+    ``orchbench.loaded``). The code object is a constant of the runner's own code, which is named
+    after ``path`` (a test file): the only ways to it are an audited read of the runner's
+    ``__code__`` or a heap walk."""
+    run = _TELL if tell else _RUN
+    consts = tuple(code if c is Ellipsis else c for c in run.co_consts)
+    own = run.replace(co_consts=consts, co_filename=path, co_name="<module>", co_qualname="<module>")
+    return _Function(own, {"__builtins__": _builtins}, "<module>", (_exec, _GUARD[0]) if tell else (_exec,))
 
 
 def compile_files(files: list[list], rewrite: object) -> dict[str, types.FunctionType]:
-    """``{real path: runner}`` for each ``[path, rewrite?]`` of ``files`` that reads and compiles
-    (with ``rewrite`` -- pytest's ``rewrite_asserts`` -- first, when asked)."""
+    """``{real path: runner}`` for each ``[path, rewrite?, test module or conftest?]`` of ``files``
+    that reads and compiles (with ``rewrite`` -- pytest's ``rewrite_asserts`` -- first, when asked)."""
     out: dict[str, types.FunctionType] = {}
-    for path, rewritten in files:
+    for path, rewritten, *tell in files:
         try:
             with open(path, "rb") as fh:
                 source = fh.read()
@@ -75,7 +83,7 @@ def compile_files(files: list[list], rewrite: object) -> dict[str, types.Functio
             code = _compile(tree, path, "exec", dont_inherit=True)
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
             continue  # pytest reports it when it imports the file
-        out[_realpath(path)] = _runner(code, path)
+        out[_realpath(path)] = _runner(code, path, bool(tell and tell[0]))
     return out
 
 

@@ -36,6 +36,7 @@ STACKTEXT_FILE = "stacktext.py"
 THREADS_FILE = "threads.py"
 PINNED_FILE = "pinned.py"
 GUARD_FILE = "guard.py"
+DATAREAD_FILE = "dataread.py"
 MAX_STREAM_BYTES = 32 * 1024 * 1024
 
 
@@ -123,6 +124,7 @@ KIT_FILES = (
     THREADS_FILE,
     PINNED_FILE,
     GUARD_FILE,
+    DATAREAD_FILE,
 )
 _PYC: dict[tuple[str, bytes], bytes] = {}  # (name, source) -> its bytecode file, made once a process
 _PYC_LOCK = threading.Lock()
