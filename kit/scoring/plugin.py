@@ -332,10 +332,20 @@ def _pin_hooks(pins: dict, test_code: frozenset[int], send: Callable[..., None],
     }
 
 
-def _deselected(nodeid: str, ids: tuple[str, ...]) -> bool:
-    """Is ``nodeid`` one of ``ids`` or under one (a folder, a module, a class, a parametrized test)?
-    (pytest's ``--deselect`` matches any prefix: ``::test_f`` would take ``::test_foo`` too.)"""
-    return any(nodeid == i or nodeid.startswith((i + "::", i + "[", i.rstrip("/") + "/")) for i in ids)
+def _deselected(nodeid: str, ids: tuple[frozenset[str], frozenset[str]]) -> bool:
+    """Is ``nodeid`` one of ``ids`` (as they are, as folders) or under one (a folder, a module, a
+    class, a parametrized test)? (pytest's ``--deselect`` matches any prefix: ``::test_f`` would
+    take ``::test_foo`` too.) By ``nodeid``'s cut points: not a product of tests and ids."""
+    whole, folders = ids
+    if nodeid in whole:
+        return True
+    for sep, among in (("::", whole), ("[", whole), ("/", folders)):
+        k = nodeid.find(sep)
+        while k != -1:
+            if nodeid[:k] in among:
+                return True
+            k = nodeid.find(sep, k + 1)
+    return False
 
 
 def _hooks(
@@ -354,7 +364,8 @@ def _hooks(
     ``forced``: node ids reported failed whatever they did, with the reason (filled as tests run);
     ``signals``: for the time limit (:func:`_time_limit`). Long because the hooks share their state
     (what each test reported so far, its time, where its function is defined) as closures."""
-    canaries, left_out = set(canary_names), tuple(deselect)
+    canaries = set(canary_names)
+    left_out = (frozenset(deselect), frozenset(i.rstrip("/") for i in deselect)) if deselect else ()
     pending: dict[str, tuple[str, str]] = {}
     spent: dict[str, float] = {}  # node id -> seconds of its phases so far (the kit picks cheap canaries)
     late: set[str] = set()  # node ids of tests cut at their time limit (_time_limit)
