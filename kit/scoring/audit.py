@@ -198,7 +198,8 @@ class Audit:
             if not isinstance(path, str | bytes) or not self.is_hidden(_fsdecode(path)):
                 return None
             where = self.caller(frame, all_stdlib=True) or self.late(frame, _realpath(_fsdecode(path)))
-            where = where or self.handed(frame, True)
+            where = where or self.handed(frame, True)  # (or a callback's: ``threads.py``, RT45-6 attacked)
+            where = where or (self.threads.dispatched(event, frame) if self.threads else None)
             return (
                 f"{where} {'opened' if event == 'open' else 'listed'} the hidden tests ({_fsdecode(path)})"
                 if where

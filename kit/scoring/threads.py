@@ -62,6 +62,12 @@ _NAMES = {
 #: what a call that starts a thread names (``t.start()``, ``pool.submit``, ``ThreadPool(4)`` ...): a
 #: start requested where none is named was dispatched by a callback (a finalizer's ``Thread.start``)
 _STARTS = ("start", "submit", "map", "thread", "Thread", "run", "spawn", "apply", "xecutor", "ool", "worker")
+#: what a call that opens or lists a file names (the C function raising the event): a hidden file
+#: opened where the chain of calls up to it is not named at some link was dispatched (RT45-6 attacked)
+_FILE_CALLS = {"open": ("open", "FileIO"), "os.listdir": ("listdir",), "os.scandir": ("scandir",)}
+#: the call instructions: a dunder called by any other (``for``, ``with``, an operator) is named by syntax
+_CALL_OPS = frozenset(opcode.opmap[n] for n in ("PRECALL", "CALL", "CALL_FUNCTION_EX") if n in opcode.opmap)
+_RESUMED = 0x20 | 0x80 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ASYNC_GENERATOR: resumed, not called
 _OPS = {opcode.opmap[n]: n for n in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_ATTR", "LOAD_METHOD", "LOAD_CONST")}
 _OPS.update(
     {opcode.opmap[n]: "local" for n in ("LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_CLASSDEREF")}
@@ -215,6 +221,38 @@ class Threads:
             f"a callback (dispatched at {name.rpartition('/')[2]}:{frame.f_lineno} in "  # type: ignore[attr-defined]
             f"{frame.f_code.co_name}, which does not name it)"  # type: ignore[attr-defined]
         )
+
+    def dispatched(self, event: str, frame: object) -> str | None:
+        """A hidden file opened or listed (``event``) with no frame of the code under test on the
+        stack, through a callback: ``weakref.finalize(value, linecache.getlines, path)``, a weak
+        reference's ``partial``, ``map(open, ...)`` consumed by a finalizer -- fired in the hidden
+        test's frame or pytest's, it read the file into ``linecache`` or a list the code reads
+        unseen. From the nearest frame up through the stdlib's, each frame must name the call it
+        makes (the event's C function, then the function of the frame above it); the first that does
+        not dispatched it; a generator's resumer and a dunder called by syntax are not asked. The
+        import system and generated code end the walk; so does the first frame that is not the
+        stdlib's and names its call."""
+        words, callee, audit = _FILE_CALLS.get(event, ()), None, self.audit
+        while frame is not None and words:
+            name = frame.f_code.co_filename  # type: ignore[attr-defined]
+            kind = audit.kind(name)  # type: ignore[attr-defined]
+            if kind in (_ANGLE, _RUNTIME):
+                return None
+            by_syntax = callee is not None and callee.co_name.startswith("__")
+            by_syntax = by_syntax and frame.f_code.co_code[frame.f_lasti] not in _CALL_OPS  # type: ignore[attr-defined]
+            resumed = callee is not None and callee.co_flags & _RESUMED  # (by ``next``, a loop, C)
+            if not (by_syntax or resumed) and not self.named(frame, words):
+                return (
+                    f"a callback (dispatched at {name.rpartition('/')[2]}:{frame.f_lineno} in "  # type: ignore[attr-defined]
+                    f"{frame.f_code.co_name}, which does not name it)"  # type: ignore[attr-defined]
+                )
+            if kind not in (_STDLIB, _HELPER):
+                return None
+            callee = frame.f_code  # type: ignore[attr-defined]
+            owner = callee.co_qualname.rpartition(".")[0].rpartition(".")[2]  # (a method: its class)
+            words = (callee.co_name, callee.co_name.strip("_")) + ((owner,) if owner else ())
+            frame = frame.f_back  # type: ignore[attr-defined]
+        return None
 
     def named(self, frame: object, words: tuple) -> bool:
         """Does the call ``frame`` is making name one of ``words`` (a name it loads on the call's
