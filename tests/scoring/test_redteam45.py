@@ -12,8 +12,9 @@ sealed check (closed: those types take their plain type's canonical form); 3 an 
 canary budget's one kept pair taken by the agent's own cheap module, a regression hidden by a report
 patch that spares that module (closed: the pair is kept among the base's scopes); 5 a hidden module read
 whole into ``linecache`` by pytest's unraisable-exception hook or its terminal reporter's warning
-lines, then read there unseen (closed: suspicious; a warning's source line is not read). Open: 6 the
-same through a collection error's traceback, which pytest formats with its source lines. Closed: 7 the
+lines, then read there unseen (closed: suspicious; a warning's source line is not read); 6 the same
+through a collection error's traceback, which pytest formats with its source lines (closed: suspicious
+where the module read was loaded whole before; attacked again in ``test_redteam45_6.py``); 7 the
 same through a ``FixtureLookupError`` the code raises (pytest formats it with the test's source); 8
 the same through an ``ExceptionGroup`` (formatted natively with its source lines).
 """
