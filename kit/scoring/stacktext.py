@@ -31,12 +31,18 @@ charged to the code under test that makes a future or handle even where a test t
 
 from __future__ import annotations
 
+import marshal
+import os
 import sys
 import threading
 from collections.abc import Callable
 
 EVENT = "orchbench.stack"
 _audit, _getframe, _local = sys.audit, sys._getframe, threading.local
+_marshal_loads, _Code = marshal.loads, type(_getframe().f_code)
+_osopen, _osread, _osclose = os.open, os.read, os.close
+_OPT = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""
+_PYC_TAIL = f".{sys.implementation.cache_tag}{_OPT}.pyc"  # (an import's bytecode file: ``__pycache__``)
 #: module -> the functions wrapped there (``tracemalloc`` re-exports ``_tracemalloc``'s; ``warnings``
 #: is ``_warnings``')
 _WRAPPED = {
@@ -131,7 +137,8 @@ _LAYOUT |= frozenset({"stat", "syscall"})
 _MEMORY = frozenset({"ctypes.cdata", "ctypes.PyObj_FromPtr", "ctypes.string_at", "ctypes.wstring_at"})
 #: a subinterpreter runs with no audit hook: what it opens is not seen
 _SUBINTERPRETER = "cpython.PyInterpreterState_New"
-_EVENTS = _MEMORY | {"open", "sys._getframe", _SUBINTERPRETER}
+_MARSHAL = frozenset({"marshal.loads", "marshal.load"})  # code objects made with no compile event
+_EVENTS = _MEMORY | _MARSHAL | {"open", "sys._getframe", _SUBINTERPRETER}
 
 
 def hook(originals: dict, codes: frozenset, audit: object, send: Callable[..., None], kinds: dict):
@@ -236,6 +243,8 @@ class Checks:
             return self.frame_read(args, frame)
         if not self.audit.processes:  # type: ignore[attr-defined]  # (as native code: not in own tests)
             return None
+        if event in _MARSHAL:
+            return self.marshalled(event, args, frame)
         if event in _MEMORY or event == _SUBINTERPRETER:
             where = self.where(frame)
             what = "started a subinterpreter (no audit hook runs there)" if event == _SUBINTERPRETER else ""
@@ -306,6 +315,54 @@ class Checks:
         ):
             return f"{where} named a caller past its own (logging, stacklevel={level})"
         return None
+
+    def marshalled(self, event: str, args: tuple, frame: object) -> str | None:
+        """Code the code under test made with ``marshal`` (RT46-2: under ``os.py``'s name a frame read
+        is the stdlib's doing): each file name its code objects carry is checked as a compile's
+        (``Audit.compiled``), unless the data is the interpreter's own bytecode file of that name --
+        an import of a module outside the repo, the kit's or pytest's read of a cached file is not
+        the code under test's. ``marshal.load`` does not show its data: charged as such."""
+        where = self.where(frame)
+        if not where:
+            return None
+        if event == "marshal.load":
+            return f"{where} made objects with marshal.load (the code it may make is not seen)"
+        try:
+            data = bytes(args[0])
+            todo, names = [_marshal_loads(data)], set()
+        except Exception:  # noqa: BLE001 - (the call fails as well)
+            return None
+        for _ in range(20_000):  # (the code objects, and what holds them, a bounded walk)
+            if not todo:
+                break
+            value = todo.pop()
+            if type(value) is _Code:
+                names.add(value.co_filename)
+                todo.extend(value.co_consts)
+            elif type(value) in (tuple, list, set, frozenset):
+                todo.extend(value)
+            elif type(value) is dict:
+                todo.extend(value.items())
+        for name in sorted(n for n in names if type(n) is str):
+            what = None if self.as_pyc(data, name) else self.audit.compiled(name, frame)  # type: ignore[attr-defined]
+            if what:
+                return what.replace(" compiled code ", " made code with marshal ", 1)
+        return None
+
+    def as_pyc(self, data: bytes, name: str) -> bool:
+        """Is ``data`` the body of the bytecode file beside ``name`` (not in the repo copy: the code
+        under test can write there), as an import reads it?"""
+        folder, _, file = name.rpartition("/")
+        if not file.endswith(".py") or name.startswith(self.audit.repo):  # type: ignore[attr-defined]
+            return False
+        try:
+            fd = _osopen(f"{folder}/__pycache__/{file[:-3]}{_PYC_TAIL}", os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            return _osread(fd, len(data) + 17)[16:] == data
+        finally:
+            _osclose(fd)
 
     def crossed(self, frame: object, count: int, skip: Callable[[str], bool] = lambda name: False) -> bool:
         """Do the ``count`` frames from ``frame`` up (frames ``skip`` names not counted) hold test code
