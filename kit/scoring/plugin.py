@@ -166,12 +166,12 @@ def install(settings: dict) -> list[object]:
         # the stack-text checks (``stacktext.py``): a hook of their own, added first (audit.py's refuses
         # any added after it), making the calls of the C functions it wraps
         stack = _private_scope(vars(_load(settings["plugin"], "stacktext")))
-        originals, codes = stack["install"]()
         threads = _private_scope(vars(_load(settings["plugin"], "threads")))  # threads it started
         start = threads["install"]()
         kinds = {"foreign": (scope["_OTHER_FILE"], scope["_LOADER_FILE"])}
         kinds.update(stdlib=scope["_STDLIB"], helper=scope["_HELPER"])
         stack_send = _rebind(_sender, _private_scope())(fd, lock, seq)
+        originals, codes = stack["install"]()  # (its wrappers work once its hook is in: no import between)
         sys.addaudithook(stack["hook"](originals, codes, audit, stack_send, kinds))
         sys.addaudithook(threads["hook"](start, threads["Threads"](audit)))
         guard_send = _rebind(_sender, _private_scope())(fd, lock, seq)

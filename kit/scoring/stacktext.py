@@ -27,6 +27,10 @@ walk leads to -- checks the call and makes it. Not closed: an original the stand
 library loaded before the session keeps in a closure or default (none known); what a stack's depth
 alone tells (a ``RecursionError`` probe). A false alarm it can raise: asyncio's debug-mode stacks are
 charged to the code under test that makes a future or handle even where a test turned debug mode on.
+
+Code made with no compile event (RT46-2): ``marshal.loads`` and ``_imp._fix_co_filename`` (wrapped as
+above) are checked as ``audit.py`` checks a compile, by the file names the code carries -- an import's
+own bytecode file, beside its source outside the repo copy, excepted.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ EVENT = "orchbench.stack"
 _audit, _getframe, _local = sys.audit, sys._getframe, threading.local
 _marshal_loads, _Code = marshal.loads, type(_getframe().f_code)
 _osopen, _osread, _osclose = os.open, os.read, os.close
+#: the import machinery's own load of a bytecode file: its marshal and rename are checked together
+_BYTECODE = sys.modules["_frozen_importlib_external"]._compile_bytecode.__code__
 _OPT = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""
 _PYC_TAIL = f".{sys.implementation.cache_tag}{_OPT}.pyc"  # (an import's bytecode file: ``__pycache__``)
 #: module -> the functions wrapped there (``tracemalloc`` re-exports ``_tracemalloc``'s; ``warnings``
@@ -52,7 +58,7 @@ _WRAPPED = {
     "_warnings": ("warn",),
     "warnings": ("warn",),
     "sys": ("set_coroutine_origin_tracking_depth",),
-    "_imp": ("create_builtin",),
+    "_imp": ("create_builtin", "_fix_co_filename"),  # (a code object renamed in place: RT46-2b)
 }
 _WHAT = {
     "dump_traceback": "dumped the stack (faulthandler)",
@@ -124,9 +130,12 @@ def install() -> tuple[dict, frozenset]:
 
 def _repatch(module: object) -> None:
     """A module ``_imp.create_builtin`` made again (its C functions new, or put back from the copy
-    the interpreter keeps): wrapped as at :func:`install`."""
+    the interpreter keeps): wrapped as at :func:`install` -- ``_imp`` too (RT46-5: its
+    ``create_builtin`` was the original)."""
     name = getattr(module, "__name__", "")
-    for attr in _WRAPPED.get(name, ()) if name in ("faulthandler", "_tracemalloc", "_warnings") else ():
+    for attr in (
+        _WRAPPED.get(name, ()) if name in ("faulthandler", "_tracemalloc", "_warnings", "_imp") else ()
+    ):
         setattr(module, attr, _warn_wrapper() if attr == "warn" else _wrapper(f"{name}.{attr}"))
 
 
@@ -222,6 +231,8 @@ class Checks:
         name, frame = key.rpartition(".")[2], self.outer(frame)
         if name == "create_builtin" or frame is None:
             return None
+        if name == "_fix_co_filename":
+            return self.renamed(cargs, frame)
         where = self.where(frame)
         if not where:
             return None
@@ -343,11 +354,25 @@ class Checks:
                 todo.extend(value)
             elif type(value) is dict:
                 todo.extend(value.items())
+        if frame.f_code is _BYTECODE:  # type: ignore[attr-defined]  # (renamed next: its source's name)
+            names.add(frame.f_locals.get("source_path"))  # type: ignore[attr-defined]
         for name in sorted(n for n in names if type(n) is str):
             what = None if self.as_pyc(data, name) else self.audit.compiled(name, frame)  # type: ignore[attr-defined]
             if what:
                 return what.replace(" compiled code ", " made code with marshal ", 1)
         return None
+
+    def renamed(self, cargs: tuple, frame: object) -> str | None:
+        """``_imp._fix_co_filename(code, path)``: ``code`` (and its nested code) renamed ``path`` in
+        place, with no audit event (RT46-2b) -- checked as a compile under ``path``, unless the import
+        machinery renames what it loaded (its marshal checked ``path`` already: :meth:`marshalled`)."""
+        code, path = (*cargs, None, None)[:2]
+        if type(code) is not _Code or type(path) is not str or code.co_filename == path:
+            return None
+        if frame.f_code is _BYTECODE:  # type: ignore[attr-defined]
+            return None
+        what = self.audit.compiled(path, frame)  # type: ignore[attr-defined]
+        return what and what.replace(" compiled code ", " renamed code (_imp._fix_co_filename) ", 1)
 
     def as_pyc(self, data: bytes, name: str) -> bool:
         """Is ``data`` the body of the bytecode file beside ``name`` (not in the repo copy: the code
