@@ -8,8 +8,9 @@ by ``marshal.loads`` under a stdlib file's name (no compile event); 3 a false al
 ``unittest`` test with an ``ExceptionGroup`` formatted natively (its exception is handed over by
 unittest's own report hook); 2b, 2c the same as 2 through ``_imp._fix_co_filename`` and the import
 machinery's ``_compile_bytecode``; 5 a stack dump through an ``_imp`` made again (its
-``create_builtin`` was the original). No effect: 4 a group hidden from the one-line report (pytest's
-native formatting is still charged).
+``create_builtin`` was the original); 6 the kit's names, always two to five words, told a one-word
+test a requirement. No effect: 4 a group hidden from the one-line report (pytest's native formatting
+is still charged).
 """
 
 from __future__ import annotations
@@ -248,3 +249,36 @@ def test_rt46_5_stack_text_through_an_imp_module_made_again(tmp_path):
     s = _scored(tmp_path, DOUBLE_HIDDEN, BASE_HELPER, REF_HELPER, FRESH_IMP)
     assert s.requirements_failed == 0, s.failed
     assert s.suspicious, "the stack was dumped through a faulthandler made again, unseen"
+
+
+# ------------------------------------------------------- 6: the kit's names by their length
+
+ONE_WORD = "import calc\n\n\n" + "".join(
+    f"def test_{w}():\n    assert calc.double({i}) == {2 * i}\n\n\n"
+    for i, w in enumerate(
+        ["double", "zero_input", "negative_number", "large_value", "float_input", "repeat_call"]
+    )
+)
+
+
+def test_rt46_6_the_kits_names_are_as_long_as_the_modules_own(tmp_path):
+    """Every name the kit gave a twin, shadow or canary held two to five words, whatever the module's
+    own tests hold: in a module holding one-word tests (``test_double`` beside ``test_zero_input``), a
+    one-word name was a requirement for sure -- the code under test, reading ``PYTEST_CURRENT_TEST``, told each
+    requirement from its twin and shadow (an always-equal value in the requirement, a value equal to
+    nothing in the twin: credited where no sealed check covers it). The kit's names now take their
+    word counts from the module's own test names."""
+    import random
+
+    from kit.scoring.inject import inject_folder
+
+    one_word = 0
+    for seed in range(10):
+        folder = tmp_path / f"acc{seed}"
+        folder.mkdir()
+        (folder / "test_one.py").write_text(ONE_WORD, encoding="utf-8")
+        found = inject_folder(folder, rng=random.Random(seed))
+        names = set(found.canaries) | set(found.twins) | set(found.shadows)
+        assert names
+        one_word += sum(name.count("_") == 1 for name in names)
+    assert one_word > 0, "no name of the kit's was one word long: a one-word test is a requirement"
