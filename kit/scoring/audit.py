@@ -258,10 +258,8 @@ class Audit:
     def code_file(self, target: object, attr: str = "") -> str:
         """The file of the code ``target`` (a frame, function, traceback, generator, coroutine or
         code object) holds, if it is a hidden test file; else "". A function's ``__code__`` counts
-        only when the function is a test, a module's or a class's body: a library that reads the
-        code of a function a test hands it (boltons' ``funcutils.wraps`` reads
-        ``__code__.co_posonlyargcount``) learns nothing the test did not give it -- a test's own
-        code, where its expected values are, is still seen."""
+        only for a test, a module's or a class's body (boltons' ``funcutils.wraps`` reads the code of
+        a function a test hands it: nothing the test did not give it)."""
         if attr in ("__code__", "__kwdefaults__") and type(target) is _Function:
             name = getattr(getattr(target, "__code__", None), "co_name", "")
             if isinstance(name, str) and not name.lower().startswith(("test", "<module>")):
@@ -316,8 +314,7 @@ class Audit:
 
     def caller(self, frame: object, all_stdlib: bool, direct: bool = False) -> str | None:
         """``file:line`` of the repo frame charged with the event (``direct``: only the frame that
-        raised it; ``all_stdlib``: looking through every stdlib frame and pytest's module loader),
-        or None."""
+        raised it; ``all_stdlib``: looking through every stdlib frame and pytest's loader), or None."""
         through = _THROUGH_ALL if all_stdlib else _THROUGH_HELPERS
         nearest = True  # no code but the stdlib's between the event and this frame
         while frame is not None:
@@ -362,7 +359,11 @@ class Audit:
 
     def self_made(self, frame: object, filename: str) -> bool:
         """Is the code made by ``filename``'s own top level as it loads, through the stdlib's code
-        alone (``asyncio.tasks``' ``@types.coroutine`` remakes its functions' code objects)?"""
+        alone (``asyncio.tasks``' ``@types.coroutine`` remakes its functions' code objects)? A file of
+        the agent's only through ``types.coroutine`` (its flags alone: RT46-1 compiled any code)."""
+        code = getattr(frame, "f_code", None)
+        if self.kind(filename) == _REPO and (code is None or code.co_filename != f"{self.stdlib}types.py"):
+            return False
         while frame is not None:
             code = frame.f_code  # type: ignore[attr-defined]
             if code.co_filename == filename:
@@ -374,8 +375,7 @@ class Audit:
 
     def forged(self, name: str, frame: object) -> bool:
         """Does ``frame`` run code under the name of a test file the session compiled first
-        (``preload.py``) that is not the code compiled there -- code the code under test compiled
-        under a test file's name, to pass for test code?"""
+        (``preload.py``) that is not the code compiled there (the code under test's, passing for a test)?"""
         return name in self.compiled_files and id(frame.f_code) not in self.compiled_ids  # type: ignore[attr-defined]
 
     def handed(self, frame: object, all_stdlib: bool = False, direct: bool = False) -> str | None:
@@ -423,7 +423,7 @@ class Audit:
 
     def returns_frame(self, frame: object) -> bool:
         """Is ``frame`` a stdlib wrapper of ``sys._getframe`` handing the frame to its caller
-        (``logging.currentframe``)? Logging's own use of it (findCaller) then stays logging's."""
+        (``logging.currentframe``; logging's own findCaller stays logging's)?"""
         code = frame.f_code  # type: ignore[attr-defined]
         return self.kind(code.co_filename) in (_HELPER, _STDLIB) and code.co_name in _WRAPPERS
 

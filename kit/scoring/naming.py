@@ -282,8 +282,9 @@ def read_collecting(path: Path | None, args: list[str] = ()) -> Collecting:  # t
 
 class Namer:
     """Random, unused names for one folder, made of ``words`` (the module's test-name words): test
-    names for twins and canaries (in the module's form: :class:`Collecting`), identifiers for helpers
-    and variables -- no hex that would set what the kit adds apart in a report or a failure message."""
+    names for twins and canaries (in the module's form: :class:`Collecting`; as many words as one of
+    the module's own tests holds -- always two to five told a one-word test a requirement: RT46-6),
+    identifiers for helpers and variables -- no hex that would set what the kit adds apart."""
 
     def __init__(self, rng: random.Random, taken: set[str], collecting: Collecting = DEFAULT) -> None:
         self.rng = rng
@@ -291,6 +292,7 @@ class Namer:
         self.words: list[str] = list(FILLER)
         self.collecting = collecting
         self.form: tuple[str, str] | None = ("test_", "")
+        self.lengths: list[int] = [2, 3, 4, 5]  # how many words a test name holds: the module's (RT46-6)
         self._plain: list[str] | None = None  # (``words`` without ``test``: :meth:`ident`'s, kept)
 
     def _fresh(self, make: Callable[[int], str], ok: Callable[[str], bool] = lambda n: True) -> str:
@@ -305,9 +307,6 @@ class Namer:
         name = f"{make(0)}_{self.rng.getrandbits(32)}"
         self.taken.add(name)
         return name
-
-    def _pick(self, low: int, high: int) -> list[str]:
-        return self.rng.sample(self.words, self.rng.randint(low, min(high, len(self.words))))
 
     def ident(self, cls: bool = False) -> str:
         """A helper's or variable's name: never one a test collector takes for a test or a test
@@ -334,12 +333,25 @@ class Namer:
         if not unittest and self.form is None:
             return None
         collects = (lambda n: n.startswith("test")) if unittest else self.collecting.function
-        return self._fresh(lambda a: prefix + "_".join(self._pick(2, 5 + a // 20)) + suffix, collects)
+
+        def make(attempt: int) -> str:  # as many words as one of the module's tests, then more
+            count = max(1, min(self.rng.choice(self.lengths) + attempt // 20, len(self.words)))
+            return prefix + "_".join(self.rng.sample(self.words, count)) + suffix
+
+        return self._fresh(make, collects)
 
     def use_module(self, tree: ast.Module) -> None:
         """Take ``tree``'s test-name words and form."""
         self.form = self.collecting.form_of(tree)
         unique = sorted({w for w in self.collecting.words(tree) if w.isidentifier()})  # (test_parseURL: RT42)
+        forms, c = self.collecting.forms(), self.collecting
+        names = [n.name for n in pyast.nodes(tree) if c.is_test_func(n) or c.is_test_func(n, unittest=True)]  # type: ignore[attr-defined]
+        self.lengths = [len([w for w in _strip(n, forms).split("_") if w]) or 1 for n in names] or [
+            2,
+            3,
+            4,
+            5,
+        ]
         self.words = unique if len(unique) >= 6 else sorted(set(unique) | set(FILLER))
         self._plain = None
 

@@ -27,16 +27,28 @@ walk leads to -- checks the call and makes it. Not closed: an original the stand
 library loaded before the session keeps in a closure or default (none known); what a stack's depth
 alone tells (a ``RecursionError`` probe). A false alarm it can raise: asyncio's debug-mode stacks are
 charged to the code under test that makes a future or handle even where a test turned debug mode on.
+
+Code made with no compile event (RT46-2): ``marshal.loads`` and ``_imp._fix_co_filename`` (wrapped as
+above) are checked as ``audit.py`` checks a compile, by the file names the code carries -- an import's
+own bytecode file, beside its source outside the repo copy, excepted.
 """
 
 from __future__ import annotations
 
+import marshal
+import os
 import sys
 import threading
 from collections.abc import Callable
 
 EVENT = "orchbench.stack"
 _audit, _getframe, _local = sys.audit, sys._getframe, threading.local
+_marshal_loads, _Code = marshal.loads, type(_getframe().f_code)
+_osopen, _osread, _osclose = os.open, os.read, os.close
+#: the import machinery's own load of a bytecode file: its marshal and rename are checked together
+_BYTECODE = sys.modules["_frozen_importlib_external"]._compile_bytecode.__code__
+_OPT = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""
+_PYC_TAIL = f".{sys.implementation.cache_tag}{_OPT}.pyc"  # (an import's bytecode file: ``__pycache__``)
 #: module -> the functions wrapped there (``tracemalloc`` re-exports ``_tracemalloc``'s; ``warnings``
 #: is ``_warnings``')
 _WRAPPED = {
@@ -46,7 +58,7 @@ _WRAPPED = {
     "_warnings": ("warn",),
     "warnings": ("warn",),
     "sys": ("set_coroutine_origin_tracking_depth",),
-    "_imp": ("create_builtin",),
+    "_imp": ("create_builtin", "_fix_co_filename"),  # (a code object renamed in place: RT46-2b)
 }
 _WHAT = {
     "dump_traceback": "dumped the stack (faulthandler)",
@@ -118,9 +130,12 @@ def install() -> tuple[dict, frozenset]:
 
 def _repatch(module: object) -> None:
     """A module ``_imp.create_builtin`` made again (its C functions new, or put back from the copy
-    the interpreter keeps): wrapped as at :func:`install`."""
+    the interpreter keeps): wrapped as at :func:`install` -- ``_imp`` too (RT46-5: its
+    ``create_builtin`` was the original)."""
     name = getattr(module, "__name__", "")
-    for attr in _WRAPPED.get(name, ()) if name in ("faulthandler", "_tracemalloc", "_warnings") else ():
+    for attr in (
+        _WRAPPED.get(name, ()) if name in ("faulthandler", "_tracemalloc", "_warnings", "_imp") else ()
+    ):
         setattr(module, attr, _warn_wrapper() if attr == "warn" else _wrapper(f"{name}.{attr}"))
 
 
@@ -131,7 +146,8 @@ _LAYOUT |= frozenset({"stat", "syscall"})
 _MEMORY = frozenset({"ctypes.cdata", "ctypes.PyObj_FromPtr", "ctypes.string_at", "ctypes.wstring_at"})
 #: a subinterpreter runs with no audit hook: what it opens is not seen
 _SUBINTERPRETER = "cpython.PyInterpreterState_New"
-_EVENTS = _MEMORY | {"open", "sys._getframe", _SUBINTERPRETER}
+_MARSHAL = frozenset({"marshal.loads", "marshal.load"})  # code objects made with no compile event
+_EVENTS = _MEMORY | _MARSHAL | {"open", "sys._getframe", _SUBINTERPRETER}
 
 
 def hook(originals: dict, codes: frozenset, audit: object, send: Callable[..., None], kinds: dict):
@@ -215,6 +231,8 @@ class Checks:
         name, frame = key.rpartition(".")[2], self.outer(frame)
         if name == "create_builtin" or frame is None:
             return None
+        if name == "_fix_co_filename":
+            return self.renamed(cargs, frame)
         where = self.where(frame)
         if not where:
             return None
@@ -236,6 +254,8 @@ class Checks:
             return self.frame_read(args, frame)
         if not self.audit.processes:  # type: ignore[attr-defined]  # (as native code: not in own tests)
             return None
+        if event in _MARSHAL:
+            return self.marshalled(event, args, frame)
         if event in _MEMORY or event == _SUBINTERPRETER:
             where = self.where(frame)
             what = "started a subinterpreter (no audit hook runs there)" if event == _SUBINTERPRETER else ""
@@ -306,6 +326,68 @@ class Checks:
         ):
             return f"{where} named a caller past its own (logging, stacklevel={level})"
         return None
+
+    def marshalled(self, event: str, args: tuple, frame: object) -> str | None:
+        """Code the code under test made with ``marshal`` (RT46-2: under ``os.py``'s name a frame read
+        is the stdlib's doing): each file name its code objects carry is checked as a compile's
+        (``Audit.compiled``), unless the data is the interpreter's own bytecode file of that name --
+        an import of a module outside the repo, the kit's or pytest's read of a cached file is not
+        the code under test's. ``marshal.load`` does not show its data: charged as such."""
+        where = self.where(frame)
+        if not where:
+            return None
+        if event == "marshal.load":
+            return f"{where} made objects with marshal.load (the code it may make is not seen)"
+        try:
+            data = bytes(args[0])
+            todo, names = [_marshal_loads(data)], set()
+        except Exception:  # noqa: BLE001 - (the call fails as well)
+            return None
+        for _ in range(20_000):  # (the code objects, and what holds them, a bounded walk)
+            if not todo:
+                break
+            value = todo.pop()
+            if type(value) is _Code:
+                names.add(value.co_filename)
+                todo.extend(value.co_consts)
+            elif type(value) in (tuple, list, set, frozenset):
+                todo.extend(value)
+            elif type(value) is dict:
+                todo.extend(value.items())
+        if frame.f_code is _BYTECODE:  # type: ignore[attr-defined]  # (renamed next: its source's name)
+            names.add(frame.f_locals.get("source_path"))  # type: ignore[attr-defined]
+        for name in sorted(n for n in names if type(n) is str):
+            what = None if self.as_pyc(data, name) else self.audit.compiled(name, frame)  # type: ignore[attr-defined]
+            if what:
+                return what.replace(" compiled code ", " made code with marshal ", 1)
+        return None
+
+    def renamed(self, cargs: tuple, frame: object) -> str | None:
+        """``_imp._fix_co_filename(code, path)``: ``code`` (and its nested code) renamed ``path`` in
+        place, with no audit event (RT46-2b) -- checked as a compile under ``path``, unless the import
+        machinery renames what it loaded (its marshal checked ``path`` already: :meth:`marshalled`)."""
+        code, path = (*cargs, None, None)[:2]
+        if type(code) is not _Code or type(path) is not str or code.co_filename == path:
+            return None
+        if frame.f_code is _BYTECODE:  # type: ignore[attr-defined]
+            return None
+        what = self.audit.compiled(path, frame)  # type: ignore[attr-defined]
+        return what and what.replace(" compiled code ", " renamed code (_imp._fix_co_filename) ", 1)
+
+    def as_pyc(self, data: bytes, name: str) -> bool:
+        """Is ``data`` the body of the bytecode file beside ``name`` (not in the repo copy: the code
+        under test can write there), as an import reads it?"""
+        folder, _, file = name.rpartition("/")
+        if not file.endswith(".py") or name.startswith(self.audit.repo):  # type: ignore[attr-defined]
+            return False
+        try:
+            fd = _osopen(f"{folder}/__pycache__/{file[:-3]}{_PYC_TAIL}", os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            return _osread(fd, len(data) + 17)[16:] == data
+        finally:
+            _osclose(fd)
 
     def crossed(self, frame: object, count: int, skip: Callable[[str], bool] = lambda name: False) -> bool:
         """Do the ``count`` frames from ``frame`` up (frames ``skip`` names not counted) hold test code

@@ -201,8 +201,9 @@ GENERATED = {
     "tests/legacy/case-2.txt": "two_spaces\nok\n",
 }
 #: with this seed (and the modules in sorted order) the own-tests canary that must fail in
-#: ``TestFenced`` is named ``test_raw_html``: about one seed in 120 is such a one
-SEED = 27
+#: ``TestFenced`` is named ``test_raw_html`` (found again when the kit's names took their word counts
+#: from the module's tests: RT46-6)
+SEED = 21
 
 
 def test_rt42_3_a_canary_takes_no_name_a_suite_makes_at_collection_time(tmp_path, monkeypatch):
@@ -223,7 +224,8 @@ def test_rt42_3_a_canary_takes_no_name_a_suite_makes_at_collection_time(tmp_path
     assert "tests/test_legacy.py::TestLegacy::test_raw_html" in ev.own.outcomes
 
 
-#: the hidden side: a twin there takes the name (with this seed: the twin of ``test_raw_fence``)
+#: the hidden side: a twin there takes the name (with this seed: the twin of ``test_raw_fence``;
+#: found again for RT46-6, as ``SEED``)
 FENCED_TWINNED = """
 import pytest
 
@@ -242,7 +244,7 @@ class TestFenced:
     def test_lang_attr(self):
         assert calc.helper(3) == calc.helper(1) + 2
 """
-TWIN_SEED = 9
+TWIN_SEED = 79
 
 
 def test_rt42_3b_a_twin_takes_no_name_a_hidden_suite_makes_at_collection_time(tmp_path, monkeypatch):
