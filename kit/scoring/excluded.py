@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from kit import pyast
+from kit.scoring.nodeids import index, under
 
 #: The prefix an excluded test's name gets in the scoring copy (pytest collects ``test*`` only).
 PREFIX = "_orchbench_excluded_"
@@ -57,22 +58,10 @@ def _functions(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncF
 
 
 def deselected(nodeid: str, ids: Iterable[str]) -> bool:
-    """Is ``nodeid`` (a module, class or test) one of ``ids`` (``--deselect`` ids) or under one? (By
-    the ids' sets and ``nodeid``'s cut points: a module of thousands of tests against hundreds of
-    ids was a product of the two.)"""
-    whole, folders = _index(tuple(ids))
-    if nodeid in whole:
-        return True
-    for sep, among in (("::", whole), ("/", folders)):
-        k = nodeid.find(sep)
-        while k != -1:
-            if nodeid[:k] in among:
-                return True
-            k = nodeid.find(sep, k + 1)
-    return False
+    """Is ``nodeid`` (a module, class or test) one of ``ids`` (``--deselect`` ids) or under one?"""
+    return under(nodeid, _index(tuple(ids)), params=False)
 
 
 @functools.lru_cache(maxsize=16)
 def _index(ids: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
-    """``ids`` as they are (whole or before ``::``), and as folders (before ``/``)."""
-    return frozenset(ids), frozenset(i.rstrip("/") for i in ids)
+    return index(ids)

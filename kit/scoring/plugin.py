@@ -130,7 +130,7 @@ def install(settings: dict) -> list[object]:
         settings.get("canary_file"),
         settings["canaries"],
         shuffle,
-        settings.get("deselect", []),
+        (settings.get("deselect", []), _private_scope(vars(_load(settings["plugin"], "nodeids")))),
         limit,
         forced,
         (set_signal, trusted),
@@ -332,40 +332,26 @@ def _pin_hooks(pins: dict, test_code: frozenset[int], send: Callable[..., None],
     }
 
 
-def _deselected(nodeid: str, ids: tuple[frozenset[str], frozenset[str]]) -> bool:
-    """Is ``nodeid`` one of ``ids`` (as they are, as folders) or under one (a folder, a module, a
-    class, a parametrized test)? (pytest's ``--deselect`` matches any prefix: ``::test_f`` would
-    take ``::test_foo`` too.) By ``nodeid``'s cut points: not a product of tests and ids."""
-    whole, folders = ids
-    if nodeid in whole:
-        return True
-    for sep, among in (("::", whole), ("[", whole), ("/", folders)):
-        k = nodeid.find(sep)
-        while k != -1:
-            if nodeid[:k] in among:
-                return True
-            k = nodeid.find(sep, k + 1)
-    return False
-
-
 def _hooks(
     send: Callable[..., None],
     canary_file: str | None,
     canary_names: list[str],
     shuffle: bool,
-    deselect: list[str] = (),  # type: ignore[assignment]
+    deselect: tuple[list[str], dict] = ([], {}),
     limit: float = 0,
     forced: dict[str, str] | None = None,
     signals: tuple = (signal.signal, []),
 ) -> object:
     """The pytest hooks, as plain closures (pluggy binds each function when the plugin registers:
     replacing an attribute of the returned object later does nothing). ``deselect``: node ids left
-    out (the task's ``own_tests_deselect``); ``limit``: each test's time limit in seconds (0: none);
-    ``forced``: node ids reported failed whatever they did, with the reason (filled as tests run);
-    ``signals``: for the time limit (:func:`_time_limit`). Long because the hooks share their state
-    (what each test reported so far, its time, where its function is defined) as closures."""
+    out (the task's ``own_tests_deselect``) and ``nodeids.py``'s scope; ``limit``: each test's time
+    limit in seconds (0: none); ``forced``: node ids reported failed whatever they did, with the
+    reason (filled as tests run); ``signals``: for the time limit (:func:`_time_limit`). Long because
+    the hooks share their state (what each test reported so far, its time, where its function is
+    defined) as closures."""
     canaries = set(canary_names)
-    left_out = (frozenset(deselect), frozenset(i.rstrip("/") for i in deselect)) if deselect else ()
+    ids, nodeids = deselect
+    left_out, under = (nodeids["index"](ids) if ids else ()), nodeids.get("under")
     pending: dict[str, tuple[str, str]] = {}
     spent: dict[str, float] = {}  # node id -> seconds of its phases so far (the kit picks cheap canaries)
     late: set[str] = set()  # node ids of tests cut at their time limit (_time_limit)
@@ -382,9 +368,9 @@ def _hooks(
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-        gone = [i for i in items if _deselected(i.nodeid, left_out)] if left_out else []
+        gone = [i for i in items if under(i.nodeid, left_out)] if left_out else []
         if gone:
-            items[:] = [i for i in items if not _deselected(i.nodeid, left_out)]
+            items[:] = [i for i in items if not under(i.nodeid, left_out)]
             config.hook.pytest_deselected(items=gone)
         defined.update(_qualnames(items))
         last = [i for i in items if i.name in canaries]

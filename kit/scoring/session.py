@@ -37,6 +37,7 @@ THREADS_FILE = "threads.py"
 PINNED_FILE = "pinned.py"
 GUARD_FILE = "guard.py"
 DATAREAD_FILE = "dataread.py"
+NODEIDS_FILE = "nodeids.py"
 MAX_STREAM_BYTES = 32 * 1024 * 1024
 
 
@@ -125,6 +126,7 @@ KIT_FILES = (
     PINNED_FILE,
     GUARD_FILE,
     DATAREAD_FILE,
+    NODEIDS_FILE,
 )
 _PYC: dict[tuple[str, bytes], bytes] = {}  # (name, source) -> its bytecode file, made once a process
 _PYC_LOCK = threading.Lock()

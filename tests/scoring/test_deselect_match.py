@@ -1,5 +1,5 @@
 """The own tests a task deselects are matched by set lookups at a node id's cut points, in the kit
-(``excluded.deselected``) and in the session (``plugin._deselected``): the same answers as matching
+(``excluded.deselected``) and in the session (``nodeids.under``): the same answers as matching
 every id against every node id (the product of the two, which a suite of thousands of tests against
 hundreds of ids made slow), on node ids and ids drawn to meet at every kind of cut."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import random
 
-from kit.scoring import plugin
 from kit.scoring.excluded import deselected
+from kit.scoring.nodeids import index, under
 
 PARTS = ["tests", "tests/", "sub", "test_a.py", "test_b.py", "TestX", "test_f", "test_foo", "[1]", "[a/b]"]
 
@@ -42,7 +42,6 @@ def test_the_cut_point_lookups_answer_as_matching_every_id():
     hits = [0, 0]
     for _ in range(3000):
         ids = [_id(rng) for _ in range(rng.randint(1, 6))]
-        index = (frozenset(ids), frozenset(i.rstrip("/") for i in ids))
         for _ in range(5):
             node = (
                 _node(rng)
@@ -50,6 +49,6 @@ def test_the_cut_point_lookups_answer_as_matching_every_id():
                 else rng.choice(ids) + rng.choice(["", "::t", "[2]", "/m.py"])
             )
             assert deselected(node, ids) == _kit_reference(node, ids), (node, ids)
-            assert plugin._deselected(node, index) == _session_reference(node, ids), (node, ids)
+            assert under(node, index(ids)) == _session_reference(node, ids), (node, ids)
             hits[_kit_reference(node, ids)] += 1
     assert min(hits) > 1000, hits  # (both answers drawn often)
