@@ -623,6 +623,17 @@ GROUP_HIDDEN = {
 }
 
 
+#: an honest ``gather`` whose ``asyncio.TaskGroup`` fails (raised as the group, or chained)
+GROUP_CODE = (
+    "import asyncio\n\n\nasync def _one(x):\n    raise ValueError(f'bad {x}')\n\n\n"
+    "async def _all(xs):\n    async with asyncio.TaskGroup() as tg:\n"
+    "        for x in xs:\n            tg.create_task(_one(x))\n\n\n"
+    "def gather(xs):\n    try:\n        return asyncio.run(_all(xs))\n"
+    "    except ExceptionGroup as group:\n        if len(xs) == 1:\n"
+    "            raise RuntimeError('one failed') from group\n        raise\n"
+)
+
+
 def test_rt45_8c_an_honest_failure_with_an_exception_group_is_not_flagged(tmp_path):
     """8's charge flagged an honest solution whose failure carries an ``ExceptionGroup`` (an
     ``asyncio.TaskGroup`` that failed, raised or chained): its report is now written on one line
@@ -632,14 +643,7 @@ def test_rt45_8c_an_honest_failure_with_an_exception_group_is_not_flagged(tmp_pa
         tmp_path,
         GROUP_HIDDEN,
         "def gather(xs):\n    return [2 * x for x in xs]\n",
-        (
-            "import asyncio\n\n\nasync def _one(x):\n    raise ValueError(f'bad {x}')\n\n\n"
-            "async def _all(xs):\n    async with asyncio.TaskGroup() as tg:\n"
-            "        for x in xs:\n            tg.create_task(_one(x))\n\n\n"
-            "def gather(xs):\n    try:\n        return asyncio.run(_all(xs))\n"
-            "    except ExceptionGroup as group:\n        if len(xs) == 1:\n"
-            "            raise RuntimeError('one failed') from group\n        raise\n"
-        ),
+        GROUP_CODE,
     )
     failed = {f.test: f.message for f in s.failed}
     assert set(failed) == {"test_g.py::test_gather", "test_g.py::test_gather_chained"}, failed

@@ -16,6 +16,7 @@ is still charged).
 from __future__ import annotations
 
 from kit.scoring.scorer import score
+from tests.scoring.test_redteam45 import GROUP_CODE
 from tests.tasks.taskmaker import make_task, workspace
 
 
@@ -119,14 +120,6 @@ GROUP_UNITTEST = {
                 self.assertEqual(calc.gather([3]), [6])
         """,
 }
-GROUP_CODE = (
-    "import asyncio\n\n\nasync def _one(x):\n    raise ValueError(f'bad {x}')\n\n\n"
-    "async def _all(xs):\n    async with asyncio.TaskGroup() as tg:\n"
-    "        for x in xs:\n            tg.create_task(_one(x))\n\n\n"
-    "def gather(xs):\n    try:\n        return asyncio.run(_all(xs))\n"
-    "    except ExceptionGroup as group:\n        if len(xs) == 1:\n"
-    "            raise RuntimeError('one failed') from group\n        raise\n"
-)
 
 
 def test_rt46_3_an_honest_exception_group_in_a_unittest_test_is_not_flagged(tmp_path):
