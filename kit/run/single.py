@@ -39,6 +39,7 @@ from kit.sandbox.quota import Quota, drop_clone, provide, settle_clone, unmount
 from kit.scoring import scorer as scoring
 from kit.secrets import Redactor
 from kit.strategies.context import RunContext
+from kit.strategy_files import owned_paths
 from kit.tasks.patch import capped_patch
 from kit.tasks.snapshot import Snapshot, snapshot
 from kit.tasks.task import TASK_FILE, Task
@@ -422,9 +423,16 @@ def _score(
     snap: Snapshot | None,
 ) -> None:
     """Score the snapshot (never leaves the run without a score: a scoring failure gives every
-    requirement failed, outcome ``unscored``); a tampered report gives outcome ``tampered``."""
+    requirement failed, outcome ``unscored``); a tampered report gives outcome ``tampered``. Every
+    strategy's working files are left out (:mod:`kit.strategy_files`), at the paths the experiment's
+    options give them: the same for each run of the experiment, whatever its strategy."""
     record.score = scoring.score(
-        spec.task, workspace, record.claimed_done, sandbox=workspace.sandbox or experiment.sandbox, snap=snap
+        spec.task,
+        workspace,
+        record.claimed_done,
+        sandbox=workspace.sandbox or experiment.sandbox,
+        snap=snap,
+        own_files=owned_paths(experiment.strategy_options),
     )
     if record.score.unscored_reason:
         record.error = (record.error + "; " if record.error else "") + record.score.unscored_reason

@@ -72,6 +72,7 @@ from kit.strategies.harness.features import (
 )
 from kit.strategies.harness.gitops import head, settle_commits, verify
 from kit.strategies.harness.stats import Stats, counters
+from kit.strategy_files import STRATEGY_FILES
 
 __all__ = [
     "FEATURES",
@@ -88,9 +89,10 @@ __all__ = [
 ]
 
 PERMISSIONS = {"read", "write", "exec"}
-INIT_SH = "init.sh"
-PROGRESS = "harness-progress.md"
-NAMES = {"feature_list": FEATURE_LIST, "init_sh": INIT_SH, "progress": PROGRESS}
+#: harness's own files in the clone, declared in kit.strategy_files (scoring sets them back to the base's)
+NAMES = STRATEGY_FILES["harness"]
+INIT_SH = NAMES["init_sh"]  # "init.sh"
+PROGRESS = NAMES["progress"]  # "harness-progress.md"
 
 
 def run(ctx: RunContext) -> StrategyResult:
