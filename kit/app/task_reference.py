@@ -259,12 +259,33 @@ def _hostile() -> list[str]:
 
 def _fair() -> list[str]:
     """Size, the specification audit, excluded and flaky tests, overlap: what makes a task fair."""
+    from kit import strategy_files
     from kit.importers import overlap, size, spec_audit
     from kit.importers.git import flaky
     from kit.tasks.suite_manifest import ExcludedTest, SpecNote
 
     return [
         "## Tasks a strategy can be judged on fairly",
+        "",
+        "### What the scored tree holds (`kit/strategy_files.py`)",
+        "",
+        "The hidden tests and the own tests run on a clean copy of the clone's snapshot (docs/scoring.md): "
+        "the agent's files, less `.git`, caches, compiled files, links out of the clone and special files, "
+        "and with every strategy's working files as at the base commit.",
+        "",
+        markdown(strategy_files.__doc__),
+        "",
+        "The paths today: "
+        + "; ".join(
+            f"{name}: " + ", ".join(f"`{path}`" for path in files.values())
+            for name, files in strategy_files.STRATEGY_FILES.items()
+            if files
+        )
+        + " (vibe and workflow keep none in the clone). A task's `repo/` may hold a file at one of them: "
+        "it is scored as the base has it, and the agent's change there (or the reference solution's) "
+        "never is -- a hidden test that needs such a change fails on the reference too, so `kit tasks "
+        "validate` names it and import-git leaves it out (it is not fail -> pass). `repo/.pdca/status` is "
+        "refused outright (above).",
         "",
         "### Size (`kit/importers/size.py`)",
         "",
