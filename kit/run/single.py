@@ -26,6 +26,7 @@ from kit.config import Experiment, PriceSheet, Profile, Tier
 from kit.errors import Interrupted
 from kit.importers.size import measure
 from kit.model.gateway import Gateway
+from kit.paths import owned_paths
 from kit.prompts import PromptBook
 from kit.records.recorder import Progress, RunRecorder
 from kit.records.schema import DISK_QUOTA, RunRecord, TaskSize, utc_now
@@ -39,7 +40,6 @@ from kit.sandbox.quota import Quota, drop_clone, provide, settle_clone, unmount
 from kit.scoring import scorer as scoring
 from kit.secrets import Redactor
 from kit.strategies.context import RunContext
-from kit.strategy_files import owned_paths
 from kit.tasks.patch import capped_patch
 from kit.tasks.snapshot import Snapshot, snapshot
 from kit.tasks.task import TASK_FILE, Task
@@ -424,7 +424,7 @@ def _score(
 ) -> None:
     """Score the snapshot (never leaves the run without a score: a scoring failure gives every
     requirement failed, outcome ``unscored``); a tampered report gives outcome ``tampered``. Every
-    strategy's working files are left out (:mod:`kit.strategy_files`), at the paths the experiment's
+    strategy's working files are left out (:func:`kit.paths.owned_paths`), at the paths the experiment's
     options give them: the same for each run of the experiment, whatever its strategy."""
     record.score = scoring.score(
         spec.task,

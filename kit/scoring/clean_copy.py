@@ -13,7 +13,7 @@ file, conftest, file under a ``tests/``-like folder and pytest configuration fil
 tox.ini, setup.cfg, pyproject.toml, ...) is replaced by the base's version, and the ones the agent
 added are removed.
 
-:func:`as_at_base` sets the strategies' own working files (:mod:`kit.strategy_files`: linear's
+:func:`as_at_base` sets the strategies' own working files (:func:`kit.paths.owned_paths`: linear's
 ``PLAN.md``, harness's ``feature_list.json`` ...) back to the base's in the scored copy, whatever
 strategy ran: the hidden tests cannot tell the strategies apart by them.
 """
@@ -175,7 +175,7 @@ def copy_clean(src: Path, dest: Path) -> list[str]:
 
 
 def as_at_base(tree: Path, base: Path, paths: Iterable[str]) -> None:
-    """Hold at each of ``paths`` (relative, ``/``-separated: :func:`kit.strategy_files.owned_paths`)
+    """Hold at each of ``paths`` (relative, ``/``-separated: :func:`kit.paths.owned_paths`)
     in ``tree`` (a kit-owned copy) what ``base`` holds there: what the run left goes, and the base's
     file or folder, if it has one, is laid back."""
     for rel in paths:

@@ -9,7 +9,7 @@ counts it 0 added, 0 removed (one NUL byte in front of a 500-line rewrite of a d
 
 - **Which files**: the files of the patch (``git diff --raw --no-renames`` of the snapshot against
   the base: added, deleted and changed files, a mode change included), each a file touched -- but
-  the strategies' own working files (:mod:`kit.strategy_files`: linear's ``PLAN.md``, harness's
+  the strategies' own working files (:func:`kit.paths.owned_paths`: linear's ``PLAN.md``, harness's
   ``feature_list.json`` ...), which the score leaves out as scoring's copy holds them as at the base:
   whatever strategy ran, its bookkeeping is no line of the agent's work.
 - **A line** ends at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (what Python's own reader takes as a line
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import IO
 
 from kit.errors import TaskError
-from kit.strategy_files import is_owned
+from kit.paths import is_owned
 from kit.tasks.git import GIT_OPTS, GIT_TIMEOUT_S, git_env
 from kit.tasks.patch import DIFF_OPTS, snapshot_diff, snapshot_env
 from kit.tasks.snapshot import Snapshot, snapshot
@@ -103,7 +103,7 @@ def _changed(raw: bytes) -> list[tuple[str, str, str]]:
 
 def line_stats(ws: Workspace, snap: Snapshot, own_files: tuple[str, ...] = ()) -> LineStats:
     """The lines changed from the base to the snapshot, counted as the module says; a file at or under
-    one of ``own_files`` (:func:`kit.strategy_files.owned_paths`) is not counted."""
+    one of ``own_files`` (:func:`kit.paths.owned_paths`) is not counted."""
     raw = snapshot_diff(ws, snap, "--raw", "-z", "--no-renames", "--no-abbrev")
     changed = [c for c in _changed(raw) if not is_owned(c[2], own_files)]
     stats = LineStats(files=len(changed))

@@ -6,7 +6,7 @@ Scoring never runs in the clone, and never in the process that reads the results
    sandbox (:mod:`kit.tasks.snapshot`: regular files only, capped, what was dropped noted in
    ``Score.dropped_files``), never from the live clone; it is copied again
    (:func:`kit.scoring.clean_copy.copy_clean`), with the strategies' own working files as at the
-   base (:mod:`kit.strategy_files`: whatever strategy ran, the tests see the same tree). A second
+   base (:func:`kit.paths.owned_paths`: whatever strategy ran, the tests see the same tree). A second
    copy gets the base commit's test files, conftests and pytest configuration
    (:func:`kit.scoring.clean_copy.use_base_tests`), read from the kit's cached base -- built from
    the task folder, sharing no object with any clone -- to judge regressions, and the test modules
@@ -65,6 +65,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kit.paths import owned_paths
 from kit.pyast import MAX_SOURCE_BYTES
 from kit.records.schema import Score
 from kit.sandbox import quota
@@ -78,7 +79,6 @@ from kit.scoring.session import PytestRun
 from kit.scoring.sessions import Sessions
 from kit.scoring.testcount import count_test_functions
 from kit.scoring.usednames import names_to_avoid, reported
-from kit.strategy_files import owned_paths
 from kit.tasks.requirements import Requirement, read_requirements, test_files  # noqa: F401 - re-exported
 from kit.tasks.snapshot import Snapshot, snapshot
 from kit.tasks.task import Task
@@ -243,8 +243,7 @@ def evaluate(
     data files of the tree it reads (``Evaluation.acceptance.reads``: the importer's probes);
     ``written``: set once both sessions' test modules are written, or evaluation ended (work of this
     process that can wait for it waits: :func:`score`'s line count); ``own_files``: the strategies'
-    working files, held as at the base (default: every strategy's own,
-    :func:`kit.strategy_files.owned_paths`)."""
+    working files, held as at the base (default: :func:`kit.paths.owned_paths`)."""
     timeout = timeout_s or task.limits.scoring_timeout_s
     requirements, problems = read_requirements(task.acceptance_dir, task.excluded)
     # a capped tmpfs where the kit is root: what the code under test writes while it is scored (a
@@ -461,7 +460,7 @@ def score(
     (:mod:`kit.tasks.snapshot`) -- or from one taken here through ``sandbox``: the live clone is never
     read by the kit. Never raises for a failure of scoring itself: that gives a score with every
     requirement failed and the reason. ``own_files``: the strategies' working files (default: every
-    strategy's own, :func:`kit.strategy_files.owned_paths`), neither tested nor counted as lines changed."""
+    strategy's own, :func:`kit.paths.owned_paths`), neither tested nor counted as lines changed."""
     own_files = owned_paths() if own_files is None else own_files
     started = time.monotonic()
     with contextlib.ExitStack() as stack:

@@ -65,7 +65,7 @@ class LinearOptions(_Options):
     @classmethod
     def _a_working_file(cls, value: str) -> str:
         """A path inside the clone that is no code: scoring sets it back to the base's
-        (:mod:`kit.strategy_files`), so a plan file on the agent's code would erase that code."""
+        (:func:`kit.paths.owned_paths`), so a plan file on the agent's code would erase that code."""
         parts = value.replace("\\", "/").split("/")
         if not value.strip() or value.startswith("/") or ".." in parts or ".git" in parts:
             raise ValueError("a relative path inside the clone (no '..', not under .git)")

@@ -96,7 +96,7 @@ def test_a_hidden_test_cannot_tell_which_strategy_ran(tmp_path, capsys):
     every harness run failed it (the oracle run showed harness 0/1, linear 0/1 with PLAN.md, the others
     1/1). With a check that the source is the reference's, even the oracle run passed and only real
     harness runs failed: a repository could rig the comparison of strategies it is imported for. The
-    scored copy now holds the strategies' working files as at the base (kit.strategy_files)."""
+    scored copy now holds the strategies' working files as at the base (kit.paths.owned_paths)."""
     from kit.scoring.scorer import evaluate
     from kit.tasks.task import apply_solution, load_task
     from kit.tasks.workspace import create_workspace

@@ -1,19 +1,20 @@
-"""The strategies' own working files (kit.strategy_files) are no part of what is scored: the scored copy
-holds, at each of them, what the base holds there, and the lines changed do not count them -- for
-every run, whatever strategy ran (RT45: a hidden test could tell harness's runs by feature_list.json)."""
+"""The strategies' own working files (kit.paths.STRATEGY_FILES) are no part of what is scored: the
+scored copy holds, at each of them, what the base holds there, and the lines changed do not count
+them -- for every run, whatever strategy ran (RT45: a hidden test could tell harness's runs by
+feature_list.json)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kit import strategy_files
+from kit import paths
 from kit.errors import ConfigError
+from kit.paths import STRATEGY_FILES, is_owned, owned_paths
 from kit.scoring.clean_copy import as_at_base
 from kit.scoring.diffstats import line_stats
 from kit.strategies import STRATEGIES, harness, linear
 from kit.strategies.options import LinearOptions, check_options, option_models
 from kit.strategies.pdca.settings import STATUS_DIR
-from kit.strategy_files import STRATEGY_FILES, is_owned, owned_paths
 from kit.tasks.snapshot import TOP_LEVEL_SKIP, snapshot
 from tests.importers.test_attack39f import _clone
 
@@ -30,7 +31,7 @@ def test_every_strategy_declares_its_files_and_reads_its_names_from_the_declarat
     )
     assert linear.PLAN_FILE == LinearOptions().plan_file == "PLAN.md"
     assert STATUS_DIR == ".pdca/status" and TOP_LEVEL_SKIP == (STATUS_DIR,)
-    for strategy, names in strategy_files.PATH_OPTIONS.items():  # an option of the same name, same default
+    for strategy, names in paths.PATH_OPTIONS.items():  # an option of the same name, same default
         fields = option_models()[strategy].model_fields
         assert all(fields[name].default == STRATEGY_FILES[strategy][name] for name in names)
 

@@ -1,5 +1,5 @@
 """Each strategy's working files, as a perfect model's run leaves them in the clone, are the ones it
-declares (kit.strategy_files): the run's diff.patch keeps them (the record of what happened), its
+declares (kit.paths.STRATEGY_FILES): the run's diff.patch keeps them (the record of what happened), its
 score neither tests nor counts them. Pipeline validation on micro-slugify, never a benchmark."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import re
 import pytest
 
 from kit.model import scripted
+from kit.paths import STRATEGY_FILES, is_owned, owned_paths
 from kit.records.schema import load_run
 from kit.run.runner import run_experiment
 from kit.strategies import STRATEGIES
-from kit.strategy_files import STRATEGY_FILES, is_owned, owned_paths
 from tests.support.helpers import experiment, write_profile
 from tests.support.perfect import Perfect
 

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kit.agent.loop import AgentResult
+from kit.paths import STRATEGY_FILES
 from kit.strategies import StrategyResult
 from kit.strategies.context import RunContext
 from kit.strategies.harness.features import (
@@ -72,7 +73,6 @@ from kit.strategies.harness.features import (
 )
 from kit.strategies.harness.gitops import head, settle_commits, verify
 from kit.strategies.harness.stats import Stats, counters
-from kit.strategy_files import STRATEGY_FILES
 
 __all__ = [
     "FEATURES",
@@ -89,7 +89,7 @@ __all__ = [
 ]
 
 PERMISSIONS = {"read", "write", "exec"}
-#: harness's own files in the clone, declared in kit.strategy_files (scoring sets them back to the base's)
+#: harness's own files in the clone, declared in kit.paths.STRATEGY_FILES (scoring sets them back to the base's)
 NAMES = STRATEGY_FILES["harness"]
 INIT_SH = NAMES["init_sh"]  # "init.sh"
 PROGRESS = NAMES["progress"]  # "harness-progress.md"

@@ -26,8 +26,8 @@ from pydantic import (
 
 from kit.agent import safefs
 from kit.model.actions import load_json
+from kit.paths import STRATEGY_FILES
 from kit.strategies.context import RunContext
-from kit.strategy_files import STRATEGY_FILES
 
 FEATURE_LIST = STRATEGY_FILES["harness"]["feature_list"]  # "feature_list.json"
 #: A feature list (or a write to it) larger than this is not parsed: it is refused / reverted.

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from kit.paths import STRATEGY_FILES
 from kit.strategies.context import RunContext
-from kit.strategy_files import STRATEGY_FILES
 
 #: role -> (default tier, permissions); a profile or the experiment's tiers map may reassign tiers.
 ROLES: dict[str, tuple[str, frozenset[str]]] = {
@@ -17,7 +17,7 @@ ROLES: dict[str, tuple[str, frozenset[str]]] = {
     "auditor": ("medium", frozenset()),
     "expert": ("strong", frozenset({"read"})),
 }
-STATUS_DIR = STRATEGY_FILES["pdca"]["status"]  # ".pdca/status" (kit.strategy_files)
+STATUS_DIR = STRATEGY_FILES["pdca"]["status"]  # ".pdca/status" (kit.paths.STRATEGY_FILES)
 RERUN_PERMISSIONS = frozenset({"read", "exec"})  # CHECK's re-runs: never write tools
 REMOVED = {"max_revisions": "the source has no revision cap: the expert decides (or the run's caps)"}
 
