@@ -257,6 +257,36 @@ def _hostile() -> list[str]:
     ]
 
 
+def _scored_tree() -> list[str]:
+    """What the scored tree holds: every strategy's working files as at the base (:mod:`kit.paths`)."""
+    from kit import paths
+
+    return [
+        "### What the scored tree holds (`kit/paths.py`: `owned_paths`)",
+        "",
+        "The hidden tests and the own tests run on a clean copy of the clone's snapshot (docs/scoring.md): "
+        "the agent's files, less `.git`, caches, compiled files, links out of the clone and special files, "
+        "and with every strategy's working files as at the base commit.",
+        "",
+        markdown(paths.owned_paths.__doc__.split("\n", 2)[2]),
+        "",
+        "The paths today: "
+        + "; ".join(
+            f"{name}: " + ", ".join(f"`{path}`" for path in files.values())
+            for name, files in paths.STRATEGY_FILES.items()
+            if files
+        )
+        + " (vibe and workflow keep none in the clone), declared in `STRATEGY_FILES`; the strategies take "
+        "their names from it, and an experiment's option named in `PATH_OPTIONS` (linear's `plan_file`) "
+        "adds the path it gives for that experiment's runs. A task's `repo/` may hold a file at one of them: "
+        "it is scored as the base has it, and the agent's change there (or the reference solution's) "
+        "never is -- a hidden test that needs such a change fails on the reference too, so `kit tasks "
+        "validate` names it and import-git leaves it out (it is not fail -> pass). `repo/.pdca/status` is "
+        "refused outright (above).",
+        "",
+    ]
+
+
 def _fair() -> list[str]:
     """Size, the specification audit, excluded and flaky tests, overlap: what makes a task fair."""
     from kit.importers import overlap, size, spec_audit
@@ -266,6 +296,7 @@ def _fair() -> list[str]:
     return [
         "## Tasks a strategy can be judged on fairly",
         "",
+        *_scored_tree(),
         "### Size (`kit/importers/size.py`)",
         "",
         markdown(size.__doc__),

@@ -26,6 +26,7 @@ from kit.config import Experiment, PriceSheet, Profile, Tier
 from kit.errors import Interrupted
 from kit.importers.size import measure
 from kit.model.gateway import Gateway
+from kit.paths import owned_paths
 from kit.prompts import PromptBook
 from kit.records.recorder import Progress, RunRecorder
 from kit.records.schema import DISK_QUOTA, RunRecord, TaskSize, utc_now
@@ -422,9 +423,16 @@ def _score(
     snap: Snapshot | None,
 ) -> None:
     """Score the snapshot (never leaves the run without a score: a scoring failure gives every
-    requirement failed, outcome ``unscored``); a tampered report gives outcome ``tampered``."""
+    requirement failed, outcome ``unscored``); a tampered report gives outcome ``tampered``. Every
+    strategy's working files are left out (:func:`kit.paths.owned_paths`), at the paths the experiment's
+    options give them: the same for each run of the experiment, whatever its strategy."""
     record.score = scoring.score(
-        spec.task, workspace, record.claimed_done, sandbox=workspace.sandbox or experiment.sandbox, snap=snap
+        spec.task,
+        workspace,
+        record.claimed_done,
+        sandbox=workspace.sandbox or experiment.sandbox,
+        snap=snap,
+        own_files=owned_paths(experiment.strategy_options),
     )
     if record.score.unscored_reason:
         record.error = (record.error + "; " if record.error else "") + record.score.unscored_reason

@@ -12,6 +12,10 @@ file stays sparse (:func:`copy_data` skips holes): the copy takes no more disk t
 file, conftest, file under a ``tests/``-like folder and pytest configuration file (pytest.ini,
 tox.ini, setup.cfg, pyproject.toml, ...) is replaced by the base's version, and the ones the agent
 added are removed.
+
+:func:`as_at_base` sets the strategies' own working files (:func:`kit.paths.owned_paths`: linear's
+``PLAN.md``, harness's ``feature_list.json`` ...) back to the base's in the scored copy, whatever
+strategy ran: the hidden tests cannot tell the strategies apart by them.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import contextlib
 import os
 import shutil
 import stat
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from kit import trees
@@ -169,6 +174,21 @@ def copy_clean(src: Path, dest: Path) -> list[str]:
     return list(notes)
 
 
+def as_at_base(tree: Path, base: Path, paths: Iterable[str]) -> None:
+    """Hold at each of ``paths`` (relative, ``/``-separated: :func:`kit.paths.owned_paths`)
+    in ``tree`` (a kit-owned copy) what ``base`` holds there: what the run left goes, and the base's
+    file or folder, if it has one, is laid back."""
+    for rel in paths:
+        target, source = tree / rel, base / rel
+        if os.path.lexists(target):
+            trees.remove_tree(target)
+        if source.is_dir():
+            _make_parents(tree, target)
+            shutil.copytree(source, target, copy_function=copy_sparse)
+        elif source.is_file():
+            lay_file(source, tree, PurePosixPath(rel))
+
+
 # --------------------------------------------------------------------------- the base's own tests
 
 
@@ -216,14 +236,19 @@ def add_new_tests(tree: Path, final: Path, base: Path) -> list[str]:
 def lay_file(src: Path, tree: Path, rel: PurePosixPath) -> Path:
     """Copy ``src`` to ``tree/rel`` (a kit-owned copy), whatever the agent left on that path."""
     target = tree / rel
-    for parent in reversed(target.relative_to(tree).parents[:-1]):
-        if (tree / parent).is_file():
-            (tree / parent).unlink()  # the agent put a file where the base has a folder
-    target.parent.mkdir(parents=True, exist_ok=True)
+    _make_parents(tree, target)
     if target.is_dir():
         trees.remove_tree(target)  # ... or a folder where the base has a file (any depth)
     shutil.copyfile(src, target)
     return target
+
+
+def _make_parents(tree: Path, target: Path) -> None:
+    """The folders above ``target`` in ``tree``, a file on the way removed."""
+    for parent in reversed(target.relative_to(tree).parents[:-1]):
+        if (tree / parent).is_file():
+            (tree / parent).unlink()  # the agent put a file where the base has a folder
+    target.parent.mkdir(parents=True, exist_ok=True)
 
 
 def pytest_config_file(root: Path) -> Path | None:

@@ -8,7 +8,10 @@ counts LF-ended lines only (a 406-line module written with CR line ends, which P
 counts it 0 added, 0 removed (one NUL byte in front of a 500-line rewrite of a data file hid it).
 
 - **Which files**: the files of the patch (``git diff --raw --no-renames`` of the snapshot against
-  the base: added, deleted and changed files, a mode change included), each a file touched.
+  the base: added, deleted and changed files, a mode change included), each a file touched -- but
+  the strategies' own working files (:func:`kit.paths.owned_paths`: linear's ``PLAN.md``, harness's
+  ``feature_list.json`` ...), which the score leaves out as scoring's copy holds them as at the base:
+  whatever strategy ran, its bookkeeping is no line of the agent's work.
 - **A line** ends at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (what Python's own reader takes as a line
   end); its end is part of it (a line whose end changed from ``\\n`` to ``\\r\\n`` is a line
   changed). A line longer than :data:`MAX_LINE_BYTES` counts as one line per
@@ -37,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import IO
 
 from kit.errors import TaskError
+from kit.paths import is_owned
 from kit.tasks.git import GIT_OPTS, GIT_TIMEOUT_S, git_env
 from kit.tasks.patch import DIFF_OPTS, snapshot_diff, snapshot_env
 from kit.tasks.snapshot import Snapshot, snapshot
@@ -97,10 +101,11 @@ def _changed(raw: bytes) -> list[tuple[str, str, str]]:
     return out
 
 
-def line_stats(ws: Workspace, snap: Snapshot) -> LineStats:
-    """The lines changed from the base to the snapshot, counted as the module says."""
+def line_stats(ws: Workspace, snap: Snapshot, own_files: tuple[str, ...] = ()) -> LineStats:
+    """The lines changed from the base to the snapshot, counted as the module says; a file at or under
+    one of ``own_files`` (:func:`kit.paths.owned_paths`) is not counted."""
     raw = snapshot_diff(ws, snap, "--raw", "-z", "--no-renames", "--no-abbrev")
-    changed = _changed(raw)
+    changed = [c for c in _changed(raw) if not is_owned(c[2], own_files)]
     stats = LineStats(files=len(changed))
     if not changed:
         return stats

@@ -5,11 +5,13 @@ Scoring never runs in the clone, and never in the process that reads the results
 1. **A clean copy of a snapshot.** :func:`score` works from a snapshot of the clone taken through the
    sandbox (:mod:`kit.tasks.snapshot`: regular files only, capped, what was dropped noted in
    ``Score.dropped_files``), never from the live clone; it is copied again
-   (:func:`kit.scoring.clean_copy.copy_clean`). A second copy gets the base commit's test
-   files, conftests and pytest configuration (:func:`kit.scoring.clean_copy.use_base_tests`),
-   read from the kit's cached base -- built from the task folder, sharing no object with any clone --
-   to judge regressions, and the test modules the agent added at new paths: those tests count as
-   ``tests_added`` when they ran and passed there (:attr:`Evaluation.tests_added`).
+   (:func:`kit.scoring.clean_copy.copy_clean`), with the strategies' own working files as at the
+   base (:func:`kit.paths.owned_paths`: whatever strategy ran, the tests see the same tree). A second
+   copy gets the base commit's test files, conftests and pytest configuration
+   (:func:`kit.scoring.clean_copy.use_base_tests`), read from the kit's cached base -- built from
+   the task folder, sharing no object with any clone -- to judge regressions, and the test modules
+   the agent added at new paths: those tests count as ``tests_added`` when they ran and passed there
+   (:attr:`Evaluation.tests_added`).
 2. **Fresh sandboxes** (:mod:`kit.sandbox.backends`; ``bwrap`` by default): the hidden acceptance tests, the
    kit's launcher and plugin live in a kit folder outside the copy, visible read-only. The interpreter
    starts isolated (``python -I``), so the repo cannot shadow pytest or the standard library; the repo
@@ -63,13 +65,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kit.paths import owned_paths
 from kit.pyast import MAX_SOURCE_BYTES
 from kit.records.schema import Score
 from kit.sandbox import quota
 from kit.scoring import basetree, verdicts
 from kit.scoring.basecode import base_code, with_base_tests
 from kit.scoring.basetree import base_tree
-from kit.scoring.clean_copy import add_new_tests, copy_clean, copy_sparse, use_base_tests
+from kit.scoring.clean_copy import add_new_tests, as_at_base, copy_clean, copy_sparse, use_base_tests
 from kit.scoring.diffstats import LineStats, line_stats
 from kit.scoring.nodeids import without_case
 from kit.scoring.session import PytestRun
@@ -231,6 +234,7 @@ def evaluate(
     dropped: list[str] | None = None,
     record_reads: bool = False,
     written: threading.Event | None = None,
+    own_files: tuple[str, ...] | None = None,
 ) -> Evaluation:
     """Run acceptance and own tests on clean copies of ``tree`` in fresh sandboxes (``sandbox``: a
     :mod:`kit.sandbox.backends` backend name, default the platform's); ``ws`` gives the base commit.
@@ -238,7 +242,8 @@ def evaluate(
     what the snapshot left out, reported first; ``record_reads``: the acceptance session reports the
     data files of the tree it reads (``Evaluation.acceptance.reads``: the importer's probes);
     ``written``: set once both sessions' test modules are written, or evaluation ended (work of this
-    process that can wait for it waits: :func:`score`'s line count)."""
+    process that can wait for it waits: :func:`score`'s line count); ``own_files``: the strategies'
+    working files, held as at the base (default: :func:`kit.paths.owned_paths`)."""
     timeout = timeout_s or task.limits.scoring_timeout_s
     requirements, problems = read_requirements(task.acceptance_dir, task.excluded)
     # a capped tmpfs where the kit is root: what the code under test writes while it is scored (a
@@ -250,6 +255,7 @@ def evaluate(
         # ... in a base tree of its own; the others read the process's one, kept: :mod:`.basetree`)
         base_dir = stack.enter_context(base_tree(ws, tmp / "base" if known is None else None))
         dropped = [*(dropped or []), *copy_clean(tree, acc_dir)]
+        as_at_base(acc_dir, base_dir, owned_paths() if own_files is None else own_files)
         collecting = session.own_collecting(base_dir)  # (the base's configuration: the test side is)
         tests_now = count_test_functions(acc_dir, collecting)
         shutil.copytree(acc_dir, own_dir, copy_function=copy_sparse)
@@ -353,15 +359,20 @@ def _at_once(
     return results
 
 
-def _diff_stats(ws: Workspace, snap: Snapshot | None, after: threading.Event | None = None) -> dict:
+def _diff_stats(
+    ws: Workspace,
+    snap: Snapshot | None,
+    after: threading.Event | None = None,
+    own_files: tuple[str, ...] = (),
+) -> dict:
     """The score's fields of the lines changed (:mod:`kit.scoring.diffstats`), counted ``after`` the
-    event is set (if given)."""
+    event is set (if given); the strategies' ``own_files`` are not counted."""
     if after is not None:
         after.wait()
     stats = LineStats()
     if snap is not None:
         with contextlib.suppress(Exception):  # a diff that fails still leaves a score
-            stats = line_stats(ws, snap)
+            stats = line_stats(ws, snap, own_files)
     return {
         "files_touched": stats.files,
         "lines_added": stats.added,
@@ -394,7 +405,7 @@ def to_score(
         regressions=len(regressed),
         regressed_tests=regressed,
         tests_added=ev.tests_added,
-        **(diff if diff is not None else _diff_stats(ws, snap)),
+        **(diff if diff is not None else _diff_stats(ws, snap, own_files=owned_paths())),
         claimed_done_but_failed=_claimed_but_failed(claimed_done, tally["defects"]),
         scoring_s=round(scoring_s, 3),
         tampered=bool(ev.tampered),
@@ -411,7 +422,13 @@ def to_score(
 
 
 def unscored(
-    task: Task, ws: Workspace, claimed_done: bool, reason: str, scoring_s: float, snap: Snapshot | None = None
+    task: Task,
+    ws: Workspace,
+    claimed_done: bool,
+    reason: str,
+    scoring_s: float,
+    snap: Snapshot | None = None,
+    own_files: tuple[str, ...] | None = None,
 ) -> Score:
     """The score of a run whose scoring failed: every requirement failed, with the reason."""
     try:
@@ -422,7 +439,7 @@ def unscored(
     tally = verdicts.tally(requirements, requirements, {r.key: message for r in requirements})
     return Score(
         **tally,
-        **_diff_stats(ws, snap),
+        **_diff_stats(ws, snap, own_files=owned_paths() if own_files is None else own_files),
         claimed_done_but_failed=_claimed_but_failed(claimed_done, tally["defects"]),
         scoring_s=round(scoring_s, 3),
         unscored_reason=reason[:2000],
@@ -437,11 +454,14 @@ def score(
     *,
     sandbox: str | None = None,
     snap: Snapshot | None = None,
+    own_files: tuple[str, ...] | None = None,
 ) -> Score:
     """Score the clone against the task's hidden acceptance tests, from ``snap`` -- a snapshot of it
     (:mod:`kit.tasks.snapshot`) -- or from one taken here through ``sandbox``: the live clone is never
     read by the kit. Never raises for a failure of scoring itself: that gives a score with every
-    requirement failed and the reason."""
+    requirement failed and the reason. ``own_files``: the strategies' working files (default: every
+    strategy's own, :func:`kit.paths.owned_paths`), neither tested nor counted as lines changed."""
+    own_files = owned_paths() if own_files is None else own_files
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
         try:
@@ -450,14 +470,21 @@ def score(
             written = threading.Event()
             with ThreadPoolExecutor(1) as pool:  # git counts the lines while the tests run (not while
                 # their modules are written: both are the kit's Python, one at a time)
-                diff = pool.submit(_diff_stats, ws, snap, written)
+                diff = pool.submit(_diff_stats, ws, snap, written, own_files)
                 try:
                     ev = evaluate(
-                        task, snap.tree, ws, timeout_s, sandbox=sandbox, dropped=snap.dropped, written=written
+                        task,
+                        snap.tree,
+                        ws,
+                        timeout_s,
+                        sandbox=sandbox,
+                        dropped=snap.dropped,
+                        written=written,
+                        own_files=own_files,
                     )
                 finally:
                     written.set()
                 return to_score(ev, ws, claimed_done, time.monotonic() - started, snap, diff.result())
         except Exception as exc:  # noqa: BLE001 - a run is never left unscored
             reason = f"scoring failed: {type(exc).__name__}: {exc}"
-            return unscored(task, ws, claimed_done, reason, time.monotonic() - started, snap)
+            return unscored(task, ws, claimed_done, reason, time.monotonic() - started, snap, own_files)

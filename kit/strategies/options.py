@@ -16,7 +16,7 @@ import typing
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kit.config import Experiment
 from kit.errors import ConfigError
@@ -45,7 +45,10 @@ class LinearOptions(_Options):
         ge=1,
         description="Model calls per skill step; default: calls left // steps left (12 without a call budget).",
     )
-    plan_file: str = Field("PLAN.md", description="The file the plan step writes.")
+    plan_file: str = Field(
+        "PLAN.md",
+        description="The file the plan step writes (a working file: scoring holds the base's there).",
+    )
     gate_commands: list[str] | None = Field(
         None,
         description="The build/test gate's commands; default: a compile check and the task's test command.",
@@ -57,6 +60,18 @@ class LinearOptions(_Options):
         None, description="The step list (names, or step objects) replacing skill.yaml's."
     )
     skill: str | None = Field(None, description="Path to another skill.yaml.")
+
+    @field_validator("plan_file")
+    @classmethod
+    def _a_working_file(cls, value: str) -> str:
+        """A path inside the clone that is no code: scoring sets it back to the base's
+        (:func:`kit.paths.owned_paths`), so a plan file on the agent's code would erase that code."""
+        parts = value.replace("\\", "/").split("/")
+        if not value.strip() or value.startswith("/") or ".." in parts or ".git" in parts:
+            raise ValueError("a relative path inside the clone (no '..', not under .git)")
+        if value.lower().endswith((".py", ".pyi", ".pth")):
+            raise ValueError("not a Python file: scoring holds the base's at the plan file's path")
+        return value
 
 
 class WorkflowOptions(_Options):

@@ -38,14 +38,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.errors import TaskError
-from kit.paths import IGNORED_DIRS, IGNORED_SUFFIXES
+from kit.paths import IGNORED_DIRS, IGNORED_SUFFIXES, STRATEGY_FILES
 from kit.records.schema import file_name
 from kit.sandbox.backends import default_sandbox, get_sandbox, sandbox_env
 
 #: Kit state kept in the clone, never part of the agent's work (the pdca strategy's status folder):
 #: paths a task's repo/ may not hold (a base is refused one), so that a repository's other files
-#: under ``.pdca/`` are files like any other.
-TOP_LEVEL_SKIP = (".pdca/status",)
+#: under ``.pdca/`` are files like any other. (The strategies' other working files are in every snapshot:
+#: the agents read them, and the mid-run diffs show them; scoring sets them back: kit.paths.owned_paths.)
+TOP_LEVEL_SKIP = (STRATEGY_FILES["pdca"]["status"],)
 #: Compiled extension modules and shared libraries (the tasks are pure Python): one the agent built
 #: would be imported ahead of its ``.py`` by the tests and never show in the diff, so it is dropped.
 BINARY_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")

@@ -91,30 +91,28 @@ def test_a_hidden_test_with_an_expiry_date_is_not_kept(tmp_path, capsys):
     assert code != 0 or "time.time()" not in _kept(tmp_path), text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not fixed: the scored tree holds the strategies' own files (harness's feature_list.json, "
-    "linear's PLAN.md), so a hidden test can fail one strategy's runs and pass the others'",
-)
 def test_a_hidden_test_cannot_tell_which_strategy_ran(tmp_path, capsys):
-    """``assert not os.path.exists('feature_list.json')``: validation (no strategy) and vibe pass it,
-    every harness run fails it (the oracle run showed harness 0/1, linear 0/1 with PLAN.md, the others
-    1/1). With a check that the source is the reference's, even the oracle run passes and only real
-    harness runs fail: a repository can rig the comparison of strategies it is imported for."""
+    """``assert not os.path.exists('feature_list.json')``: validation (no strategy) and vibe passed it,
+    every harness run failed it (the oracle run showed harness 0/1, linear 0/1 with PLAN.md, the others
+    1/1). With a check that the source is the reference's, even the oracle run passed and only real
+    harness runs failed: a repository could rig the comparison of strategies it is imported for. The
+    scored copy now holds the strategies' working files as at the base (kit.paths.owned_paths)."""
     from kit.scoring.scorer import evaluate
     from kit.tasks.task import apply_solution, load_task
     from kit.tasks.workspace import create_workspace
 
     hidden = FAIR.replace(
         "    assert double(2) == 4\n",
-        "    import os\n\n    assert double(2) == 4\n    assert not os.path.exists('feature_list.json')\n",
+        "    import os\n\n    assert double(2) == 4\n    assert not os.path.exists('feature_list.json')\n"
+        "    assert not os.path.exists('PLAN.md')\n",
     )
     code, text, _ = _import(tmp_path, hidden, capsys)
     assert code == 0, text
     task = load_task(tmp_path / "tasks" / "calc-t")
     ws = create_workspace(task, tmp_path / "ws")
     apply_solution(task, ws.root)
-    (ws.root / "feature_list.json").write_text('[{"id": "F1", "passes": true}]\n')
+    (ws.root / "feature_list.json").write_text('[{"id": "F1", "passes": true}]\n')  # harness's
+    (ws.root / "PLAN.md").write_text("1. make the change\n")  # linear's
     ev = evaluate(task, ws.root, ws, sandbox="bwrap")
     assert all(ok for ok, _ in ev.results.values()), ev.results
 

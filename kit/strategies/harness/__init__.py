@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kit.agent.loop import AgentResult
+from kit.paths import STRATEGY_FILES
 from kit.strategies import StrategyResult
 from kit.strategies.context import RunContext
 from kit.strategies.harness.features import (
@@ -88,9 +89,10 @@ __all__ = [
 ]
 
 PERMISSIONS = {"read", "write", "exec"}
-INIT_SH = "init.sh"
-PROGRESS = "harness-progress.md"
-NAMES = {"feature_list": FEATURE_LIST, "init_sh": INIT_SH, "progress": PROGRESS}
+#: harness's own files in the clone, declared in kit.paths.STRATEGY_FILES (scoring sets them back to the base's)
+NAMES = STRATEGY_FILES["harness"]
+INIT_SH = NAMES["init_sh"]  # "init.sh"
+PROGRESS = NAMES["progress"]  # "harness-progress.md"
 
 
 def run(ctx: RunContext) -> StrategyResult:

@@ -26,9 +26,10 @@ from pydantic import (
 
 from kit.agent import safefs
 from kit.model.actions import load_json
+from kit.paths import STRATEGY_FILES
 from kit.strategies.context import RunContext
 
-FEATURE_LIST = "feature_list.json"
+FEATURE_LIST = STRATEGY_FILES["harness"]["feature_list"]  # "feature_list.json"
 #: A feature list (or a write to it) larger than this is not parsed: it is refused / reverted.
 MAX_LIST_BYTES = 1024 * 1024
 

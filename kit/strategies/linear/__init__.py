@@ -69,6 +69,7 @@ from typing import Any
 
 from kit.agent.loop import Agent, AgentResult
 from kit.agent.toolbox import TOOL_PERMISSION, ToolResult
+from kit.paths import STRATEGY_FILES
 from kit.sandbox.commands import run_command
 from kit.strategies import StrategyResult
 from kit.strategies.context import RunContext
@@ -97,7 +98,7 @@ MAX_STEPS_PER_STEP = 12
 GATE_RETRIES = 2
 REVIEWERS = 2
 REVIEW_STEPS = 6
-PLAN_FILE = "PLAN.md"
+PLAN_FILE = STRATEGY_FILES["linear"]["plan_file"]  # "PLAN.md" (kit.paths.STRATEGY_FILES: not scored)
 COMPILE_CHECK = "python -m compileall -q ."
 READ_TOOLS = [t for t, p in TOOL_PERMISSION.items() if p == "read"]
 

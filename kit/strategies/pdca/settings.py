@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from kit.paths import STRATEGY_FILES
 from kit.strategies.context import RunContext
 
 #: role -> (default tier, permissions); a profile or the experiment's tiers map may reassign tiers.
@@ -16,7 +17,7 @@ ROLES: dict[str, tuple[str, frozenset[str]]] = {
     "auditor": ("medium", frozenset()),
     "expert": ("strong", frozenset({"read"})),
 }
-STATUS_DIR = ".pdca/status"
+STATUS_DIR = STRATEGY_FILES["pdca"]["status"]  # ".pdca/status" (kit.paths.STRATEGY_FILES)
 RERUN_PERMISSIONS = frozenset({"read", "exec"})  # CHECK's re-runs: never write tools
 REMOVED = {"max_revisions": "the source has no revision cap: the expert decides (or the run's caps)"}
 
