@@ -88,8 +88,21 @@ def owned_paths(options: Mapping[str, Mapping[str, Any]] | None = None) -> tuple
     found = {path for files in STRATEGY_FILES.values() for path in files.values()}
     for strategy, names in PATH_OPTIONS.items():
         chosen = (options or {}).get(strategy) or {}
-        found.update(str(chosen[name]) for name in names if isinstance(chosen.get(name), str))
-    return tuple(sorted(normal(p) for p in found))
+        found.update(chosen[name] for name in names if isinstance(chosen.get(name), str))
+    return tuple(sorted(normal(p) for p in found if bad_path(p) is None))  # (an unchecked option's too)
+
+
+def bad_path(path: str) -> str | None:
+    """Why ``path`` cannot be a working file's path in the clone (None when it can): the clone's root
+    itself (``.``), out of it (``..``, absolute), under ``.git``, or with a NUL or control character."""
+    if any(ord(c) < 32 for c in path):
+        return "no NUL or control character"
+    parts = normal(path).split("/")
+    if path.replace("\\", "/").startswith("/") or ".." in parts or parts[0][1:2] == ":":
+        return "a relative path inside the clone (no '..')"
+    if parts == [""] or ".git" in (part.lower() for part in parts):
+        return "a file inside the clone (not the clone itself, not under .git)"
+    return None
 
 
 def normal(path: str) -> str:

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from kit import trees
-from kit.paths import IGNORED_DIRS, IGNORED_SUFFIXES
+from kit.paths import IGNORED_DIRS, IGNORED_SUFFIXES, bad_path, normal
 from kit.records.schema import file_name
 from kit.scoring import pytestconfig
 from kit.tasks.requirements import TEST_FILE_RE
@@ -177,8 +177,9 @@ def copy_clean(src: Path, dest: Path) -> list[str]:
 def as_at_base(tree: Path, base: Path, paths: Iterable[str]) -> None:
     """Hold at each of ``paths`` (relative, ``/``-separated: :func:`kit.paths.owned_paths`)
     in ``tree`` (a kit-owned copy) what ``base`` holds there: what the run left goes, and the base's
-    file or folder, if it has one, is laid back."""
-    for rel in paths:
+    file or folder, if it has one, is laid back. A path out of ``tree`` (:func:`kit.paths.bad_path`) is
+    passed over; a folder left empty above a path, that the base lacks, goes (pdca's ``.pdca/``)."""
+    for rel in (normal(p) for p in paths if bad_path(p) is None):
         target, source = tree / rel, base / rel
         if os.path.lexists(target):
             trees.remove_tree(target)
@@ -187,6 +188,16 @@ def as_at_base(tree: Path, base: Path, paths: Iterable[str]) -> None:
             shutil.copytree(source, target, copy_function=copy_sparse)
         elif source.is_file():
             lay_file(source, tree, PurePosixPath(rel))
+        for parent in PurePosixPath(rel).parents[:-1]:
+            folder = tree / parent
+            if (
+                (base / parent).is_dir()
+                or folder.is_symlink()
+                or not folder.is_dir()
+                or any(folder.iterdir())
+            ):
+                break
+            folder.rmdir()
 
 
 # --------------------------------------------------------------------------- the base's own tests

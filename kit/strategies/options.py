@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kit.config import Experiment
 from kit.errors import ConfigError
-from kit.paths import PROMPTS_DIR
+from kit.paths import PATH_OPTIONS, PROMPTS_DIR, bad_path
 
 
 class _Options(BaseModel):
@@ -66,9 +66,9 @@ class LinearOptions(_Options):
     def _a_working_file(cls, value: str) -> str:
         """A path inside the clone that is no code: scoring sets it back to the base's
         (:func:`kit.paths.owned_paths`), so a plan file on the agent's code would erase that code."""
-        parts = value.replace("\\", "/").split("/")
-        if not value.strip() or value.startswith("/") or ".." in parts or ".git" in parts:
-            raise ValueError("a relative path inside the clone (no '..', not under .git)")
+        why = "a relative path inside the clone" if not value.strip() else bad_path(value)
+        if why:
+            raise ValueError(why)
         if value.lower().endswith((".py", ".pyi", ".pth")):
             raise ValueError("not a Python file: scoring holds the base's at the plan file's path")
         return value
@@ -217,6 +217,9 @@ def check_experiment(experiment: Experiment, roles: dict[str, dict[str, str]]) -
             raise _unknown(f"strategy_options.{strategy}", strategy, roles, "strategy")
     for strategy in chosen:
         check_options(strategy, experiment.strategy_options.get(strategy, {}))
+    for strategy, names in PATH_OPTIONS.items():  # the paths scoring holds as at the base, for every run
+        given = experiment.strategy_options.get(strategy) or {}
+        check_options(strategy, {name: given[name] for name in names if name in given})
     for key in experiment.prompt_overrides:
         strategy, _, name = key.partition("/")
         if strategy in SHARED_PROMPTS:  # the agent loop's own messages: every strategy reads them
