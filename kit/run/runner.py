@@ -29,7 +29,7 @@ from kit.errors import ConfigError, TaskError
 from kit.importers.validate import collection_problems
 from kit.model.check import with_api_base
 from kit.model.gateway import Gateway
-from kit.paths import EXPERIMENTS_DIR
+from kit.paths import EXPERIMENTS_DIR, PATH_OPTIONS
 from kit.run.control import ResultsLock
 from kit.run.plan import RunSpec, kit_commit, plan, redacted
 from kit.run.progress import ExperimentState
@@ -104,7 +104,8 @@ def _narrowed(experiment: Experiment, overrides: dict[str, Any]) -> tuple[Experi
             {
                 **full.model_dump(),
                 "strategies": chosen,
-                "strategy_options": {k: v for k, v in full.strategy_options.items() if k in chosen},
+                "strategy_options": {k: v for k, v in full.strategy_options.items() if k in chosen}
+                | _path_options(full, chosen),
                 "prompt_overrides": {
                     k: v for k, v in full.prompt_overrides.items() if k.split("/")[0] in chosen
                 },
@@ -116,6 +117,17 @@ def _narrowed(experiment: Experiment, overrides: dict[str, Any]) -> tuple[Experi
             f"invalid override of experiment {experiment.name!r}:\n{describe_validation_errors(e)}"
         ) from None
     return run, full
+
+
+def _path_options(full: Experiment, chosen: list[str]) -> dict[str, dict[str, Any]]:
+    """The options of the strategies not chosen that move a working file (:data:`kit.paths.PATH_OPTIONS`):
+    every run of the experiment is scored with the same paths left out, narrowed or not."""
+    kept = {
+        strategy: {n: v for n, v in full.strategy_options.get(strategy, {}).items() if n in names}
+        for strategy, names in PATH_OPTIONS.items()
+        if strategy not in chosen
+    }
+    return {strategy: options for strategy, options in kept.items() if options}
 
 
 def load_settings(

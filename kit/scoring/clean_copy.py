@@ -183,9 +183,13 @@ def as_at_base(tree: Path, base: Path, paths: Iterable[str]) -> None:
         target, source = tree / rel, base / rel
         if os.path.lexists(target):
             trees.remove_tree(target)
-        if source.is_dir():
+        if source.is_symlink():  # (a task's link: as copy_clean takes one -- a file inside, or nothing)
+            real = _symlink_target(str(source), os.path.realpath(base))
+            if real:
+                lay_file(Path(real), tree, PurePosixPath(rel))
+        elif source.is_dir():
             _make_parents(tree, target)
-            shutil.copytree(source, target, copy_function=copy_sparse)
+            copy_clean(source, target)  # (no link followed out of it, or round a loop)
         elif source.is_file():
             lay_file(source, tree, PurePosixPath(rel))
         for parent in PurePosixPath(rel).parents[:-1]:

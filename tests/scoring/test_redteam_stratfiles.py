@@ -12,10 +12,12 @@ from kit import strategies
 from kit.config import Experiment
 from kit.errors import ConfigError
 from kit.paths import owned_paths
+from kit.run.runner import _narrowed
 from kit.scoring.clean_copy import as_at_base, copy_clean
 from kit.scoring.scorer import score
 from kit.strategies.options import check_options
 from kit.tasks.snapshot import snapshot
+from kit.tasks.task import load_task
 from tests.importers.test_attack39f import _clone
 from tests.tasks.taskmaker import make_task, workspace
 
@@ -172,3 +174,37 @@ def test_working_files_made_hostile_shapes_are_scored_and_hide_no_code(tmp_path)
     assert not s.unscored_reason, s.unscored_reason
     assert (s.requirements_total, s.requirements_failed) == (1, 1)  # helper.py under PLAN.md/ is not scored
     assert s.files_touched == 2, s  # calc/ops.py and .pdca (a file: not .pdca/status)
+
+
+# ------------------------------------------------------------------ (b) a hostile task's repo/
+
+
+@pytest.mark.parametrize("target", [".", "calc", "calc/ops.py", "nowhere"])
+def test_a_tasks_link_at_a_working_file_is_laid_back_without_following_it_round_a_loop(tmp_path, target):
+    """RTS-5: the base's ``init.sh -> .`` was laid back with copytree following links: init.sh/init.sh/...
+    until ELOOP, every run of the task unscored. (A link out of the repository is refused by the base's
+    extraction: tarfile's data filter.)"""
+    folder = tmp_path / "task"
+    make_task(folder, REPO, HIDDEN, SOLUTION)
+    (folder / "repo" / "init.sh").symlink_to(target)
+    task = load_task(folder)
+    s = score(task, workspace(task, tmp_path), claimed_done=True)
+    assert not s.unscored_reason, s.unscored_reason
+    assert (s.requirements_total, s.requirements_failed) == (1, 0)
+
+
+def test_a_run_narrowed_to_other_strategies_is_scored_with_the_experiments_plan_file_left_out():
+    """RTS-6: ``--strategies vibe`` dropped linear's options from the runs' experiment: its vibe runs
+    were scored with ``notes/PLAN.md`` as the agent's, the same experiment's full runs without it."""
+    experiment = Experiment.model_validate(
+        {
+            "name": "x",
+            "tasks": ["t"],
+            "strategies": ["vibe", "linear"],
+            "profile": "p",
+            "strategy_options": {"linear": {"plan_file": "notes/PLAN.md", "reviewers": 1}},
+        }
+    )
+    run, full = _narrowed(experiment, {"strategies": ["vibe"]})
+    assert owned_paths(run.strategy_options) == owned_paths(full.strategy_options) != DEFAULTS
+    assert run.strategy_options == {"linear": {"plan_file": "notes/PLAN.md"}}  # (no other option of it)
