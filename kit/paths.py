@@ -111,6 +111,7 @@ def normal(path: str) -> str:
 
 
 def is_owned(rel: str, paths: tuple[str, ...]) -> bool:
-    """Is ``rel`` (relative to the clone's root) one of ``paths`` or under one?"""
-    rel = normal(rel)
+    """Is ``rel`` (relative to the clone's root, ``/``-separated: a ``\\`` is part of a name, as in the
+    scored copy) one of ``paths`` or under one?"""
+    rel = "/".join(part for part in rel.split("/") if part not in ("", "."))
     return any(rel == p or rel.startswith(p + "/") for p in paths)

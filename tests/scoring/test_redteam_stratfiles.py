@@ -14,6 +14,7 @@ from kit.errors import ConfigError
 from kit.paths import owned_paths
 from kit.run.runner import _narrowed
 from kit.scoring.clean_copy import as_at_base, copy_clean
+from kit.scoring.diffstats import line_stats
 from kit.scoring.scorer import score
 from kit.strategies.options import check_options
 from kit.tasks.snapshot import snapshot
@@ -208,3 +209,21 @@ def test_a_run_narrowed_to_other_strategies_is_scored_with_the_experiments_plan_
     run, full = _narrowed(experiment, {"strategies": ["vibe"]})
     assert owned_paths(run.strategy_options) == owned_paths(full.strategy_options) != DEFAULTS
     assert run.strategy_options == {"linear": {"plan_file": "notes/PLAN.md"}}  # (no other option of it)
+
+
+def test_a_file_named_with_a_backslash_is_counted_as_it_is_scored(tmp_path):
+    """RTS-7: ``is_owned`` read a git path's ``\\`` as a separator: the agent's file ``PLAN.md\\impl.py``
+    (one name on Linux, kept in the scored copy: as_at_base removes ``PLAN.md`` only) was left out of
+    the lines changed -- code the tests ran, counted as no line."""
+    ws = _clone(tmp_path)
+    (ws.root / "PLAN.md\\impl.py").write_text("def add(a, b):\n    return a + b\n")
+    (ws.root / "init.sh\\").write_text("x\n")
+    with snapshot(ws.root, ws.sandbox) as snap:
+        stats = line_stats(ws, snap, owned_paths())
+        copy_clean(snap.tree, tmp_path / "acc")
+    as_at_base(tmp_path / "acc", tmp_path / "nobase", owned_paths())
+    assert sorted(p.name for p in (tmp_path / "acc").iterdir() if "\\" in p.name) == [
+        "PLAN.md\\impl.py",
+        "init.sh\\",
+    ]
+    assert (stats.files, stats.added) == (2, 3)
