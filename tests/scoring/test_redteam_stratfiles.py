@@ -227,3 +227,22 @@ def test_a_file_named_with_a_backslash_is_counted_as_it_is_scored(tmp_path):
         "init.sh\\",
     ]
     assert (stats.files, stats.added) == (2, 3)
+
+
+def test_code_linked_to_a_working_file_is_scored_and_counted_where_the_link_is(tmp_path):
+    """The agent writes its code in PLAN.md and links ``impl.py`` to it (or ``plans`` to a working
+    folder): the snapshot takes the file link as a file, counted and scored at ``impl.py``; the folder
+    link is dropped. Nothing is scored that is not counted."""
+    ws = _clone(tmp_path)
+    (ws.root / "PLAN.md").write_text("def add(a, b):\n    return a + b\n")
+    (ws.root / "impl.py").symlink_to("PLAN.md")
+    (ws.root / "feature_list.json").mkdir()
+    (ws.root / "feature_list.json" / "more.py").write_text("x = 1\n")
+    (ws.root / "plans").symlink_to("feature_list.json")
+    with snapshot(ws.root, ws.sandbox) as snap:
+        stats = line_stats(ws, snap, owned_paths())
+        copy_clean(snap.tree, tmp_path / "acc")
+    as_at_base(tmp_path / "acc", tmp_path / "nobase", owned_paths())
+    assert (tmp_path / "acc" / "impl.py").read_text().startswith("def add")
+    assert not (tmp_path / "acc" / "plans").exists() and not (tmp_path / "acc" / "PLAN.md").exists()
+    assert (stats.files, stats.added) == (1, 2)
