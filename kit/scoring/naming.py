@@ -280,6 +280,10 @@ def read_collecting(path: Path | None, args: list[str] = ()) -> Collecting:  # t
     return Collecting(found[0], found[1])  # type: ignore[arg-type]
 
 
+#: how many words a kit test name holds where the module has no test of its own to go by
+_LENGTHS = (2, 3, 4, 5)
+
+
 class Namer:
     """Random, unused names for one folder, made of ``words`` (the module's test-name words): test
     names for twins and canaries (in the module's form: :class:`Collecting`; as many words as one of
@@ -292,7 +296,7 @@ class Namer:
         self.words: list[str] = list(FILLER)
         self.collecting = collecting
         self.form: tuple[str, str] | None = ("test_", "")
-        self.lengths: list[int] = [2, 3, 4, 5]  # how many words a test name holds: the module's (RT46-6)
+        self.lengths: list[int] = list(_LENGTHS)  # how many words a test name holds: the module's (RT46-6)
         self._plain: list[str] | None = None  # (``words`` without ``test``: :meth:`ident`'s, kept)
 
     def _fresh(self, make: Callable[[int], str], ok: Callable[[str], bool] = lambda n: True) -> str:
@@ -346,12 +350,8 @@ class Namer:
         unique = sorted({w for w in self.collecting.words(tree) if w.isidentifier()})  # (test_parseURL: RT42)
         forms, c = self.collecting.forms(), self.collecting
         names = [n.name for n in pyast.nodes(tree) if c.is_test_func(n) or c.is_test_func(n, unittest=True)]  # type: ignore[attr-defined]
-        self.lengths = [len([w for w in _strip(n, forms).split("_") if w]) or 1 for n in names] or [
-            2,
-            3,
-            4,
-            5,
-        ]
+        lengths = [len([w for w in _strip(n, forms).split("_") if w]) or 1 for n in names]
+        self.lengths = lengths or list(_LENGTHS)
         self.words = unique if len(unique) >= 6 else sorted(set(unique) | set(FILLER))
         self._plain = None
 
