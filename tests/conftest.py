@@ -9,6 +9,17 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before anything imports l
 import pytest  # noqa: E402
 
 
+def pytest_report_header(config):
+    """Which sandbox limits hold on this host (a cgroup controller may not be writable in CI)."""
+    from kit.sandbox.processes import memory_limit_mechanism, process_limit_mechanism
+
+    return [
+        f"sandbox process limit: {process_limit_mechanism()} (the none backend as root: "
+        f"{process_limit_mechanism(runs_as_root=os.geteuid() == 0)})",
+        f"sandbox memory limit: {memory_limit_mechanism()}",
+    ]
+
+
 @pytest.fixture(autouse=True)
 def _results_in_tmp(tmp_path, monkeypatch):
     """Point ORCHBENCH_RESULTS_DIR at a temp folder so no test writes into the repo's results/."""

@@ -35,15 +35,17 @@ size, output read by a thread keeping head and tail, and a timeout that kills ev
 
 Process limit: RLIMIT_NPROC counts every process of a user (all runs' commands are the same sandbox
 user) and the kernel ignores it for root (the ``none`` backend as root). So each command gets its own
-cgroup with ``pids.max`` where the pids controller is writable (then RLIMIT_NPROC is not set) (cgroup v1 ``/sys/fs/cgroup/pids`` or a v2 hierarchy with ``pids``); that cgroup is also how the
-kit kills every process of the command at the end, setsid'd or not. Where no cgroup is writable and the
-kit runs as root, a fork bomb is contained only by the PID namespace and the timeout
-(``process_limit_mechanism()`` says which holds).
+cgroup with ``pids.max`` where the pids controller is writable (then RLIMIT_NPROC is not set) (cgroup
+v1 ``/sys/fs/cgroup/pids`` or a v2 hierarchy with ``pids``); that cgroup (or the memory one below) is
+also how the kit kills every process of the command at the end, setsid'd or not. Where no pids cgroup
+is writable, bwrap's commands (the sandbox user) keep RLIMIT_NPROC, shared by every command running
+at once; the ``none`` backend as root is contained only by the timeout
+(``process_limit_mechanism(runs_as_root)`` says which holds).
 
 Memory: RLIMIT_AS caps each process; where the kit's own memory cgroup (v1) lets it create children,
 each command also gets one with ``memory.limit_in_bytes`` (and ``memsw``) at ``memory_mb``, so the
-whole tree -- not just each of its up to ``processes`` processes -- stays under it
-(``memory_limit_mechanism()`` in :mod:`kit.sandbox.processes` says which holds).
+whole tree -- not just each of its up to ``processes`` processes -- stays under it, with or without
+a pids cgroup (``memory_limit_mechanism()`` in :mod:`kit.sandbox.processes` says which holds).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 :func:`run_process` starts the command in a new session, applies the rlimits (CPU seconds, address
 space, processes, file size) through util-linux ``prlimit`` (or a preexec fallback), puts it in its own
-``pids`` cgroup where one is writable (the kernel ignores RLIMIT_NPROC for root, and the cgroup is how
+``pids`` cgroup and its own ``memory`` cgroup, each where one is writable (either may be without the
+other: the kernel ignores RLIMIT_NPROC for root, RLIMIT_AS is per process, and the cgroups are how
 every process of the command, setsid'd or not, is killed at the end), reads its output in a thread
 keeping head and tail, waits on a pidfd and kills everything on timeout. :mod:`kit.sandbox.backends` wraps it
 with the bwrap or the plain backend."""
@@ -53,27 +54,36 @@ class Result:
 # --------------------------------------------------------------------------- process limits
 
 
-def _pids_cgroup_root() -> Path | None:
-    """A cgroup folder in which the kit may create per-command cgroups with pids.max, or None."""
-    for base in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
-        probe = base / f"orchbench-probe-{os.getpid()}"
-        try:
-            probe.mkdir()
-        except OSError:
-            continue
-        try:
-            ok = (probe / "pids.max").exists() and (probe / "cgroup.procs").exists()
-        finally:
-            with contextlib.suppress(OSError):
-                probe.rmdir()
-        if ok:
-            return base
-    return None
+#: Why a cgroup could not be used here, by controller (shown by the ``*_limit_mechanism`` functions).
+_WHY_NOT: dict[str, str] = {}
+
+
+def _writable(base: Path, control_file: str) -> str | None:
+    """None when the kit may create a cgroup under ``base`` that has ``control_file``; else why not.
+    The probe's name is random: a probe left by a killed process cannot make the folder look unwritable."""
+    probe = base / f"orchbench-probe-{secrets.token_hex(6)}"
+    try:
+        probe.mkdir()
+    except OSError as e:
+        return f"{base}: {e.strerror or e}"
+    try:
+        return None if (probe / control_file).exists() else f"{base}: no {control_file}"
+    finally:
+        with contextlib.suppress(OSError):
+            probe.rmdir()
 
 
 @functools.cache
 def _cgroup_root() -> Path | None:
-    return _pids_cgroup_root()
+    """A cgroup folder in which the kit may create per-command cgroups with pids.max, or None."""
+    reasons = []
+    for base in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
+        why = _writable(base, "pids.max")
+        if why is None:
+            return base
+        reasons.append(why)
+    _WHY_NOT["pids"] = "; ".join(reasons)
+    return None
 
 
 @functools.cache
@@ -82,75 +92,96 @@ def _memory_cgroup_root() -> Path | None:
     command to cap the memory of the whole process tree; None where none is writable."""
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
+    except OSError as e:
+        _WHY_NOT["memory"] = f"/proc/self/cgroup: {e.strerror or e}"
         return None
     for line in lines:
         _, controllers, path = line.split(":", 2)
-        if "memory" not in controllers.split(","):
-            continue
-        base = Path("/sys/fs/cgroup/memory") / path.lstrip("/")
-        probe = base / f"orchbench-probe-{os.getpid()}"
-        try:
-            probe.mkdir()
-        except OSError:
-            return None
-        try:
-            return base if (probe / "memory.limit_in_bytes").exists() else None
-        finally:
-            with contextlib.suppress(OSError):
-                probe.rmdir()
+        if "memory" in controllers.split(","):
+            base = Path("/sys/fs/cgroup/memory") / path.lstrip("/")
+            why = _writable(base, "memory.limit_in_bytes")
+            _WHY_NOT["memory"] = why or ""
+            return base if why is None else None
+    _WHY_NOT["memory"] = "no v1 memory controller in /proc/self/cgroup"
     return None
 
 
 def memory_limit_mechanism() -> str:
     """How the memory of a command's whole process tree is capped: ``cgroup memory`` or ``none``
-    (each process still has its ``RLIMIT_AS``)."""
-    return "cgroup memory" if _memory_cgroup_root() is not None else "none (RLIMIT_AS per process only)"
+    (each process still has its ``RLIMIT_AS``). Independent of the pids cgroup: either may be
+    writable without the other."""
+    if _memory_cgroup_root() is not None:
+        return "cgroup memory"
+    return f"none (RLIMIT_AS per process only; {_WHY_NOT.get('memory', '')})"
 
 
-def process_limit_mechanism() -> str:
-    """How ``ProcessLimits.processes`` is enforced here: ``cgroup pids.max``, ``RLIMIT_NPROC`` or ``none``."""
+def process_limit_mechanism(runs_as_root: bool = False) -> str:
+    """How ``ProcessLimits.processes`` is enforced here for a command whose processes run as root
+    (the ``none`` backend when the kit is root) or not (bwrap drops to the sandbox user):
+    ``cgroup pids.max`` (per command), ``RLIMIT_NPROC`` (per user: every command of that user
+    counts, so concurrent runs share it) or ``none`` (the kernel ignores RLIMIT_NPROC for root)."""
     if _cgroup_root() is not None:
         return "cgroup pids.max"
-    return "RLIMIT_NPROC" if os.getuid() != 0 else "none (root without a writable pids cgroup)"
+    why = _WHY_NOT.get("pids", "")
+    if runs_as_root:
+        return f"none (root without a writable pids cgroup: {why})"
+    return f"RLIMIT_NPROC (per user: all commands of the user together; no writable pids cgroup: {why})"
 
 
 class _Cgroup:
-    """One command's pids cgroup: limits the process count, lists every process to kill at the end;
-    and, where one can be made, its memory cgroup: caps the whole tree's memory."""
+    """One command's cgroups, each where one can be made: its pids cgroup limits the process count;
+    its memory cgroup caps the whole tree's memory. Either lists every process to kill at the end."""
 
-    def __init__(self, root: Path, max_pids: int, memory_mb: int) -> None:
+    def __init__(
+        self, pids_root: Path | None, memory_root: Path | None, max_pids: int, memory_mb: int
+    ) -> None:
         # a random name: neither the kit's pid nor a count of commands (a command may see its cgroup)
-        self.path = root / f"orchbench-{secrets.token_hex(8)}"
-        self.path.mkdir()
-        (self.path / "pids.max").write_text(str(max_pids))
-        self.procs = str(self.path / "cgroup.procs")
-        self.memory: Path | None = None
-        memory_root = _memory_cgroup_root()
+        name = f"orchbench-{secrets.token_hex(8)}"
+        self.folders: list[Path] = []
+        self.pids: Path | None = None
+        if pids_root is not None:
+            self.pids = pids_root / name
+            self.pids.mkdir()
+            self.folders.append(self.pids)
+            (self.pids / "pids.max").write_text(str(max_pids))
         if memory_root is not None:
-            self.memory = memory_root / self.path.name
+            memory = memory_root / name
             try:
-                self.memory.mkdir()
-                (self.memory / "memory.limit_in_bytes").write_text(str(memory_mb * 2**20))
+                memory.mkdir()
+                self.folders.append(memory)
+                (memory / "memory.limit_in_bytes").write_text(str(memory_mb * 2**20))
                 with contextlib.suppress(OSError):  # memory and swap together, where swap is counted
-                    (self.memory / "memory.memsw.limit_in_bytes").write_text(str(memory_mb * 2**20))
+                    (memory / "memory.memsw.limit_in_bytes").write_text(str(memory_mb * 2**20))
             except OSError:
-                self.memory = None
+                if memory in self.folders:
+                    self.folders.remove(memory)
+                    with contextlib.suppress(OSError):
+                        memory.rmdir()
+                if self.pids is None:
+                    raise
+
+    @staticmethod
+    def make(limits: ProcessLimits) -> _Cgroup | None:
+        """The command's cgroups, or None where neither controller is writable."""
+        pids_root, memory_root = _cgroup_root(), _memory_cgroup_root()
+        if pids_root is None and memory_root is None:
+            return None
+        return _Cgroup(pids_root, memory_root, limits.processes, limits.memory_mb)
 
     @property
     def join(self) -> list[str]:
         """The ``cgroup.procs`` files a command's first process writes its pid to."""
-        return [self.procs, *([str(self.memory / "cgroup.procs")] if self.memory else [])]
+        return [str(folder / "cgroup.procs") for folder in self.folders]
 
     def kill_all(self, wait_s: float = 5.0) -> None:
-        """SIGKILL every process in the cgroup until it is empty (a process forked meanwhile is
+        """SIGKILL every process in the cgroups until they are empty (a process forked meanwhile is
         caught on the next pass)."""
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
-            try:
-                pids = [int(p) for p in Path(self.procs).read_text().split()]
-            except OSError:
-                return
+            pids: set[int] = set()
+            for procs in self.join:
+                with contextlib.suppress(OSError):
+                    pids.update(int(p) for p in Path(procs).read_text().split())
             if not pids:
                 return
             for pid in pids:
@@ -160,7 +191,7 @@ class _Cgroup:
 
     def remove(self) -> None:
         self.kill_all()
-        for path in [self.path, *([self.memory] if self.memory else [])]:
+        for path in self.folders:
             for _ in range(200):
                 try:
                     path.rmdir()
@@ -191,7 +222,7 @@ def _prlimit() -> str | None:
 
 
 def _launcher(
-    argv: list[str], limits: ProcessLimits, cgroup_procs: list[str] | None
+    argv: list[str], limits: ProcessLimits, cgroup_procs: list[str] | None, pids_counted: bool = False
 ) -> tuple[list[str], Callable | None]:
     """How to start ``argv`` inside the cgroup with the rlimits.
 
@@ -200,7 +231,7 @@ def _launcher(
     would cost ~20 ms per command). Without it: a preexec_fn does the same between fork and exec.
     """
     rlimits = _rlimits(limits)
-    if cgroup_procs is not None:
+    if pids_counted:
         # The cgroup counts this command's processes. RLIMIT_NPROC would count every process of the
         # user -- all runs' commands share the sandbox user -- so one run could starve the others.
         rlimits = [r for r in rlimits if r[0] != resource.RLIMIT_NPROC]
@@ -208,11 +239,9 @@ def _launcher(
     if prlimit is None:
         return argv, _preexec(rlimits, cgroup_procs)
     cmd = [prlimit, *(f"{option}={value}:{value}" for _, option, value in rlimits), "--", *argv]
-    if cgroup_procs is None:
+    if not cgroup_procs:
         return cmd, None
-    join = 'echo $$ > "$1" || exit 125; shift; '
-    if len(cgroup_procs) > 1:
-        join += 'echo $$ > "$1" || exit 125; shift; '
+    join = 'echo $$ > "$1" || exit 125; shift; ' * len(cgroup_procs)
     return ["/bin/sh", "-c", join + 'exec "$@"', "sh", *cgroup_procs, *cmd], None
 
 
@@ -321,10 +350,11 @@ def run_process(
     left in the cgroup are killed with SIGKILL, so nothing outlives the call.
     """
     _check_timeout(timeout_s)
-    root = _cgroup_root()
-    cgroup = _Cgroup(root, limits.processes, limits.memory_mb) if root is not None else None
+    cgroup = _Cgroup.make(limits)
     started = time.monotonic()
-    launch, preexec = _launcher(argv, limits, cgroup.join if cgroup else None)
+    launch, preexec = _launcher(
+        argv, limits, cgroup.join if cgroup else None, pids_counted=bool(cgroup and cgroup.pids)
+    )
     try:
         proc = subprocess.Popen(
             launch,
