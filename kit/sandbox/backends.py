@@ -43,7 +43,8 @@ at once; the ``none`` backend as root is contained only by the timeout
 (``process_limit_mechanism(runs_as_root)`` says which holds).
 
 Memory: RLIMIT_AS caps each process; where the kit's own memory cgroup (v1) lets it create children,
-each command also gets one with ``memory.limit_in_bytes`` (and ``memsw``) at ``memory_mb``, so the
+each command also gets one with ``memory.limit_in_bytes`` (and ``memsw``) at ``memory_mb`` (and
+``memory.kmem.tcp`` at ``socket_mb(memory_mb)``: v1 charges TCP and UDP buffers nowhere else), so the
 whole tree -- not just each of its up to ``processes`` processes -- stays under it, with or without
 a pids cgroup (``memory_limit_mechanism()`` in :mod:`kit.sandbox.processes` says which holds).
 """
@@ -79,6 +80,7 @@ from kit.sandbox.processes import (  # noqa: F401 - re-exported: the sandbox's p
     Result,
     process_limit_mechanism,
     run_process,
+    sweep_cgroups,
 )
 
 #: Short names -> backends.
@@ -128,8 +130,10 @@ CONTAINERS_INSTEAD = (
 def check_available(spec: str) -> None:
     """Raise SandboxUnavailable, saying what to do, unless ``spec`` can run a command here: for a
     container backend its client, its engine, its runtime and its image are all checked (once per
-    process). Each call first removes the throwaway layers a kit that died left behind."""
+    process). Each call first removes the throwaway layers and the per-command cgroups a kit that
+    died left behind."""
     throwaway.sweep()
+    sweep_cgroups()
     _check_available(spec)
 
 

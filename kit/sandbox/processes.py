@@ -42,6 +42,13 @@ class ProcessLimits:
 DEFAULT_LIMITS = ProcessLimits()
 
 
+def socket_mb(memory_mb: int) -> int:
+    """The cap on a command's TCP and UDP buffers, on top of ``memory_mb``: cgroup v1 charges them to
+    a counter of their own (``memory.kmem.tcp``), and to none at all until it has a limit -- 30
+    loopback connections held 311 MB under a 100 MB cap. Loopback tests need a few MB."""
+    return max(1, min(64, memory_mb // 4))
+
+
 @dataclass
 class Result:
     exit_code: int | None  # None when killed on timeout
@@ -152,6 +159,8 @@ class _Cgroup:
                 (memory / "memory.limit_in_bytes").write_text(str(memory_mb * 2**20))
                 with contextlib.suppress(OSError):  # memory and swap together, where swap is counted
                     (memory / "memory.memsw.limit_in_bytes").write_text(str(memory_mb * 2**20))
+                with contextlib.suppress(OSError):  # v1 charges TCP and UDP buffers only once capped
+                    (memory / "memory.kmem.tcp.limit_in_bytes").write_text(str(socket_mb(memory_mb) * 2**20))
             except OSError:
                 if memory in self.folders:
                     self.folders.remove(memory)
@@ -200,6 +209,36 @@ class _Cgroup:
                     time.sleep(0.005)
 
 
+#: An ``orchbench-*`` cgroup empty this long belongs to no command: a command's is joined within
+#: milliseconds of being made, and removed as soon as the command ends.
+STALE_CGROUP_S = 60.0
+
+
+def sweep_cgroups(roots: Sequence[Path | None] | None = None) -> list[Path]:
+    """Remove the per-command cgroups a kit that died left behind (SIGKILL, a second Ctrl-C's
+    ``os._exit``: its command died with it, ``--die-with-parent``, its folders stayed) and return
+    them: every empty ``orchbench-*`` folder under the pids root and the kit's memory cgroup made over
+    :data:`STALE_CGROUP_S` ago. One with a process in it is kept (the kernel refuses to remove it).
+    Called when a backend is checked (:func:`kit.sandbox.backends.check_available`)."""
+    removed = []
+    for root in (_cgroup_root(), _memory_cgroup_root()) if roots is None else roots:
+        try:
+            folders = list(root.glob("orchbench-*")) if root is not None else []
+        except OSError:
+            continue
+        for folder in folders:
+            try:
+                if time.time() - folder.stat().st_mtime < STALE_CGROUP_S:
+                    continue
+                if (folder / "cgroup.procs").read_text().strip():
+                    continue
+                folder.rmdir()
+            except OSError:
+                continue
+            removed.append(folder)
+    return removed
+
+
 def _rlimits(limits: ProcessLimits) -> list[tuple[int, str, int]]:
     """(resource, prlimit option, value) for each limit, capped at the hard limit already in force."""
     mb = 1024 * 1024
@@ -221,6 +260,19 @@ def _prlimit() -> str | None:
     return shutil.which("prlimit", path="/usr/bin:/bin:/usr/sbin:/sbin")
 
 
+@functools.cache
+def _death_guard() -> list[str]:
+    """util-linux ``setpriv --pdeathsig KILL --`` where it has the option (2.33+), else nothing."""
+    setpriv = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    if setpriv is None:
+        return []
+    try:
+        usage = subprocess.run([setpriv, "--help"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [setpriv, "--pdeathsig", "KILL", "--"] if "--pdeathsig" in usage else []
+
+
 def _launcher(
     argv: list[str], limits: ProcessLimits, cgroup_procs: list[str] | None, pids_counted: bool = False
 ) -> tuple[list[str], Callable | None]:
@@ -229,6 +281,10 @@ def _launcher(
     With util-linux ``prlimit`` present: ``/bin/sh`` writes its own pid into the cgroup, then execs
     ``prlimit ... -- argv`` (no preexec_fn, so Python can vfork -- forking the kit's big process
     would cost ~20 ms per command). Without it: a preexec_fn does the same between fork and exec.
+    Where ``setpriv`` has ``--pdeathsig``, the process is SIGKILLed if the kit dies, and the shell
+    stops if the kit died before that was armed (its parent is no longer the kit): bwrap's own
+    ``--die-with-parent`` is armed only once bwrap runs, and a kit killed before then (SIGKILL, a
+    second Ctrl-C's ``os._exit``) left the command running with no timeout.
     """
     rlimits = _rlimits(limits)
     if pids_counted:
@@ -239,10 +295,12 @@ def _launcher(
     if prlimit is None:
         return argv, _preexec(rlimits, cgroup_procs)
     cmd = [prlimit, *(f"{option}={value}:{value}" for _, option, value in rlimits), "--", *argv]
-    if not cgroup_procs:
+    guard = _death_guard()
+    if not cgroup_procs and not guard:
         return cmd, None
-    join = 'echo $$ > "$1" || exit 125; shift; ' * len(cgroup_procs)
-    return ["/bin/sh", "-c", join + 'exec "$@"', "sh", *cgroup_procs, *cmd], None
+    check = f'[ "$PPID" = {os.getpid()} ] || exit 125; ' if guard else ""
+    join = 'echo $$ > "$1" || exit 125; shift; ' * len(cgroup_procs or [])
+    return [*guard, "/bin/sh", "-c", check + join + 'exec "$@"', "sh", *(cgroup_procs or []), *cmd], None
 
 
 def _preexec(rlimits: list[tuple[int, str, int]], cgroup_procs: list[str] | None) -> Callable[[], None]:

@@ -30,6 +30,14 @@ as well: it is the door to every other namespaced privilege, and no task needs i
 own namespaces and mounts before it loads the filter (just before it starts the command), so its
 setup is unaffected. (Docker's default profile denies the same calls.)
 
+**Sockets** of families other than AF_UNIX, AF_INET and AF_INET6 are refused (``socket``,
+``socketpair``: EAFNOSUPPORT, as on a kernel without them), and io_uring is denied (EPERM): a netlink
+socket's queue is charged to no memory cgroup -- up to 8 MB a socket with no limit across sockets, 40
+of them held 310 MB under a 100 MB cap --, AF_VSOCK reaches the VM's host, which no network
+namespace covers, and an io_uring (``IORING_OP_SOCKET``) makes a socket without the ``socket`` call.
+Without netlink the C library's ``getaddrinfo`` assumes both IPv4 and IPv6 (as it does where netlink
+fails); ``if_nameindex`` and ``getifaddrs`` fail.
+
 A user namespace per command would make the user keyrings private too (the kernel keys them by user
 namespace), but not the session keyring a command inherits from the kit, and the command would need
 a uid map and a second drop of privileges inside it; denying the calls closes the class whatever the
@@ -70,6 +78,7 @@ _NEW_MOUNT_API = {
     "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
     "mount_setattr": 442,
 }  # fmt: skip
+_IO_URING = {"io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427}
 #: (audit arch, bits that mark a foreign ABI in the call number, call numbers by name) per machine.
 ARCHES: dict[str, tuple[int, int, dict[str, int]]] = {
     "x86_64": (
@@ -77,14 +86,14 @@ ARCHES: dict[str, tuple[int, int, dict[str, int]]] = {
         0x40000000,  # __X32_SYSCALL_BIT
         {"add_key": 248, "request_key": 249, "keyctl": 250, "perf_event_open": 298, "bpf": 321, "userfaultfd": 323,
          "mount": 165, "umount2": 166, "pivot_root": 155, "unshare": 272, "setns": 308, "clone": 56, "clone3": 435,
-         **_NEW_MOUNT_API},
+         "socket": 41, "socketpair": 53, **_IO_URING, **_NEW_MOUNT_API},
     ),
     "aarch64": (
         0xC00000B7,  # AUDIT_ARCH_AARCH64
         0,
         {"add_key": 217, "request_key": 218, "keyctl": 219, "perf_event_open": 241, "bpf": 280, "userfaultfd": 282,
          "mount": 40, "umount2": 39, "pivot_root": 41, "unshare": 97, "setns": 268, "clone": 220, "clone3": 435,
-         **_NEW_MOUNT_API},
+         "socket": 198, "socketpair": 199, **_IO_URING, **_NEW_MOUNT_API},
     ),
 }  # fmt: skip
 KERNEL_STATE = ("add_key", "request_key", "keyctl", "bpf", "perf_event_open", "userfaultfd")
@@ -95,6 +104,14 @@ MOUNTS = (
 NAMESPACES = ("unshare", "setns")
 #: denied outright (EPERM); besides, ``clone`` with a CLONE_NEW* flag (EPERM) and ``clone3`` (ENOSYS)
 DENIED = KERNEL_STATE + MOUNTS + NAMESPACES
+#: the only socket families ``socket`` and ``socketpair`` may make (others: EAFNOSUPPORT): AF_UNIX,
+#: AF_INET, AF_INET6. A netlink socket's queue is charged to no memory cgroup (40 of them held 310 MB
+#: under a 100 MB cap, up to 8 MB each with no limit across sockets), and AF_VSOCK reaches the VM's
+#: host, which no network namespace covers.
+SOCKET_FAMILIES = (1, 2, 10)
+#: denied in bwrap's filter (EPERM): an io_uring ``IORING_OP_SOCKET`` makes a socket of any family
+#: without the ``socket`` call the filter checks
+IO_URING = tuple(_IO_URING)
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -119,12 +136,18 @@ def assemble(arch: str) -> bytes:
     prog.append((_LD_W_ABS, 0, 0, _NR))
     if foreign_bits:
         prog.append((_JSET_K, "kill", 0, foreign_bits))  # x32 numbers: kill
-    prog += [(_JEQ_K, "deny", 0, numbers[name]) for name in DENIED]
+    prog += [(_JEQ_K, "deny", 0, numbers[name]) for name in DENIED + IO_URING]
     prog.append((_JEQ_K, "enosys", 0, numbers["clone3"]))  # (its flags are out of the filter's reach)
+    prog += [(_JEQ_K, "family", 0, numbers[name]) for name in ("socket", "socketpair")]
     prog.append((_JEQ_K, 0, "allow", numbers["clone"]))
     prog.append((_LD_W_ABS, 0, 0, _ARG0_LOW))  # clone's flags
     prog.append((_JSET_K, "deny", "allow", CLONE_NEW))
+    family = len(prog)
+    prog.append((_LD_W_ABS, 0, 0, _ARG0_LOW))  # the socket's family
+    prog += [(_JEQ_K, "allow", 0, f) for f in SOCKET_FAMILIES]
+    prog.append((_RET_K, 0, 0, RET_ERRNO | errno.EAFNOSUPPORT))
     labels = {name: len(prog) + i for i, name in enumerate(("allow", "deny", "enosys", "kill"))}
+    labels["family"] = family
     prog.append((_RET_K, 0, 0, RET_ALLOW))
     prog.append((_RET_K, 0, 0, RET_ERRNO | errno.EPERM))
     prog.append((_RET_K, 0, 0, RET_ERRNO | errno.ENOSYS))
@@ -146,7 +169,10 @@ def filter_mechanism() -> str:
     """What denies the keyring, mount and namespace calls in a bwrap command here."""
     if program() is None:
         return f"none (no seccomp filter for {platform.machine()})"
-    return "seccomp (" + ", ".join(DENIED) + ", clone with CLONE_NEW* denied; clone3 ENOSYS)"
+    return (
+        "seccomp (" + ", ".join(DENIED + IO_URING) + ", clone with CLONE_NEW* denied; clone3 ENOSYS; "
+        "sockets: AF_UNIX, AF_INET, AF_INET6 only)"
+    )
 
 
 def filter_fd() -> int | None:
