@@ -22,6 +22,7 @@ import signal
 import subprocess
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,7 +119,8 @@ def memory_limit_mechanism() -> str:
     (each process still has its ``RLIMIT_AS``). Independent of the pids cgroup: either may be
     writable without the other."""
     if _memory_cgroup_root() is not None:
-        return "cgroup memory"
+        failed = _WHY_NOT.get("memory_failed")
+        return "cgroup memory" + (f" (but the last command's could not be made: {failed})" if failed else "")
     return f"none (RLIMIT_AS per process only; {_WHY_NOT.get('memory', '')})"
 
 
@@ -133,6 +135,21 @@ def process_limit_mechanism(runs_as_root: bool = False) -> str:
     if runs_as_root:
         return f"none (root without a writable pids cgroup: {why})"
     return f"RLIMIT_NPROC (per user: all commands of the user together; no writable pids cgroup: {why})"
+
+
+def _memory_cgroup_failed(folder: Path, error: OSError) -> None:
+    """A command runs without its memory cgroup (each process keeps RLIMIT_AS): said once a process,
+    and from then on by :func:`memory_limit_mechanism`. The kernel refuses new memory cgroups past
+    65,535, counting removed ones whose page cache it has not reclaimed yet (ENOSPC)."""
+    why = f"{folder}: {error.strerror or error}"
+    if "memory_warned" not in _WHY_NOT:
+        _WHY_NOT["memory_warned"] = why
+        warnings.warn(
+            f"could not make a command's memory cgroup ({why}): commands run with RLIMIT_AS per process "
+            "only, their whole tree's memory is not capped",
+            stacklevel=3,
+        )
+    _WHY_NOT["memory_failed"] = why
 
 
 class _Cgroup:
@@ -150,7 +167,11 @@ class _Cgroup:
             self.pids = pids_root / name
             self.pids.mkdir()
             self.folders.append(self.pids)
-            (self.pids / "pids.max").write_text(str(max_pids))
+            try:
+                (self.pids / "pids.max").write_text(str(max_pids))
+            except OSError:
+                self.remove()
+                raise
         if memory_root is not None:
             memory = memory_root / name
             try:
@@ -161,13 +182,13 @@ class _Cgroup:
                     (memory / "memory.memsw.limit_in_bytes").write_text(str(memory_mb * 2**20))
                 with contextlib.suppress(OSError):  # v1 charges TCP and UDP buffers only once capped
                     (memory / "memory.kmem.tcp.limit_in_bytes").write_text(str(socket_mb(memory_mb) * 2**20))
-            except OSError:
+                _WHY_NOT.pop("memory_failed", None)
+            except OSError as e:
                 if memory in self.folders:
                     self.folders.remove(memory)
                     with contextlib.suppress(OSError):
                         memory.rmdir()
-                if self.pids is None:
-                    raise
+                _memory_cgroup_failed(memory, e)
 
     @staticmethod
     def make(limits: ProcessLimits) -> _Cgroup | None:

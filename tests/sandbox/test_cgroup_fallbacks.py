@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import warnings
 
 import pytest
 
@@ -93,3 +94,19 @@ def test_without_a_pids_cgroup_a_fork_bomb_meets_the_sandbox_users_rlimit(tmp_pa
     assert not res.timed_out and "Cannot fork" in res.output, res.output[-300:]
     time.sleep(0.3)
     assert _live(marker) == []
+
+
+def test_a_memory_cgroup_that_cannot_be_made_leaves_the_command_running_and_says_so(
+    tmp_path, monkeypatch, no_pids_cgroup
+):
+    """Past 65,535 memory cgroups (removed ones count until their page cache is reclaimed) the kernel
+    refuses new ones: the command still runs, under RLIMIT_AS, and the kit says its tree is uncapped."""
+    monkeypatch.setattr(processes, "_memory_cgroup_root", lambda: tmp_path / "no-such-cgroup")
+    monkeypatch.setattr(processes, "_WHY_NOT", {})
+    with pytest.warns(UserWarning, match="could not make a command's memory cgroup .*no-such-cgroup"):
+        res = sh("echo RAN", tmp_path)
+    assert res.exit_code == 0 and "RAN" in res.output, res
+    assert "could not be made" in processes.memory_limit_mechanism()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once a process
+        assert "RAN" in sh("echo RAN", tmp_path).output
