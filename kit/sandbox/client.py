@@ -20,11 +20,15 @@ the same descriptor numbers it was given.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
+import functools
 import os
 import secrets
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -121,6 +125,16 @@ class _Relay:
                     chunk = chunk[os.write(self.out_fd, chunk) :]
 
 
+@functools.cache
+def _client_cwd() -> str:
+    """An empty folder of the kit's own for the engine's client to start in: podman's conmon writes a
+    file named ``oom`` into the folder it was started from when a container is OOM-killed (it was
+    the user's working folder); removed when the kit exits."""
+    folder = tempfile.mkdtemp(prefix="orchbench-client-")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
 def run_client(
     argv: list[str],
     *,
@@ -136,6 +150,7 @@ def run_client(
     started = time.monotonic()
     proc = subprocess.Popen(
         argv,
+        cwd=_client_cwd(),
         env=env,
         stdin=plan.into if plan.into >= 0 else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
