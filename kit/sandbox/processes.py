@@ -17,6 +17,7 @@ import os
 import resource
 import secrets
 import select
+import shlex
 import shutil
 import signal
 import subprocess
@@ -295,7 +296,11 @@ def _death_guard() -> list[str]:
 
 
 def _launcher(
-    argv: list[str], limits: ProcessLimits, cgroup_procs: list[str] | None, pids_counted: bool = False
+    argv: list[str],
+    limits: ProcessLimits,
+    cgroup_procs: list[str] | None,
+    pids_counted: bool = False,
+    watch_fd: int | None = None,
 ) -> tuple[list[str], Callable | None]:
     """How to start ``argv`` inside the cgroup with the rlimits.
 
@@ -305,7 +310,9 @@ def _launcher(
     Where ``setpriv`` has ``--pdeathsig``, the process is SIGKILLed if the kit dies, and the shell
     stops if the kit died before that was armed (its parent is no longer the kit): bwrap's own
     ``--die-with-parent`` is armed only once bwrap runs, and a kit killed before then (SIGKILL, a
-    second Ctrl-C's ``os._exit``) left the command running with no timeout.
+    second Ctrl-C's ``os._exit``) left the command running with no timeout; bwrap's clone (the
+    sandbox's pid 1) arms it only once it has set the sandbox up. So a watchdog the shell forks
+    outside the cgroups kills the shell and all in them once its stdin (the kit's pipe) ends.
     """
     rlimits = _rlimits(limits)
     if pids_counted:
@@ -321,6 +328,10 @@ def _launcher(
         return cmd, None
     check = f'[ "$PPID" = {os.getpid()} ] || exit 125; ' if guard else ""
     join = 'echo $$ > "$1" || exit 125; shift; ' * len(cgroup_procs or [])
+    if cgroup_procs and watch_fd is not None:  # the watch pipe is stdin; sh's async list gets /dev/null
+        kill = f'p=$(cat {shlex.join(cgroup_procs)}); [ -z "$p" ] && exit; kill -9 $p; i=$((i+1))'
+        watch = f"read _ <&{watch_fd}; kill -9 $$; i=0; while [ $i -lt 1000 ]; do {kill}; done"
+        join = f"exec {watch_fd}<&0 </dev/null; ({watch}) >/dev/null 2>&1 & exec {watch_fd}<&-; " + join
     return [*guard, "/bin/sh", "-c", check + join + 'exec "$@"', "sh", *(cgroup_procs or []), *cmd], None
 
 
@@ -431,15 +442,17 @@ def run_process(
     _check_timeout(timeout_s)
     cgroup = _Cgroup.make(limits)
     started = time.monotonic()
+    watch = os.pipe() if cgroup and _prlimit() else ()  # the launcher watchdog's: ends when the kit dies
+    digit = max(set(range(3, 10)) - set(pass_fds), default=None) if watch else None  # (sh: fds 0-9)
     launch, preexec = _launcher(
-        argv, limits, cgroup.join if cgroup else None, pids_counted=bool(cgroup and cgroup.pids)
+        argv, limits, cgroup.join if cgroup else None, bool(cgroup and cgroup.pids), digit
     )
     try:
         proc = subprocess.Popen(
             launch,
             cwd=str(cwd),
             env=env,
-            stdin=subprocess.DEVNULL,
+            stdin=watch[0] if digit else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -449,7 +462,10 @@ def run_process(
     except BaseException:
         if cgroup:
             cgroup.remove()
+        list(map(os.close, watch))
         raise
+    else:
+        list(map(os.close, watch[:1]))  # (the write end once the command has ended)
     output = _HeadTail(max(max_output_chars // 2, 1))
     thread = threading.Thread(target=output.read_all, args=(proc.stdout,), daemon=True)
     thread.start()
@@ -457,10 +473,11 @@ def run_process(
     try:
         timed_out = not _wait(proc, timeout_s)
     finally:
-        _kill_group(proc.pid)
+        _kill_group(proc.pid)  # the watchdog too
         if cgroup:
             cgroup.remove()
         proc.wait()
+        list(map(os.close, watch[1:]))
     thread.join(timeout=5)
     with contextlib.suppress(Exception):
         proc.stdout.close()  # type: ignore[union-attr]
