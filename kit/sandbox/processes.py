@@ -312,7 +312,8 @@ def _launcher(
     ``--die-with-parent`` is armed only once bwrap runs, and a kit killed before then (SIGKILL, a
     second Ctrl-C's ``os._exit``) left the command running with no timeout; bwrap's clone (the
     sandbox's pid 1) arms it only once it has set the sandbox up. So a watchdog the shell forks
-    outside the cgroups kills the shell and all in them once its stdin (the kit's pipe) ends.
+    outside the cgroups kills the shell, all in them and its process group (where bwrap's clone is
+    until it calls setsid) once its stdin (the kit's pipe) ends.
     """
     rlimits = _rlimits(limits)
     if pids_counted:
@@ -324,13 +325,14 @@ def _launcher(
         return argv, _preexec(rlimits, cgroup_procs)
     cmd = [prlimit, *(f"{option}={value}:{value}" for _, option, value in rlimits), "--", *argv]
     guard = _death_guard()
-    if not cgroup_procs and not guard:
+    if not cgroup_procs and not guard and watch_fd is None:
         return cmd, None
     check = f'[ "$PPID" = {os.getpid()} ] || exit 125; ' if guard else ""
     join = 'echo $$ > "$1" || exit 125; shift; ' * len(cgroup_procs or [])
-    if cgroup_procs and watch_fd is not None:  # the watch pipe is stdin; sh's async list gets /dev/null
-        kill = f'p=$(cat {shlex.join(cgroup_procs)}); [ -z "$p" ] && exit; kill -9 $p; i=$((i+1))'
-        watch = f"read _ <&{watch_fd}; kill -9 $$; i=0; while [ $i -lt 1000 ]; do {kill}; done"
+    if watch_fd is not None:  # the pipe is stdin (sh gives an async list /dev/null); at last its group
+        kill = f'p=$(cat {shlex.join(cgroup_procs or [])}); [ -z "$p" ] && break; kill -9 $p; i=$((i+1))'
+        loop = f"i=0; while [ $i -lt 1000 ]; do {kill}; done; " if cgroup_procs else ""
+        watch = f"read _ <&{watch_fd}; kill -9 $$; {loop}kill -9 -$$"
         join = f"exec {watch_fd}<&0 </dev/null; ({watch}) >/dev/null 2>&1 & exec {watch_fd}<&-; " + join
     return [*guard, "/bin/sh", "-c", check + join + 'exec "$@"', "sh", *(cgroup_procs or []), *cmd], None
 
@@ -442,7 +444,7 @@ def run_process(
     _check_timeout(timeout_s)
     cgroup = _Cgroup.make(limits)
     started = time.monotonic()
-    watch = os.pipe() if cgroup and _prlimit() else ()  # the launcher watchdog's: ends when the kit dies
+    watch = os.pipe() if _prlimit() else ()  # the launcher's watchdog's stdin: ends when the kit dies
     digit = max(set(range(3, 10)) - set(pass_fds), default=None) if watch else None  # (sh: fds 0-9)
     launch, preexec = _launcher(
         argv, limits, cgroup.join if cgroup else None, bool(cgroup and cgroup.pids), digit

@@ -242,11 +242,13 @@ def test_a_kit_killed_while_bwrap_sets_the_sandbox_up_leaves_nothing_running(tmp
     assert _live(marker) == []
 
 
-@pytest.mark.skipif(
-    processes._cgroup_root() is None and processes._memory_cgroup_root() is None, reason="needs a cgroup"
-)
-def test_the_watchdog_ends_with_the_command_and_shows_it_nothing(tmp_path):
-    """The watchdog's pipe never reaches the command, and nothing of the launcher outlives a run."""
+@pytest.mark.parametrize("cgroups", ["as-is", "none"])
+def test_the_watchdog_ends_with_the_command_and_shows_it_nothing(tmp_path, monkeypatch, cgroups):
+    """The watchdog's pipe never reaches the command, and nothing of the launcher outlives a run;
+    with no cgroup too (where the watchdog kills the launcher's process group)."""
+    if cgroups == "none":
+        monkeypatch.setattr(processes, "_cgroup_root", lambda: None)
+        monkeypatch.setattr(processes, "_memory_cgroup_root", lambda: None)
     marker = f"{time.time_ns() % 10**6 + 950}.25"
     res = sh(f"readlink /proc/self/fd/0; cat; ls /proc/self/fd; : {marker}", tmp_path)
     assert res.output.split() == ["/dev/null", "0", "1", "2", "3"], res.output
