@@ -26,12 +26,6 @@ def no_pids_cgroup(monkeypatch):
     monkeypatch.setitem(processes._WHY_NOT, "pids", "/sys/fs/cgroup/pids: Read-only file system (simulated)")
 
 
-@pytest.fixture
-def memory_cgroup():
-    if processes._memory_cgroup_root() is None:
-        pytest.skip(f"needs a writable memory cgroup: {processes.memory_limit_mechanism()}")
-
-
 def sh(command, cwd, backend="bwrap", **kw):
     return get_sandbox(backend).run(command, cwd, writable=True, timeout_s=kw.pop("timeout_s", 20), **kw)
 

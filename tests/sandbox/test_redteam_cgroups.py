@@ -22,7 +22,8 @@ import pytest
 
 from kit.paths import REPO_ROOT
 from kit.sandbox import processes
-from kit.sandbox.backends import ProcessLimits, check_available, get_sandbox
+from kit.sandbox.backends import ProcessLimits, check_available
+from tests.sandbox import test_cgroup_fallbacks as fallbacks
 from tests.sandbox.test_sandbox import _live
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap needs Linux")
@@ -41,14 +42,8 @@ def host(request, monkeypatch):
     return request.param
 
 
-@pytest.fixture
-def memory_cgroup():
-    if processes._memory_cgroup_root() is None:
-        pytest.skip(f"needs a writable memory cgroup: {processes.memory_limit_mechanism()}")
-
-
 def sh(command, cwd, backend="bwrap", **kw):
-    return get_sandbox(backend).run(command, cwd, writable=True, timeout_s=kw.pop("timeout_s", 30), **kw)
+    return fallbacks.sh(command, cwd, backend, **{"timeout_s": 30, **kw})
 
 
 def _figures(output: str) -> dict[str, int]:
@@ -280,14 +275,18 @@ def test_a_kit_killed_while_a_command_starts_leaves_nothing_running(tmp_path, pa
     slow.chmod(0o755)
     clone = tmp_path / "clone"
     clone.mkdir()
-    child = _kit_in(
-        memory_parent,
-        pids_parent,
-        f"""
+
+    def kit_with_slow_launcher(timeout_s):
+        return _kit_in(
+            memory_parent,
+            pids_parent,
+            f"""
         processes._prlimit = lambda: {str(slow)!r}
-        get_sandbox("bwrap").run("sleep {marker}", Path({str(clone)!r}), writable=True, timeout_s=60)
+        get_sandbox("bwrap").run("sleep {marker}", Path({str(clone)!r}), writable=True, timeout_s={timeout_s})
     """,
-    )
+        )
+
+    child = kit_with_slow_launcher(60)
     try:
         _wait_for(tmp_path / "launching")
     finally:
@@ -295,14 +294,7 @@ def test_a_kit_killed_while_a_command_starts_leaves_nothing_running(tmp_path, pa
     time.sleep(3.5)  # the slowed launcher has gone on to start the command, or died with the kit
     assert _live(marker) == []
     # the probe works: the same slow launcher, the kit alive, starts the command
-    child = _kit_in(
-        memory_parent,
-        pids_parent,
-        f"""
-        processes._prlimit = lambda: {str(slow)!r}
-        get_sandbox("bwrap").run("sleep {marker}", Path({str(clone)!r}), writable=True, timeout_s=4)
-    """,
-    )
+    child = kit_with_slow_launcher(4)
     try:
         time.sleep(3)
         assert _live(marker) != []
