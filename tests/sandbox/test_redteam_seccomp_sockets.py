@@ -24,7 +24,7 @@ import pytest
 
 from kit.sandbox import processes
 from kit.sandbox.backends import ProcessLimits, get_sandbox
-from tests.sandbox.test_redteam_cgroups import _kill, _kit_in, as_root, memory_cgroup, parents  # noqa: F401 - fixtures
+from tests.sandbox.test_redteam_cgroups import _kill, _kit_in, as_root, parents  # noqa: F401 - a fixture
 from tests.sandbox.test_sandbox import _live
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap needs Linux")
